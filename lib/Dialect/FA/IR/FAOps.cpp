@@ -1,0 +1,282 @@
+//===- FAOps.cpp - fa dialect operations ----------------------------------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FA/IR/FA.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::fa;
+
+//===----------------------------------------------------------------------===//
+// Custom directives
+//===----------------------------------------------------------------------===//
+
+/// Parses an optional `causal(top_left|bottom_right|none)` clause; its
+/// absence means `none`.
+static ParseResult parseCausalClause(OpAsmParser &parser,
+                                     CausalKindAttr &causal) {
+  MLIRContext *ctx = parser.getContext();
+  if (failed(parser.parseOptionalKeyword("causal"))) {
+    causal = CausalKindAttr::get(ctx, CausalKind::none);
+    return success();
+  }
+  StringRef keyword;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLParen() || parser.parseKeyword(&keyword) ||
+      parser.parseRParen())
+    return failure();
+  std::optional<CausalKind> kind = symbolizeCausalKind(keyword);
+  if (!kind)
+    return parser.emitError(loc, "expected causal alignment 'none', "
+                                 "'top_left' or 'bottom_right', got '")
+           << keyword << "'";
+  causal = CausalKindAttr::get(ctx, *kind);
+  return success();
+}
+
+static void printCausalClause(OpAsmPrinter &printer, Operation *,
+                              CausalKindAttr causal) {
+  if (!causal || causal.getValue() == CausalKind::none)
+    return;
+  printer << "causal(" << stringifyCausalKind(causal.getValue()) << ")";
+}
+
+#define GET_OP_CLASSES
+#include "fa/Dialect/FA/IR/FAOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// Prints a shape as `[2, ?, 64]`.
+static std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(
+      shape, os,
+      [&](int64_t d) {
+        if (ShapedType::isDynamic(d))
+          os << "?";
+        else
+          os << d;
+      },
+      ", ");
+  os << "]";
+  return s;
+}
+
+static bool isSupportedFloat(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
+
+/// Two dims are compatible when either is dynamic or both are equal.
+static bool dimsCompatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+//===----------------------------------------------------------------------===//
+// SoftmaxOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  auto type = cast<RankedTensorType>(getInput().getType());
+  if (!isSupportedFloat(type.getElementType()))
+    return emitOpError("input element type must be f32, f16 or bf16, got ")
+           << type.getElementType();
+  int64_t rank = type.getRank();
+  if (rank == 0)
+    return emitOpError("input must have rank >= 1, got a 0-d tensor");
+  int64_t dim = static_cast<int64_t>(getDimension());
+  if (dim < 0 || dim >= rank)
+    return emitOpError("dimension ")
+           << dim << " is out of range for input of rank " << rank << " "
+           << shapeStr(type.getShape());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+MutableOperandRange AttentionOp::getDpsInitsMutable() {
+  // `output` and the optional `lse` are the trailing operands.
+  unsigned numInits = getLse() ? 2 : 1;
+  return MutableOperandRange(getOperation(),
+                             getOperation()->getNumOperands() - numInits,
+                             numInits);
+}
+
+int64_t AttentionOp::getGroupSize() {
+  int64_t hq = cast<RankedTensorType>(getQuery().getType()).getDimSize(1);
+  int64_t hkv = cast<RankedTensorType>(getKey().getType()).getDimSize(1);
+  return hq / hkv;
+}
+
+float AttentionOp::getEffectiveScale() {
+  if (auto s = getScaleAttr())
+    return s.getValueAsDouble();
+  int64_t d = cast<RankedTensorType>(getQuery().getType()).getDimSize(3);
+  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+}
+
+LogicalResult AttentionOp::verify() {
+  auto qType = cast<RankedTensorType>(getQuery().getType());
+  auto kType = cast<RankedTensorType>(getKey().getType());
+  auto vType = cast<RankedTensorType>(getValue().getType());
+  auto oType = cast<RankedTensorType>(getOutput().getType());
+
+  // Ranks.
+  auto checkRank = [&](RankedTensorType t, StringRef name, int64_t rank,
+                       StringRef layout) -> LogicalResult {
+    if (t.getRank() != rank)
+      return emitOpError() << name << " must have rank " << rank << " "
+                           << layout << ", got rank " << t.getRank() << " "
+                           << shapeStr(t.getShape());
+    return success();
+  };
+  if (failed(checkRank(qType, "query", 4, "[B, Hq, Nq, D]")) ||
+      failed(checkRank(kType, "key", 4, "[B, Hkv, Nk, D]")) ||
+      failed(checkRank(vType, "value", 4, "[B, Hkv, Nk, Dv]")) ||
+      failed(checkRank(oType, "output", 4, "[B, Hq, Nq, Dv]")))
+    return failure();
+
+  // Element types.
+  Type elt = qType.getElementType();
+  if (!isSupportedFloat(elt))
+    return emitOpError("query element type must be f32, f16 or bf16, got ")
+           << elt;
+  if (kType.getElementType() != elt)
+    return emitOpError("key element type ")
+           << kType.getElementType() << " must match query element type "
+           << elt;
+  if (vType.getElementType() != elt)
+    return emitOpError("value element type ")
+           << vType.getElementType() << " must match query element type "
+           << elt;
+  if (oType.getElementType() != elt)
+    return emitOpError("output element type ")
+           << oType.getElementType() << " must match query element type "
+           << elt;
+
+  ArrayRef<int64_t> q = qType.getShape(), k = kType.getShape(),
+                    v = vType.getShape(), o = oType.getShape();
+
+  // Static head counts and head dims.
+  if (ShapedType::isDynamic(q[1]) || ShapedType::isDynamic(k[1]) ||
+      ShapedType::isDynamic(v[1]))
+    return emitOpError("head counts must be static, got query ")
+           << shapeStr(q) << ", key " << shapeStr(k) << ", value "
+           << shapeStr(v);
+  if (ShapedType::isDynamic(q[3]) || ShapedType::isDynamic(k[3]))
+    return emitOpError("head dim D must be static, got query ")
+           << shapeStr(q) << " and key " << shapeStr(k);
+  if (ShapedType::isDynamic(v[3]))
+    return emitOpError("value head dim Dv must be static, got value ")
+           << shapeStr(v);
+  if (q[1] <= 0 || k[1] <= 0)
+    return emitOpError("head counts must be positive, got Hq = ")
+           << q[1] << " and Hkv = " << k[1];
+  if (q[3] <= 0 || v[3] <= 0)
+    return emitOpError("head dims must be positive, got D = ")
+           << q[3] << " and Dv = " << v[3];
+
+  // Matching dims.
+  if (!dimsCompatible(q[0], k[0]) || !dimsCompatible(q[0], v[0]))
+    return emitOpError("batch dim B must match: query ")
+           << shapeStr(q) << ", key " << shapeStr(k) << ", value "
+           << shapeStr(v);
+  if (k[1] != v[1])
+    return emitOpError("key and value must have the same number of heads "
+                       "Hkv, got key ")
+           << shapeStr(k) << " and value " << shapeStr(v);
+  if (q[1] % k[1] != 0)
+    return emitOpError("query heads Hq = ")
+           << q[1] << " must be a multiple of key/value heads Hkv = " << k[1];
+  if (q[3] != k[3])
+    return emitOpError("head dim D of query ")
+           << shapeStr(q) << " and key " << shapeStr(k) << " must match";
+  if (!dimsCompatible(k[2], v[2]))
+    return emitOpError("key length Nk of key ")
+           << shapeStr(k) << " and value " << shapeStr(v) << " must match";
+  if (!dimsCompatible(o[0], q[0]) || o[1] != q[1] ||
+      !dimsCompatible(o[2], q[2]) || o[3] != v[3])
+    return emitOpError("output shape ")
+           << shapeStr(o) << " must be [B, Hq, Nq, Dv] = [" << shapeStr(q)
+           << "[0..2], " << v[3] << "] from query " << shapeStr(q)
+           << " and value " << shapeStr(v);
+
+  // Key lengths.
+  if (Value lens = getKvLens()) {
+    auto lType = cast<RankedTensorType>(lens.getType());
+    if (!lType.getElementType().isSignlessInteger(32))
+      return emitOpError("kv_lens element type must be i32, got ")
+             << lType.getElementType();
+    if (lType.getRank() != 1 || !dimsCompatible(lType.getDimSize(0), q[0]))
+      return emitOpError("kv_lens must have shape [B] with B from query ")
+             << shapeStr(q) << ", got " << shapeStr(lType.getShape());
+  }
+
+  // Mask.
+  if (Value mask = getMask()) {
+    auto mType = cast<RankedTensorType>(mask.getType());
+    Type mElt = mType.getElementType();
+    if (!mElt.isSignlessInteger(1) && !isSupportedFloat(mElt))
+      return emitOpError("mask element type must be i1 (true = attend) or "
+                         "f32, f16, bf16 (additive), got ")
+             << mElt;
+    if (mType.getRank() != 4)
+      return emitOpError("mask must have rank 4 [B|1, Hq|1, Nq, Nk], got ")
+             << shapeStr(mType.getShape());
+    ArrayRef<int64_t> m = mType.getShape();
+    bool ok = (m[0] == 1 || dimsCompatible(m[0], q[0])) &&
+              (m[1] == 1 || m[1] == q[1]) && dimsCompatible(m[2], q[2]) &&
+              dimsCompatible(m[3], k[2]);
+    if (!ok)
+      return emitOpError("mask shape ")
+             << shapeStr(m)
+             << " is not broadcastable to [B|1, Hq|1, Nq, Nk] with query "
+             << shapeStr(q) << " and key " << shapeStr(k);
+  }
+
+  // Scale.
+  if (auto s = getScaleAttr()) {
+    double sv = s.getValueAsDouble();
+    if (!std::isfinite(sv))
+      return emitOpError("scale must be finite, got ") << sv;
+  }
+
+  // Log-sum-exp.
+  if (Value lse = getLse()) {
+    auto lType = cast<RankedTensorType>(lse.getType());
+    if (!lType.getElementType().isF32())
+      return emitOpError("lse element type must be f32, got ")
+             << lType.getElementType();
+    ArrayRef<int64_t> l = lType.getShape();
+    if (l.size() != 3 || !dimsCompatible(l[0], q[0]) || l[1] != q[1] ||
+        !dimsCompatible(l[2], q[2]))
+      return emitOpError("lse shape ")
+             << shapeStr(l) << " must be [B, Hq, Nq] from query "
+             << shapeStr(q);
+  }
+
+  // Results mirror the destinations.
+  if (getResult().getType() != oType)
+    return emitOpError("result type ")
+           << getResult().getType() << " must match output type " << oType;
+  if (static_cast<bool>(getLse()) != static_cast<bool>(getLseResult()))
+    return emitOpError("an lse result requires an lse destination and vice "
+                       "versa");
+  if (getLse() && getLseResult().getType() != getLse().getType())
+    return emitOpError("lse result type ")
+           << getLseResult().getType() << " must match lse type "
+           << getLse().getType();
+  return success();
+}

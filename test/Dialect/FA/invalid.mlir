@@ -1,0 +1,389 @@
+// RUN: fa-opt %s -split-input-file -verify-diagnostics
+
+// One case per verifier rule of fa.attention and fa.softmax.
+
+// Query must be rank 4.
+func.func @f(%q: tensor<4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op query must have rank 4 [B, Hq, Nq, D], got rank 3 [4, 16, 64]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Key must be rank 4.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op key must have rank 4 [B, Hkv, Nk, D], got rank 2 [32, 64]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<32x64xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Value must be rank 4.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64x1xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op value must have rank 4 [B, Hkv, Nk, Dv], got rank 5}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64x1xf32>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Output must be rank 4.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16xf32>) {
+  // expected-error @+1 {{'fa.attention' op output must have rank 4 [B, Hq, Nq, Dv], got rank 3}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
+  return
+}
+
+// -----
+
+// Query element type must be f32, f16 or bf16.
+func.func @f(%q: tensor<1x4x16x64xf64>, %k: tensor<1x2x32x64xf64>, %v: tensor<1x2x32x64xf64>, %o: tensor<1x4x16x64xf64>) {
+  // expected-error @+1 {{'fa.attention' op query element type must be f32, f16 or bf16, got 'f64'}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf64>, tensor<1x2x32x64xf64>, tensor<1x2x32x64xf64>) outs(%o : tensor<1x4x16x64xf64>) -> tensor<1x4x16x64xf64>
+  return
+}
+
+// -----
+
+// Integer query.
+func.func @f(%q: tensor<1x4x16x64xi8>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op query element type must be f32, f16 or bf16, got 'i8'}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xi8>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Key element type must match.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf16>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op key element type 'f16' must match query element type 'f32'}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf16>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Value element type must match.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xbf16>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op value element type 'bf16' must match query element type 'f32'}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xbf16>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Output element type must match.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf16>) {
+  // expected-error @+1 {{'fa.attention' op output element type 'f16' must match query element type 'f32'}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x64xf16>) -> tensor<1x4x16x64xf16>
+  return
+}
+
+// -----
+
+// Head counts must be static.
+func.func @f(%q: tensor<1x?x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x?x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op head counts must be static, got query [1, ?, 16, 64]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x?x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x?x16x64xf32>) -> tensor<1x?x16x64xf32>
+  return
+}
+
+// -----
+
+// Head dim D must be static.
+func.func @f(%q: tensor<1x4x16x?xf32>, %k: tensor<1x2x32x?xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op head dim D must be static, got query [1, 4, 16, ?] and key [1, 2, 32, ?]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x?xf32>, tensor<1x2x32x?xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Value head dim Dv must be static.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x?xf32>, %o: tensor<1x4x16x?xf32>) {
+  // expected-error @+1 {{'fa.attention' op value head dim Dv must be static, got value [1, 2, 32, ?]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x?xf32>) outs(%o : tensor<1x4x16x?xf32>) -> tensor<1x4x16x?xf32>
+  return
+}
+
+// -----
+
+// Head dims must be positive.
+func.func @f(%q: tensor<1x4x16x0xf32>, %k: tensor<1x2x32x0xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op head dims must be positive, got D = 0 and Dv = 64}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x0xf32>, tensor<1x2x32x0xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Batch dims must match.
+func.func @f(%q: tensor<2x4x16x64xf32>, %k: tensor<3x2x32x64xf32>, %v: tensor<3x2x32x64xf32>, %o: tensor<2x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op batch dim B must match: query [2, 4, 16, 64], key [3, 2, 32, 64], value [3, 2, 32, 64]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<2x4x16x64xf32>, tensor<3x2x32x64xf32>, tensor<3x2x32x64xf32>) outs(%o : tensor<2x4x16x64xf32>) -> tensor<2x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Key and value head counts must match.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x4x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op key and value must have the same number of heads Hkv, got key [1, 2, 32, 64] and value [1, 4, 32, 64]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x4x32x64xf32>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Hq must be a multiple of Hkv.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x3x32x64xf32>, %v: tensor<1x3x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op query heads Hq = 4 must be a multiple of key/value heads Hkv = 3}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x3x32x64xf32>, tensor<1x3x32x64xf32>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Query and key head dims must match.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x32xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op head dim D of query [1, 4, 16, 64] and key [1, 2, 32, 32] must match}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x32xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Key and value lengths must match.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x31x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op key length Nk of key [1, 2, 32, 64] and value [1, 2, 31, 64] must match}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x31x64xf32>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Output shape must be [B, Hq, Nq, Dv].
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x32xf32>) {
+  // expected-error @+1 {{'fa.attention' op output shape [1, 4, 16, 32] must be [B, Hq, Nq, Dv]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x32xf32>) -> tensor<1x4x16x32xf32>
+  return
+}
+
+// -----
+
+// Output Nq must match the query.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x17x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op output shape [1, 4, 17, 64] must be [B, Hq, Nq, Dv]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x17x64xf32>) -> tensor<1x4x17x64xf32>
+  return
+}
+
+// -----
+
+// Key lengths must be i32.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>, %lens: tensor<1xi64>) {
+  // expected-error @+1 {{'fa.attention' op kv_lens element type must be i32, got 'i64'}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) kv_lens(%lens : tensor<1xi64>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Key lengths must be [B].
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>, %lens: tensor<2xi32>) {
+  // expected-error @+1 {{'fa.attention' op kv_lens must have shape [B] with B from query [1, 4, 16, 64], got [2]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) kv_lens(%lens : tensor<2xi32>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Key lengths must be rank 1.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>, %lens: tensor<1x1xi32>) {
+  // expected-error @+1 {{'fa.attention' op kv_lens must have shape [B] with B from query [1, 4, 16, 64], got [1, 1]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) kv_lens(%lens : tensor<1x1xi32>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Mask element type must be i1 or float.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>, %m: tensor<1x4x16x32xi8>) {
+  // expected-error @+1 {{'fa.attention' op mask element type must be i1 (true = attend) or f32, f16, bf16 (additive), got 'i8'}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) mask(%m : tensor<1x4x16x32xi8>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Mask must be rank 4.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>, %m: tensor<16x32xi1>) {
+  // expected-error @+1 {{'fa.attention' op mask must have rank 4 [B|1, Hq|1, Nq, Nk], got [16, 32]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) mask(%m : tensor<16x32xi1>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Mask heads must be Hq or 1 (not Hkv).
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>, %m: tensor<1x2x16x32xi1>) {
+  // expected-error @+1 {{'fa.attention' op mask shape [1, 2, 16, 32] is not broadcastable to [B|1, Hq|1, Nq, Nk] with query [1, 4, 16, 64] and key [1, 2, 32, 64]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) mask(%m : tensor<1x2x16x32xi1>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Mask key dim must be Nk.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>, %m: tensor<1x1x16x16xf32>) {
+  // expected-error @+1 {{'fa.attention' op mask shape [1, 1, 16, 16] is not broadcastable to [B|1, Hq|1, Nq, Nk]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) mask(%m : tensor<1x1x16x16xf32>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Mask batch must be B or 1.
+func.func @f(%q: tensor<3x4x16x64xf32>, %k: tensor<3x2x32x64xf32>, %v: tensor<3x2x32x64xf32>, %o: tensor<3x4x16x64xf32>, %m: tensor<2x1x16x32xi1>) {
+  // expected-error @+1 {{'fa.attention' op mask shape [2, 1, 16, 32] is not broadcastable}}
+  %r = fa.attention ins(%q, %k, %v : tensor<3x4x16x64xf32>, tensor<3x2x32x64xf32>, tensor<3x2x32x64xf32>) mask(%m : tensor<2x1x16x32xi1>) outs(%o : tensor<3x4x16x64xf32>) -> tensor<3x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Scale must be finite.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op scale must be finite, got INF}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x64xf32>) scale(0x7F800000) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// LSE must be f32.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>, %l: tensor<1x4x16xf16>) {
+  // expected-error @+1 {{'fa.attention' op lse element type must be f32, got 'f16'}}
+  %r:2 = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x64xf32>, %l : tensor<1x4x16xf16>) -> tensor<1x4x16x64xf32>, tensor<1x4x16xf16>
+  return
+}
+
+// -----
+
+// LSE must be [B, Hq, Nq].
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>, %l: tensor<1x2x16xf32>) {
+  // expected-error @+1 {{'fa.attention' op lse shape [1, 2, 16] must be [B, Hq, Nq] from query [1, 4, 16, 64]}}
+  %r:2 = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x64xf32>, %l : tensor<1x2x16xf32>) -> tensor<1x4x16x64xf32>, tensor<1x2x16xf32>
+  return
+}
+
+// -----
+
+// LSE must be rank 3.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>, %l: tensor<1x4x16x1xf32>) {
+  // expected-error @+1 {{'fa.attention' op lse shape [1, 4, 16, 1] must be [B, Hq, Nq]}}
+  %r:2 = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x64xf32>, %l : tensor<1x4x16x1xf32>) -> tensor<1x4x16x64xf32>, tensor<1x4x16x1xf32>
+  return
+}
+
+// -----
+
+// Result must match the output destination.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op result type 'tensor<1x4x16x64xf16>' must match output type 'tensor<1x4x16x64xf32>'}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf16>
+  return
+}
+
+// -----
+
+// LSE result must match the LSE destination.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>, %l: tensor<1x4x16xf32>) {
+  // expected-error @+1 {{'fa.attention' op lse result type 'tensor<1x4x?xf32>' must match lse type 'tensor<1x4x16xf32>'}}
+  %r:2 = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x64xf32>, %l : tensor<1x4x16xf32>) -> tensor<1x4x16x64xf32>, tensor<1x4x?xf32>
+  return
+}
+
+// -----
+
+// An LSE result without an LSE destination.
+func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op an lse result requires an lse destination and vice versa}}
+  %r:2 = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1, 0>}> : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4xf32>)
+  return
+}
+
+// -----
+
+// An unknown causal alignment.
+func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
+  // expected-error @+1 {{expected causal alignment 'none', 'top_left' or 'bottom_right', got 'sideways'}}
+  %r = fa.attention ins(%q, %q, %q : tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) outs(%o : tensor<1x1x4x8xf32>) causal(sideways) -> tensor<1x1x4x8xf32>
+  return
+}
+
+// -----
+
+// An unknown causal enum value in generic form.
+func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
+  // expected-error @+2 {{expected ::mlir::fa::CausalKind to be one of: none, top_left, bottom_right}}
+  // expected-error @+1 {{failed to parse FA_CausalAttr parameter 'value'}}
+  %r = "fa.attention"(%q, %q, %q, %o) <{causal = #fa.causal<diagonal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1, 0>}> : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  return
+}
+
+// -----
+
+// Memrefs are not accepted: the op is on tensors.
+func.func @f(%q: memref<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op operand #0 must be ranked tensor of any type values, but got 'memref<1x1x4x8xf32>'}}
+  %r = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1, 0>}> : (memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  return
+}
+
+// -----
+
+// Softmax: unsupported element type.
+func.func @f(%x: tensor<4x8xf64>) {
+  // expected-error @+1 {{'fa.softmax' op input element type must be f32, f16 or bf16, got 'f64'}}
+  %r = fa.softmax ins(%x : tensor<4x8xf64>) outs(%x : tensor<4x8xf64>) dimension(1) -> tensor<4x8xf64>
+  return
+}
+
+// -----
+
+// Softmax: dimension out of range.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'fa.softmax' op dimension 2 is out of range for input of rank 2 [4, 8]}}
+  %r = fa.softmax ins(%x : tensor<4x8xf32>) outs(%x : tensor<4x8xf32>) dimension(2) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Softmax: a 0-d tensor has no dimension to reduce.
+func.func @f(%x: tensor<f32>) {
+  // expected-error @+1 {{'fa.softmax' op input must have rank >= 1, got a 0-d tensor}}
+  %r = fa.softmax ins(%x : tensor<f32>) outs(%x : tensor<f32>) dimension(0) -> tensor<f32>
+  return
+}
+
+// -----
+
+// Softmax: input, output and result types must match.
+func.func @f(%x: tensor<4x8xf32>, %y: tensor<4x8xf16>) {
+  // expected-error @+1 {{'fa.softmax' op failed to verify that all of {input, output, result} have same type}}
+  %r = fa.softmax ins(%x : tensor<4x8xf32>) outs(%y : tensor<4x8xf16>) dimension(1) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Softmax: a negative dimension.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'fa.softmax' op dimension -1 is out of range for input of rank 2 [4, 8]}}
+  %r = fa.softmax ins(%x : tensor<4x8xf32>) outs(%x : tensor<4x8xf32>) dimension(-1) -> tensor<4x8xf32>
+  return
+}

@@ -1,0 +1,84 @@
+// RUN: fa-opt %s -split-input-file --verify-roundtrip | FileCheck %s
+// RUN: fa-opt %s -split-input-file | fa-opt -split-input-file | FileCheck %s
+// RUN: fa-opt %s -split-input-file --mlir-print-op-generic | fa-opt -split-input-file | FileCheck %s
+
+// Softmax along the last dimension with a dynamic extent.
+// CHECK-LABEL: func.func @softmax_last_dim
+//  CHECK-SAME:   (%[[X:.*]]: tensor<4x?xf32>, %[[Y:.*]]: tensor<4x?xf32>)
+//       CHECK:   %[[R:.*]] = fa.softmax ins(%[[X]] : tensor<4x?xf32>) outs(%[[Y]] : tensor<4x?xf32>) dimension(1) -> tensor<4x?xf32>
+//       CHECK:   return %[[R]]
+func.func @softmax_last_dim(%x: tensor<4x?xf32>, %y: tensor<4x?xf32>) -> tensor<4x?xf32> {
+  %r = fa.softmax ins(%x : tensor<4x?xf32>) outs(%y : tensor<4x?xf32>) dimension(1) -> tensor<4x?xf32>
+  return %r : tensor<4x?xf32>
+}
+
+// -----
+
+// Softmax along a leading dimension of a 3-d bf16 tensor.
+// CHECK-LABEL: func.func @softmax_bf16_dim0
+//       CHECK:   fa.softmax ins(%{{.*}} : tensor<8x3x5xbf16>) outs(%{{.*}} : tensor<8x3x5xbf16>) dimension(0) -> tensor<8x3x5xbf16>
+func.func @softmax_bf16_dim0(%x: tensor<8x3x5xbf16>) -> tensor<8x3x5xbf16> {
+  %r = fa.softmax ins(%x : tensor<8x3x5xbf16>) outs(%x : tensor<8x3x5xbf16>) dimension(0) -> tensor<8x3x5xbf16>
+  return %r : tensor<8x3x5xbf16>
+}
+
+// -----
+
+// Plain attention: no mask, no causality, default scale; nothing optional is printed.
+// CHECK-LABEL: func.func @attention_minimal
+//  CHECK-SAME:   (%[[Q:.*]]: tensor<2x4x128x64xf32>, %[[K:.*]]: tensor<2x4x256x64xf32>, %[[V:.*]]: tensor<2x4x256x32xf32>, %[[O:.*]]: tensor<2x4x128x32xf32>)
+//       CHECK:   %[[R:.*]] = fa.attention ins(%[[Q]], %[[K]], %[[V]] : tensor<2x4x128x64xf32>, tensor<2x4x256x64xf32>, tensor<2x4x256x32xf32>) outs(%[[O]] : tensor<2x4x128x32xf32>) -> tensor<2x4x128x32xf32>
+//   CHECK-NOT:   causal
+//   CHECK-NOT:   scale
+//       CHECK:   return %[[R]]
+func.func @attention_minimal(%q: tensor<2x4x128x64xf32>, %k: tensor<2x4x256x64xf32>,
+                             %v: tensor<2x4x256x32xf32>, %o: tensor<2x4x128x32xf32>) -> tensor<2x4x128x32xf32> {
+  %r = fa.attention ins(%q, %k, %v : tensor<2x4x128x64xf32>, tensor<2x4x256x64xf32>, tensor<2x4x256x32xf32>)
+         outs(%o : tensor<2x4x128x32xf32>) -> tensor<2x4x128x32xf32>
+  return %r : tensor<2x4x128x32xf32>
+}
+
+// -----
+
+// Everything at once: dynamic B/Nq/Nk, GQA (8 query heads over 2 kv heads),
+// key lengths, a broadcast boolean mask, LSE, bottom-right causality, a scale.
+// CHECK-LABEL: func.func @attention_full
+//       CHECK:   %[[R:.*]], %[[L:.*]] = fa.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x8x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>)
+//  CHECK-SAME:     kv_lens(%{{.*}} : tensor<?xi32>) mask(%{{.*}} : tensor<1x8x?x?xi1>)
+//  CHECK-SAME:     outs(%{{.*}} : tensor<?x8x?x64xf16>, %{{.*}} : tensor<?x8x?xf32>)
+//  CHECK-SAME:     causal(bottom_right) scale(1.250000e-01) -> tensor<?x8x?x64xf16>, tensor<?x8x?xf32>
+//       CHECK:   return %[[R]], %[[L]]
+func.func @attention_full(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x?x64xf16>, %v: tensor<?x2x?x64xf16>,
+                          %lens: tensor<?xi32>, %m: tensor<1x8x?x?xi1>,
+                          %o: tensor<?x8x?x64xf16>, %l: tensor<?x8x?xf32>) -> (tensor<?x8x?x64xf16>, tensor<?x8x?xf32>) {
+  %r:2 = fa.attention ins(%q, %k, %v : tensor<?x8x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>)
+           kv_lens(%lens : tensor<?xi32>) mask(%m : tensor<1x8x?x?xi1>)
+           outs(%o : tensor<?x8x?x64xf16>, %l : tensor<?x8x?xf32>)
+           causal(bottom_right) scale(0.125) -> tensor<?x8x?x64xf16>, tensor<?x8x?xf32>
+  return %r#0, %r#1 : tensor<?x8x?x64xf16>, tensor<?x8x?xf32>
+}
+
+// -----
+
+// Additive bf16 mask broadcast over batch, top-left causality, MQA (one kv head).
+// CHECK-LABEL: func.func @attention_additive_mask
+//       CHECK:   fa.attention ins({{.*}}) mask(%{{.*}} : tensor<1x1x16x24xbf16>) outs(%{{.*}} : tensor<3x4x16x40xbf16>) causal(top_left) -> tensor<3x4x16x40xbf16>
+func.func @attention_additive_mask(%q: tensor<3x4x16x40xbf16>, %k: tensor<3x1x24x40xbf16>, %v: tensor<3x1x24x40xbf16>,
+                                   %m: tensor<1x1x16x24xbf16>, %o: tensor<3x4x16x40xbf16>) -> tensor<3x4x16x40xbf16> {
+  %r = fa.attention ins(%q, %k, %v : tensor<3x4x16x40xbf16>, tensor<3x1x24x40xbf16>, tensor<3x1x24x40xbf16>)
+         mask(%m : tensor<1x1x16x24xbf16>) outs(%o : tensor<3x4x16x40xbf16>) causal(top_left) -> tensor<3x4x16x40xbf16>
+  return %r : tensor<3x4x16x40xbf16>
+}
+
+// -----
+
+// An explicit `causal(none)` is the default and is not printed back.
+// CHECK-LABEL: func.func @attention_causal_none
+//       CHECK:   fa.attention
+//   CHECK-NOT:   causal
+//       CHECK:   return
+func.func @attention_causal_none(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32> {
+  %r = fa.attention ins(%q, %q, %q : tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>)
+         outs(%o : tensor<1x1x4x8xf32>) causal(none) -> tensor<1x1x4x8xf32>
+  return %r : tensor<1x1x4x8xf32>
+}
