@@ -9,33 +9,30 @@
 
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
+#include "fa/Pipelines/Pipelines.h"
 
-#include "mlir/Dialect/Affine/IR/AffineOps.h"
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
 void fa::registerAllDialects(DialectRegistry &registry) {
-  registry.insert<fa::FADialect, affine::AffineDialect, arith::ArithDialect,
-                  bufferization::BufferizationDialect, func::FuncDialect,
-                  linalg::LinalgDialect, LLVM::LLVMDialect, math::MathDialect,
-                  memref::MemRefDialect, scf::SCFDialect,
-                  tensor::TensorDialect>();
+  registry.insert<fa::FADialect>();
+  // The lowerings go through most of upstream MLIR (linalg, bufferization,
+  // scf, memref, LLVM, later gpu/nvvm) and rely on the external interface
+  // models (bufferization, value bounds, inlining, LLVM translation) that
+  // upstream registers together with its dialects.
+  mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
 }
 
 void fa::registerAllPasses() {
   fa::registerFAPasses();
-  mlir::registerTransformsPasses();
+  fa::registerFAPipelines();
+  // Upstream passes the pipelines are made of, so users can run the steps
+  // one by one with fa-opt.
+  mlir::registerAllPasses();
 }

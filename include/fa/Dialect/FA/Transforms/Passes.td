@@ -10,4 +10,84 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FATileAttentionPass : Pass<"fa-tile-attention"> {
+  let summary = "Lower fa.attention to tiled online-softmax loops";
+  let description = [{
+    Rewrites every `fa.attention` into an `scf.forall` over (batch, query
+    head, query tile) whose body runs an `scf.for` over key/value tiles that
+    carries the running row max `m`, the running row sum `l` and the partial
+    output `acc` (all f32). Per key/value tile:
+
+    ```
+    S     = scale * Q_tile K_tile^T  (+ additive mask)
+    S     = -inf where the causal / boolean mask removes a key
+    m_new = max(m, rowmax(S))
+    alpha = exp(m - m_new)               // rescale what is already summed
+    P     = exp(S - m_new)
+    l     = alpha * l + rowsum(P)
+    acc   = alpha * acc + P V_tile
+    ```
+
+    Where `m_new` is `-inf` (nothing attended yet) it is replaced by 0 in
+    the exponentials, so no `exp(-inf - -inf)` appears. After the loop,
+    `O = acc / l` and `LSE = m + log(l)`, except where `l == 0` (a fully
+    masked row): `O = 0` and `LSE = -inf`.
+
+    The score matrix is never materialized beyond one tile. Key/value tiles
+    that causality or the key lengths exclude entirely are skipped by the
+    loop's upper bound: the loop runs over `ceil(kv_end / block-kv)` tiles
+    with `kv_end = min(Nk, kv_lens[b], q0 + rows + (Nk - Nq | 0))`. Tiles at
+    the end of a sequence shorter than the block are handled by dynamic tile
+    sizes. Query head `h` reads key/value head `h / (Hq / Hkv)`.
+  }];
+  let options = [
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"64",
+           "Query rows per tile">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"64",
+           "Keys per key/value tile">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def FAOnlineSoftmaxPass : Pass<"fa-online-softmax"> {
+  let summary = "Lower fa.softmax to a two-sweep online softmax";
+  let description = [{
+    Rewrites every `fa.softmax` into two sweeps over each row instead of the
+    three of a safe softmax. The first sweep runs over tiles of the row and
+    keeps a running max `m` and a running sum `l`, rescaling `l` by
+    `exp(m_old - m_new)` whenever the max grows; the second writes
+    `exp(x - m) / l`. A row that is entirely `-inf` gives zeros.
+  }];
+  let options = [
+    Option<"tileSize", "tile-size", "int64_t", /*default=*/"256",
+           "Elements of a row per tile of the first sweep">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def FADecomposeReferencePass : Pass<"fa-decompose-reference"> {
+  let summary = "Lower fa ops to the naive computation that materializes S";
+  let description = [{
+    The unfused reference lowering: `fa.attention` becomes `S = scale * Q
+    K^T`, the masks, a three-sweep safe softmax over whole rows of `S`, and
+    `O = P V`, each a `linalg.generic` on full tensors; `fa.softmax` becomes
+    the three-sweep safe softmax. It shares no code with the tiled lowering
+    and serves as the independent path for differential tests and as the
+    unfused baseline for benchmarks. It needs `B * Hq * Nq * Nk` floats for
+    `S`.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // FA_DIALECT_FA_TRANSFORMS_PASSES_TD

@@ -1,0 +1,42 @@
+//===- Transforms.h - fa rewrite patterns -----------------------*- C++ -*-===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The patterns behind fa's passes, for embedding in other pipelines.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_DIALECT_FA_TRANSFORMS_TRANSFORMS_H
+#define FA_DIALECT_FA_TRANSFORMS_TRANSFORMS_H
+
+#include <cstdint>
+
+namespace mlir {
+class RewritePatternSet;
+namespace fa {
+
+/// Tile sizes of the online-softmax attention lowering.
+struct AttentionTileSizes {
+  int64_t blockQ = 64;
+  int64_t blockKV = 64;
+};
+
+/// fa.attention -> scf.forall over (B, Hq, query tiles) around an scf.for
+/// over key/value tiles carrying (m, l, acc).
+void populateFATileAttentionPatterns(RewritePatternSet &patterns,
+                                     AttentionTileSizes sizes);
+
+/// fa.softmax -> two-sweep online softmax with row tiles of `tileSize`.
+void populateFAOnlineSoftmaxPatterns(RewritePatternSet &patterns,
+                                     int64_t tileSize);
+
+/// fa.attention and fa.softmax -> the naive computation on full tensors.
+void populateFADecomposeReferencePatterns(RewritePatternSet &patterns);
+
+} // namespace fa
+} // namespace mlir
+
+#endif // FA_DIALECT_FA_TRANSFORMS_TRANSFORMS_H

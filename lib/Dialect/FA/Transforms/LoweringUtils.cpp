@@ -1,0 +1,72 @@
+//===- LoweringUtils.cpp - helpers shared by fa's lowerings ---------------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::fa;
+using namespace mlir::fa::lowering;
+
+SmallVector<Value> lowering::buildGeneric(OpBuilder &b, Location loc,
+                                        ValueRange ins, ValueRange outs,
+                                        ArrayRef<AffineMap> maps,
+                                        ArrayRef<utils::IteratorType> iterators,
+                                        GenericBody body) {
+  SmallVector<Type> resultTypes;
+  for (Value o : outs)
+    resultTypes.push_back(o.getType());
+  auto generic = linalg::GenericOp::create(
+      b, loc, resultTypes, ins, outs, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        SmallVector<Value> yielded = body(nb, nloc, args);
+        linalg::YieldOp::create(nb, nloc, yielded);
+      });
+  return SmallVector<Value>(generic.getResults());
+}
+
+Value lowering::buildFilled(OpBuilder &b, Location loc,
+                          ArrayRef<OpFoldResult> sizes, Type elementType,
+                          TypedAttr value) {
+  Value empty = tensor::EmptyOp::create(b, loc, sizes, elementType);
+  Value cst = arith::ConstantOp::create(b, loc, value);
+  return linalg::FillOp::create(b, loc, cst, empty).getResult(0);
+}
+
+Value lowering::toF32(OpBuilder &b, Location loc, Value v) {
+  Type f32 = b.getF32Type();
+  if (v.getType() == f32)
+    return v;
+  return arith::ExtFOp::create(b, loc, f32, v);
+}
+
+Value lowering::fromF32(OpBuilder &b, Location loc, Value v, Type type) {
+  if (type == v.getType())
+    return v;
+  return arith::TruncFOp::create(b, loc, type, v);
+}
+
+Value lowering::negInf(OpBuilder &b, Location loc) {
+  return arith::ConstantOp::create(
+      b, loc,
+      b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+}
+
+Value lowering::guardedMax(OpBuilder &b, Location loc, Value m) {
+  Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m,
+                                         negInf(b, loc));
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  return arith::SelectOp::create(b, loc, isNegInf, zero, m);
+}
+
+Value lowering::loopIndex(OpBuilder &b, Location loc, int64_t dim) {
+  return linalg::IndexOp::create(b, loc, dim);
+}

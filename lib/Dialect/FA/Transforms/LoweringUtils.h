@@ -1,0 +1,54 @@
+//===- LoweringUtils.h - helpers shared by fa's lowerings -------*- C++ -*-===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_LIB_DIALECT_FA_TRANSFORMS_LOWERINGUTILS_H
+#define FA_LIB_DIALECT_FA_TRANSFORMS_LOWERINGUTILS_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir {
+namespace fa {
+namespace lowering {
+
+/// Body of a linalg.generic: receives the block arguments (inputs then
+/// outputs) and returns the values to yield.
+using GenericBody =
+    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>;
+
+/// Builds a linalg.generic over `ins`/`outs` with the given maps, iterator
+/// types and body; returns its results.
+SmallVector<Value> buildGeneric(OpBuilder &b, Location loc, ValueRange ins,
+                                ValueRange outs, ArrayRef<AffineMap> maps,
+                                ArrayRef<utils::IteratorType> iterators,
+                                GenericBody body);
+
+/// A tensor of `shape` (dynamic sizes in `dynSizes`) filled with `value`.
+Value buildFilled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                  Type elementType, TypedAttr value);
+
+/// Converts `v` to f32 (extf for f16/bf16, identity for f32).
+Value toF32(OpBuilder &b, Location loc, Value v);
+
+/// Converts an f32 `v` to `type` (truncf or identity).
+Value fromF32(OpBuilder &b, Location loc, Value v, Type type);
+
+/// The f32 constant -inf.
+Value negInf(OpBuilder &b, Location loc);
+
+/// Replaces a row max of -inf (a row with nothing attended so far) by 0, so
+/// that exp(x - m) and exp(m_old - m) never compute -inf - -inf.
+Value guardedMax(OpBuilder &b, Location loc, Value m);
+
+/// The index `i` as an f32-free index value from linalg.index.
+Value loopIndex(OpBuilder &b, Location loc, int64_t dim);
+
+} // namespace lowering
+} // namespace fa
+} // namespace mlir
+
+#endif // FA_LIB_DIALECT_FA_TRANSFORMS_LOWERINGUTILS_H

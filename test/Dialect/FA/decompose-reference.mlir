@@ -1,0 +1,53 @@
+// RUN: fa-opt %s -split-input-file -fa-decompose-reference | FileCheck %s
+
+// The naive lowering materializes S for the whole problem: QK^T with the
+// GQA head map h / 2, scale and masks, three softmax sweeps over full rows,
+// then P V. No loops, no fa ops.
+// CHECK-DAG: #[[$QMAP:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>
+// CHECK-DAG: #[[$KMAP:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 floordiv 2, d3, d4)>
+// CHECK-DAG: #[[$LENMAP:.*]] = affine_map<(d0, d1, d2, d3) -> (d0)>
+// CHECK-DAG: #[[$MASKMAP:.*]] = affine_map<(d0, d1, d2, d3) -> (0, d1, d2, d3)>
+// CHECK-LABEL: func.func @gqa_masked
+//  CHECK-SAME:   (%[[Q:[a-z0-9]+]]: {{.*}}, %[[K:[a-z0-9]+]]: {{.*}}, %[[V:[a-z0-9]+]]: {{.*}}, %[[LENS:[a-z0-9]+]]: {{.*}}, %[[MASK:[a-z0-9]+]]: {{.*}}, %[[O:[a-z0-9]+]]: {{.*}}, %[[L:[a-z0-9]+]]: {{.*}})
+//   CHECK-NOT:   scf.for
+//   CHECK-NOT:   fa.attention
+//       CHECK:   %[[S:.*]] = linalg.generic {indexing_maps = [#[[$QMAP]], #[[$KMAP]], {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[Q]], %[[K]] : {{.*}}) outs(%{{.*}} : tensor<?x4x?x?xf32>)
+//       CHECK:   %[[SM:.*]] = linalg.generic {indexing_maps = [{{.*}}, #[[$LENMAP]], #[[$MASKMAP]], {{.*}}]{{.*}} ins(%[[S]], %[[LENS]], %[[MASK]] : {{.*}})
+//       CHECK:     arith.cmpi slt
+//       CHECK:     arith.select
+//       CHECK:     arith.select
+//       CHECK:     arith.cmpi sle
+//       CHECK:   %[[MAX:.*]] = linalg.generic {{.*}} ins(%[[SM]] : tensor<?x4x?x?xf32>)
+//       CHECK:     arith.maximumf
+//       CHECK:   %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[SM]], %[[MAX]] : {{.*}})
+//       CHECK:     math.exp
+//       CHECK:   %[[P:.*]] = linalg.generic {{.*}} ins(%[[SM]], %[[MAX]], %[[SUM]] : {{.*}})
+//       CHECK:     arith.divf
+//       CHECK:   %[[OACC:.*]] = linalg.generic {{.*}} ins(%[[P]], %[[V]] : {{.*}})
+//       CHECK:   %[[OUT:.*]] = linalg.generic {{.*}} ins(%[[OACC]] : {{.*}}) outs(%[[O]] : {{.*}})
+//       CHECK:   %[[LSE:.*]] = linalg.generic {{.*}} ins(%[[MAX]], %[[SUM]] : {{.*}}) outs(%[[L]] : {{.*}})
+//       CHECK:     math.log
+//       CHECK:   return %[[OUT]], %[[LSE]]
+func.func @gqa_masked(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x8xf32>, %lens: tensor<?xi32>,
+                      %m: tensor<1x4x?x?xi1>, %o: tensor<?x4x?x8xf32>, %l: tensor<?x4x?xf32>) -> (tensor<?x4x?x8xf32>, tensor<?x4x?xf32>) {
+  %r:2 = fa.attention ins(%q, %k, %v : tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>)
+           kv_lens(%lens : tensor<?xi32>) mask(%m : tensor<1x4x?x?xi1>)
+           outs(%o : tensor<?x4x?x8xf32>, %l : tensor<?x4x?xf32>) causal(top_left) -> tensor<?x4x?x8xf32>, tensor<?x4x?xf32>
+  return %r#0, %r#1 : tensor<?x4x?x8xf32>, tensor<?x4x?xf32>
+}
+
+// -----
+
+// Softmax: three sweeps (max, sum of exp, normalize) over the full tensor.
+// CHECK-LABEL: func.func @softmax
+//   CHECK-NOT:   scf.
+//       CHECK:   %[[MAX:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+//       CHECK:     arith.maximumf
+//       CHECK:   %[[SUM:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%{{.*}}, %[[MAX]]
+//       CHECK:     math.exp
+//       CHECK:   linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]{{.*}} ins(%{{.*}}, %[[MAX]], %[[SUM]]
+//       CHECK:     arith.divf
+func.func @softmax(%x: tensor<3x?xf32>) -> tensor<3x?xf32> {
+  %r = fa.softmax ins(%x : tensor<3x?xf32>) outs(%x : tensor<3x?xf32>) dimension(1) -> tensor<3x?xf32>
+  return %r : tensor<3x?xf32>
+}

@@ -1,0 +1,163 @@
+// RUN: fa-opt %s -split-input-file -fa-tile-attention="block-q=32 block-kv=16" | FileCheck %s
+
+// Bottom-right causal attention with LSE: the loop nest, the (m, l, acc)
+// state, the mask as -inf before the max, the rescale by exp(m_old - m_new),
+// the skipped causal tiles and the fully-masked guard.
+// CHECK-LABEL: func.func @causal_bottom_right
+//  CHECK-SAME:   (%[[Q:[a-z0-9]+]]: tensor<?x4x?x40xf32>, %[[K:[a-z0-9]+]]: tensor<?x2x?x40xf32>, %[[V:[a-z0-9]+]]: tensor<?x2x?x40xf32>, %[[O:[a-z0-9]+]]: tensor<?x4x?x40xf32>, %[[L:[a-z0-9]+]]: tensor<?x4x?xf32>)
+//   CHECK-DAG:   %[[B:.*]] = tensor.dim %[[Q]], %{{.*}} : tensor<?x4x?x40xf32>
+//   CHECK-DAG:   %[[NQ:.*]] = tensor.dim %[[Q]], %{{.*}} : tensor<?x4x?x40xf32>
+//   CHECK-DAG:   %[[NK:.*]] = tensor.dim %[[K]], %{{.*}} : tensor<?x2x?x40xf32>
+//       CHECK:   %[[NQT:.*]] = arith.ceildivui %[[NQ]], %c32
+// Bottom-right alignment: diagonal offset Nk - Nq.
+//       CHECK:   %[[OFF:.*]] = arith.subi %[[NK]], %[[NQ]]
+// One parallel iteration per (batch, query head, query tile).
+//       CHECK:   scf.forall (%[[BI:.*]], %[[HI:.*]], %[[QT:.*]]) in (%[[B]], 4, %[[NQT]]) shared_outs(%[[OS:.*]] = %[[O]], %[[LS:.*]] = %[[L]])
+// GQA: query head h reads key/value head h / 2.
+//       CHECK:     %[[HKV:.*]] = arith.divui %[[HI]], %c2
+//       CHECK:     %[[Q0:.*]] = arith.muli %[[QT]], %c32
+//       CHECK:     %[[ROWS:.*]] = arith.minsi %c32, %{{.*}}
+//       CHECK:     %[[QTILE:.*]] = tensor.extract_slice %[[Q]][%[[BI]], %[[HI]], %[[Q0]], 0] [1, 1, %[[ROWS]], 40]
+// m = -inf, l = 0, acc = 0.
+//       CHECK:     %[[M0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<?xf32>)
+//       CHECK:     %[[L0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<?xf32>)
+//       CHECK:     %[[A0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<?x40xf32>)
+// Causally excluded key tiles are skipped by the bound: keys end at
+// min(max(q0 + rows + Nk - Nq, 0), Nk).
+//       CHECK:     %[[E0:.*]] = arith.addi %[[Q0]], %[[ROWS]]
+//       CHECK:     %[[E1:.*]] = arith.addi %[[E0]], %[[OFF]]
+//       CHECK:     %[[E2:.*]] = arith.maxsi %[[E1]], %{{.*}}
+//       CHECK:     %[[KEND:.*]] = arith.minsi %[[E2]], %[[NK]]
+//       CHECK:     %[[NKT:.*]] = arith.ceildivui %[[KEND]], %c16
+//       CHECK:     %[[LOOP:.*]]:3 = scf.for %[[J:.*]] = %{{.*}} to %[[NKT]] step %{{.*}} iter_args(%[[M:.*]] = %[[M0]], %[[LL:.*]] = %[[L0]], %[[ACC:.*]] = %[[A0]]) -> (tensor<?xf32>, tensor<?xf32>, tensor<?x40xf32>)
+//       CHECK:       %[[K0:.*]] = arith.muli %[[J]], %c16
+//       CHECK:       %[[KTILE:.*]] = tensor.extract_slice %[[K]][%[[BI]], %[[HKV]], %[[K0]], 0]
+//       CHECK:       %[[VTILE:.*]] = tensor.extract_slice %[[V]][%[[BI]], %[[HKV]], %[[K0]], 0]
+// S = Q K^T.
+//       CHECK:       %[[S:.*]] = linalg.generic {{.*}} ins(%[[QTILE]], %[[KTILE]] : {{.*}}) outs(%{{.*}} : tensor<?x?xf32>)
+//       CHECK:         arith.mulf
+//       CHECK:         arith.addf
+// Scale (1/sqrt(40)), then the causal mask as -inf, before the max.
+//       CHECK:       %[[SM:.*]] = linalg.generic {{.*}} ins(%[[S]] : tensor<?x?xf32>)
+//       CHECK:         arith.mulf %{{.*}}, %{{.*}} : f32
+//       CHECK:         arith.cmpi sle
+//       CHECK:         arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
+//       CHECK:       %[[TMAX:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[SM]] : tensor<?x?xf32>)
+//       CHECK:         arith.maximumf
+// m_new = max(m, rowmax); alpha = exp(m_old - m_new) with m_new = -inf
+// replaced by 0.
+//       CHECK:       %[[MA:.*]]:2 = linalg.generic {{.*}} ins(%[[M]], %[[TMAX]] : {{.*}}) outs(%[[M]], %{{.*}} : {{.*}})
+//       CHECK:       ^bb0(%[[MOLD:.*]]: f32, %[[ROWMAX:.*]]: f32, %{{.*}}: f32, %{{.*}}: f32):
+//       CHECK:         %[[MNEW:.*]] = arith.maximumf %[[MOLD]], %[[ROWMAX]]
+//       CHECK:         %[[ISINF:.*]] = arith.cmpf oeq, %[[MNEW]], %{{.*}}
+//       CHECK:         %[[MUSE:.*]] = arith.select %[[ISINF]], %{{.*}}, %[[MNEW]]
+//       CHECK:         %[[D:.*]] = arith.subf %[[MOLD]], %[[MUSE]]
+//       CHECK:         %[[ALPHA:.*]] = math.exp %[[D]]
+//       CHECK:         linalg.yield %[[MNEW]], %[[ALPHA]]
+// P = exp(S - m_new).
+//       CHECK:       %[[P:.*]] = linalg.generic {{.*}} ins(%[[SM]], %[[MA]]#0 : {{.*}})
+//       CHECK:         math.exp
+// l = alpha * l + rowsum(P).
+//       CHECK:       %[[LS1:.*]] = linalg.generic {{.*}} ins(%[[MA]]#1 : tensor<?xf32>) outs(%[[LL]] : tensor<?xf32>)
+//       CHECK:         arith.mulf
+//       CHECK:       %[[LNEW:.*]] = linalg.generic {{.*}} ins(%[[P]] : tensor<?x?xf32>) outs(%[[LS1]] : tensor<?xf32>)
+//       CHECK:         arith.addf
+// acc = alpha * acc + P V; masked keys (p == 0) cannot leak NaN from V.
+//       CHECK:       %[[AS:.*]] = linalg.generic {{.*}} ins(%[[MA]]#1 : tensor<?xf32>) outs(%[[ACC]] : tensor<?x40xf32>)
+//       CHECK:         arith.mulf
+//       CHECK:       %[[ANEW:.*]] = linalg.generic {{.*}} ins(%[[P]], %[[VTILE]] : {{.*}}) outs(%[[AS]] : tensor<?x40xf32>)
+//       CHECK:         arith.cmpf oeq
+//       CHECK:         arith.select
+//       CHECK:       scf.yield %[[MA]]#0, %[[LNEW]], %[[ANEW]]
+// O = acc / l, or 0 where l == 0; LSE = m + log(l), or -inf where l == 0.
+//       CHECK:     %[[OT:.*]] = linalg.generic {{.*}} ins(%[[LOOP]]#2, %[[LOOP]]#1 : {{.*}})
+//       CHECK:       %[[EMPTY:.*]] = arith.cmpf oeq
+//       CHECK:       %[[DIV:.*]] = arith.divf
+//       CHECK:       arith.select %[[EMPTY]], %{{.*}}, %[[DIV]]
+//       CHECK:     %[[LT:.*]] = linalg.generic {{.*}} ins(%[[LOOP]]#0, %[[LOOP]]#1 : {{.*}})
+//       CHECK:       math.log
+//       CHECK:       arith.select %{{.*}}, %cst{{.*}}, %{{.*}} : f32
+//       CHECK:     scf.forall.in_parallel
+//       CHECK:       tensor.parallel_insert_slice %[[OT]] into %[[OS]][%[[BI]], %[[HI]], %[[Q0]], 0] [1, 1, %[[ROWS]], 40]
+//       CHECK:       tensor.parallel_insert_slice %[[LT]] into %[[LS]][%[[BI]], %[[HI]], %[[Q0]]] [1, 1, %[[ROWS]]]
+func.func @causal_bottom_right(%q: tensor<?x4x?x40xf32>, %k: tensor<?x2x?x40xf32>, %v: tensor<?x2x?x40xf32>,
+                               %o: tensor<?x4x?x40xf32>, %l: tensor<?x4x?xf32>) -> (tensor<?x4x?x40xf32>, tensor<?x4x?xf32>) {
+  %r:2 = fa.attention ins(%q, %k, %v : tensor<?x4x?x40xf32>, tensor<?x2x?x40xf32>, tensor<?x2x?x40xf32>)
+           outs(%o : tensor<?x4x?x40xf32>, %l : tensor<?x4x?xf32>) causal(bottom_right)
+           -> tensor<?x4x?x40xf32>, tensor<?x4x?xf32>
+  return %r#0, %r#1 : tensor<?x4x?x40xf32>, tensor<?x4x?xf32>
+}
+
+// -----
+
+// Top-left alignment: no Nk - Nq offset; the key bound is q0 + rows.
+// CHECK-LABEL: func.func @causal_top_left
+//   CHECK-NOT:   arith.subi %{{.*}}dim
+//       CHECK:   scf.forall
+//       CHECK:     %[[Q0:.*]] = arith.muli
+//       CHECK:     %[[ROWS:.*]] = arith.minsi %c32
+//       CHECK:     %[[E0:.*]] = arith.addi %[[Q0]], %[[ROWS]]
+//       CHECK:     %[[E1:.*]] = arith.addi %[[E0]], %c0
+//       CHECK:     arith.maxsi %[[E1]]
+//       CHECK:     scf.for
+func.func @causal_top_left(%q: tensor<2x1x64x16xf32>, %o: tensor<2x1x64x16xf32>) -> tensor<2x1x64x16xf32> {
+  %r = fa.attention ins(%q, %q, %q : tensor<2x1x64x16xf32>, tensor<2x1x64x16xf32>, tensor<2x1x64x16xf32>)
+         outs(%o : tensor<2x1x64x16xf32>) causal(top_left) -> tensor<2x1x64x16xf32>
+  return %r : tensor<2x1x64x16xf32>
+}
+
+// -----
+
+// Key lengths bound the KV loop (clamped to [0, Nk]); a boolean mask is
+// applied as -inf before the max; a broadcast mask reads batch/head 0.
+// CHECK-LABEL: func.func @kv_lens_and_bool_mask
+//  CHECK-SAME:   %[[LENS:[a-z0-9]+]]: tensor<?xi32>, %[[MASK:[a-z0-9]+]]: tensor<1x1x?x?xi1>
+//       CHECK:   scf.forall (%[[BI:.*]], %[[HI:.*]], %{{.*}}) in
+//       CHECK:     %[[LEN:.*]] = tensor.extract %[[LENS]][%[[BI]]] : tensor<?xi32>
+//       CHECK:     %[[LENI:.*]] = arith.index_cast %[[LEN]] : i32 to index
+//       CHECK:     %[[LPOS:.*]] = arith.maxsi %[[LENI]], %{{.*}}
+//       CHECK:     %[[KEND:.*]] = arith.minsi %[[LPOS]], %{{.*}}
+//       CHECK:     %[[NKT:.*]] = arith.ceildivui %[[KEND]], %c16
+//       CHECK:     scf.for %{{.*}} = %{{.*}} to %[[NKT]]
+//       CHECK:       %[[MT:.*]] = tensor.extract_slice %[[MASK]][0, 0, %{{.*}}, %{{.*}}] [1, 1, %{{.*}}, %{{.*}}] [1, 1, 1, 1] : tensor<1x1x?x?xi1> to tensor<?x?xi1>
+//       CHECK:       linalg.generic {{.*}} ins(%{{.*}}, %[[MT]] : tensor<?x?xf32>, tensor<?x?xi1>)
+//       CHECK:       ^bb0(%{{.*}}: f32, %[[KEEP:.*]]: i1, %{{.*}}: f32):
+//       CHECK:         %[[X:.*]] = arith.mulf
+//       CHECK:         arith.select %[[KEEP]], %[[X]], %{{.*}} : f32
+//       CHECK:       linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+//       CHECK:         arith.maximumf
+func.func @kv_lens_and_bool_mask(%q: tensor<?x2x?x8xf32>, %lens: tensor<?xi32>, %m: tensor<1x1x?x?xi1>,
+                                 %o: tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32> {
+  %r = fa.attention ins(%q, %q, %q : tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>)
+         kv_lens(%lens : tensor<?xi32>) mask(%m : tensor<1x1x?x?xi1>) outs(%o : tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
+  return %r : tensor<?x2x?x8xf32>
+}
+
+// -----
+
+// An additive f16 mask is extended to f32 and added to the scaled score; f16
+// inputs are extended in the contractions and the output is truncated. The
+// explicit scale replaces 1/sqrt(D). Without masks or causality the whole
+// key range is visited.
+// CHECK-LABEL: func.func @additive_mask_f16
+//  CHECK-SAME:   %[[MASK:[a-z0-9]+]]: tensor<?x3x?x?xf16>
+//       CHECK:   scf.forall (%[[BI:.*]], %[[HI:.*]], %{{.*}}) in
+//   CHECK-NOT:     arith.divui
+//       CHECK:     %[[NKT:.*]] = arith.ceildivui %{{.*}}dim{{.*}}, %c16
+//       CHECK:     scf.for
+//       CHECK:       linalg.generic
+//       CHECK:         arith.extf %{{.*}} : f16 to f32
+//       CHECK:         arith.extf %{{.*}} : f16 to f32
+//       CHECK:       tensor.extract_slice %[[MASK]][%[[BI]], %[[HI]], %{{.*}}, %{{.*}}]
+//       CHECK:       linalg.generic
+//       CHECK:         arith.constant 5.000000e-01 : f32
+//       CHECK:         %[[X:.*]] = arith.mulf
+//       CHECK:         %[[MV:.*]] = arith.extf %{{.*}} : f16 to f32
+//       CHECK:         arith.addf %[[X]], %[[MV]]
+//       CHECK:     linalg.generic
+//       CHECK:       arith.truncf %{{.*}} : f32 to f16
+func.func @additive_mask_f16(%q: tensor<?x3x?x16xf16>, %m: tensor<?x3x?x?xf16>, %o: tensor<?x3x?x16xf16>) -> tensor<?x3x?x16xf16> {
+  %r = fa.attention ins(%q, %q, %q : tensor<?x3x?x16xf16>, tensor<?x3x?x16xf16>, tensor<?x3x?x16xf16>)
+         mask(%m : tensor<?x3x?x?xf16>) outs(%o : tensor<?x3x?x16xf16>) scale(0.5) -> tensor<?x3x?x16xf16>
+  return %r : tensor<?x3x?x16xf16>
+}
