@@ -1,0 +1,854 @@
+//===- fa-run.cpp - JIT-compile and run fa kernels on .npy files ----------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Runs `fa.attention` or `fa.softmax` on NumPy arrays:
+//
+//   fa-run attention --q Q.npy --k K.npy --v V.npy -o O.npy [--lse LSE.npy]
+//                    [--causal none|top-left|bottom-right] [--kv-lens L.npy]
+//                    [--mask M.npy] [--scale S] [--block-q N] [--block-kv N]
+//   fa-run softmax --x X.npy -o Y.npy [--dim D] [--tile N]
+//
+// Every input is validated (files, dtypes, ranks, dims) before anything is
+// compiled. The tool then builds a `func.func @fa_kernel` over memref
+// arguments (batch and sequence lengths dynamic, heads and head dims static),
+// lowers it with the registered `fa-lower-to-cpu` pipeline, JIT-compiles the
+// resulting LLVM dialect with the ExecutionEngine and calls it on the loaded
+// buffers. Outputs are poisoned with NaN before the call and written
+// atomically afterwards, so a failed run never leaves an output file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FA/IR/FA.h"
+#include "fa/InitAll.h"
+#include "fa/Support/Npy.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+
+using namespace mlir;
+using namespace mlir::fa;
+namespace cl = llvm::cl;
+using llvm::Error;
+using llvm::Expected;
+using llvm::formatv;
+using llvm::StringRef;
+using llvm::Twine;
+
+//===----------------------------------------------------------------------===//
+// Command line
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+cl::SubCommand attentionCmd(
+    "attention",
+    "Scaled dot-product attention: O = softmax(scale * Q K^T + masks) V");
+cl::SubCommand softmaxCmd("softmax", "Softmax along one dimension");
+
+cl::OptionCategory runCategory("fa-run options");
+
+// Options of both subcommands.
+cl::opt<std::string> outputPath("o", cl::desc("Output .npy file"),
+                                cl::value_desc("file"), cl::sub(attentionCmd),
+                                cl::sub(softmaxCmd), cl::cat(runCategory));
+cl::opt<std::string>
+    deviceName("device", cl::desc("Where to run the kernel (only 'cpu')"),
+               cl::value_desc("cpu"), cl::init("cpu"), cl::sub(attentionCmd),
+               cl::sub(softmaxCmd), cl::cat(runCategory));
+cl::opt<bool> referenceLowering(
+    "reference",
+    cl::desc("Use the untiled reference lowering instead of the tiled "
+             "online-softmax one"),
+    cl::sub(attentionCmd), cl::sub(softmaxCmd), cl::cat(runCategory));
+cl::opt<bool> printIRAfterAll(
+    "print-ir-after-all",
+    cl::desc("Print the kernel module before lowering and after every pass "
+             "(to stderr)"),
+    cl::sub(attentionCmd), cl::sub(softmaxCmd), cl::cat(runCategory));
+cl::opt<std::string> dumpLLVMDialect(
+    "dump-llvm-dialect",
+    cl::desc("Write the lowered module (LLVM dialect) to this file"),
+    cl::value_desc("file"), cl::sub(attentionCmd), cl::sub(softmaxCmd),
+    cl::cat(runCategory));
+cl::opt<bool> printTimes("time",
+                         cl::desc("Print compile and run times (to stderr)"),
+                         cl::sub(attentionCmd), cl::sub(softmaxCmd),
+                         cl::cat(runCategory));
+cl::opt<bool> quiet("quiet",
+                    cl::desc("Do not print the one-line summary on success"),
+                    cl::sub(attentionCmd), cl::sub(softmaxCmd),
+                    cl::cat(runCategory));
+
+// Attention.
+cl::opt<std::string>
+    queryPath("q", cl::desc("Query [B, Hq, Nq, D], float32 or float16"),
+              cl::value_desc("file"), cl::sub(attentionCmd),
+              cl::cat(runCategory));
+cl::opt<std::string> keyPath("k",
+                             cl::desc("Key [B, Hkv, Nk, D], the query dtype"),
+                             cl::value_desc("file"), cl::sub(attentionCmd),
+                             cl::cat(runCategory));
+cl::opt<std::string>
+    valuePath("v", cl::desc("Value [B, Hkv, Nk, Dv], the query dtype"),
+              cl::value_desc("file"), cl::sub(attentionCmd),
+              cl::cat(runCategory));
+cl::opt<std::string> lsePath(
+    "lse", cl::desc("Also write the log-sum-exp [B, Hq, Nq] (float32) here"),
+    cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<std::string> kvLensPath(
+    "kv-lens", cl::desc("Key lengths [B], int32 (keys k < len are kept)"),
+    cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<std::string> maskPath(
+    "mask",
+    cl::desc("Mask [B|1, Hq|1, Nq, Nk]: bool (true = attend) or float32 "
+             "(added to the scaled scores)"),
+    cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<std::string>
+    causalName("causal",
+               cl::desc("Causal alignment: none, top-left (keep k <= q) or "
+                        "bottom-right (keep k <= q + Nk - Nq)"),
+               cl::value_desc("kind"), cl::init("none"), cl::sub(attentionCmd),
+               cl::cat(runCategory));
+cl::opt<std::string> scaleText("scale",
+                               cl::desc("Scale of Q K^T (default 1/sqrt(D))"),
+                               cl::value_desc("S"), cl::sub(attentionCmd),
+                               cl::cat(runCategory));
+cl::opt<int64_t> blockQ("block-q", cl::desc("Query tile size"),
+                        cl::value_desc("N"), cl::init(64),
+                        cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<int64_t> blockKV("block-kv", cl::desc("Key/value tile size"),
+                         cl::value_desc("N"), cl::init(64),
+                         cl::sub(attentionCmd), cl::cat(runCategory));
+
+// Softmax.
+cl::opt<std::string> inputPath("x",
+                               cl::desc("Input, float32 or float16, rank >= 1"),
+                               cl::value_desc("file"), cl::sub(softmaxCmd),
+                               cl::cat(runCategory));
+cl::opt<int64_t>
+    softmaxDim("dim",
+               cl::desc("Dimension to normalize; negative counts from the end "
+                        "(default -1, the last)"),
+               cl::value_desc("D"), cl::init(-1), cl::sub(softmaxCmd),
+               cl::cat(runCategory));
+cl::opt<int64_t> softmaxTile("tile", cl::desc("Row tile size"),
+                             cl::value_desc("N"), cl::init(256),
+                             cl::sub(softmaxCmd), cl::cat(runCategory));
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// An error with a plain message (printed after "fa-run: error: ").
+static Error makeError(const Twine &message) {
+  return llvm::createStringError(message);
+}
+
+/// An input array and the file it came from.
+struct Input {
+  std::string path;
+  NpyArray array;
+
+  ArrayRef<int64_t> shape() const { return array.getShape(); }
+  /// "Q.npy (2, 8, 77, 64)".
+  std::string describe() const {
+    return path + " " + formatNpyShape(array.getShape());
+  }
+};
+
+/// Reads `path` with one of the `allowed` dtypes.
+static Expected<Input> loadInput(StringRef path, ArrayRef<NpyDType> allowed) {
+  Expected<NpyArray> array = readNpyFile(path, allowed);
+  if (!array)
+    return array.takeError();
+  return Input{path.str(), std::move(*array)};
+}
+
+/// Checks that `path` can be created: its directory exists and is writable,
+/// and it is not a directory itself.
+static Error checkWritable(StringRef path) {
+  if (llvm::sys::fs::is_directory(path))
+    return makeError(path + ": cannot write the output: it is a directory");
+  StringRef dir = llvm::sys::path::parent_path(path);
+  if (dir.empty())
+    dir = ".";
+  if (!llvm::sys::fs::is_directory(dir))
+    return makeError(path + ": cannot write the output: directory '" + dir +
+                     "' does not exist");
+  if (llvm::sys::fs::access(dir, llvm::sys::fs::AccessMode::Write))
+    return makeError(path + ": cannot write the output: directory '" + dir +
+                     "' is not writable");
+  return Error::success();
+}
+
+/// Fills `array` (float32 or float16) with quiet NaNs, so elements a kernel
+/// forgets to write are caught.
+static void poison(NpyArray &array) {
+  if (array.getDType() == NpyDType::Float32) {
+    llvm::fill(array.getElements<float>(), std::nanf(""));
+  } else {
+    assert(array.getDType() == NpyDType::Float16 && "expected a float array");
+    llvm::fill(array.getElements<uint16_t>(), uint16_t(0x7e00));
+  }
+}
+
+/// The MLIR element type of a float dtype.
+static Type getFloatType(MLIRContext &ctx, NpyDType dtype) {
+  return dtype == NpyDType::Float16 ? Type(Float16Type::get(&ctx))
+                                    : Type(Float32Type::get(&ctx));
+}
+
+/// The tensor type with the shape and element type of `memref`.
+static RankedTensorType getTensorType(Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  return RankedTensorType::get(type.getShape(), type.getElementType());
+}
+
+/// A ranked memref descriptor laid out as the LLVM lowering expects it (and
+/// as StridedMemRefType<T, N> declares it): allocated pointer, aligned
+/// pointer, offset, sizes[N], strides[N], every field 64-bit. Describes a
+/// contiguous C-order array of any rank.
+class MemRefDescriptor {
+public:
+  MemRefDescriptor(void *data, ArrayRef<int64_t> shape)
+      : fields(3 + 2 * shape.size()) {
+    static_assert(sizeof(void *) == sizeof(int64_t), "64-bit hosts only");
+    int64_t ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(data));
+    fields[0] = ptr;
+    fields[1] = ptr;
+    fields[2] = 0;
+    int64_t rank = shape.size(), stride = 1;
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      fields[3 + i] = shape[i];
+      fields[3 + rank + i] = stride;
+      stride *= shape[i];
+    }
+  }
+
+  /// The address of the descriptor (what the C interface takes).
+  void *get() { return fields.data(); }
+
+private:
+  llvm::SmallVector<int64_t, 11> fields;
+};
+
+/// Milliseconds since `start`.
+static double millisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+//===----------------------------------------------------------------------===//
+// Compile and run
+//===----------------------------------------------------------------------===//
+
+/// Reports diagnostics as "fa-run: error: <location>: <message>".
+static LogicalResult printDiagnostic(Diagnostic &diag) {
+  llvm::raw_ostream &os = llvm::errs();
+  os << "fa-run: ";
+  switch (diag.getSeverity()) {
+  case DiagnosticSeverity::Error:
+    os << "error: ";
+    break;
+  case DiagnosticSeverity::Warning:
+    os << "warning: ";
+    break;
+  case DiagnosticSeverity::Note:
+    os << "note: ";
+    break;
+  case DiagnosticSeverity::Remark:
+    os << "remark: ";
+    break;
+  }
+  if (!isa<UnknownLoc>(diag.getLocation()))
+    os << diag.getLocation() << ": ";
+  os << diag.str() << "\n";
+  for (Diagnostic &note : diag.getNotes())
+    (void)printDiagnostic(note);
+  return success();
+}
+
+/// Lowers `module` with `pipeline` to the LLVM dialect, JIT-compiles it and
+/// calls `@fa_kernel` with `descriptors` (one per memref argument, in order).
+/// Adds the compile and run times to `compileMs` and `runMs`.
+static Error lowerAndRun(ModuleOp module, StringRef pipeline,
+                         MutableArrayRef<MemRefDescriptor> descriptors,
+                         double &compileMs, double &runMs) {
+  MLIRContext *ctx = module.getContext();
+  auto start = std::chrono::steady_clock::now();
+
+  if (failed(verify(module)))
+    return makeError("internal error: the kernel module does not verify");
+
+  PassManager pm(ctx);
+  std::string pipelineErrors;
+  llvm::raw_string_ostream pipelineErrorStream(pipelineErrors);
+  // The bare list form: "builtin.module(...)" would nest the pipeline under
+  // the module PassManager and silently run it on nothing.
+  if (failed(parsePassPipeline(pipeline, pm, pipelineErrorStream)))
+    return makeError("cannot build the lowering pipeline '" + pipeline +
+                     "': " + StringRef(pipelineErrors).trim());
+  if (printIRAfterAll) {
+    ctx->disableMultithreading();
+    llvm::errs() << "// -----// fa-run: kernel module before '" << pipeline
+                 << "' //----- //\n"
+                 << module << "\n";
+    pm.enableIRPrinting(
+        /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
+        /*shouldPrintAfterPass=*/[](Pass *, Operation *) { return true; },
+        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false,
+        /*printAfterOnlyOnFailure=*/false, llvm::errs());
+  }
+  if (failed(pm.run(module)))
+    return makeError("lowering with '" + pipeline + "' failed");
+
+  if (!dumpLLVMDialect.empty()) {
+    std::string message;
+    std::unique_ptr<llvm::ToolOutputFile> file =
+        openOutputFile(dumpLLVMDialect, &message);
+    if (!file)
+      return makeError(dumpLLVMDialect + ": " + message);
+    module.print(file->os());
+    file->os() << "\n";
+    file->keep();
+  }
+
+  // JIT-compile for the host.
+  auto tmBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!tmBuilder)
+    return makeError("cannot target the host: " +
+                     llvm::toString(tmBuilder.takeError()));
+  tmBuilder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto tm = tmBuilder->createTargetMachine();
+  if (!tm)
+    return makeError("cannot create a target machine for the host: " +
+                     llvm::toString(tm.takeError()));
+  auto transformer = makeOptimizingTransformer(
+      /*optLevel=*/3, /*sizeLevel=*/0, /*targetMachine=*/tm->get());
+  ExecutionEngineOptions options;
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  options.enableGDBNotificationListener = false;
+  options.enablePerfNotificationListener = false;
+  auto engine = ExecutionEngine::create(module, options, std::move(*tm));
+  if (!engine)
+    return makeError("JIT compilation failed: " +
+                     llvm::toString(engine.takeError()));
+  (*engine)->initialize();
+  auto kernel = (*engine)->lookupPacked("_mlir_ciface_fa_kernel");
+  if (!kernel)
+    return makeError("JIT compilation failed: " +
+                     llvm::toString(kernel.takeError()));
+  compileMs += millisecondsSince(start);
+
+  // The C interface takes a pointer to each memref descriptor; the packed
+  // wrapper takes a pointer to each of those arguments.
+  llvm::SmallVector<void *> descriptorPtrs, args;
+  for (MemRefDescriptor &d : descriptors)
+    descriptorPtrs.push_back(d.get());
+  for (void *&p : descriptorPtrs)
+    args.push_back(&p);
+  start = std::chrono::steady_clock::now();
+  (*kernel)(args.data());
+  runMs += millisecondsSince(start);
+  return Error::success();
+}
+
+/// Writes `outputs` (path, array) atomically, in order. If one fails, the
+/// files already written by this call are removed again.
+static Error
+writeOutputs(ArrayRef<std::pair<std::string, const NpyArray *>> outputs) {
+  for (auto [i, output] : llvm::enumerate(outputs)) {
+    if (Error err = writeNpyFile(output.first, *output.second)) {
+      for (const auto &written : outputs.take_front(i))
+        llvm::sys::fs::remove(written.first);
+      return err;
+    }
+  }
+  return Error::success();
+}
+
+/// Builds a module holding `func.func @fa_kernel(argTypes)` with the C
+/// interface, and returns it and its entry block (builder set at its start).
+static std::pair<OwningOpRef<ModuleOp>, Block *>
+createKernelFunction(OpBuilder &b, ArrayRef<Type> argTypes) {
+  Location loc = NameLoc::get(b.getStringAttr("fa_kernel"));
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(b, loc, "fa_kernel",
+                                   b.getFunctionType(argTypes, {}));
+  func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  return {std::move(module), body};
+}
+
+/// `bufferization.to_tensor %memref restrict [writable]`.
+static Value toTensor(OpBuilder &b, Location loc, Value memref, bool writable) {
+  return bufferization::ToTensorOp::create(b, loc, getTensorType(memref),
+                                           memref, /*restrict=*/true, writable);
+}
+
+/// Converts a tensor of i8 (NumPy's one-byte bools) to i1 with
+/// `arith.cmpi ne, x, 0` elementwise. Masks cross the ABI as bytes: a scalar
+/// `memref.load` of an i1 memref reads one byte per element, but a
+/// `vector.load` of `vector<8xi1>` becomes `load <8 x i1>`, which LLVM reads
+/// as 8 packed bits, so an i1 memref over NumPy bools would break as soon as
+/// the lowering vectorizes the mask reads.
+static Value bytesToI1(OpBuilder &b, Location loc, Value bytes) {
+  auto type = cast<RankedTensorType>(bytes.getType());
+  auto i1Type = RankedTensorType::get(type.getShape(), b.getI1Type());
+  llvm::SmallVector<Value> dynSizes;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (type.isDynamicDim(i))
+      dynSizes.push_back(tensor::DimOp::create(b, loc, bytes, i));
+  Value empty = tensor::EmptyOp::create(b, loc, i1Type, dynSizes);
+  AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
+  llvm::SmallVector<utils::IteratorType> iterators(
+      type.getRank(), utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{i1Type}, ValueRange{bytes}, ValueRange{empty},
+      ArrayRef<AffineMap>{identity, identity}, iterators,
+      [](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value zero = arith::ConstantIntOp::create(nb, nloc, 0, 8);
+        Value ne = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::ne,
+                                         args[0], zero);
+        linalg::YieldOp::create(nb, nloc, ne);
+      });
+  return generic.getResult(0);
+}
+
+/// `bufferization.materialize_in_destination %result in writable %memref`.
+static void materialize(OpBuilder &b, Location loc, Value result,
+                        Value memref) {
+  bufferization::MaterializeInDestinationOp::create(
+      b, loc, /*result=*/Type(), result, memref, /*restrict=*/false,
+      /*writable=*/true);
+}
+
+/// Prints `--time` and the summary line.
+static void reportSuccess(StringRef summary, double compileMs, double runMs) {
+  if (printTimes)
+    llvm::errs() << llvm::formatv("compile: {0:f1} ms, run: {1:f3} ms\n",
+                                  compileMs, runMs);
+  if (!quiet)
+    llvm::errs() << "fa-run: " << summary << "\n";
+}
+
+/// Returns the text of the pipeline options shared by both kernels.
+static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
+  return llvm::formatv("fa-lower-to-cpu{{block-q={0} block-kv={1} "
+                       "softmax-tile={2} reference={3}}",
+                       bq, bkv, tile, referenceLowering ? "true" : "false")
+      .str();
+}
+
+/// Checks the options both subcommands share.
+static Error checkCommonOptions() {
+  if (deviceName != "cpu")
+    return makeError("--device '" + deviceName +
+                     "' is not supported: this build runs kernels on 'cpu' "
+                     "only");
+  if (outputPath.empty())
+    return makeError("missing the output file: pass -o FILE");
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// Validates the attention inputs, runs the kernel and writes the outputs.
+static Error runAttention(MLIRContext &ctx) {
+  if (Error err = checkCommonOptions())
+    return err;
+  if (queryPath.empty() || keyPath.empty() || valuePath.empty())
+    return makeError("attention needs --q, --k and --v (and -o)");
+  std::optional<CausalKind> causal =
+      llvm::StringSwitch<std::optional<CausalKind>>(causalName)
+          .Case("none", CausalKind::none)
+          .Cases({"top-left", "top_left"}, CausalKind::top_left)
+          .Cases({"bottom-right", "bottom_right"}, CausalKind::bottom_right)
+          .Default(std::nullopt);
+  if (!causal)
+    return makeError("--causal must be none, top-left or bottom-right, got '" +
+                     causalName + "'");
+  if (blockQ <= 0 || blockKV <= 0)
+    return makeError(llvm::formatv("--block-q and --block-kv must be "
+                                   "positive, got {0} and {1}",
+                                   blockQ.getValue(), blockKV.getValue()));
+  std::optional<float> scale;
+  if (scaleText.getNumOccurrences()) {
+    double value = 0;
+    if (StringRef(scaleText).trim().getAsDouble(value) ||
+        !std::isfinite(value) || !std::isfinite(static_cast<float>(value)))
+      return makeError("--scale must be a finite float32 number, got '" +
+                       scaleText + "'");
+    scale = static_cast<float>(value);
+  }
+  if (lsePath == outputPath)
+    return makeError("-o and --lse name the same file '" + outputPath + "'");
+  if (Error err = checkWritable(outputPath))
+    return err;
+  if (!lsePath.empty())
+    if (Error err = checkWritable(lsePath))
+      return err;
+
+  // Load and validate the inputs.
+  const NpyDType floats[] = {NpyDType::Float32, NpyDType::Float16};
+  Expected<Input> q = loadInput(queryPath, floats);
+  if (!q)
+    return q.takeError();
+  Expected<Input> k = loadInput(keyPath, floats);
+  if (!k)
+    return k.takeError();
+  Expected<Input> v = loadInput(valuePath, floats);
+  if (!v)
+    return v.takeError();
+  std::optional<Input> lens, mask;
+  if (!kvLensPath.empty()) {
+    Expected<Input> in = loadInput(kvLensPath, {NpyDType::Int32});
+    if (!in)
+      return in.takeError();
+    lens = std::move(*in);
+  }
+  if (!maskPath.empty()) {
+    Expected<Input> in =
+        loadInput(maskPath, {NpyDType::Bool, NpyDType::Float32});
+    if (!in)
+      return in.takeError();
+    mask = std::move(*in);
+  }
+
+  for (auto [in, what] :
+       {std::pair<Input *, StringRef>{&*q, "the query [B, Hq, Nq, D]"},
+        {&*k, "the key [B, Hkv, Nk, D]"},
+        {&*v, "the value [B, Hkv, Nk, Dv]"}})
+    if (in->array.getRank() != 4)
+      return makeError(in->path + ": expected rank 4 for " + what +
+                       ", got shape " + formatNpyShape(in->shape()));
+  NpyDType dtype = q->array.getDType();
+  for (Input *in : {&*k, &*v})
+    if (in->array.getDType() != dtype)
+      return makeError(in->path + ": dtype " +
+                       getNpyDTypeName(in->array.getDType()) +
+                       " does not match the query's " + getNpyDTypeName(dtype) +
+                       " (" + q->path + ")");
+  int64_t B = q->shape()[0], Hq = q->shape()[1], Nq = q->shape()[2],
+          D = q->shape()[3];
+  int64_t Hkv = k->shape()[1], Nk = k->shape()[2], Dv = v->shape()[3];
+  auto dimError = [](const Input &in, const Twine &message) {
+    return makeError(in.path + ": " + message);
+  };
+  for (Input *in : {&*k, &*v})
+    if (in->shape()[0] != B)
+      return dimError(*in, formatv("batch B = {0} of {1} does not match B = "
+                                   "{2} of the query {3}",
+                                   in->shape()[0], in->describe(), B,
+                                   q->describe()));
+  if (v->shape()[1] != Hkv)
+    return dimError(*v,
+                    formatv("heads Hkv = {0} of {1} do not match Hkv = "
+                            "{2} of the key {3}",
+                            v->shape()[1], v->describe(), Hkv, k->describe()));
+  if (v->shape()[2] != Nk)
+    return dimError(*v,
+                    formatv("key length Nk = {0} of {1} does not match "
+                            "Nk = {2} of the key {3}",
+                            v->shape()[2], v->describe(), Nk, k->describe()));
+  if (k->shape()[3] != D)
+    return dimError(*k,
+                    formatv("head dim D = {0} of {1} does not match D = "
+                            "{2} of the query {3}",
+                            k->shape()[3], k->describe(), D, q->describe()));
+  if (Hq == 0 || Hkv == 0)
+    return dimError(Hq == 0 ? *q : *k,
+                    formatv("head counts must be positive, got Hq = {0} "
+                            "({1}) and Hkv = {2} ({3})",
+                            Hq, q->describe(), Hkv, k->describe()));
+  if (Hq % Hkv != 0)
+    return dimError(*k, formatv("query heads Hq = {0} ({1}) are not a "
+                                "multiple of key/value heads Hkv = {2} ({3})",
+                                Hq, q->describe(), Hkv, k->describe()));
+  if (D == 0 || Dv == 0)
+    return dimError(D == 0 ? *q : *v,
+                    formatv("head dims must be positive, got D = {0} ({1}) "
+                            "and Dv = {2} ({3})",
+                            D, q->describe(), Dv, v->describe()));
+  if (lens && (lens->array.getRank() != 1 || lens->shape()[0] != B))
+    return dimError(*lens,
+                    formatv("expected key lengths of shape ({0},) "
+                            "(B from the query {1}), got {2}",
+                            B, q->describe(), formatNpyShape(lens->shape())));
+  if (mask) {
+    ArrayRef<int64_t> m = mask->shape();
+    bool ok = m.size() == 4 && (m[0] == B || m[0] == 1) &&
+              (m[1] == Hq || m[1] == 1) && m[2] == Nq && m[3] == Nk;
+    if (!ok)
+      return dimError(*mask, formatv("mask shape {0} does not match [B|1, "
+                                     "Hq|1, Nq, Nk] = [{1}|1, {2}|1, {3}, "
+                                     "{4}] from the query {5} and the key "
+                                     "{6}",
+                                     formatNpyShape(m), B, Hq, Nq, Nk,
+                                     q->describe(), k->describe()));
+  }
+
+  // The outputs, poisoned.
+  NpyArray out(dtype, {B, Hq, Nq, Dv});
+  poison(out);
+  std::optional<NpyArray> lse;
+  if (!lsePath.empty()) {
+    lse.emplace(NpyDType::Float32, ArrayRef<int64_t>{B, Hq, Nq});
+    poison(*lse);
+  }
+
+  // The kernel: B, Nq and Nk dynamic; heads and head dims static; mask dims
+  // of size 1 static (they broadcast).
+  OpBuilder b(&ctx);
+  const int64_t dyn = ShapedType::kDynamic;
+  Type elt = getFloatType(ctx, dtype);
+  llvm::SmallVector<Type> argTypes = {
+      MemRefType::get({dyn, Hq, dyn, D}, elt),
+      MemRefType::get({dyn, Hkv, dyn, D}, elt),
+      MemRefType::get({dyn, Hkv, dyn, Dv}, elt)};
+  if (lens)
+    argTypes.push_back(MemRefType::get({dyn}, b.getI32Type()));
+  if (mask) {
+    ArrayRef<int64_t> m = mask->shape();
+    Type maskElt = mask->array.getDType() == NpyDType::Bool
+                       ? Type(b.getI8Type())
+                       : Type(b.getF32Type());
+    argTypes.push_back(MemRefType::get(
+        {m[0] == 1 ? 1 : dyn, m[1] == 1 ? 1 : Hq, dyn, dyn}, maskElt));
+  }
+  argTypes.push_back(MemRefType::get({dyn, Hq, dyn, Dv}, elt));
+  if (lse)
+    argTypes.push_back(MemRefType::get({dyn, Hq, dyn}, b.getF32Type()));
+
+  auto [module, body] = createKernelFunction(b, argTypes);
+  Location loc = module->getLoc();
+  unsigned argIdx = 0;
+  Value qT = toTensor(b, loc, body->getArgument(argIdx++), false);
+  Value kT = toTensor(b, loc, body->getArgument(argIdx++), false);
+  Value vT = toTensor(b, loc, body->getArgument(argIdx++), false);
+  Value lensT, maskT;
+  if (lens)
+    lensT = toTensor(b, loc, body->getArgument(argIdx++), false);
+  if (mask) {
+    maskT = toTensor(b, loc, body->getArgument(argIdx++), false);
+    if (mask->array.getDType() == NpyDType::Bool)
+      maskT = bytesToI1(b, loc, maskT);
+  }
+  Value oMem = body->getArgument(argIdx++);
+  Value oInit = toTensor(b, loc, oMem, /*writable=*/true);
+  Value lseMem, lseInit;
+  if (lse) {
+    lseMem = body->getArgument(argIdx++);
+    lseInit = toTensor(b, loc, lseMem, /*writable=*/true);
+  }
+  llvm::SmallVector<Type> resultTypes = {oInit.getType()};
+  if (lse)
+    resultTypes.push_back(lseInit.getType());
+  auto attention = AttentionOp::create(
+      b, loc, resultTypes, qT, kT, vT, lensT, maskT, oInit, lseInit,
+      scale ? b.getF32FloatAttr(*scale) : FloatAttr(),
+      CausalKindAttr::get(&ctx, *causal));
+  materialize(b, loc, attention.getResult(), oMem);
+  if (lse)
+    materialize(b, loc, attention.getLseResult(), lseMem);
+  func::ReturnOp::create(b, loc);
+
+  // Run.
+  llvm::SmallVector<MemRefDescriptor> descriptors;
+  for (Input *in : {&*q, &*k, &*v})
+    descriptors.emplace_back(in->array.getData(), in->shape());
+  if (lens)
+    descriptors.emplace_back(lens->array.getData(), lens->shape());
+  if (mask)
+    descriptors.emplace_back(mask->array.getData(), mask->shape());
+  descriptors.emplace_back(out.getData(), out.getShape());
+  if (lse)
+    descriptors.emplace_back(lse->getData(), lse->getShape());
+  double compileMs = 0, runMs = 0;
+  if (Error err = lowerAndRun(*module, pipelineText(blockQ, blockKV, 256),
+                              descriptors, compileMs, runMs))
+    return err;
+
+  llvm::SmallVector<std::pair<std::string, const NpyArray *>> outputs = {
+      {outputPath, &out}};
+  if (lse)
+    outputs.push_back({lsePath, &*lse});
+  if (Error err = writeOutputs(outputs))
+    return err;
+
+  std::string summary =
+      formatv("attention {0} B={1} Hq={2} Hkv={3} Nq={4} Nk={5} D={6} Dv={7} "
+              "causal={8}",
+              getNpyDTypeName(dtype), B, Hq, Hkv, Nq, Nk, D, Dv,
+              causalName.getValue())
+          .str();
+  if (lens)
+    summary += " kv-lens";
+  if (mask)
+    summary += (" mask=" + getNpyDTypeName(mask->array.getDType()) +
+                formatNpyShape(mask->shape()))
+                   .str();
+  summary += " on " + deviceName + " -> " + outputPath;
+  if (lse)
+    summary += ", " + lsePath;
+  reportSuccess(summary, compileMs, runMs);
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+/// Validates the softmax input, runs the kernel and writes the output.
+static Error runSoftmax(MLIRContext &ctx) {
+  if (Error err = checkCommonOptions())
+    return err;
+  if (inputPath.empty())
+    return makeError("softmax needs --x (and -o)");
+  if (softmaxTile <= 0)
+    return makeError(
+        formatv("--tile must be positive, got {0}", softmaxTile.getValue()));
+  if (Error err = checkWritable(outputPath))
+    return err;
+
+  Expected<Input> x =
+      loadInput(inputPath, {NpyDType::Float32, NpyDType::Float16});
+  if (!x)
+    return x.takeError();
+  int64_t rank = x->array.getRank();
+  if (rank == 0)
+    return makeError(x->path + ": expected rank >= 1, got a 0-d array");
+  int64_t dim = softmaxDim;
+  if (dim < -rank || dim >= rank)
+    return makeError(formatv("--dim {0} is out of range for {1} of rank {2} "
+                             "(expected -{2} <= dim < {2})",
+                             dim, x->describe(), rank));
+  if (dim < 0)
+    dim += rank;
+
+  NpyArray out(x->array.getDType(), x->shape());
+  poison(out);
+
+  // The kernel: every dim dynamic.
+  OpBuilder b(&ctx);
+  Type elt = getFloatType(ctx, x->array.getDType());
+  llvm::SmallVector<int64_t> dynShape(rank, ShapedType::kDynamic);
+  auto memrefType = MemRefType::get(dynShape, elt);
+  auto [module, body] = createKernelFunction(b, {memrefType, memrefType});
+  Location loc = module->getLoc();
+  Value xT = toTensor(b, loc, body->getArgument(0), false);
+  Value yInit = toTensor(b, loc, body->getArgument(1), /*writable=*/true);
+  auto softmax = SoftmaxOp::create(b, loc, yInit.getType(), xT, yInit,
+                                   b.getI64IntegerAttr(dim));
+  materialize(b, loc, softmax.getResult(), body->getArgument(1));
+  func::ReturnOp::create(b, loc);
+
+  llvm::SmallVector<MemRefDescriptor> descriptors;
+  descriptors.emplace_back(x->array.getData(), x->shape());
+  descriptors.emplace_back(out.getData(), out.getShape());
+  double compileMs = 0, runMs = 0;
+  if (Error err = lowerAndRun(*module, pipelineText(64, 64, softmaxTile),
+                              descriptors, compileMs, runMs))
+    return err;
+  if (Error err = writeOutputs({{outputPath, &out}}))
+    return err;
+
+  reportSuccess(formatv("softmax {0} {1} dim={2} on {3} -> {4}",
+                        getNpyDTypeName(x->array.getDType()),
+                        formatNpyShape(x->shape()), dim, deviceName.getValue(),
+                        outputPath.getValue())
+                    .str(),
+                compileMs, runMs);
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// main
+//===----------------------------------------------------------------------===//
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(runCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "fa-run: JIT-compile an fa kernel for the CPU and run it on .npy "
+      "files\n\n"
+      "  fa-run attention --q Q.npy --k K.npy --v V.npy -o O.npy [options]\n"
+      "  fa-run softmax --x X.npy -o Y.npy [options]\n\n"
+      "`fa-run <subcommand> --help` lists a subcommand's options.\n");
+
+  if (!attentionCmd && !softmaxCmd) {
+    llvm::errs() << "fa-run: error: expected a subcommand: 'attention' or "
+                    "'softmax' (see fa-run --help)\n";
+    return 1;
+  }
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerAllPasses();
+  MLIRContext ctx(registry);
+  // Only what the kernel builder creates; the passes load the rest.
+  ctx.loadDialect<FADialect, arith::ArithDialect,
+                  bufferization::BufferizationDialect, func::FuncDialect,
+                  linalg::LinalgDialect, tensor::TensorDialect>();
+  ScopedDiagnosticHandler diagHandler(&ctx, printDiagnostic);
+
+  Error err = attentionCmd ? runAttention(ctx) : runSoftmax(ctx);
+  if (err) {
+    llvm::errs() << "fa-run: error: " << llvm::toString(std::move(err)) << "\n";
+    return 1;
+  }
+  return 0;
+}
