@@ -24,7 +24,15 @@ using namespace mlir;
 
 void fa::buildLowerToCPUPipeline(OpPassManager &pm,
                                  const LowerToCPUOptions &options) {
-  // fa ops -> tiled loops on tensors (or the naive reference).
+  // fa ops -> tiled loops on tensors (or the naive reference, or the GPU
+  // path's promoted form, which is already on memrefs).
+  if (options.promoted)
+  {
+    FAPromoteSharedPassOptions promoteOpts;
+    promoteOpts.blockQ = options.gpuBlockQ;
+    promoteOpts.blockKV = options.gpuBlockKV;
+    pm.addNestedPass<func::FuncOp>(createFAPromoteSharedPass(promoteOpts));
+  }
   if (options.reference)
     pm.addPass(createFADecomposeReferencePass());
   pm.addPass(createFATileAttentionPass(
@@ -57,6 +65,7 @@ void fa::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createLoopInvariantCodeMotionPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertMathToLLVMPass());

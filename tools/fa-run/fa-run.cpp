@@ -99,6 +99,11 @@ cl::opt<bool> referenceLowering(
     cl::desc("Use the untiled reference lowering instead of the tiled "
              "online-softmax one"),
     cl::sub(attentionCmd), cl::sub(softmaxCmd), cl::cat(runCategory));
+cl::opt<bool> promotedLowering(
+    "promoted",
+    cl::desc("Run the GPU path's promoted form (fa-promote-shared) on the "
+             "CPU: workgroup-memory tiles, thread/warp loops, lane vectors"),
+    cl::sub(attentionCmd), cl::cat(runCategory));
 cl::opt<bool> printIRAfterAll(
     "print-ir-after-all",
     cl::desc("Print the kernel module before lowering and after every pass "
@@ -480,8 +485,14 @@ static void reportSuccess(StringRef summary, double compileMs, double runMs) {
 /// Returns the text of the pipeline options shared by both kernels.
 static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
   return llvm::formatv("fa-lower-to-cpu{{block-q={0} block-kv={1} "
-                       "softmax-tile={2} reference={3}}",
-                       bq, bkv, tile, referenceLowering ? "true" : "false")
+                       "softmax-tile={2} reference={3} promoted={4} "
+                       "gpu-block-q={5} gpu-block-kv={6}}",
+                       bq, bkv, tile, referenceLowering ? "true" : "false",
+                       promotedLowering ? "true" : "false",
+                       // The promoted form picks its own tile sizes unless
+                       // they are given explicitly.
+                       blockQ.getNumOccurrences() ? bq : 0,
+                       blockKV.getNumOccurrences() ? bkv : 0)
       .str();
 }
 

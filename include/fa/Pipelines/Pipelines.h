@@ -31,6 +31,20 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::desc("Use the naive lowering (materializes S) instead of the "
                      "tiled online-softmax one"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> promoted{
+      *this, "promoted",
+      llvm::cl::desc("Run the GPU path's promoted form (fa-promote-shared: "
+                     "workgroup-memory tiles, thread/warp foralls, lane "
+                     "vectors) on the CPU; attention kernels only"),
+      llvm::cl::init(false)};
+  PassOptions::Option<int64_t> gpuBlockQ{
+      *this, "gpu-block-q",
+      llvm::cl::desc("fa-promote-shared block-q (0: automatic)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> gpuBlockKV{
+      *this, "gpu-block-kv",
+      llvm::cl::desc("fa-promote-shared block-kv (0: automatic)"),
+      llvm::cl::init(0)};
 };
 
 /// Builds `fa-lower-to-cpu`: fa ops on tensors (inside functions whose

@@ -90,4 +90,51 @@ def FADecomposeReferencePass : Pass<"fa-decompose-reference"> {
   ];
 }
 
+def FAPromoteSharedPass : Pass<"fa-promote-shared", "::mlir::func::FuncOp"> {
+  let summary = "Lower fa.attention to block/warp-structured tiles promoted "
+                "to workgroup memory";
+  let description = [{
+    The first half of the GPU path. Applies to a kernel function whose
+    memref arguments feed one `fa.attention` through
+    `bufferization.to_tensor` and receive its results through
+    `bufferization.materialize_in_destination` (the form `fa-run` and
+    `fa-compile` build). The function body becomes:
+
+    * an `scf.forall` over (query tile, query head, batch) mapped to
+      `#gpu.block<x|y|z>`;
+    * in it, the Q tile, each K/V tile and the running state (`m`, `l`,
+      `acc` per query row, f32) in workgroup memory (address space 3), the
+      K rows padded so that lanes reading different keys hit different
+      banks;
+    * cooperative copies as `scf.forall` over the block's threads
+      (`#gpu.thread<x>`), zero-filling rows past the sequence ends;
+    * the online-softmax update of each query row as an `scf.forall` over
+      warps (`#gpu.warp<x>`) whose body computes on `vector<32x...>` values,
+      one element per lane: scores by lane-parallel dot products, the row
+      max and row sum as `vector.reduction`, P V by broadcasting each lane's
+      `p` with `vector.extract`. Exponentials use `exp2` with `log2(e)`
+      folded into the scale.
+
+    Consecutive thread- and warp-level foralls are separated by barriers
+    once mapped (`fa-map-to-gpu`); run sequentially on the CPU the IR is
+    already a correct kernel, which is how the promotion's arithmetic is
+    tested without a GPU. Head dims must be multiples of 8 up to 256.
+  }];
+  let options = [
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"0",
+           "Query rows per block (0: choose from the shared-memory budget)">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
+           "Keys per K/V tile (0: choose from the shared-memory budget)">,
+    Option<"numWarps", "warps", "int64_t", /*default=*/"4",
+           "Warps per block">,
+    Option<"sharedBudget", "shared-budget", "int64_t", /*default=*/"49152",
+           "Bytes of workgroup memory the tiles may use">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect", "::mlir::gpu::GPUDialect"
+  ];
+}
+
 #endif // FA_DIALECT_FA_TRANSFORMS_PASSES_TD

@@ -1,0 +1,62 @@
+//===- GpuKernelUtils.h - shared by the GPU-path passes ---------*- C++ -*-===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_LIB_DIALECT_FA_TRANSFORMS_GPUKERNELUTILS_H
+#define FA_LIB_DIALECT_FA_TRANSFORMS_GPUKERNELUTILS_H
+
+#include "fa/Dialect/FA/IR/FA.h"
+
+#include <string>
+
+namespace mlir {
+namespace fa {
+namespace gpukernel {
+
+/// Lanes per warp.
+constexpr int64_t kWarpSize = 32;
+/// The NVVM address space of workgroup (shared) memory. Integer, not
+/// #gpu.address_space<workgroup>, so that the promoted IR also lowers for
+/// the host.
+constexpr int64_t kWorkgroupAddressSpace = 3;
+/// Discardable attribute recording the chosen tile sizes on the kernel
+/// function (block_q, block_kv, threads).
+constexpr const char *kConfigAttrName = "fa.gpu_config";
+
+/// The memrefs of a kernel function, in the kernel's parameter order
+/// (absent optional operands are null).
+struct KernelOperands {
+  Value q, k, v, kvLens, mask, o, lse;
+};
+
+/// Tile sizes and derived layout of one promoted kernel.
+struct KernelConfig {
+  int64_t blockQ = 16, blockKV = 64, numWarps = 4;
+  int64_t headDim = 0, valueDim = 0, elementBytes = 4;
+  /// Elements per row of the K tile in workgroup memory (padded).
+  int64_t keyStride = 0;
+
+  int64_t numThreads() const { return numWarps * kWarpSize; }
+  int64_t rowsPerWarp() const { return blockQ / numWarps; }
+  /// Workgroup memory of the tiles and the state for the given sizes.
+  int64_t sharedBytes(int64_t bq, int64_t bkv) const;
+};
+
+/// Matches the kernel form: operands read from memrefs through
+/// bufferization.to_tensor, results materialized into memrefs.
+FailureOr<KernelOperands> matchKernelForm(AttentionOp op);
+
+/// Picks tile sizes (0 = automatic) within `budget` bytes of workgroup
+/// memory, or explains in `error` why none fits.
+FailureOr<KernelConfig> chooseConfig(AttentionOp op, int64_t blockQ,
+                                     int64_t blockKV, int64_t numWarps,
+                                     int64_t budget, std::string &error);
+
+} // namespace gpukernel
+} // namespace fa
+} // namespace mlir
+
+#endif // FA_LIB_DIALECT_FA_TRANSFORMS_GPUKERNELUTILS_H

@@ -1,0 +1,748 @@
+//===- PromoteShared.cpp - block/warp tiles in workgroup memory -----------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Lowers a kernel function holding one fa.attention into the promoted,
+// GPU-shaped tiled form: a block-level scf.forall, tiles and running state
+// in workgroup memory, thread-level copy foralls and warp-level foralls that
+// compute on vector<32xT> lane vectors. See the pass description.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FA/IR/FA.h"
+#include "fa/Dialect/FA/Transforms/Passes.h"
+
+#include "GpuKernelUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mlir {
+namespace fa {
+#define GEN_PASS_DEF_FAPROMOTESHAREDPASS
+#include "fa/Dialect/FA/Transforms/Passes.h.inc"
+} // namespace fa
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::fa;
+using namespace mlir::fa::gpukernel;
+
+//===----------------------------------------------------------------------===//
+// Matching the kernel form
+//===----------------------------------------------------------------------===//
+
+/// Follows a tensor operand back to the memref it was read from: either
+/// `bufferization.to_tensor %m`, or an elementwise i8 -> i1 conversion of
+/// such a tensor (how byte-per-element boolean masks enter the kernel).
+static Value traceToMemref(Value tensor) {
+  Operation *def = tensor.getDefiningOp();
+  if (auto toTensor = dyn_cast_or_null<bufferization::ToTensorOp>(def))
+    return toTensor.getBuffer();
+  if (auto generic = dyn_cast_or_null<linalg::GenericOp>(def)) {
+    if (generic.getNumDpsInputs() != 1)
+      return Value();
+    Value in = generic.getDpsInputOperand(0)->get();
+    auto inType = dyn_cast<RankedTensorType>(in.getType());
+    if (!inType || !inType.getElementType().isInteger(8))
+      return Value();
+    return traceToMemref(in);
+  }
+  return Value();
+}
+
+/// The memref a result is materialized into.
+static Value traceToDestination(Value result) {
+  for (Operation *user : result.getUsers())
+    if (auto mat = dyn_cast<bufferization::MaterializeInDestinationOp>(user))
+      if (isa<BaseMemRefType>(mat.getDest().getType()))
+        return mat.getDest();
+  return Value();
+}
+
+FailureOr<KernelOperands> gpukernel::matchKernelForm(AttentionOp op) {
+  KernelOperands k;
+  k.q = traceToMemref(op.getQuery());
+  k.k = traceToMemref(op.getKey());
+  k.v = traceToMemref(op.getValue());
+  if (op.getKvLens())
+    k.kvLens = traceToMemref(op.getKvLens());
+  if (op.getMask())
+    k.mask = traceToMemref(op.getMask());
+  k.o = traceToDestination(op.getResult());
+  if (op.getLseResult())
+    k.lse = traceToDestination(op.getLseResult());
+  if (!k.q || !k.k || !k.v || !k.o || (op.getKvLens() && !k.kvLens) ||
+      (op.getMask() && !k.mask) || (op.getLseResult() && !k.lse))
+    return failure();
+  return k;
+}
+
+//===----------------------------------------------------------------------===//
+// Tile sizes
+//===----------------------------------------------------------------------===//
+
+FailureOr<KernelConfig> gpukernel::chooseConfig(AttentionOp op,
+                                                int64_t blockQ,
+                                                int64_t blockKV,
+                                                int64_t numWarps,
+                                                int64_t budget,
+                                                std::string &error) {
+  auto qType = cast<RankedTensorType>(op.getQuery().getType());
+  auto vType = cast<RankedTensorType>(op.getValue().getType());
+  KernelConfig c;
+  c.headDim = qType.getDimSize(3);
+  c.valueDim = vType.getDimSize(3);
+  c.elementBytes = qType.getElementType().getIntOrFloatBitWidth() / 8;
+  c.numWarps = numWarps;
+  auto badDim = [](int64_t d) { return d <= 0 || d > 256 || d % 8 != 0; };
+  if (badDim(c.headDim) || badDim(c.valueDim)) {
+    error = "head dims must be multiples of 8 up to 256 on the GPU path, got "
+            "D = " +
+            std::to_string(c.headDim) + " and Dv = " +
+            std::to_string(c.valueDim);
+    return failure();
+  }
+  if (numWarps <= 0 || numWarps > 32) {
+    error = "warps must be in [1, 32], got " + std::to_string(numWarps);
+    return failure();
+  }
+  // K rows are padded by one 4-byte word so that the 32 lanes, each reading
+  // a different key at the same d, fall in different banks.
+  c.keyStride = c.headDim + 4 / c.elementBytes;
+  auto fits = [&](int64_t bq, int64_t bkv) {
+    return c.sharedBytes(bq, bkv) <= budget;
+  };
+  SmallVector<int64_t> qCands, kvCands;
+  if (blockQ > 0)
+    qCands.push_back(blockQ);
+  else
+    qCands = {16, 8, 4};
+  if (blockKV > 0)
+    kvCands.push_back(blockKV);
+  else
+    kvCands = {64, 32, 16};
+  for (int64_t bq : qCands) {
+    if (bq <= 0 || bq % numWarps != 0)
+      continue;
+    for (int64_t bkv : kvCands) {
+      if (bkv <= 0 || bkv % 8 != 0 || !fits(bq, bkv))
+        continue;
+      c.blockQ = bq;
+      c.blockKV = bkv;
+      return c;
+    }
+  }
+  error = "no tile sizes fit: block-q must be a positive multiple of the " +
+          std::to_string(numWarps) +
+          " warps, block-kv a positive multiple of 8, and the tiles at most " +
+          std::to_string(budget) + " bytes of workgroup memory (D = " +
+          std::to_string(c.headDim) + ", Dv = " + std::to_string(c.valueDim) +
+          ")";
+  return failure();
+}
+
+int64_t KernelConfig::sharedBytes(int64_t bq, int64_t bkv) const {
+  return (bq * headDim + bkv * keyStride + bkv * valueDim) * elementBytes +
+         bq * (2 + valueDim) * 4;
+}
+
+//===----------------------------------------------------------------------===//
+// The promoted kernel
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Builds the promoted body of one kernel function.
+class PromotedBuilder {
+public:
+  PromotedBuilder(AttentionOp op, const KernelOperands &args,
+                  const KernelConfig &cfg)
+      : op(op), args(args), cfg(cfg), ctx(op.getContext()),
+        loc(op.getLoc()) {
+    auto qType = cast<RankedTensorType>(op.getQuery().getType());
+    elt = qType.getElementType();
+    heads = qType.getDimSize(1);
+    group = op.getGroupSize();
+    causal = op.getCausal();
+    // Scores live in the log2 domain: exp(x) = exp2(x * log2(e)).
+    scaleLog2 = op.getEffectiveScale() * static_cast<float>(M_LOG2E);
+    lanes = VectorType::get({kWarpSize}, IndexType::get(ctx));
+    f32Lanes = VectorType::get({kWarpSize}, Float32Type::get(ctx));
+    keySlots = (cfg.blockKV + kWarpSize - 1) / kWarpSize;
+    colSlots = (cfg.valueDim + kWarpSize - 1) / kWarpSize;
+  }
+
+  /// Replaces the body of `func` by the promoted kernel.
+  void build(func::FuncOp func);
+
+private:
+  Value cIdx(OpBuilder &b, int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  }
+  Value cF32(OpBuilder &b, float v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value splat(OpBuilder &b, Value scalar) {
+    return vector::BroadcastOp::create(
+        b, loc, VectorType::get({kWarpSize}, scalar.getType()), scalar);
+  }
+  Value toF32(OpBuilder &b, Value v) {
+    Type f32 = b.getF32Type();
+    Type target = f32;
+    if (auto vt = dyn_cast<VectorType>(v.getType()))
+      target = VectorType::get(vt.getShape(), f32);
+    if (v.getType() == target)
+      return v;
+    return arith::ExtFOp::create(b, loc, target, v);
+  }
+  Value allTrue(OpBuilder &b) {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(VectorType::get({kWarpSize}, b.getI1Type()),
+                                       true));
+  }
+  /// Lane-indexed load from a 1-d workgroup buffer at `indices` (in bounds).
+  Value gather1D(OpBuilder &b, Value buffer, Value indices) {
+    auto type = cast<MemRefType>(buffer.getType());
+    auto resultType = VectorType::get({kWarpSize}, type.getElementType());
+    Value pass = arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(resultType));
+    return vector::GatherOp::create(b, loc, resultType, buffer,
+                                    ValueRange{cIdx(b, 0)}, indices,
+                                    allTrue(b), pass);
+  }
+  /// Lane-indexed store into a 1-d buffer where `mask` holds.
+  void scatter1D(OpBuilder &b, Value buffer, Value indices, Value mask,
+                 Value values) {
+    vector::ScatterOp::create(b, loc, /*result=*/Type(), buffer,
+                              ValueRange{cIdx(b, 0)}, indices, mask, values);
+  }
+  /// A 1-d workgroup buffer.
+  Value workgroupBuffer(OpBuilder &b, int64_t size, Type type) {
+    auto memrefType = MemRefType::get(
+        {size}, type, MemRefLayoutAttrInterface(),
+        IntegerAttr::get(IntegerType::get(ctx, 64), kWorkgroupAddressSpace));
+    auto alloca = memref::AllocaOp::create(b, loc, memrefType);
+    alloca.setAlignment(16);
+    return alloca;
+  }
+  /// `scf.forall (%t) in (n)` mapped onto threads or warps; `body` gets the
+  /// builder and the induction variable.
+  void forall(OpBuilder &b, int64_t n, Attribute mapping,
+              function_ref<void(OpBuilder &, Value)> body) {
+    auto op = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(n)}, ValueRange{},
+        b.getArrayAttr({mapping}));
+    OpBuilder nb = OpBuilder::atBlockBegin(op.getBody());
+    body(nb, op.getInductionVars()[0]);
+  }
+  /// Strided loop `for (i = t; i < n; i += numThreads)` in a thread forall.
+  void threadStrided(OpBuilder &b, Value t, int64_t n,
+                     function_ref<void(OpBuilder &, Value)> body) {
+    scf::ForOp::create(b, loc, t, cIdx(b, n), cIdx(b, cfg.numThreads()),
+                       ValueRange{},
+                       [&](OpBuilder &lb, Location, Value i, ValueRange) {
+                         body(lb, i);
+                         scf::YieldOp::create(lb, loc);
+                       });
+  }
+
+  /// Copies rows [row0, row0 + rows) of `src[b, head, :, :]` (`width`
+  /// columns) into `dst` (row stride `stride`), zero-filling rows at or
+  /// past `rowEnd`.
+  void copyTile(OpBuilder &b, Value t, Value src, Value batch, Value head,
+                Value row0, Value rowEnd, int64_t rows, int64_t width,
+                int64_t stride, Value dst);
+
+  /// One KV tile's update of the rows of warp `w`.
+  void buildRowUpdates(OpBuilder &b, Value w, Value k0);
+  /// Scores of key slot `t` for row `row` (log2 domain, masked).
+  Value maskedScores(OpBuilder &b, Value s, Value qRow, Value k0, int64_t t);
+  /// The epilogue of warp `w`: O and LSE.
+  void buildEpilogue(OpBuilder &b, Value w);
+
+  AttentionOp op;
+  KernelOperands args;
+  KernelConfig cfg;
+  MLIRContext *ctx;
+  Location loc;
+  Type elt;
+  int64_t heads, group, keySlots, colSlots;
+  CausalKind causal;
+  float scaleLog2;
+  VectorType lanes, f32Lanes;
+
+  // Per-block values.
+  Value batch, head, kvHead, q0, nq, nk, diagOffset, kvEnd, laneIds;
+  Value qTile, kTile, vTile, mState, lState, accState;
+};
+
+} // namespace
+
+void PromotedBuilder::copyTile(OpBuilder &b, Value t, Value src, Value bIdx,
+                               Value hIdx, Value row0, Value rowEnd,
+                               int64_t rows, int64_t width, int64_t stride,
+                               Value dst) {
+  threadStrided(b, t, rows * width, [&](OpBuilder &lb, Value i) {
+    Value w = cIdx(lb, width);
+    Value r = arith::DivUIOp::create(lb, loc, i, w);
+    Value c = arith::RemUIOp::create(lb, loc, i, w);
+    Value row = arith::AddIOp::create(lb, loc, row0, r);
+    Value inside = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::slt,
+                                         row, rowEnd);
+    // Read a clamped row (rowEnd >= 1 wherever a copy runs) and select 0
+    // past the end: no branch, every read in bounds.
+    Type srcElt = cast<MemRefType>(src.getType()).getElementType();
+    Value rowC = arith::MinSIOp::create(
+        lb, loc, row, arith::SubIOp::create(lb, loc, rowEnd, cIdx(lb, 1)));
+    Value loaded =
+        memref::LoadOp::create(lb, loc, src, ValueRange{bIdx, hIdx, rowC, c});
+    Value zero = arith::ConstantOp::create(lb, loc, lb.getZeroAttr(srcElt));
+    Value value = arith::SelectOp::create(lb, loc, inside, loaded, zero);
+    Value at = arith::AddIOp::create(
+        lb, loc, arith::MulIOp::create(lb, loc, r, cIdx(lb, stride)), c);
+    memref::StoreOp::create(lb, loc, value, dst, ValueRange{at});
+  });
+}
+
+Value PromotedBuilder::maskedScores(OpBuilder &b, Value s, Value qRow,
+                                    Value k0, int64_t t) {
+  Value keyLocal = arith::AddIOp::create(
+      b, loc, laneIds, splat(b, cIdx(b, t * kWarpSize)));
+  Value key = arith::AddIOp::create(b, loc, keyLocal, splat(b, k0));
+  Value valid = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, keyLocal,
+                            splat(b, cIdx(b, cfg.blockKV))),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, key,
+                            splat(b, kvEnd)));
+  if (causal != CausalKind::none) {
+    Value limit = arith::AddIOp::create(b, loc, qRow, diagOffset);
+    valid = arith::AndIOp::create(
+        b, loc, valid,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, key,
+                              splat(b, limit)));
+  }
+  Value x = arith::MulFOp::create(b, loc, s, splat(b, cF32(b, scaleLog2)));
+  if (args.mask) {
+    // Clamp the indices so that every lane reads inside the mask; lanes
+    // past the end are invalid anyway.
+    auto mType = cast<MemRefType>(args.mask.getType());
+    Value one = cIdx(b, 1);
+    Value qRowC = arith::MinSIOp::create(
+        b, loc, qRow, arith::SubIOp::create(b, loc, nq, one));
+    Value keyC = arith::MinSIOp::create(
+        b, loc, key, splat(b, arith::SubIOp::create(b, loc, nk, one)));
+    Value mb = mType.getDimSize(0) == 1 ? cIdx(b, 0) : batch;
+    Value mh = mType.getDimSize(1) == 1 ? cIdx(b, 0) : head;
+    auto resultType = VectorType::get({kWarpSize}, mType.getElementType());
+    Value pass = arith::ConstantOp::create(b, loc, b.getZeroAttr(resultType));
+    Value mv = vector::GatherOp::create(
+        b, loc, resultType, args.mask, ValueRange{mb, mh, qRowC, cIdx(b, 0)},
+        keyC, allTrue(b), pass);
+    if (mType.getElementType().isInteger(8)) {
+      Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(resultType));
+      valid = arith::AndIOp::create(
+          b, loc, valid,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, mv, zero));
+    } else {
+      Value add = arith::MulFOp::create(
+          b, loc, toF32(b, mv),
+          splat(b, cF32(b, static_cast<float>(M_LOG2E))));
+      x = arith::AddFOp::create(b, loc, x, add);
+    }
+  }
+  Value ninf = splat(b, cF32(b, -std::numeric_limits<float>::infinity()));
+  return arith::SelectOp::create(b, loc, valid, x, ninf);
+}
+
+void PromotedBuilder::buildRowUpdates(OpBuilder &b, Value w, Value k0) {
+  int64_t rpw = cfg.rowsPerWarp();
+  Value rowBase = arith::MulIOp::create(b, loc, w, cIdx(b, rpw));
+  // Key slot t of this lane: key row lane + 32 t of the tile, clamped.
+  SmallVector<Value> keyRows;
+  for (int64_t t = 0; t < keySlots; ++t) {
+    Value r = arith::AddIOp::create(b, loc, laneIds,
+                                    splat(b, cIdx(b, t * kWarpSize)));
+    keyRows.push_back(arith::MinSIOp::create(
+        b, loc, r, splat(b, cIdx(b, cfg.blockKV - 1))));
+  }
+
+  // S = Q K^T for the warp's rows: one lane-parallel dot product per (row,
+  // key slot), accumulated over d.
+  SmallVector<Value> inits(rpw * keySlots,
+                           arith::ConstantOp::create(
+                               b, loc, b.getZeroAttr(f32Lanes)));
+  auto dot = scf::ForOp::create(
+      b, loc, cIdx(b, 0), cIdx(b, cfg.headDim), cIdx(b, 1), inits,
+      [&](OpBuilder &lb, Location, Value d, ValueRange acc) {
+        SmallVector<Value> kv;
+        for (int64_t t = 0; t < keySlots; ++t) {
+          Value at = arith::AddIOp::create(
+              lb, loc,
+              arith::MulIOp::create(lb, loc, keyRows[t],
+                                    splat(lb, cIdx(lb, cfg.keyStride))),
+              splat(lb, d));
+          kv.push_back(toF32(lb, gather1D(lb, kTile, at)));
+        }
+        SmallVector<Value> next;
+        for (int64_t rr = 0; rr < rpw; ++rr) {
+          Value row = arith::AddIOp::create(lb, loc, rowBase, cIdx(lb, rr));
+          Value at = arith::AddIOp::create(
+              lb, loc, arith::MulIOp::create(lb, loc, row, cIdx(lb, cfg.headDim)),
+              d);
+          Value qv = toF32(lb, memref::LoadOp::create(lb, loc, qTile,
+                                                      ValueRange{at}));
+          Value qs = splat(lb, qv);
+          for (int64_t t = 0; t < keySlots; ++t)
+            next.push_back(arith::AddFOp::create(
+                lb, loc, acc[rr * keySlots + t],
+                arith::MulFOp::create(lb, loc, qs, kv[t])));
+        }
+        scf::YieldOp::create(lb, loc, next);
+      });
+
+  Value laneZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         laneIds, splat(b, cIdx(b, 0)));
+  Value zeroF = cF32(b, 0.0f);
+  Value ninf = cF32(b, -std::numeric_limits<float>::infinity());
+  for (int64_t rr = 0; rr < rpw; ++rr) {
+    Value row = arith::AddIOp::create(b, loc, rowBase, cIdx(b, rr));
+    Value qRow = arith::AddIOp::create(b, loc, q0, row);
+    SmallVector<Value> x;
+    for (int64_t t = 0; t < keySlots; ++t)
+      x.push_back(maskedScores(b, dot.getResult(rr * keySlots + t), qRow, k0, t));
+
+    // Row max over the tile: elementwise over key slots, then across lanes.
+    Value lm = x[0];
+    for (int64_t t = 1; t < keySlots; ++t)
+      lm = arith::MaximumFOp::create(b, loc, lm, x[t]);
+    Value tileMax = vector::ReductionOp::create(
+        b, loc, vector::CombiningKind::MAXIMUMF, lm);
+    Value mOld = memref::LoadOp::create(b, loc, mState, ValueRange{row});
+    Value lOld = memref::LoadOp::create(b, loc, lState, ValueRange{row});
+    Value mNew = arith::MaximumFOp::create(b, loc, mOld, tileMax);
+    Value mUse = arith::SelectOp::create(
+        b, loc,
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, ninf),
+        zeroF, mNew);
+    Value alpha = math::Exp2Op::create(
+        b, loc, arith::SubFOp::create(b, loc, mOld, mUse));
+    SmallVector<Value> p;
+    Value mUseV = splat(b, mUse);
+    for (int64_t t = 0; t < keySlots; ++t)
+      p.push_back(math::Exp2Op::create(
+          b, loc, arith::SubFOp::create(b, loc, x[t], mUseV)));
+    Value ps = p[0];
+    for (int64_t t = 1; t < keySlots; ++t)
+      ps = arith::AddFOp::create(b, loc, ps, p[t]);
+    Value rowSum =
+        vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, ps);
+    Value lNew = arith::AddFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, lOld, alpha), rowSum);
+    Value rowV = splat(b, row);
+    scatter1D(b, mState, rowV, laneZero, splat(b, mNew));
+    scatter1D(b, lState, rowV, laneZero, splat(b, lNew));
+
+    // acc = alpha * acc + P V, lane c owning columns c + 32 i.
+    SmallVector<Value> cols, colsC, accAt, acc;
+    Value alphaV = splat(b, alpha);
+    for (int64_t i = 0; i < colSlots; ++i) {
+      Value c = arith::AddIOp::create(b, loc, laneIds,
+                                      splat(b, cIdx(b, i * kWarpSize)));
+      cols.push_back(c);
+      colsC.push_back(arith::MinSIOp::create(
+          b, loc, c, splat(b, cIdx(b, cfg.valueDim - 1))));
+      Value at = arith::AddIOp::create(
+          b, loc, splat(b, arith::MulIOp::create(b, loc, row,
+                                                 cIdx(b, cfg.valueDim))),
+          colsC.back());
+      accAt.push_back(at);
+      acc.push_back(arith::MulFOp::create(b, loc, gather1D(b, accState, at),
+                                          alphaV));
+    }
+    for (int64_t t = 0; t < keySlots; ++t) {
+      int64_t keysInSlot = std::min<int64_t>(kWarpSize,
+                                             cfg.blockKV - t * kWarpSize);
+      auto pv = scf::ForOp::create(
+          b, loc, cIdx(b, 0), cIdx(b, keysInSlot), cIdx(b, 1), acc,
+          [&](OpBuilder &lb, Location, Value src, ValueRange a) {
+            // p of the key held by lane `src`, broadcast to the warp.
+            Value pk = vector::ExtractOp::create(lb, loc, p[t],
+                                                 ArrayRef<OpFoldResult>{src});
+            Value keyRow = arith::AddIOp::create(lb, loc, src,
+                                                 cIdx(lb, t * kWarpSize));
+            Value base = arith::MulIOp::create(lb, loc, keyRow,
+                                               cIdx(lb, cfg.valueDim));
+            // A masked key has p == 0: do not let a NaN in its V row leak.
+            Value pZero = arith::CmpFOp::create(
+                lb, loc, arith::CmpFPredicate::OEQ, pk,
+                arith::ConstantOp::create(lb, loc, lb.getF32FloatAttr(0)));
+            SmallVector<Value> next;
+            for (int64_t i = 0; i < colSlots; ++i) {
+              Value at = arith::AddIOp::create(lb, loc, splat(lb, base),
+                                               colsC[i]);
+              Value vv = toF32(lb, gather1D(lb, vTile, at));
+              Value prod = arith::MulFOp::create(lb, loc, splat(lb, pk), vv);
+              prod = arith::SelectOp::create(
+                  lb, loc, pZero,
+                  arith::ConstantOp::create(lb, loc, lb.getZeroAttr(f32Lanes)),
+                  prod);
+              next.push_back(arith::AddFOp::create(lb, loc, a[i], prod));
+            }
+            scf::YieldOp::create(lb, loc, next);
+          });
+      acc = llvm::to_vector(llvm::map_range(
+          pv.getResults(), [](OpResult r) -> Value { return r; }));
+    }
+    for (int64_t i = 0; i < colSlots; ++i) {
+      Value inCols = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::slt, cols[i],
+          splat(b, cIdx(b, cfg.valueDim)));
+      scatter1D(b, accState, accAt[i], inCols, acc[i]);
+    }
+  }
+}
+
+void PromotedBuilder::buildEpilogue(OpBuilder &b, Value w) {
+  int64_t rpw = cfg.rowsPerWarp();
+  Value rowBase = arith::MulIOp::create(b, loc, w, cIdx(b, rpw));
+  Value zeroF = cF32(b, 0.0f);
+  Value one = cIdx(b, 1);
+  Value laneZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         laneIds, splat(b, cIdx(b, 0)));
+  auto eltLanes = VectorType::get({kWarpSize}, elt);
+  for (int64_t rr = 0; rr < rpw; ++rr) {
+    Value row = arith::AddIOp::create(b, loc, rowBase, cIdx(b, rr));
+    Value qRow = arith::AddIOp::create(b, loc, q0, row);
+    Value inRows =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, qRow, nq);
+    Value qRowC = arith::MinSIOp::create(
+        b, loc, qRow, arith::SubIOp::create(b, loc, nq, one));
+    Value m = memref::LoadOp::create(b, loc, mState, ValueRange{row});
+    Value l = memref::LoadOp::create(b, loc, lState, ValueRange{row});
+    Value empty =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zeroF);
+    for (int64_t i = 0; i < colSlots; ++i) {
+      Value c = arith::AddIOp::create(b, loc, laneIds,
+                                      splat(b, cIdx(b, i * kWarpSize)));
+      Value cC = arith::MinSIOp::create(b, loc, c,
+                                        splat(b, cIdx(b, cfg.valueDim - 1)));
+      Value at = arith::AddIOp::create(
+          b, loc, splat(b, arith::MulIOp::create(b, loc, row,
+                                                 cIdx(b, cfg.valueDim))),
+          cC);
+      Value acc = gather1D(b, accState, at);
+      Value o = arith::SelectOp::create(
+          b, loc, splat(b, empty),
+          arith::ConstantOp::create(b, loc, b.getZeroAttr(f32Lanes)),
+          arith::DivFOp::create(b, loc, acc, splat(b, l)));
+      if (eltLanes != f32Lanes)
+        o = arith::TruncFOp::create(b, loc, eltLanes, o);
+      Value mask = arith::AndIOp::create(
+          b, loc, splat(b, inRows),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, c,
+                                splat(b, cIdx(b, cfg.valueDim))));
+      vector::ScatterOp::create(b, loc, Type(), args.o,
+                                ValueRange{batch, head, qRowC, cIdx(b, 0)}, cC,
+                                mask, o);
+    }
+    if (args.lse) {
+      // LSE = ln(2) * (m + log2(l)), natural log; -inf for an empty row.
+      Value lse = arith::MulFOp::create(
+          b, loc,
+          arith::AddFOp::create(b, loc, m, math::Log2Op::create(b, loc, l)),
+          cF32(b, static_cast<float>(M_LN2)));
+      lse = arith::SelectOp::create(
+          b, loc, empty, cF32(b, -std::numeric_limits<float>::infinity()),
+          lse);
+      Value mask = arith::AndIOp::create(b, loc, laneZero, splat(b, inRows));
+      vector::ScatterOp::create(b, loc, Type(), args.lse,
+                                ValueRange{batch, head, cIdx(b, 0)},
+                                splat(b, qRowC), mask, splat(b, lse));
+    }
+  }
+}
+
+void PromotedBuilder::build(func::FuncOp func) {
+  // Drop the tensor-level body; the kernel only needs the memref arguments.
+  Block &entry = func.getBody().front();
+  Operation *ret = entry.getTerminator();
+  SmallVector<Operation *> toErase;
+  for (Operation &o : llvm::reverse(entry.without_terminator()))
+    toErase.push_back(&o);
+  OpBuilder b(ret);
+
+  // Grid: (query tiles, Hq, B). Every value the block body uses is computed
+  // inside it, so that fa-map-to-gpu can move the body into a kernel.
+  // Workgroup memory: the tiles and the running state, one set per block.
+  // They are allocated outside the block loop: fa-map-to-gpu turns them
+  // into workgroup globals, and run sequentially on the CPU every block
+  // reuses them.
+  qTile = workgroupBuffer(b, cfg.blockQ * cfg.headDim, elt);
+  kTile = workgroupBuffer(b, cfg.blockKV * cfg.keyStride, elt);
+  vTile = workgroupBuffer(b, cfg.blockKV * cfg.valueDim, elt);
+  mState = workgroupBuffer(b, cfg.blockQ, b.getF32Type());
+  lState = workgroupBuffer(b, cfg.blockQ, b.getF32Type());
+  accState = workgroupBuffer(b, cfg.blockQ * cfg.valueDim, b.getF32Type());
+
+  Value gB = memref::DimOp::create(b, loc, args.q, 0);
+  Value gNq = memref::DimOp::create(b, loc, args.q, 2);
+  Value gTiles = arith::CeilDivUIOp::create(b, loc, gNq, cIdx(b, cfg.blockQ));
+  auto blocks = scf::ForallOp::create(
+      b, loc,
+      ArrayRef<OpFoldResult>{gTiles, b.getIndexAttr(heads), gB}, ValueRange{},
+      b.getArrayAttr({gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX),
+                      gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
+                      gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ)}));
+  {
+    OpBuilder bb = OpBuilder::atBlockBegin(blocks.getBody());
+    SmallVector<Value> ivs = blocks.getInductionVars();
+    Value qTileIdx = ivs[0];
+    head = ivs[1];
+    batch = ivs[2];
+    kvHead = group == 1 ? head
+                        : Value(arith::DivUIOp::create(bb, loc, head,
+                                                       cIdx(bb, group)));
+    nq = memref::DimOp::create(bb, loc, args.q, 2);
+    nk = memref::DimOp::create(bb, loc, args.k, 2);
+    q0 = arith::MulIOp::create(bb, loc, qTileIdx, cIdx(bb, cfg.blockQ));
+    Value qRows = arith::MinSIOp::create(
+        bb, loc, cIdx(bb, cfg.blockQ), arith::SubIOp::create(bb, loc, nq, q0));
+    diagOffset = causal == CausalKind::bottom_right
+                     ? Value(arith::SubIOp::create(bb, loc, nk, nq))
+                     : cIdx(bb, 0);
+
+    // Keys past kv_end are never visited (key lengths and causality).
+    Value zero = cIdx(bb, 0);
+    kvEnd = nk;
+    if (args.kvLens) {
+      Value len = memref::LoadOp::create(bb, loc, args.kvLens, ValueRange{batch});
+      Value lenIdx =
+          arith::IndexCastOp::create(bb, loc, bb.getIndexType(), len);
+      kvEnd = arith::MinSIOp::create(
+          bb, loc, arith::MaxSIOp::create(bb, loc, lenIdx, zero), kvEnd);
+    }
+    if (causal != CausalKind::none) {
+      Value end = arith::AddIOp::create(
+          bb, loc, arith::AddIOp::create(bb, loc, q0, qRows), diagOffset);
+      kvEnd = arith::MinSIOp::create(
+          bb, loc, arith::MaxSIOp::create(bb, loc, end, zero), kvEnd);
+    }
+
+
+    auto threadMap = gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX);
+    auto warpMap = gpu::GPUWarpMappingAttr::get(ctx, gpu::MappingId::DimX);
+
+    // Copy the Q tile; m = -inf, l = 0, acc = 0.
+    forall(bb, cfg.numThreads(), threadMap, [&](OpBuilder &tb, Value t) {
+      copyTile(tb, t, args.q, batch, head, q0, nq, cfg.blockQ, cfg.headDim,
+               cfg.headDim, qTile);
+      threadStrided(tb, t, cfg.blockQ, [&](OpBuilder &lb, Value i) {
+        memref::StoreOp::create(
+            lb, loc, cF32(lb, -std::numeric_limits<float>::infinity()),
+            mState, ValueRange{i});
+        memref::StoreOp::create(lb, loc, cF32(lb, 0.0f), lState,
+                                ValueRange{i});
+      });
+      threadStrided(tb, t, cfg.blockQ * cfg.valueDim,
+                    [&](OpBuilder &lb, Value i) {
+                      memref::StoreOp::create(lb, loc, cF32(lb, 0.0f),
+                                              accState, ValueRange{i});
+                    });
+    });
+
+    Value numKV = arith::CeilDivUIOp::create(bb, loc, kvEnd,
+                                             cIdx(bb, cfg.blockKV));
+    scf::ForOp::create(
+        bb, loc, cIdx(bb, 0), numKV, cIdx(bb, 1), ValueRange{},
+        [&](OpBuilder &lb, Location, Value j, ValueRange) {
+          Value k0 = arith::MulIOp::create(lb, loc, j, cIdx(lb, cfg.blockKV));
+          forall(lb, cfg.numThreads(), threadMap, [&](OpBuilder &tb, Value t) {
+            copyTile(tb, t, args.k, batch, kvHead, k0, kvEnd, cfg.blockKV,
+                     cfg.headDim, cfg.keyStride, kTile);
+            copyTile(tb, t, args.v, batch, kvHead, k0, kvEnd, cfg.blockKV,
+                     cfg.valueDim, cfg.valueDim, vTile);
+          });
+          forall(lb, cfg.numWarps, warpMap, [&](OpBuilder &wb, Value w) {
+            laneIds = vector::StepOp::create(wb, loc, lanes);
+            buildRowUpdates(wb, w, k0);
+          });
+          scf::YieldOp::create(lb, loc);
+        });
+
+    forall(bb, cfg.numWarps, warpMap, [&](OpBuilder &wb, Value w) {
+      laneIds = vector::StepOp::create(wb, loc, lanes);
+      buildEpilogue(wb, w);
+    });
+  }
+  for (Operation *o : toErase)
+    o->erase();
+}
+
+//===----------------------------------------------------------------------===//
+// Pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct FAPromoteSharedPass final
+    : fa::impl::FAPromoteSharedPassBase<FAPromoteSharedPass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+} // namespace
+
+void FAPromoteSharedPass::runOnOperation() {
+  func::FuncOp func = getOperation();
+  SmallVector<AttentionOp> ops;
+  func.walk([&](AttentionOp op) { ops.push_back(op); });
+  if (ops.empty())
+    return;
+  if (ops.size() != 1 || !func.getBody().hasOneBlock()) {
+    func.emitError() << "fa-promote-shared: expected one fa.attention per "
+                        "kernel function, found "
+                     << ops.size();
+    return signalPassFailure();
+  }
+  AttentionOp op = ops.front();
+  FailureOr<KernelOperands> args = matchKernelForm(op);
+  if (failed(args)) {
+    op.emitError() << "fa-promote-shared: operands must come from memref "
+                      "arguments through bufferization.to_tensor and results "
+                      "go to memrefs through "
+                      "bufferization.materialize_in_destination";
+    return signalPassFailure();
+  }
+  std::string error;
+  FailureOr<KernelConfig> cfg = chooseConfig(
+      op, blockQ, blockKV, numWarps, sharedBudget, error);
+  if (failed(cfg)) {
+    op.emitError() << "fa-promote-shared: " << error;
+    return signalPassFailure();
+  }
+  PromotedBuilder(op, *args, *cfg).build(func);
+  func->setAttr(kConfigAttrName,
+                DictionaryAttr::get(
+                    &getContext(),
+                    {NamedAttribute(StringAttr::get(&getContext(), "block_q"),
+                                    IntegerAttr::get(IndexType::get(&getContext()),
+                                                     cfg->blockQ)),
+                     NamedAttribute(StringAttr::get(&getContext(), "block_kv"),
+                                    IntegerAttr::get(IndexType::get(&getContext()),
+                                                     cfg->blockKV)),
+                     NamedAttribute(StringAttr::get(&getContext(), "threads"),
+                                    IntegerAttr::get(IndexType::get(&getContext()),
+                                                     cfg->numThreads()))}));
+}

@@ -1,0 +1,128 @@
+// RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(fa-promote-shared{block-q=16 block-kv=64}))' -verify-diagnostics | FileCheck %s
+
+// A kernel function: memref arguments in, fa.attention, memrefs out. The
+// body becomes a block-level forall with the tiles and the running state in
+// workgroup memory (address space 3), thread-level copy foralls and
+// warp-level foralls computing on 32-lane vectors.
+// CHECK-LABEL: func.func @kernel
+//  CHECK-SAME:   (%[[Q:[a-z0-9]+]]: memref<?x4x?x40xf32>, %[[K:[a-z0-9]+]]: memref<?x2x?x40xf32>, %[[V:[a-z0-9]+]]: memref<?x2x?x40xf32>, %[[O:[a-z0-9]+]]: memref<?x4x?x40xf32>, %[[L:[a-z0-9]+]]: memref<?x4x?xf32>)
+//  CHECK-SAME:   fa.gpu_config = {block_kv = 64 : index, block_q = 16 : index, threads = 128 : index}
+//   CHECK-NOT:   bufferization
+//   CHECK-NOT:   fa.attention
+// Q tile 16x40, K tile 64 keys with rows padded to 41 floats (bank
+// conflicts), V tile 64x40, m and l per row, acc 16x40.
+//       CHECK:   %[[QS:.*]] = memref.alloca() {alignment = 16 : i64} : memref<640xf32, 3>
+//       CHECK:   %[[KS:.*]] = memref.alloca() {alignment = 16 : i64} : memref<2624xf32, 3>
+//       CHECK:   %[[VS:.*]] = memref.alloca() {alignment = 16 : i64} : memref<2560xf32, 3>
+//       CHECK:   %[[MS:.*]] = memref.alloca() {alignment = 16 : i64} : memref<16xf32, 3>
+//       CHECK:   %[[LS:.*]] = memref.alloca() {alignment = 16 : i64} : memref<16xf32, 3>
+//       CHECK:   %[[ACC:.*]] = memref.alloca() {alignment = 16 : i64} : memref<640xf32, 3>
+//       CHECK:   scf.forall (%[[QT:.*]], %[[H:.*]], %[[B:.*]]) in (%{{.*}}, 4, %{{.*}}) {
+//       CHECK:     %[[HKV:.*]] = arith.divui %[[H]], %c2{{(_[0-9]+)?}}
+// Cooperative Q copy over the 128 threads, zero past Nq.
+//       CHECK:     scf.forall (%[[T:.*]]) in (128) {
+//       CHECK:       scf.for %{{.*}} = %[[T]] to %c640{{(_[0-9]+)?}} step %c128{{(_[0-9]+)?}}
+//       CHECK:         memref.load %[[Q]][%[[B]], %[[H]],
+//       CHECK:         arith.select
+//       CHECK:         memref.store %{{.*}}, %[[QS]]
+//       CHECK:     } {mapping = [#gpu.thread<x>]}
+// The KV loop: copy K and V (GQA head), then one warp forall.
+//       CHECK:     scf.for %[[J:.*]] = %c0{{(_[0-9]+)?}} to %{{.*}} step %c1{{(_[0-9]+)?}} {
+//       CHECK:       scf.forall (%{{.*}}) in (128) {
+//       CHECK:         memref.load %[[K]][%[[B]], %[[HKV]],
+//       CHECK:         memref.store %{{.*}}, %[[KS]]
+//       CHECK:         memref.load %[[V]][%[[B]], %[[HKV]],
+//       CHECK:         memref.store %{{.*}}, %[[VS]]
+//       CHECK:       } {mapping = [#gpu.thread<x>]}
+//       CHECK:       scf.forall (%[[W:.*]]) in (4) {
+//       CHECK:         %[[LANE:.*]] = vector.step : vector<32xindex>
+// Lane-parallel dot products over d, reading K at key * 41 + d.
+//       CHECK:         scf.for %{{.*}} iter_args({{.*}}) -> (vector<32xf32>, vector<32xf32>
+//       CHECK:           vector.gather %[[KS]]
+//       CHECK:           memref.load %[[QS]]
+// Row max across the lanes, running max, rescale and row sum in exp2.
+//       CHECK:         vector.reduction <maximumf>
+//       CHECK:         memref.load %[[MS]]
+//       CHECK:         arith.maximumf
+//       CHECK:         math.exp2
+//       CHECK:         vector.reduction <add>
+//       CHECK:         vector.scatter %[[MS]]
+//       CHECK:         vector.scatter %[[LS]]
+// P V: each lane's p is broadcast by extracting it.
+//       CHECK:         vector.gather %[[ACC]]
+//       CHECK:         scf.for
+//       CHECK:           vector.extract %{{.*}}[%{{.*}}] : f32 from vector<32xf32>
+//       CHECK:           vector.gather %[[VS]]
+//       CHECK:         vector.scatter %[[ACC]]
+//       CHECK:       } {mapping = [#gpu.warp<x>]}
+// Epilogue: O = acc / l (0 for an empty row), LSE = ln2 (m + log2 l).
+//       CHECK:     scf.forall (%{{.*}}) in (4) {
+//       CHECK:       arith.divf
+//       CHECK:       vector.scatter %[[O]]
+//       CHECK:       math.log2
+//       CHECK:       vector.scatter %[[L]]
+//       CHECK:     } {mapping = [#gpu.warp<x>]}
+//       CHECK:   } {mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
+func.func @kernel(%q: memref<?x4x?x40xf32>, %k: memref<?x2x?x40xf32>, %v: memref<?x2x?x40xf32>,
+                  %o: memref<?x4x?x40xf32>, %lse: memref<?x4x?xf32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<?x4x?x40xf32> to tensor<?x4x?x40xf32>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x?x40xf32> to tensor<?x2x?x40xf32>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x?x40xf32> to tensor<?x2x?x40xf32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x4x?x40xf32> to tensor<?x4x?x40xf32>
+  %lt = bufferization.to_tensor %lse restrict writable : memref<?x4x?xf32> to tensor<?x4x?xf32>
+  %r:2 = fa.attention ins(%qt, %kt, %vt : tensor<?x4x?x40xf32>, tensor<?x2x?x40xf32>, tensor<?x2x?x40xf32>)
+           outs(%ot : tensor<?x4x?x40xf32>, %lt : tensor<?x4x?xf32>) causal(top_left) -> tensor<?x4x?x40xf32>, tensor<?x4x?xf32>
+  bufferization.materialize_in_destination %r#0 in writable %o : (tensor<?x4x?x40xf32>, memref<?x4x?x40xf32>) -> ()
+  bufferization.materialize_in_destination %r#1 in writable %lse : (tensor<?x4x?xf32>, memref<?x4x?xf32>) -> ()
+  return
+}
+
+// -----
+
+// Head dims that are not multiples of 8 are a clear error on the GPU path.
+func.func @bad_head_dim(%q: memref<1x1x8x20xf32>, %o: memref<1x1x8x20xf32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<1x1x8x20xf32> to tensor<1x1x8x20xf32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<1x1x8x20xf32> to tensor<1x1x8x20xf32>
+  // expected-error @+1 {{fa-promote-shared: head dims must be multiples of 8 up to 256 on the GPU path, got D = 20 and Dv = 20}}
+  %r = fa.attention ins(%qt, %qt, %qt : tensor<1x1x8x20xf32>, tensor<1x1x8x20xf32>, tensor<1x1x8x20xf32>)
+         outs(%ot : tensor<1x1x8x20xf32>) -> tensor<1x1x8x20xf32>
+  bufferization.materialize_in_destination %r in writable %o : (tensor<1x1x8x20xf32>, memref<1x1x8x20xf32>) -> ()
+  return
+}
+
+// -----
+
+// Head dims above 256 too.
+func.func @big_head_dim(%q: memref<1x1x8x264xf16>, %o: memref<1x1x8x264xf16>) {
+  %qt = bufferization.to_tensor %q restrict : memref<1x1x8x264xf16> to tensor<1x1x8x264xf16>
+  %ot = bufferization.to_tensor %o restrict writable : memref<1x1x8x264xf16> to tensor<1x1x8x264xf16>
+  // expected-error @+1 {{fa-promote-shared: head dims must be multiples of 8 up to 256 on the GPU path, got D = 264 and Dv = 264}}
+  %r = fa.attention ins(%qt, %qt, %qt : tensor<1x1x8x264xf16>, tensor<1x1x8x264xf16>, tensor<1x1x8x264xf16>)
+         outs(%ot : tensor<1x1x8x264xf16>) -> tensor<1x1x8x264xf16>
+  bufferization.materialize_in_destination %r in writable %o : (tensor<1x1x8x264xf16>, memref<1x1x8x264xf16>) -> ()
+  return
+}
+
+// -----
+
+// Tiles that do not fit in workgroup memory are a clear error.
+func.func @too_big(%q: memref<1x1x8x256xf32>, %o: memref<1x1x8x256xf32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<1x1x8x256xf32> to tensor<1x1x8x256xf32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<1x1x8x256xf32> to tensor<1x1x8x256xf32>
+  // expected-error @+1 {{fa-promote-shared: no tile sizes fit}}
+  %r = fa.attention ins(%qt, %qt, %qt : tensor<1x1x8x256xf32>, tensor<1x1x8x256xf32>, tensor<1x1x8x256xf32>)
+         outs(%ot : tensor<1x1x8x256xf32>) -> tensor<1x1x8x256xf32>
+  bufferization.materialize_in_destination %r in writable %o : (tensor<1x1x8x256xf32>, memref<1x1x8x256xf32>) -> ()
+  return
+}
+
+// -----
+
+// fa.attention on tensors that do not come from memref arguments is not a
+// kernel function.
+func.func @not_a_kernel(%q: tensor<1x1x8x16xf32>, %o: tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32> {
+  // expected-error @+1 {{fa-promote-shared: operands must come from memref arguments through bufferization.to_tensor}}
+  %r = fa.attention ins(%q, %q, %q : tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>)
+         outs(%o : tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32>
+  return %r : tensor<1x1x8x16xf32>
+}
