@@ -25,6 +25,17 @@ config.substitutions.append(("%fa_obj_root", config.fa_obj_root))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%fa_run", os.path.join(config.fa_tools_dir, "fa-run")))
 
+config.substitutions.append(("%fa_opt", os.path.join(config.fa_tools_dir, "fa-opt")))
+
+# ptxas (CUDA toolkit) assembles the PTX the GPU path emits; tests that need
+# it are skipped where it is absent.
+import shutil
+ptxas = shutil.which("ptxas") or (
+    "/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+
 tool_dirs = [config.fa_tools_dir, config.llvm_tools_dir]
 tools = ["fa-opt", "fa-run"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

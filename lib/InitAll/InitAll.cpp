@@ -15,6 +15,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -27,6 +28,8 @@ void fa::registerAllDialects(DialectRegistry &registry) {
   // upstream registers together with its dialects.
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // gpu-module-to-binary translates kernels to LLVM IR and PTX in-process.
+  mlir::registerAllToLLVMIRTranslations(registry);
 }
 
 void fa::registerAllPasses() {

@@ -14,11 +14,13 @@
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
@@ -77,7 +79,90 @@ void fa::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 }
 
+bool fa::isSupportedChip(StringRef chip) {
+  return minimumPtxVersion(chip).has_value();
+}
+
+void fa::buildMapToGPUPipeline(OpPassManager &pm,
+                               const LowerToNVVMOptions &options) {
+  FAPromoteSharedPassOptions promoteOpts;
+  promoteOpts.blockQ = options.blockQ;
+  promoteOpts.blockKV = options.blockKV;
+  promoteOpts.numWarps = options.warps;
+  pm.addNestedPass<func::FuncOp>(createFAPromoteSharedPass(promoteOpts));
+  pm.addPass(createFAMapToGPUPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+namespace {
+/// Rejects an unsupported chip or a PTX version too old for it with a
+/// diagnostic, before LLVM's NVPTX backend would abort on it.
+struct CheckNVVMTargetPass
+    : public PassWrapper<CheckNVVMTargetPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckNVVMTargetPass)
+  CheckNVVMTargetPass(std::string chip, std::string features)
+      : chip(std::move(chip)), features(std::move(features)) {}
+  StringRef getArgument() const final { return "fa-check-nvvm-target"; }
+  void runOnOperation() override {
+    std::optional<int> minPtx = fa::minimumPtxVersion(chip);
+    if (!minPtx) {
+      emitError(getOperation().getLoc())
+          << "fa-lower-to-nvvm: unsupported chip '" << chip
+          << "'; expected sm_80, sm_86, sm_89, sm_90 or sm_90a";
+      return signalPassFailure();
+    }
+    StringRef f(features);
+    unsigned ptx = 0;
+    if (!f.consume_front("+ptx") || f.getAsInteger(10, ptx)) {
+      emitError(getOperation().getLoc())
+          << "fa-lower-to-nvvm: features must be '+ptxNN' (the PTX ISA "
+             "version, e.g. +ptx80), got '"
+          << features << "'";
+      return signalPassFailure();
+    }
+    if (static_cast<int>(ptx) < *minPtx) {
+      emitError(getOperation().getLoc())
+          << "fa-lower-to-nvvm: PTX ISA " << ptx / 10 << "." << ptx % 10
+          << " does not support " << chip << "; it needs at least "
+          << *minPtx / 10 << "." << *minPtx % 10;
+      return signalPassFailure();
+    }
+  }
+  std::string chip, features;
+};
+} // namespace
+
+std::optional<int> fa::minimumPtxVersion(StringRef chip) {
+  return llvm::StringSwitch<std::optional<int>>(chip)
+      .Case("sm_80", 70)
+      .Case("sm_86", 71)
+      .Case("sm_89", 78)
+      .Case("sm_90", 78)
+      .Case("sm_90a", 80)
+      .Default(std::nullopt);
+}
+
+void fa::buildLowerToNVVMPipeline(OpPassManager &pm,
+                                  const LowerToNVVMOptions &options) {
+  pm.addPass(std::make_unique<CheckNVVMTargetPass>(options.chip,
+                                                   options.features));
+  buildMapToGPUPipeline(pm, options);
+  gpu::GPUToNVVMPipelineOptions nvvm;
+  nvvm.cubinChip = options.chip;
+  nvvm.cubinFeatures = options.features;
+  nvvm.cubinFormat = options.format;
+  nvvm.optLevel = options.optLevel;
+  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+}
+
 void fa::registerFAPipelines() {
+  PassPipelineRegistration<LowerToNVVMOptions>(
+      "fa-lower-to-nvvm",
+      "Lower kernel functions holding fa.attention to a gpu.binary (PTX or "
+      "cubin) for NVIDIA GPUs: fa-promote-shared, fa-map-to-gpu, then the "
+      "upstream GPU-to-NVVM pipeline",
+      buildLowerToNVVMPipeline);
   PassPipelineRegistration<LowerToCPUOptions>(
       "fa-lower-to-cpu",
       "Lower fa ops to the LLVM dialect for the CPU: tiled online softmax "

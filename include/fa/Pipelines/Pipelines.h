@@ -10,6 +10,9 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
 
 namespace mlir {
 namespace fa {
@@ -46,6 +49,53 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::desc("fa-promote-shared block-kv (0: automatic)"),
       llvm::cl::init(0)};
 };
+
+/// Options of `fa-lower-to-nvvm`.
+struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip",
+      llvm::cl::desc("Target GPU: sm_80, sm_86, sm_89, sm_90 or sm_90a"),
+      llvm::cl::init("sm_80")};
+  PassOptions::Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features (the PTX ISA version), e.g. +ptx80"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("gpu.binary contents: isa (PTX), bin (cubin, needs "
+                     "ptxas) or fatbin"),
+      llvm::cl::init("isa")};
+  PassOptions::Option<int> optLevel{
+      *this, "opt-level", llvm::cl::desc("LLVM optimization level"),
+      llvm::cl::init(3)};
+  PassOptions::Option<int64_t> blockQ{
+      *this, "block-q",
+      llvm::cl::desc("Query rows per block (0: automatic)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> blockKV{
+      *this, "block-kv", llvm::cl::desc("Keys per K/V tile (0: automatic)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> warps{
+      *this, "warps", llvm::cl::desc("Warps per block"), llvm::cl::init(4)};
+};
+
+/// The chips `fa-lower-to-nvvm` accepts.
+bool isSupportedChip(llvm::StringRef chip);
+
+/// The oldest PTX ISA version (as 10 * major + minor) that supports `chip`,
+/// or nothing for an unsupported chip.
+std::optional<int> minimumPtxVersion(llvm::StringRef chip);
+
+/// Builds the first half of `fa-lower-to-nvvm`: fa-promote-shared and
+/// fa-map-to-gpu, leaving gpu.module kernels and their host launches.
+void buildMapToGPUPipeline(OpPassManager &pm,
+                           const LowerToNVVMOptions &options);
+
+/// Builds `fa-lower-to-nvvm`: kernel functions with fa.attention down to a
+/// gpu.binary holding PTX (format=isa) or a cubin, and host code in the LLVM
+/// dialect.
+void buildLowerToNVVMPipeline(OpPassManager &pm,
+                              const LowerToNVVMOptions &options);
 
 /// Builds `fa-lower-to-cpu`: fa ops on tensors (inside functions whose
 /// arguments may be tensors or memrefs) down to the LLVM dialect, ready for

@@ -137,4 +137,32 @@ def FAPromoteSharedPass : Pass<"fa-promote-shared", "::mlir::func::FuncOp"> {
   ];
 }
 
+def FAMapToGPUPass : Pass<"fa-map-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Map the promoted tiles onto a gpu.func kernel";
+  let description = [{
+    The second half of the GPU path, run after `fa-promote-shared`. For each
+    kernel function, the block-level `scf.forall` becomes a `gpu.func`
+    kernel in a new `gpu.module` (named `<function>_kernels`), launched by a
+    `gpu.launch_func` over the grid (query tiles, Hq, B) with the threads of
+    the promoted form; the function's memref arguments are the kernel's
+    parameters, in order. The workgroup buffers become workgroup globals
+    (`memref.global` in address space 3, 16-byte aligned).
+
+    Inside the kernel a thread-level forall runs once per thread and a
+    warp-level forall once per warp, each followed by `gpu.barrier`. Every
+    `vector<32xT>` lane vector of a warp forall is distributed, lane `l`
+    holding element `l`: elementwise ops become scalar ops, `vector.step`
+    the lane id, `vector.reduction` a butterfly of `gpu.shuffle xor` with
+    offsets 16, 8, 4, 2, 1 (the warp-level row max and row sum),
+    `vector.extract` a `gpu.shuffle idx`, `vector.gather` a load and
+    `vector.scatter` a guarded store at the lane's index. An op outside this
+    vocabulary is an error naming the op.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 #endif // FA_DIALECT_FA_TRANSFORMS_PASSES_TD
