@@ -1,0 +1,234 @@
+/*===- FARuntime.h - C API of the fa kernel launcher --------------*- C -*-===*\
+|*                                                                            *|
+|* Part of the fa project, under the Apache License v2.0 with LLVM           *|
+|* Exceptions.                                                                *|
+|* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception                    *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+/*
+ * Loads the ahead-of-time artifacts `fa-compile` writes (a `fa-kernel/1`
+ * JSON metadata file plus PTX/cubin or a CPU shared library, see
+ * docs/artifacts.md) and launches them:
+ *
+ *   fa_kernel *kernel;
+ *   if (fa_kernel_load("out/attn.json", FA_DEVICE_CUDA, &kernel) != FA_SUCCESS)
+ *     fprintf(stderr, "%s\n", fa_last_error());
+ *   fa_tensor q = fa_tensor_make(dq, FA_DTYPE_F16, 4, (int64_t[]){B, 8, N, 64});
+ *   ...
+ *   fa_attention_launch(kernel, &q, &k, &v, NULL, NULL, &o, &lse, stream);
+ *   fa_kernel_destroy(kernel);
+ *
+ * The CUDA backend opens the driver (`libcuda.so.1`, or the path in the
+ * environment variable FA_CUDA_DRIVER) with dlopen at run time, so the
+ * library builds and runs on machines without CUDA; every driver result is
+ * checked. The CPU backend dlopens the artifact's shared library.
+ *
+ * Errors: every function returns an `fa_status`; after a failure
+ * `fa_last_error()` gives a one-line message naming the parameter, the
+ * dims, the file or the driver call. Bad input never aborts the process.
+ *
+ * Threads: the last-error message is per thread. A loaded kernel may be
+ * launched from several threads at once; loading and destroying are not
+ * synchronised with launches of the same kernel.
+ *
+ * Pure C (C99); usable from C++ (`extern "C"`); exposes no LLVM types.
+ */
+
+#ifndef FA_RUNTIME_FARUNTIME_H
+#define FA_RUNTIME_FARUNTIME_H
+
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define FA_RUNTIME_API __attribute__((visibility("default")))
+#else
+#define FA_RUNTIME_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===*
+ * Status codes
+ *===----------------------------------------------------------------------===*/
+
+typedef enum fa_status {
+  FA_SUCCESS = 0,
+  /* The CUDA driver library could not be opened or lacks an entry point. */
+  FA_ERROR_NO_DRIVER = 1,
+  /* The driver found no CUDA device. */
+  FA_ERROR_NO_DEVICE = 2,
+  /* The device (compute capability, shared memory) or the host CPU cannot
+   * run the artifact's target. */
+  FA_ERROR_UNSUPPORTED_ARCH = 3,
+  /* The artifact's PTX ISA is newer than the installed driver supports. */
+  FA_ERROR_PTX_TOO_NEW = 4,
+  /* The metadata, the PTX or the library is malformed or inconsistent. */
+  FA_ERROR_INVALID_ARTIFACT = 5,
+  /* A tensor or other argument does not match the kernel. */
+  FA_ERROR_INVALID_ARGUMENT = 6,
+  /* A file could not be read. */
+  FA_ERROR_IO = 7,
+  /* A CUDA driver call failed (the message names the call and the error). */
+  FA_ERROR_CUDA = 8,
+  /* cuLaunchKernel (or the CPU entry point lookup) failed. */
+  FA_ERROR_LAUNCH = 9
+} fa_status;
+
+/* Where a kernel runs. A kernel's metadata fixes its target; asking for the
+ * other device is an FA_ERROR_INVALID_ARGUMENT. */
+typedef enum fa_device { FA_DEVICE_CPU = 0, FA_DEVICE_CUDA = 1 } fa_device;
+
+/* Element types of tensors. FA_DTYPE_BOOL and FA_DTYPE_I8 both mean one byte
+ * per element (a boolean mask: nonzero = attend). f16 and bf16 elements are
+ * passed as their 16-bit patterns. */
+typedef enum fa_dtype {
+  FA_DTYPE_F32 = 0,
+  FA_DTYPE_F16 = 1,
+  FA_DTYPE_BF16 = 2,
+  FA_DTYPE_I32 = 3,
+  FA_DTYPE_I8 = 4,
+  FA_DTYPE_BOOL = 5
+} fa_dtype;
+
+typedef enum fa_op { FA_OP_ATTENTION = 0, FA_OP_SOFTMAX = 1 } fa_op;
+
+typedef enum fa_causal {
+  FA_CAUSAL_NONE = 0,
+  FA_CAUSAL_TOP_LEFT = 1,    /* key k is kept when k <= q */
+  FA_CAUSAL_BOTTOM_RIGHT = 2 /* key k is kept when k <= q + Nk - Nq */
+} fa_causal;
+
+typedef enum fa_mask_kind {
+  FA_MASK_NONE = 0,
+  FA_MASK_BOOL = 1,    /* one byte per element, nonzero = attend */
+  FA_MASK_ADDITIVE = 2 /* added to the scaled score */
+} fa_mask_kind;
+
+/*===----------------------------------------------------------------------===*
+ * Tensors
+ *===----------------------------------------------------------------------===*/
+
+#define FA_MAX_RANK 4
+
+/* A view of a tensor in the memory of the kernel's device (host memory for
+ * CPU kernels, device memory for CUDA kernels). `dtype` is an fa_dtype.
+ * `strides` are in elements. Kernels take contiguous row-major tensors:
+ * strides[rank-1] == 1 and strides[i] == strides[i+1] * sizes[i+1]; the
+ * stride of a dimension of size 1 is ignored. Other strides are rejected. */
+typedef struct fa_tensor {
+  void *data;
+  int32_t dtype;
+  int32_t rank;
+  int64_t sizes[FA_MAX_RANK];
+  int64_t strides[FA_MAX_RANK];
+} fa_tensor;
+
+/* A contiguous row-major tensor of `rank` (<= FA_MAX_RANK) `sizes`.
+ * Unused entries are zero. */
+FA_RUNTIME_API fa_tensor fa_tensor_make(void *data, fa_dtype dtype,
+                                        int32_t rank, const int64_t *sizes);
+
+/*===----------------------------------------------------------------------===*
+ * Kernels
+ *===----------------------------------------------------------------------===*/
+
+typedef struct fa_kernel fa_kernel;
+
+/* What a loaded kernel was compiled for (from its metadata). The strings
+ * live as long as the kernel. */
+typedef struct fa_kernel_info {
+  const char *name;   /* artifact name */
+  const char *symbol; /* kernel entry (CUDA) or C entry without the
+                         `_mlir_ciface_` prefix (CPU) */
+  const char *target; /* "sm_80", "sm_90a", ... or the CPU triple */
+  fa_op op;
+  fa_device device;
+  fa_dtype dtype;
+  /* Attention only (zero for softmax). */
+  int32_t head_dim;       /* D */
+  int32_t value_head_dim; /* Dv */
+  int32_t heads;          /* Hq */
+  int32_t kv_heads;       /* Hkv */
+  fa_causal causal;
+  fa_mask_kind mask;
+  int32_t has_kv_lens;
+  int32_t has_lse;
+  float scale; /* the scale applied to Q K^T */
+  int32_t block_q;
+  int32_t block_kv;
+  /* Softmax only (zero for attention). */
+  int32_t rank;
+  int32_t dimension;
+} fa_kernel_info;
+
+/* The name of a status ("FA_ERROR_NO_DRIVER"); never NULL. */
+FA_RUNTIME_API const char *fa_status_name(fa_status status);
+
+/* The message of the last failed call on this thread, "" after a call that
+ * succeeded. Valid until the next fa_* call on this thread. */
+FA_RUNTIME_API const char *fa_last_error(void);
+
+/* Opens the CUDA driver and counts devices. FA_SUCCESS with *device_count
+ * > 0, or FA_ERROR_NO_DRIVER / FA_ERROR_NO_DEVICE / FA_ERROR_CUDA with
+ * *device_count = 0. `device_count` may be NULL. */
+FA_RUNTIME_API fa_status fa_cuda_available(int *device_count);
+
+/* Loads the artifact described by the JSON metadata at `metadata_path`
+ * (its file names are relative to the metadata's directory) for `device`.
+ *
+ * Everything is checked before the kernel is handed out: the metadata
+ * schema, the PTX (`.version`, `.target` matching the metadata's chip,
+ * `.entry <symbol>`), the files, and for CUDA the device's compute
+ * capability and shared memory limits. CUDA kernels load into the calling
+ * thread's current context, or else into device 0's primary context (which
+ * is then made current). The cubin is used when present and compatible with
+ * the device, else the PTX is JIT-compiled by the driver. Kernels needing
+ * more than 48 KiB of dynamic shared memory are opted in here.
+ *
+ * On failure *out is NULL. */
+FA_RUNTIME_API fa_status fa_kernel_load(const char *metadata_path,
+                                        fa_device device, fa_kernel **out);
+
+/* Unloads the kernel (module, library, context reference). NULL is a
+ * no-op. */
+FA_RUNTIME_API void fa_kernel_destroy(fa_kernel *kernel);
+
+FA_RUNTIME_API fa_status fa_kernel_get_info(const fa_kernel *kernel,
+                                            fa_kernel_info *info);
+
+/* Runs an attention kernel: O = softmax(scale * Q K^T + masks) V.
+ *
+ *   q       [B, Hq, Nq, D]    the kernel's dtype
+ *   k       [B, Hkv, Nk, D]   the kernel's dtype
+ *   v       [B, Hkv, Nk, Dv]  the kernel's dtype
+ *   kv_lens [B] int32         iff the kernel has key lengths, else NULL
+ *   mask    [B|1, Hq|1, Nq, Nk] iff the kernel has a mask, else NULL; the
+ *           broadcast dims are those the kernel was compiled for
+ *   o       [B, Hq, Nq, Dv]   the kernel's dtype (written)
+ *   lse     [B, Hq, Nq] f32   iff the kernel has LSE, else NULL (written)
+ *
+ * Hq, Hkv, D and Dv must equal the kernel's; B, Nq and Nk are free. Outputs
+ * must not overlap inputs. `cuda_stream` is the CUstream to launch on (NULL
+ * is the legacy default stream); it is ignored by CPU kernels. CUDA launches
+ * are asynchronous: nothing is synchronised, copied or allocated here, so
+ * launches can be captured in CUDA graphs. A launch with B == 0 or Nq == 0
+ * does nothing and succeeds. */
+FA_RUNTIME_API fa_status fa_attention_launch(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *kv_lens, const fa_tensor *mask,
+    fa_tensor *o, fa_tensor *lse, void *cuda_stream);
+
+/* Runs a softmax kernel along the kernel's dimension: y = softmax(x). x and
+ * y have the kernel's rank and dtype and the same sizes and must not
+ * overlap. Empty tensors are a no-op. */
+FA_RUNTIME_API fa_status fa_softmax_launch(fa_kernel *kernel,
+                                           const fa_tensor *x, fa_tensor *y,
+                                           void *cuda_stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FA_RUNTIME_FARUNTIME_H */

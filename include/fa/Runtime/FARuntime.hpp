@@ -1,0 +1,164 @@
+//===- FARuntime.hpp - C++ wrapper of the fa kernel launcher ----*- C++ -*-===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// A header-only RAII layer over FARuntime.h using only the standard library
+// (no exceptions, no LLVM):
+//
+//   fa::runtime::Kernel kernel;
+//   if (fa::runtime::Status s = fa::runtime::Kernel::load(path,
+//                                   FA_DEVICE_CPU, kernel); !s)
+//     std::cerr << s.message() << "\n";
+//   fa::runtime::AttentionArgs args;
+//   args.q = fa::runtime::makeTensor(q, FA_DTYPE_F32, {B, 8, N, 64});
+//   ...
+//   fa::runtime::Status s = kernel.attention(args);
+//
+// Note: inside code that has `using namespace mlir;`, `fa::` is ambiguous
+// with `mlir::fa`; spell this namespace `::fa::runtime` there.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_RUNTIME_FARUNTIME_HPP
+#define FA_RUNTIME_FARUNTIME_HPP
+
+#include "fa/Runtime/FARuntime.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+namespace fa {
+namespace runtime {
+
+/// The outcome of a runtime call: a status code and, on failure, the
+/// message `fa_last_error()` gave.
+class Status {
+public:
+  Status() = default;
+  Status(fa_status code, std::string message)
+      : code_(code), message_(std::move(message)) {}
+
+  /// Captures `code` and, when it is a failure, this thread's last error.
+  static Status fromCode(fa_status code) {
+    if (code == FA_SUCCESS)
+      return Status();
+    return Status(code, fa_last_error());
+  }
+
+  bool ok() const { return code_ == FA_SUCCESS; }
+  explicit operator bool() const { return ok(); }
+  fa_status code() const { return code_; }
+  const std::string &message() const { return message_; }
+  /// "FA_ERROR_INVALID_ARGUMENT: <message>".
+  std::string toString() const {
+    if (ok())
+      return "FA_SUCCESS";
+    return std::string(fa_status_name(code_)) + ": " + message_;
+  }
+
+private:
+  fa_status code_ = FA_SUCCESS;
+  std::string message_;
+};
+
+/// A contiguous row-major tensor view of `data`.
+inline fa_tensor makeTensor(void *data, fa_dtype dtype,
+                            std::initializer_list<int64_t> sizes) {
+  int64_t buffer[FA_MAX_RANK] = {0, 0, 0, 0};
+  int32_t rank = 0;
+  for (int64_t size : sizes) {
+    if (rank == FA_MAX_RANK) {
+      // Let the launch report the rank; fa_tensor holds FA_MAX_RANK dims.
+      rank = FA_MAX_RANK + 1;
+      break;
+    }
+    buffer[rank++] = size;
+  }
+  if (rank > FA_MAX_RANK) {
+    fa_tensor t = fa_tensor_make(data, dtype, FA_MAX_RANK, buffer);
+    t.rank = rank;
+    return t;
+  }
+  return fa_tensor_make(data, dtype, rank, buffer);
+}
+
+/// The operands of `Kernel::attention`; the optional ones stay null.
+struct AttentionArgs {
+  fa_tensor q{}, k{}, v{}, o{};
+  const fa_tensor *kvLens = nullptr;
+  const fa_tensor *mask = nullptr;
+  fa_tensor *lse = nullptr;
+};
+
+/// An owned, loaded kernel (move-only).
+class Kernel {
+public:
+  Kernel() = default;
+  Kernel(const Kernel &) = delete;
+  Kernel &operator=(const Kernel &) = delete;
+  Kernel(Kernel &&other) noexcept : kernel_(other.release()) {}
+  Kernel &operator=(Kernel &&other) noexcept {
+    if (this != &other)
+      reset(other.release());
+    return *this;
+  }
+  ~Kernel() { reset(); }
+
+  /// Loads the artifact described by `metadataPath` into `out`.
+  static Status load(const std::string &metadataPath, fa_device device,
+                     Kernel &out) {
+    fa_kernel *kernel = nullptr;
+    Status status =
+        Status::fromCode(fa_kernel_load(metadataPath.c_str(), device, &kernel));
+    if (status)
+      out.reset(kernel);
+    return status;
+  }
+
+  /// Launches an attention kernel (see fa_attention_launch).
+  Status attention(AttentionArgs &args, void *cudaStream = nullptr) {
+    return Status::fromCode(fa_attention_launch(
+        kernel_, &args.q, &args.k, &args.v, args.kvLens, args.mask, &args.o,
+        args.lse, cudaStream));
+  }
+
+  /// Launches a softmax kernel (see fa_softmax_launch).
+  Status softmax(const fa_tensor &x, fa_tensor &y,
+                 void *cudaStream = nullptr) {
+    return Status::fromCode(fa_softmax_launch(kernel_, &x, &y, cudaStream));
+  }
+
+  /// What the kernel was compiled for; zeroed if no kernel is held.
+  fa_kernel_info info() const {
+    fa_kernel_info info{};
+    if (kernel_)
+      (void)fa_kernel_get_info(kernel_, &info);
+    return info;
+  }
+
+  explicit operator bool() const { return kernel_ != nullptr; }
+  fa_kernel *get() const { return kernel_; }
+  fa_kernel *release() {
+    fa_kernel *kernel = kernel_;
+    kernel_ = nullptr;
+    return kernel;
+  }
+  void reset(fa_kernel *kernel = nullptr) {
+    if (kernel_)
+      fa_kernel_destroy(kernel_);
+    kernel_ = kernel;
+  }
+
+private:
+  fa_kernel *kernel_ = nullptr;
+};
+
+} // namespace runtime
+} // namespace fa
+
+#endif // FA_RUNTIME_FARUNTIME_HPP

@@ -1,0 +1,3 @@
+func.func @nothing(%a: i32) -> i32 {
+  return %a : i32
+}

@@ -1,0 +1,793 @@
+//===- CpuBackendTest.cpp - fa-compile CPU artifacts run by FARuntime -----===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Loads the artifacts the build compiled with `fa-compile --target cpu`
+// (FA_TEST_ARTIFACT_DIR), runs them on random data and compares against a
+// float64 reference written here with naive loops (no code shared with the
+// kernels). Outputs are poisoned with NaN first, so an element the kernel
+// forgets to write fails. Also checks argument validation and the CPU
+// artifact checks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeTestUtils.h"
+
+#include "fa/Runtime/FARuntime.h"
+#include "fa/Runtime/FARuntime.hpp"
+
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/Host.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace fa::runtime;
+using namespace fa::runtime::test;
+using ::testing::HasSubstr;
+namespace json = llvm::json;
+
+namespace {
+
+const double kInf = std::numeric_limits<double>::infinity();
+
+std::string artifact(llvm::StringRef name) {
+  return (llvm::Twine(FA_TEST_ARTIFACT_DIR) + "/" + name + ".json").str();
+}
+
+//===----------------------------------------------------------------------===//
+// Element encodings (independent of the kernels)
+//===----------------------------------------------------------------------===//
+
+double halfToDouble(uint16_t h) {
+  int sign = h >> 15, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  double value;
+  if (exponent == 0)
+    value = std::ldexp(mantissa, -24);
+  else if (exponent == 31)
+    value = mantissa ? std::numeric_limits<double>::quiet_NaN() : kInf;
+  else
+    value = std::ldexp(mantissa + 1024, exponent - 25);
+  return sign ? -value : value;
+}
+
+/// Encodes a value exactly representable as a normal f16, zero, inf or
+/// NaN.
+uint16_t doubleToHalfExact(double value) {
+  if (std::isnan(value))
+    return 0x7e00;
+  uint16_t sign = std::signbit(value) ? 0x8000 : 0;
+  if (value == 0)
+    return sign;
+  if (std::isinf(value))
+    return sign | 0x7c00;
+  int exponent = 0;
+  double fraction = std::frexp(std::fabs(value), &exponent); // [0.5, 1)
+  auto mantissa = static_cast<uint16_t>(std::ldexp(fraction, 11)) & 0x3ff;
+  return sign | static_cast<uint16_t>((exponent + 14) << 10) | mantissa;
+}
+
+double bf16ToDouble(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+/// A host buffer of one dtype, read and written as doubles.
+class Buffer {
+public:
+  Buffer(fa_dtype dtype, std::vector<int64_t> sizes)
+      : dtype(dtype), sizes(std::move(sizes)) {
+    int64_t n = 1;
+    for (int64_t s : this->sizes)
+      n *= s;
+    count = n;
+    bytes.assign(std::max<int64_t>(n, 1) * elementSize(), 0);
+  }
+
+  int64_t elementSize() const {
+    switch (dtype) {
+    case FA_DTYPE_F32:
+    case FA_DTYPE_I32:
+      return 4;
+    case FA_DTYPE_F16:
+    case FA_DTYPE_BF16:
+      return 2;
+    default:
+      return 1;
+    }
+  }
+
+  /// Stores `value`, which must be exactly representable.
+  void set(int64_t i, double value) {
+    char *p = bytes.data() + i * elementSize();
+    switch (dtype) {
+    case FA_DTYPE_F32: {
+      float f = static_cast<float>(value);
+      std::memcpy(p, &f, 4);
+      break;
+    }
+    case FA_DTYPE_F16: {
+      uint16_t h = doubleToHalfExact(value);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case FA_DTYPE_BF16: {
+      float f = static_cast<float>(value);
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      auto b = static_cast<uint16_t>(bits >> 16);
+      std::memcpy(p, &b, 2);
+      break;
+    }
+    case FA_DTYPE_I32: {
+      auto v = static_cast<int32_t>(value);
+      std::memcpy(p, &v, 4);
+      break;
+    }
+    default:
+      *p = static_cast<char>(static_cast<int>(value));
+      break;
+    }
+  }
+
+  double get(int64_t i) const {
+    const char *p = bytes.data() + i * elementSize();
+    switch (dtype) {
+    case FA_DTYPE_F32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case FA_DTYPE_F16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return halfToDouble(h);
+    }
+    case FA_DTYPE_BF16: {
+      uint16_t b;
+      std::memcpy(&b, p, 2);
+      return bf16ToDouble(b);
+    }
+    case FA_DTYPE_I32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    default:
+      return static_cast<unsigned char>(*p);
+    }
+  }
+
+  /// Fills with NaN (floats) so unwritten elements show.
+  void poison() {
+    for (int64_t i = 0; i < count; ++i)
+      set(i, std::numeric_limits<double>::quiet_NaN());
+  }
+
+  fa_tensor tensor() {
+    return fa_tensor_make(bytes.data(), dtype,
+                          static_cast<int32_t>(sizes.size()), sizes.data());
+  }
+
+  fa_dtype dtype;
+  std::vector<int64_t> sizes;
+  int64_t count = 0;
+  std::vector<char> bytes;
+};
+
+/// Random values on a grid every dtype represents exactly: multiples of
+/// 2^-10 in [-1, 1] (f32, f16) or of 2^-6 (bf16).
+void fillRandom(Buffer &buffer, std::mt19937 &rng) {
+  int steps = buffer.dtype == FA_DTYPE_BF16 ? 64 : 1024;
+  std::uniform_int_distribution<int> dist(-steps, steps);
+  for (int64_t i = 0; i < buffer.count; ++i)
+    buffer.set(i, static_cast<double>(dist(rng)) / steps);
+}
+
+//===----------------------------------------------------------------------===//
+// Reference
+//===----------------------------------------------------------------------===//
+
+/// One attention problem; masks are [mB, mH, Nq, Nk].
+struct AttentionCase {
+  int64_t B = 1, Nq = 1, Nk = 1;
+  std::vector<int32_t> lens; ///< empty: the kernel takes none
+  int64_t mB = 1, mH = 1;
+  std::vector<double> mask; ///< additive values or 0/1 (empty: no mask)
+  std::vector<uint8_t> maskBytes;
+};
+
+/// O and LSE by the textbook formula in float64.
+void referenceAttention(const fa_kernel_info &info, const AttentionCase &c,
+                        const Buffer &q, const Buffer &k, const Buffer &v,
+                        std::vector<double> &o, std::vector<double> &lse) {
+  const int64_t Hq = info.heads, Hkv = info.kv_heads, D = info.head_dim,
+                Dv = info.value_head_dim, group = Hq / Hkv;
+  o.assign(c.B * Hq * c.Nq * Dv, 0.0);
+  lse.assign(c.B * Hq * c.Nq, -kInf);
+  for (int64_t b = 0; b < c.B; ++b) {
+    int64_t len = c.Nk;
+    if (!c.lens.empty())
+      len = std::min<int64_t>(std::max<int64_t>(c.lens[b], 0), c.Nk);
+    for (int64_t h = 0; h < Hq; ++h) {
+      int64_t kvh = h / group;
+      for (int64_t i = 0; i < c.Nq; ++i) {
+        std::vector<double> scores(c.Nk, -kInf);
+        double m = -kInf;
+        for (int64_t j = 0; j < len; ++j) {
+          if (info.causal == FA_CAUSAL_TOP_LEFT && j > i)
+            continue;
+          if (info.causal == FA_CAUSAL_BOTTOM_RIGHT && j > i + c.Nk - c.Nq)
+            continue;
+          int64_t mi = (((c.mB == 1 ? 0 : b) * c.mH + (c.mH == 1 ? 0 : h)) *
+                            c.Nq +
+                        i) *
+                           c.Nk +
+                       j;
+          if (info.mask == FA_MASK_BOOL && c.maskBytes[mi] == 0)
+            continue;
+          double s = 0;
+          for (int64_t d = 0; d < D; ++d)
+            s += q.get(((b * Hq + h) * c.Nq + i) * D + d) *
+                 k.get(((b * Hkv + kvh) * c.Nk + j) * D + d);
+          s *= static_cast<double>(info.scale);
+          if (info.mask == FA_MASK_ADDITIVE)
+            s += c.mask[mi];
+          scores[j] = s;
+          m = std::max(m, s);
+        }
+        if (m == -kInf)
+          continue; // no attended key: O = 0, LSE = -inf
+        double l = 0;
+        std::vector<double> acc(Dv, 0.0);
+        for (int64_t j = 0; j < c.Nk; ++j) {
+          if (scores[j] == -kInf)
+            continue;
+          double p = std::exp(scores[j] - m);
+          l += p;
+          for (int64_t d = 0; d < Dv; ++d)
+            acc[d] += p * v.get(((b * Hkv + kvh) * c.Nk + j) * Dv + d);
+        }
+        for (int64_t d = 0; d < Dv; ++d)
+          o[((b * Hq + h) * c.Nq + i) * Dv + d] = acc[d] / l;
+        lse[(b * Hq + h) * c.Nq + i] = m + std::log(l);
+      }
+    }
+  }
+}
+
+/// Whether `got` matches `want` within atol + rtol * |want|; infinities
+/// must match exactly.
+bool close(double got, double want, double atol, double rtol) {
+  if (std::isinf(want))
+    return got == want;
+  return std::fabs(got - want) <= atol + rtol * std::fabs(want);
+}
+
+/// Runs `c` through the artifact `name` and compares O (and LSE) with the
+/// reference. Returns the number of rows with no attended key.
+int64_t checkAttention(llvm::StringRef name, const AttentionCase &c,
+                       uint32_t seed, double atol, double rtol) {
+  Kernel kernel;
+  Status status = Kernel::load(artifact(name), FA_DEVICE_CPU, kernel);
+  EXPECT_TRUE(status.ok()) << status.toString();
+  if (!status.ok())
+    return -1;
+  fa_kernel_info info = kernel.info();
+  const int64_t Hq = info.heads, Hkv = info.kv_heads, D = info.head_dim,
+                Dv = info.value_head_dim;
+  std::mt19937 rng(seed);
+  Buffer q(info.dtype, {c.B, Hq, c.Nq, D});
+  Buffer k(info.dtype, {c.B, Hkv, c.Nk, D});
+  Buffer v(info.dtype, {c.B, Hkv, c.Nk, Dv});
+  fillRandom(q, rng);
+  fillRandom(k, rng);
+  fillRandom(v, rng);
+  Buffer o(info.dtype, {c.B, Hq, c.Nq, Dv});
+  Buffer lse(FA_DTYPE_F32, {c.B, Hq, c.Nq});
+  o.poison();
+  lse.poison();
+  Buffer lens(FA_DTYPE_I32, {c.B});
+  for (size_t i = 0; i < c.lens.size(); ++i)
+    lens.set(i, c.lens[i]);
+  Buffer mask(info.mask == FA_MASK_BOOL ? FA_DTYPE_BOOL : FA_DTYPE_F32,
+              {c.mB, c.mH, c.Nq, c.Nk});
+  if (info.mask == FA_MASK_BOOL)
+    for (size_t i = 0; i < c.maskBytes.size(); ++i)
+      mask.set(i, c.maskBytes[i]);
+  else if (info.mask == FA_MASK_ADDITIVE)
+    for (size_t i = 0; i < c.mask.size(); ++i)
+      mask.set(i, c.mask[i]);
+
+  AttentionArgs args;
+  args.q = q.tensor();
+  args.k = k.tensor();
+  args.v = v.tensor();
+  args.o = o.tensor();
+  fa_tensor lensT = lens.tensor(), maskT = mask.tensor(), lseT = lse.tensor();
+  if (info.has_kv_lens)
+    args.kvLens = &lensT;
+  if (info.mask != FA_MASK_NONE)
+    args.mask = &maskT;
+  if (info.has_lse)
+    args.lse = &lseT;
+  status = kernel.attention(args);
+  EXPECT_TRUE(status.ok()) << status.toString();
+
+  std::vector<double> oRef, lseRef;
+  referenceAttention(info, c, q, k, v, oRef, lseRef);
+  int64_t badO = 0, badLse = 0, emptyRows = 0;
+  for (int64_t i = 0; i < o.count; ++i)
+    if (!close(o.get(i), oRef[i], atol, rtol) && badO++ < 5)
+      ADD_FAILURE() << name.str() << ": O[" << i << "] = " << o.get(i)
+                    << ", reference " << oRef[i];
+  for (int64_t r = 0; r < lse.count; ++r) {
+    if (lseRef[r] == -kInf) {
+      ++emptyRows;
+      // A row with no attended key: exactly 0 and -inf.
+      for (int64_t d = 0; d < Dv; ++d)
+        EXPECT_EQ(o.get(r * Dv + d), 0.0) << name.str() << " row " << r;
+    }
+    if (info.has_lse && !close(lse.get(r), lseRef[r], 1e-4, 1e-4) &&
+        badLse++ < 5)
+      ADD_FAILURE() << name.str() << ": LSE[" << r << "] = " << lse.get(r)
+                    << ", reference " << lseRef[r];
+  }
+  EXPECT_EQ(badO, 0) << name.str() << ": O elements off";
+  EXPECT_EQ(badLse, 0) << name.str() << ": LSE elements off";
+  return emptyRows;
+}
+
+//===----------------------------------------------------------------------===//
+// Numerics
+//===----------------------------------------------------------------------===//
+
+// attn_lens: f32, D = 16, Dv = 8, Hq = 4, Hkv = 2, key lengths, LSE,
+// 16x16 tiles. Shapes not multiples of the tiles.
+TEST(CpuBackendTest, KeyLengths) {
+  AttentionCase c;
+  c.B = 3;
+  c.Nq = 37;
+  c.Nk = 29;
+  c.lens = {29, 0, 11};
+  int64_t empty = checkAttention("attn_lens", c, 1, 1e-5, 1e-4);
+  EXPECT_EQ(empty, 4 * 37); // batch 1: every row
+  // Lengths are clamped to [0, Nk].
+  c.lens = {100, -3, 1};
+  EXPECT_EQ(checkAttention("attn_lens", c, 2, 1e-5, 1e-4), 4 * 37);
+}
+
+TEST(CpuBackendTest, NoKeys) {
+  AttentionCase c;
+  c.B = 2;
+  c.Nq = 5;
+  c.Nk = 0;
+  c.lens = {0, 0};
+  EXPECT_EQ(checkAttention("attn_lens", c, 3, 0, 0), 2 * 4 * 5);
+}
+
+TEST(CpuBackendTest, QueryOfOne) {
+  AttentionCase c;
+  c.B = 2;
+  c.Nq = 1;
+  c.Nk = 70;
+  c.lens = {70, 33};
+  EXPECT_EQ(checkAttention("attn_lens", c, 4, 1e-5, 1e-4), 0);
+}
+
+// attn_causal_br: f32, D = 32, Hq = 2, Hkv = 1, bottom-right causal, LSE.
+TEST(CpuBackendTest, CausalBottomRight) {
+  AttentionCase c;
+  c.B = 2;
+  c.Nq = 20;
+  c.Nk = 45; // q < k: every row sees at least Nk - Nq + 1 keys
+  EXPECT_EQ(checkAttention("attn_causal_br", c, 5, 1e-5, 1e-4), 0);
+  c.Nq = 45;
+  c.Nk = 20; // q > k: rows q < 25 see no key
+  EXPECT_EQ(checkAttention("attn_causal_br", c, 6, 1e-5, 1e-4), 2 * 2 * 25);
+}
+
+// attn_causal_tl_amask: f32, D = 8, Hq = 2, top-left causal, additive mask
+// broadcast over heads ([B, 1, Nq, Nk]), scale 0.3, LSE.
+TEST(CpuBackendTest, CausalTopLeftAdditiveMask) {
+  AttentionCase c;
+  c.B = 2;
+  c.Nq = 13;
+  c.Nk = 21;
+  c.mB = 2;
+  c.mH = 1;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> dist(-64, 64);
+  c.mask.resize(c.mB * c.mH * c.Nq * c.Nk);
+  for (size_t i = 0; i < c.mask.size(); ++i)
+    c.mask[i] = i % 7 == 3 ? -kInf : dist(rng) / 16.0;
+  // Batch 1, row 4: every key masked by -inf.
+  for (int64_t j = 0; j < c.Nk; ++j)
+    c.mask[((1 * c.mH) * c.Nq + 4) * c.Nk + j] = -kInf;
+  Kernel kernel;
+  ASSERT_TRUE(Kernel::load(artifact("attn_causal_tl_amask"), FA_DEVICE_CPU,
+                           kernel)
+                  .ok());
+  EXPECT_FLOAT_EQ(kernel.info().scale, 0.3f);
+  EXPECT_EQ(checkAttention("attn_causal_tl_amask", c, 8, 1e-5, 1e-4), 2);
+}
+
+// attn_f16_bmask: f16, D = 16, Hq = 2, bool mask broadcast over the batch
+// ([1, Hq, Nq, Nk]), no LSE.
+TEST(CpuBackendTest, Float16BoolMask) {
+  AttentionCase c;
+  c.B = 2;
+  c.Nq = 19;
+  c.Nk = 23;
+  c.mB = 1;
+  c.mH = 2;
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> dist(0, 3);
+  c.maskBytes.resize(c.mB * c.mH * c.Nq * c.Nk);
+  for (uint8_t &m : c.maskBytes) {
+    int r = dist(rng);
+    m = r == 0 ? 0 : r == 1 ? 255 : 1; // any nonzero byte attends
+  }
+  // Head 1, row 2 attends nothing.
+  for (int64_t j = 0; j < c.Nk; ++j)
+    c.maskBytes[(1 * c.Nq + 2) * c.Nk + j] = 0;
+  EXPECT_EQ(checkAttention("attn_f16_bmask", c, 10, 3e-3, 3e-3), 2);
+}
+
+// attn_bf16_generic: bf16, D = 8, Hq = 2, LSE, compiled with --cpu generic
+// (exercises the f32 -> bf16 conversion helper fa-compile links in).
+TEST(CpuBackendTest, BFloat16Generic) {
+  AttentionCase c;
+  c.B = 1;
+  c.Nq = 9;
+  c.Nk = 17;
+  EXPECT_EQ(checkAttention("attn_bf16_generic", c, 11, 1e-2, 1e-2), 0);
+}
+
+/// Softmax along `dim` in float64, all--inf rows giving zeros.
+void checkSoftmax(llvm::StringRef name, std::vector<int64_t> sizes,
+                  uint32_t seed, double atol, double rtol, bool infColumn) {
+  Kernel kernel;
+  Status status = Kernel::load(artifact(name), FA_DEVICE_CPU, kernel);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  fa_kernel_info info = kernel.info();
+  std::mt19937 rng(seed);
+  Buffer x(info.dtype, sizes), y(info.dtype, sizes);
+  fillRandom(x, rng);
+  y.poison();
+  int64_t dim = info.dimension, rank = info.rank;
+  int64_t inner = 1;
+  for (int64_t d = dim + 1; d < rank; ++d)
+    inner *= sizes[d];
+  int64_t n = sizes[dim], outer = x.count / (n * inner);
+  if (infColumn)
+    for (int64_t i = 0; i < n; ++i)
+      x.set(i * inner, -kInf); // row (outer 0, inner 0) all -inf
+  fa_tensor xt = x.tensor(), yt = y.tensor();
+  status = kernel.softmax(xt, yt);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  int64_t bad = 0;
+  for (int64_t a = 0; a < outer; ++a)
+    for (int64_t c = 0; c < inner; ++c) {
+      double m = -kInf;
+      for (int64_t i = 0; i < n; ++i)
+        m = std::max(m, x.get((a * n + i) * inner + c));
+      double l = 0;
+      for (int64_t i = 0; i < n; ++i)
+        if (m != -kInf)
+          l += std::exp(x.get((a * n + i) * inner + c) - m);
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t idx = (a * n + i) * inner + c;
+        double want = m == -kInf ? 0.0 : std::exp(x.get(idx) - m) / l;
+        if (!close(y.get(idx), want, atol, rtol) && bad++ < 5)
+          ADD_FAILURE() << name.str() << ": y[" << idx << "] = " << y.get(idx)
+                        << ", reference " << want;
+      }
+    }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(CpuBackendTest, Softmax) {
+  checkSoftmax("softmax_f32", {3, 50, 4}, 12, 1e-6, 1e-5, true);
+  checkSoftmax("softmax_f32", {1, 1, 1}, 13, 1e-6, 1e-5, false);
+  checkSoftmax("softmax_f16", {5, 300}, 14, 1e-3, 3e-3, true);
+}
+
+//===----------------------------------------------------------------------===//
+// Argument validation (on attn_lens: f32, D = 16, Dv = 8, Hq = 4, Hkv = 2)
+//===----------------------------------------------------------------------===//
+
+class ValidationTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_EQ(fa_kernel_load(artifact("attn_lens").c_str(), FA_DEVICE_CPU,
+                             &kernel),
+              FA_SUCCESS)
+        << fa_last_error();
+    q = makeTensor(qData.data(), FA_DTYPE_F32, {2, 4, 3, 16});
+    k = makeTensor(kData.data(), FA_DTYPE_F32, {2, 2, 5, 16});
+    v = makeTensor(vData.data(), FA_DTYPE_F32, {2, 2, 5, 8});
+    o = makeTensor(oData.data(), FA_DTYPE_F32, {2, 4, 3, 8});
+    lse = makeTensor(lseData.data(), FA_DTYPE_F32, {2, 4, 3});
+    lens = makeTensor(lensData.data(), FA_DTYPE_I32, {2});
+  }
+  void TearDown() override { fa_kernel_destroy(kernel); }
+
+  fa_status launch() {
+    return fa_attention_launch(kernel, &q, &k, &v, &lens, nullptr, &o, &lse,
+                               nullptr);
+  }
+
+  /// Expects `launch()` to fail with an argument error containing `text`.
+  void expectError(const std::string &text) {
+    EXPECT_EQ(launch(), FA_ERROR_INVALID_ARGUMENT);
+    EXPECT_THAT(fa_last_error(), HasSubstr(text));
+  }
+
+  fa_kernel *kernel = nullptr;
+  std::vector<float> qData = std::vector<float>(2 * 4 * 3 * 16, 0.5f),
+                     kData = std::vector<float>(2 * 2 * 5 * 16, 0.25f),
+                     vData = std::vector<float>(2 * 2 * 5 * 8, 1.0f),
+                     oData = std::vector<float>(2 * 4 * 3 * 8),
+                     lseData = std::vector<float>(2 * 4 * 3);
+  std::vector<int32_t> lensData = {5, 5};
+  fa_tensor q, k, v, o, lse, lens;
+};
+
+TEST_F(ValidationTest, Valid) {
+  ASSERT_EQ(launch(), FA_SUCCESS) << fa_last_error();
+  EXPECT_STREQ(fa_last_error(), "");
+  for (float x : oData)
+    EXPECT_FLOAT_EQ(x, 1.0f); // every value row is 1
+}
+
+TEST_F(ValidationTest, Dtypes) {
+  q.dtype = FA_DTYPE_F16;
+  expectError("fa_attention_launch: q: dtype f16, but kernel 'attn_lens' "
+              "takes f32");
+  q.dtype = 42;
+  expectError("q: unknown dtype 42");
+  q.dtype = FA_DTYPE_F32;
+  lens.dtype = FA_DTYPE_F32;
+  expectError("kv_lens: dtype f32, but kernel 'attn_lens' takes i32");
+}
+
+TEST_F(ValidationTest, StaticDims) {
+  q.sizes[3] = 32;
+  q.strides[2] = 32;
+  q.strides[1] = 96;
+  q.strides[0] = 384;
+  expectError("q [2, 4, 3, 32]: dim 3 (D) is 32, but kernel 'attn_lens' was "
+              "compiled for D = 16");
+  q = makeTensor(qData.data(), FA_DTYPE_F32, {2, 2, 6, 16});
+  expectError("q [2, 2, 6, 16]: dim 1 (Hq) is 2, but kernel 'attn_lens' was "
+              "compiled for Hq = 4");
+}
+
+TEST_F(ValidationTest, DynamicDims) {
+  k = makeTensor(kData.data(), FA_DTYPE_F32, {1, 2, 10, 16});
+  expectError("k [1, 2, 10, 16]: dim 0 (B) is 1, but q [2, 4, 3, 16] has B = "
+              "2");
+  k = makeTensor(kData.data(), FA_DTYPE_F32, {2, 2, 5, 16});
+  v = makeTensor(vData.data(), FA_DTYPE_F32, {2, 2, 4, 8});
+  expectError("v [2, 2, 4, 8]: dim 2 (Nk) is 4, but k [2, 2, 5, 16] has Nk = "
+              "5");
+  v = makeTensor(vData.data(), FA_DTYPE_F32, {2, 2, 5, 8});
+  lse = makeTensor(lseData.data(), FA_DTYPE_F32, {2, 4, 2});
+  expectError("lse [2, 4, 2]: dim 2 (Nq) is 2, but q [2, 4, 3, 16] has Nq = "
+              "3");
+  lse = makeTensor(lseData.data(), FA_DTYPE_F32, {2, 4, 3});
+  lens = makeTensor(lensData.data(), FA_DTYPE_I32, {3});
+  expectError("kv_lens [3]: dim 0 (B) is 3, but q [2, 4, 3, 16] has B = 2");
+  lens.sizes[0] = -1;
+  expectError("kv_lens [-1]: dim 0 is negative");
+}
+
+TEST_F(ValidationTest, Ranks) {
+  lse = makeTensor(lseData.data(), FA_DTYPE_F32, {2, 4, 3, 1});
+  expectError("lse: rank 4, but kernel 'attn_lens' takes rank 3 [B, Hq, Nq]");
+  lse.rank = 9;
+  expectError("lse: rank 9");
+}
+
+TEST_F(ValidationTest, Layout) {
+  // Transposed heads and rows.
+  std::swap(q.strides[1], q.strides[2]);
+  expectError("q [2, 4, 3, 16]: strides [192, 16, 48, 1] are not contiguous "
+              "row-major (expected [192, 48, 16, 1])");
+  q = makeTensor(qData.data(), FA_DTYPE_F32, {2, 4, 3, 16});
+  // A broadcast (zero) stride.
+  k.strides[0] = 0;
+  expectError("k [2, 2, 5, 16]: strides [0, 80, 16, 1] are not contiguous");
+  k = makeTensor(kData.data(), FA_DTYPE_F32, {2, 2, 5, 16});
+  // The stride of a size-1 dim does not matter.
+  lens = makeTensor(lensData.data(), FA_DTYPE_I32, {2});
+  o.data = nullptr;
+  expectError("o [2, 4, 3, 8]: data is NULL");
+  o.data = oData.data();
+  q.data = reinterpret_cast<char *>(qData.data()) + 2;
+  expectError("q: data");
+  q.data = qData.data();
+  EXPECT_EQ(launch(), FA_SUCCESS) << fa_last_error();
+}
+
+TEST_F(ValidationTest, SizeOneStridesIgnored) {
+  // B = 1 with an odd batch stride, as frameworks produce after slicing.
+  q = makeTensor(qData.data(), FA_DTYPE_F32, {1, 4, 3, 16});
+  q.strides[0] = 12345;
+  k = makeTensor(kData.data(), FA_DTYPE_F32, {1, 2, 5, 16});
+  v = makeTensor(vData.data(), FA_DTYPE_F32, {1, 2, 5, 8});
+  o = makeTensor(oData.data(), FA_DTYPE_F32, {1, 4, 3, 8});
+  o.strides[0] = 0;
+  lse = makeTensor(lseData.data(), FA_DTYPE_F32, {1, 4, 3});
+  lens = makeTensor(lensData.data(), FA_DTYPE_I32, {1});
+  EXPECT_EQ(launch(), FA_SUCCESS) << fa_last_error();
+}
+
+TEST_F(ValidationTest, MissingAndExtraOperands) {
+  EXPECT_EQ(fa_attention_launch(kernel, nullptr, &k, &v, &lens, nullptr, &o,
+                                &lse, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("q is NULL, but kernel 'attn_lens' "
+                                         "takes f32 [B, Hq, Nq, D]"));
+  EXPECT_EQ(fa_attention_launch(kernel, &q, &k, &v, nullptr, nullptr, &o,
+                                &lse, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("kv_lens is NULL"));
+  EXPECT_EQ(fa_attention_launch(kernel, &q, &k, &v, &lens, nullptr, &o,
+                                nullptr, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("lse is NULL"));
+  fa_tensor mask =
+      makeTensor(qData.data(), FA_DTYPE_BOOL, {2, 4, 3, 5});
+  EXPECT_EQ(fa_attention_launch(kernel, &q, &k, &v, &lens, &mask, &o, &lse,
+                                nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("mask was given, but kernel 'attn_lens' was compiled "
+                        "without it (compile with --mask); pass NULL"));
+  EXPECT_EQ(fa_attention_launch(nullptr, &q, &k, &v, &lens, nullptr, &o, &lse,
+                                nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("kernel is NULL"));
+  fa_tensor x = q, y = o;
+  EXPECT_EQ(fa_softmax_launch(kernel, &x, &y, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("kernel 'attn_lens' computes attention, "
+                                         "not softmax"));
+}
+
+TEST_F(ValidationTest, Overlap) {
+  o.data = qData.data();
+  expectError("o overlaps q: outputs must not alias other operands");
+  o.data = oData.data();
+  lse.data = oData.data() + 4;
+  expectError("o overlaps lse");
+}
+
+TEST_F(ValidationTest, EmptyLaunches) {
+  // B = 0: nothing is read or written, NULL data is fine.
+  fa_tensor q0 = makeTensor(nullptr, FA_DTYPE_F32, {0, 4, 3, 16});
+  fa_tensor k0 = makeTensor(nullptr, FA_DTYPE_F32, {0, 2, 5, 16});
+  fa_tensor v0 = makeTensor(nullptr, FA_DTYPE_F32, {0, 2, 5, 8});
+  fa_tensor o0 = makeTensor(nullptr, FA_DTYPE_F32, {0, 4, 3, 8});
+  fa_tensor lse0 = makeTensor(nullptr, FA_DTYPE_F32, {0, 4, 3});
+  fa_tensor lens0 = makeTensor(nullptr, FA_DTYPE_I32, {0});
+  EXPECT_EQ(fa_attention_launch(kernel, &q0, &k0, &v0, &lens0, nullptr, &o0,
+                                &lse0, nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  // Nq = 0.
+  q = makeTensor(qData.data(), FA_DTYPE_F32, {2, 4, 0, 16});
+  o = makeTensor(oData.data(), FA_DTYPE_F32, {2, 4, 0, 8});
+  lse = makeTensor(lseData.data(), FA_DTYPE_F32, {2, 4, 0});
+  oData.assign(oData.size(), 7.0f);
+  EXPECT_EQ(launch(), FA_SUCCESS) << fa_last_error();
+  EXPECT_EQ(oData[0], 7.0f);
+}
+
+//===----------------------------------------------------------------------===//
+// CPU artifact checks
+//===----------------------------------------------------------------------===//
+
+/// A copy of attn_lens in a temporary directory with edited metadata.
+class CpuArtifactTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> json =
+        llvm::MemoryBuffer::getFile(artifact("attn_lens"));
+    ASSERT_TRUE(static_cast<bool>(json));
+    base = (*json)->getBuffer().str();
+    ASSERT_FALSE(llvm::sys::fs::copy_file(
+        llvm::Twine(FA_TEST_ARTIFACT_DIR) + "/attn_lens.so",
+        dir.file("attn_lens.so")));
+  }
+
+  fa_status load(llvm::function_ref<void(json::Object &)> mutate,
+                 fa_device device = FA_DEVICE_CPU) {
+    std::string path = dir.write("k.json", mutateJson(base, mutate));
+    fa_kernel *kernel = nullptr;
+    fa_status status = fa_kernel_load(path.c_str(), device, &kernel);
+    fa_kernel_destroy(kernel);
+    return status;
+  }
+
+  TempDir dir;
+  std::string base;
+};
+
+TEST_F(CpuArtifactTest, Copy) {
+  EXPECT_EQ(load([](json::Object &) {}), FA_SUCCESS) << fa_last_error();
+  EXPECT_EQ(load([](json::Object &) {}, FA_DEVICE_CUDA),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("targets the cpu"));
+}
+
+TEST_F(CpuArtifactTest, ForeignTriple) {
+  EXPECT_EQ(load([](json::Object &o) {
+              (*o.getObject("target"))["triple"] = "aarch64-unknown-linux-gnu";
+            }),
+            FA_ERROR_UNSUPPORTED_ARCH);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("targets aarch64-unknown-linux-gnu, but this host is"));
+}
+
+TEST_F(CpuArtifactTest, MissingCpuFeature) {
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  std::string absent;
+  for (const char *feature : {"amx-tile", "avx512fp16", "avx10.1", "sha512",
+                              "avx512vp2intersect", "sve", "sme"})
+    if (host.count(feature) && !host.lookup(feature)) {
+      absent = feature;
+      break;
+    }
+  if (absent.empty())
+    GTEST_SKIP() << "no known-absent feature on this host";
+  EXPECT_EQ(load([&](json::Object &o) {
+              o.getObject("target")->getArray("features")->push_back(absent);
+            }),
+            FA_ERROR_UNSUPPORTED_ARCH);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("with features this CPU"));
+  EXPECT_THAT(fa_last_error(), HasSubstr(absent));
+}
+
+TEST_F(CpuArtifactTest, LibraryProblems) {
+  EXPECT_EQ(load([](json::Object &o) {
+              (*o.getObject("files"))["library"] = "gone.so";
+            }),
+            FA_ERROR_IO);
+  EXPECT_THAT(fa_last_error(), HasSubstr("gone.so': no such file"));
+
+  dir.write("garbage.so", "not a library");
+  EXPECT_EQ(load([](json::Object &o) {
+              (*o.getObject("files"))["library"] = "garbage.so";
+            }),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("cannot load the library"));
+
+  EXPECT_EQ(load([](json::Object &o) { o["symbol"] = "fa_other"; }),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("does not export '_mlir_ciface_fa_other'"));
+
+  EXPECT_EQ(load([](json::Object &o) {
+              o.getObject("files")->erase("library");
+            }),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("has no shared library"));
+}
+
+} // namespace

@@ -1,0 +1,532 @@
+//===- CudaBackendTest.cpp - The CUDA backend without a GPU ---------------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The no-driver path (a missing FA_CUDA_DRIVER and the default
+// libcuda.so.1), malformed PTX and cubins (rejected before the driver sees
+// them), and the backend's logic against a scripted fake driver (arch
+// checks, PTX too new, cubin/PTX choice, shared memory opt-in, context
+// handling, grid and kernel parameters of a launch).
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeCudaDriver.h"
+#include "RuntimeTestUtils.h"
+
+#include "fa/Runtime/FARuntime.h"
+#include "fa/Runtime/FARuntime.hpp"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <vector>
+
+using namespace fa::runtime;
+using namespace fa::runtime::test;
+using ::testing::HasSubstr;
+namespace json = llvm::json;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// No driver
+//===----------------------------------------------------------------------===//
+
+class NoDriverTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir.write("attn.ptx", makePtx());
+    metadata = dir.write("attn.json", toJson(makeCudaAttentionMetadata()));
+  }
+  void TearDown() override { unsetenv("FA_CUDA_DRIVER"); }
+
+  TempDir dir;
+  std::string metadata;
+};
+
+TEST_F(NoDriverTest, MissingDriverFromEnvironment) {
+  setenv("FA_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  fa_kernel *kernel = nullptr;
+  EXPECT_EQ(fa_kernel_load(metadata.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_NO_DRIVER);
+  EXPECT_EQ(kernel, nullptr);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("cannot load the CUDA driver "
+                        "'/nonexistent/libcuda.so.1'"));
+  EXPECT_THAT(fa_last_error(), HasSubstr("FA_CUDA_DRIVER"));
+
+  int count = 42;
+  EXPECT_EQ(fa_cuda_available(&count), FA_ERROR_NO_DRIVER);
+  EXPECT_EQ(count, 0);
+  EXPECT_THAT(fa_last_error(), HasSubstr("/nonexistent/libcuda.so.1"));
+  EXPECT_EQ(fa_cuda_available(nullptr), FA_ERROR_NO_DRIVER);
+}
+
+TEST_F(NoDriverTest, DefaultDriverPath) {
+  unsetenv("FA_CUDA_DRIVER");
+  if (void *handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(handle);
+    GTEST_SKIP() << "this machine has a CUDA driver";
+  }
+  fa_kernel *kernel = nullptr;
+  EXPECT_EQ(fa_kernel_load(metadata.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_NO_DRIVER);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("cannot load the CUDA driver 'libcuda.so.1'"));
+  EXPECT_EQ(fa_cuda_available(nullptr), FA_ERROR_NO_DRIVER);
+}
+
+TEST_F(NoDriverTest, DriverWithoutEntryPoint) {
+  setenv("FA_CUDA_DRIVER", FA_TEST_FAKE_CUDA_INCOMPLETE, 1);
+  fa_kernel *kernel = nullptr;
+  EXPECT_EQ(fa_kernel_load(metadata.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_NO_DRIVER);
+  EXPECT_THAT(fa_last_error(), HasSubstr("has no entry point 'cuLaunchKernel'"));
+}
+
+TEST_F(NoDriverTest, NotADriver) {
+  // A file that is not a shared library.
+  setenv("FA_CUDA_DRIVER", metadata.c_str(), 1);
+  fa_kernel *kernel = nullptr;
+  EXPECT_EQ(fa_kernel_load(metadata.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_NO_DRIVER);
+  EXPECT_THAT(fa_last_error(), HasSubstr("cannot load the CUDA driver"));
+}
+
+//===----------------------------------------------------------------------===//
+// Malformed artifacts: rejected before the driver is opened
+//===----------------------------------------------------------------------===//
+
+class BadArtifactTest : public NoDriverTest {
+protected:
+  void SetUp() override {
+    NoDriverTest::SetUp();
+    setenv("FA_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  }
+
+  /// Loads with `ptx` as the PTX file; returns the status.
+  fa_status loadWithPtx(llvm::StringRef ptx) {
+    dir.write("attn.ptx", ptx);
+    fa_kernel *kernel = nullptr;
+    return fa_kernel_load(metadata.c_str(), FA_DEVICE_CUDA, &kernel);
+  }
+};
+
+TEST_F(BadArtifactTest, PtxWithoutEntry) {
+  EXPECT_EQ(loadWithPtx(makePtx("8.0", "sm_80", "other_kernel")),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("has no .entry fa_attn (the metadata's symbol); its "
+                        "entries: other_kernel"));
+}
+
+TEST_F(BadArtifactTest, PtxTargetMismatch) {
+  EXPECT_EQ(loadWithPtx(makePtx("8.0", "sm_90a")), FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("has .target sm_90a, but the "
+                                         "metadata's target.chip is sm_80"));
+}
+
+TEST_F(BadArtifactTest, PtxVersionMismatch) {
+  EXPECT_EQ(loadWithPtx(makePtx("8.5")), FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("has .version 8.5, but the "
+                                         "metadata's target.ptx_isa is 8.0"));
+}
+
+TEST_F(BadArtifactTest, GarbagePtx) {
+  EXPECT_EQ(loadWithPtx("hello world\n"), FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("has no .version directive"));
+  EXPECT_EQ(loadWithPtx(llvm::StringRef("\x7f"
+                                        "ELF\0\0\0binary",
+                                        13)),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("contains NUL bytes"));
+  EXPECT_EQ(loadWithPtx(""), FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_EQ(loadWithPtx(".version eight\n.target sm_80\n"),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("malformed .version 'eight'"));
+  // A commented-out directive does not count.
+  EXPECT_EQ(loadWithPtx("// .version 8.0\n.target sm_80\n"),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("has no .version directive"));
+}
+
+TEST_F(BadArtifactTest, MissingFiles) {
+  llvm::sys::fs::remove(dir.file("attn.ptx"));
+  fa_kernel *kernel = nullptr;
+  EXPECT_EQ(fa_kernel_load(metadata.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_IO);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("cannot read the PTX '" + dir.file("attn.ptx") + "'"));
+
+  KernelMetadata md = makeCudaAttentionMetadata();
+  md.files.cubin = "attn.cubin";
+  dir.write("attn.ptx", makePtx());
+  std::string path = dir.write("cubin.json", toJson(md));
+  EXPECT_EQ(fa_kernel_load(path.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_IO);
+  EXPECT_THAT(fa_last_error(), HasSubstr("cannot read the cubin '" +
+                                         dir.file("attn.cubin") + "'"));
+  dir.write("attn.cubin", "not an elf");
+  EXPECT_EQ(fa_kernel_load(path.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("is not an ELF file"));
+}
+
+//===----------------------------------------------------------------------===//
+// The fake driver
+//===----------------------------------------------------------------------===//
+
+class FakeDriverTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    setenv("FA_CUDA_DRIVER", FA_TEST_FAKE_CUDA, 1);
+    // The runtime dlopens the same path, so it shares this state.
+    handle = dlopen(FA_TEST_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle, nullptr) << dlerror();
+    auto reset = reinterpret_cast<void (*)()>(dlsym(handle, "fake_cuda_reset"));
+    auto getState = reinterpret_cast<FakeCudaState *(*)()>(
+        dlsym(handle, "fake_cuda_state"));
+    ASSERT_TRUE(reset && getState);
+    reset();
+    fake = getState();
+    md = makeCudaAttentionMetadata();
+    dir.write("attn.ptx", makePtx());
+  }
+  void TearDown() override {
+    unsetenv("FA_CUDA_DRIVER");
+    if (handle)
+      dlclose(handle);
+  }
+
+  /// Writes the metadata and loads it.
+  fa_status load(fa_kernel **kernel) {
+    std::string path = dir.write("attn.json", toJson(md));
+    return fa_kernel_load(path.c_str(), FA_DEVICE_CUDA, kernel);
+  }
+
+  TempDir dir;
+  void *handle = nullptr;
+  FakeCudaState *fake = nullptr;
+  KernelMetadata md;
+};
+
+TEST_F(FakeDriverTest, LoadsIntoPrimaryContext) {
+  int count = 0;
+  EXPECT_EQ(fa_cuda_available(&count), FA_SUCCESS);
+  EXPECT_EQ(count, 1);
+
+  fa_kernel *kernel = nullptr;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  EXPECT_STREQ(fa_last_error(), "");
+  EXPECT_EQ(fake->primaryRetains, 1);
+  EXPECT_NE(fake->currentContext, nullptr);
+  EXPECT_EQ(fake->ptxLoads, 1);
+  EXPECT_EQ(fake->cubinLoads, 0);
+  EXPECT_STREQ(fake->functionName, "fa_attn");
+  EXPECT_EQ(fake->setAttributeCalls, 0);
+
+  fa_kernel_info info;
+  ASSERT_EQ(fa_kernel_get_info(kernel, &info), FA_SUCCESS);
+  EXPECT_EQ(info.device, FA_DEVICE_CUDA);
+  EXPECT_STREQ(info.target, "sm_80");
+  EXPECT_EQ(info.dtype, FA_DTYPE_F16);
+  EXPECT_EQ(info.heads, 8);
+  EXPECT_EQ(info.has_lse, 1);
+
+  fa_kernel_destroy(kernel);
+  EXPECT_EQ(fake->modulesUnloaded, 1);
+  EXPECT_EQ(fake->primaryReleases, 1);
+}
+
+TEST_F(FakeDriverTest, UsesCurrentContext) {
+  int callerContext;
+  fake->currentContext = &callerContext;
+  fa_kernel *kernel = nullptr;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  EXPECT_EQ(fake->primaryRetains, 0);
+  EXPECT_EQ(fake->currentContext, &callerContext);
+  fa_kernel_destroy(kernel);
+  EXPECT_EQ(fake->primaryReleases, 0);
+}
+
+TEST_F(FakeDriverTest, NoDevice) {
+  fake->deviceCount = 0;
+  fa_kernel *kernel = nullptr;
+  EXPECT_EQ(load(&kernel), FA_ERROR_NO_DEVICE);
+  EXPECT_THAT(fa_last_error(), HasSubstr("reports no device"));
+  EXPECT_EQ(fa_cuda_available(nullptr), FA_ERROR_NO_DEVICE);
+
+  fake->deviceCount = 1;
+  fake->initResult = 100;
+  EXPECT_EQ(load(&kernel), FA_ERROR_NO_DEVICE);
+  EXPECT_THAT(fa_last_error(), HasSubstr("cuInit failed: CUDA_ERROR_NO_DEVICE"));
+}
+
+TEST_F(FakeDriverTest, ComputeCapability) {
+  fa_kernel *kernel = nullptr;
+  fake->ccMajor = 7;
+  fake->ccMinor = 5;
+  EXPECT_EQ(load(&kernel), FA_ERROR_UNSUPPORTED_ARCH);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("targets sm_80, which needs compute capability 8.0 or "
+                        "newer, but device 0 has compute capability 7.5 "
+                        "(sm_75)"));
+  EXPECT_EQ(fake->ptxLoads, 0);
+
+  // sm_80 PTX is JIT-compiled for later devices.
+  fake->ccMajor = 9;
+  fake->ccMinor = 0;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  fa_kernel_destroy(kernel);
+
+  // sm_90a runs on 9.0 only.
+  md.target.chip = "sm_90a";
+  dir.write("attn.ptx", makePtx("8.0", "sm_90a"));
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  fa_kernel_destroy(kernel);
+  fake->ccMajor = 10;
+  EXPECT_EQ(load(&kernel), FA_ERROR_UNSUPPORTED_ARCH);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("targets sm_90a, which runs only on compute "
+                        "capability 9.0, but device 0 has compute capability "
+                        "10.0"));
+}
+
+TEST_F(FakeDriverTest, PtxTooNew) {
+  fake->ptxLoadResult = 222;
+  fake->driverVersion = 12020;
+  fa_kernel *kernel = nullptr;
+  EXPECT_EQ(load(&kernel), FA_ERROR_PTX_TOO_NEW);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("the CUDA driver (version 12.2) does not support PTX "
+                        "ISA 8.0 of '" +
+                        dir.file("attn.ptx") + "'"));
+  EXPECT_THAT(fa_last_error(), HasSubstr("CUDA_ERROR_UNSUPPORTED_PTX_VERSION"));
+  // The retained context is released again.
+  EXPECT_EQ(fake->primaryRetains, fake->primaryReleases);
+}
+
+TEST_F(FakeDriverTest, InvalidPtxCarriesJitLog) {
+  fake->ptxLoadResult = 218;
+  fake->jitErrorLog = "ptxas application ptx input, line 9; error: bad";
+  fa_kernel *kernel = nullptr;
+  EXPECT_EQ(load(&kernel), FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("cuModuleLoadDataEx failed on the "
+                                         "PTX"));
+  EXPECT_THAT(fa_last_error(), HasSubstr("CUDA_ERROR_INVALID_PTX"));
+  EXPECT_THAT(fa_last_error(), HasSubstr("line 9; error: bad"));
+}
+
+TEST_F(FakeDriverTest, PrefersMatchingCubin) {
+  md.files.cubin = "attn.cubin";
+  dir.write("attn.cubin", llvm::StringRef("\x7f"
+                                          "ELF\x02\x01\x01",
+                                          7));
+  fa_kernel *kernel = nullptr;
+  fake->ccMajor = 8;
+  fake->ccMinor = 6; // an sm_80 cubin runs on 8.6
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  EXPECT_EQ(fake->cubinLoads, 1);
+  EXPECT_EQ(fake->ptxLoads, 0);
+  fa_kernel_destroy(kernel);
+
+  // Not on 9.0: the PTX is JIT-compiled instead.
+  fake->ccMajor = 9;
+  fake->ccMinor = 0;
+  fake->cubinLoads = 0;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  EXPECT_EQ(fake->cubinLoads, 0);
+  EXPECT_EQ(fake->ptxLoads, 1);
+  fa_kernel_destroy(kernel);
+
+  // A cubin the driver rejects falls back to the PTX.
+  fake->ccMajor = 8;
+  fake->cubinLoadResult = 209;
+  fake->ptxLoads = 0;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  EXPECT_EQ(fake->cubinLoads, 1);
+  EXPECT_EQ(fake->ptxLoads, 1);
+  fa_kernel_destroy(kernel);
+
+  // Without PTX the cubin's failure is the error.
+  md.files.ptx.clear();
+  EXPECT_EQ(load(&kernel), FA_ERROR_CUDA);
+  EXPECT_THAT(fa_last_error(), HasSubstr("on the cubin"));
+  EXPECT_THAT(fa_last_error(), HasSubstr("CUDA_ERROR_NO_BINARY_FOR_GPU"));
+  fake->ccMajor = 9;
+  EXPECT_EQ(load(&kernel), FA_ERROR_UNSUPPORTED_ARCH);
+  EXPECT_THAT(fa_last_error(), HasSubstr("has no PTX to JIT-compile and its "
+                                         "cubin for sm_80 does not run"));
+}
+
+TEST_F(FakeDriverTest, DynamicSharedMemory) {
+  fa_kernel *kernel = nullptr;
+  md.launch->dynamicSharedBytes = 48 * 1024; // exactly 48 KiB: no opt-in
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  EXPECT_EQ(fake->setAttributeCalls, 0);
+  fa_kernel_destroy(kernel);
+
+  md.launch->dynamicSharedBytes = 48 * 1024 + 16;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  EXPECT_EQ(fake->setAttributeCalls, 1);
+  EXPECT_EQ(fake->lastAttribute, 8); // MAX_DYNAMIC_SHARED_SIZE_BYTES
+  EXPECT_EQ(fake->lastAttributeValue, 48 * 1024 + 16);
+  fa_kernel_destroy(kernel);
+
+  md.launch->staticSharedBytes = 1024;
+  md.launch->dynamicSharedBytes = 163 * 1024;
+  EXPECT_EQ(load(&kernel), FA_ERROR_UNSUPPORTED_ARCH);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("needs 167936 bytes of shared memory per block "
+                        "(static 1024 + dynamic 166912), but device 0 allows "
+                        "at most 166912"));
+}
+
+TEST_F(FakeDriverTest, MissingFunction) {
+  fake->missingFunction = 1;
+  fa_kernel *kernel = nullptr;
+  EXPECT_EQ(load(&kernel), FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("cuModuleGetFunction('fa_attn') "
+                                         "failed: CUDA_ERROR_NOT_FOUND"));
+}
+
+/// Device buffers are never dereferenced by the runtime, so fake
+/// addresses stand in for them.
+fa_tensor deviceTensor(uintptr_t address, fa_dtype dtype,
+                       std::vector<int64_t> sizes) {
+  return fa_tensor_make(reinterpret_cast<void *>(address), dtype,
+                        static_cast<int32_t>(sizes.size()), sizes.data());
+}
+
+TEST_F(FakeDriverTest, LaunchPassesGridAndDescriptors) {
+  md.launch->dynamicSharedBytes = 4096;
+  fa_kernel *kernel = nullptr;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  // Launch from a thread whose current context is another one.
+  int otherContext;
+  fake->currentContext = &otherContext;
+  // 5 params of rank 4, 4, 4, 4, 3: 5 * 3 + 2 * 19 = 53 values.
+  fake->paramsToRecord = 53;
+
+  const int64_t B = 3, Nq = 130, Nk = 77;
+  fa_tensor q = deviceTensor(0x100000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor k = deviceTensor(0x200000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor v = deviceTensor(0x300000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor o = deviceTensor(0x400000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor lse = deviceTensor(0x500000, FA_DTYPE_F32, {B, 8, Nq});
+  int streamObject;
+  void *stream = &streamObject;
+  ASSERT_EQ(fa_attention_launch(kernel, &q, &k, &v, nullptr, nullptr, &o,
+                                &lse, stream),
+            FA_SUCCESS)
+      << fa_last_error();
+  ASSERT_EQ(fake->launches, 1);
+  EXPECT_EQ(fake->grid[0], 3u); // ceil(130 / 64)
+  EXPECT_EQ(fake->grid[1], 8u); // Hq
+  EXPECT_EQ(fake->grid[2], 3u); // B
+  EXPECT_EQ(fake->block[0], 128u);
+  EXPECT_EQ(fake->block[1], 1u);
+  EXPECT_EQ(fake->sharedBytes, 4096u);
+  EXPECT_EQ(fake->stream, stream);
+  EXPECT_EQ(fake->extra, nullptr);
+  // The kernel's context was pushed for the launch and popped after.
+  EXPECT_NE(fake->launchContext, &otherContext);
+  EXPECT_EQ(fake->pushes, 1);
+  EXPECT_EQ(fake->pops, 1);
+
+  // q: allocated, aligned, offset, sizes, strides.
+  std::vector<int64_t> expected = {0x100000, 0x100000, 0,    B,  8, Nq,
+                                   64,       8 * Nq * 64, Nq * 64, 64, 1};
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(fake->params[i], expected[i]) << "value " << i;
+  // lse, the last param: 11 * 4 values before it.
+  std::vector<int64_t> lseExpected = {0x500000, 0x500000, 0, B, 8, Nq,
+                                      8 * Nq,   Nq,       1};
+  for (size_t i = 0; i < lseExpected.size(); ++i)
+    EXPECT_EQ(fake->params[44 + i], lseExpected[i]) << "lse value " << i;
+
+  // Empty launches do nothing.
+  fa_tensor q0 = deviceTensor(0, FA_DTYPE_F16, {0, 8, Nq, 64});
+  fa_tensor k0 = deviceTensor(0, FA_DTYPE_F16, {0, 2, Nk, 64});
+  fa_tensor v0 = deviceTensor(0, FA_DTYPE_F16, {0, 2, Nk, 64});
+  fa_tensor o0 = deviceTensor(0, FA_DTYPE_F16, {0, 8, Nq, 64});
+  fa_tensor lse0 = deviceTensor(0, FA_DTYPE_F32, {0, 8, Nq});
+  EXPECT_EQ(fa_attention_launch(kernel, &q0, &k0, &v0, nullptr, nullptr, &o0,
+                                &lse0, stream),
+            FA_SUCCESS)
+      << fa_last_error();
+  fa_tensor qn = deviceTensor(0x100000, FA_DTYPE_F16, {B, 8, 0, 64});
+  fa_tensor on = deviceTensor(0x400000, FA_DTYPE_F16, {B, 8, 0, 64});
+  fa_tensor lsen = deviceTensor(0x500000, FA_DTYPE_F32, {B, 8, 0});
+  EXPECT_EQ(fa_attention_launch(kernel, &qn, &k, &v, nullptr, nullptr, &on,
+                                &lsen, stream),
+            FA_SUCCESS)
+      << fa_last_error();
+  EXPECT_EQ(fake->launches, 1);
+
+  // A grid beyond CUDA's limits is an argument error, not a launch.
+  const int64_t hugeB = 70000;
+  fa_tensor qh = deviceTensor(0x100000, FA_DTYPE_F16, {hugeB, 8, 1, 64});
+  fa_tensor kh = deviceTensor(0x200000, FA_DTYPE_F16, {hugeB, 2, 1, 64});
+  fa_tensor vh = deviceTensor(0x300000, FA_DTYPE_F16, {hugeB, 2, 1, 64});
+  fa_tensor oh = deviceTensor(0x10000000, FA_DTYPE_F16, {hugeB, 8, 1, 64});
+  fa_tensor lseh = deviceTensor(0x20000000, FA_DTYPE_F32, {hugeB, 8, 1});
+  EXPECT_EQ(fa_attention_launch(kernel, &qh, &kh, &vh, nullptr, nullptr, &oh,
+                                &lseh, stream),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("grid.z = B = 70000 is outside CUDA's range [0, "
+                        "65535]"));
+  EXPECT_EQ(fake->launches, 1);
+
+  // Launch failures name the call and the configuration.
+  fake->launchResult = 701;
+  EXPECT_EQ(fa_attention_launch(kernel, &q, &k, &v, nullptr, nullptr, &o,
+                                &lse, stream),
+            FA_ERROR_LAUNCH);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("cuLaunchKernel(grid [3, 8, 3], block [128, 1, 1], "
+                        "4096 bytes of dynamic shared memory) failed: "
+                        "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"));
+  fa_kernel_destroy(kernel);
+}
+
+TEST_F(FakeDriverTest, CppWrapper) {
+  std::string path = dir.write("attn.json", toJson(md));
+  Kernel kernel;
+  Status status = Kernel::load(path, FA_DEVICE_CUDA, kernel);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  EXPECT_TRUE(static_cast<bool>(kernel));
+  EXPECT_EQ(kernel.info().heads, 8);
+
+  Kernel moved = std::move(kernel);
+  EXPECT_FALSE(static_cast<bool>(kernel));
+  EXPECT_TRUE(static_cast<bool>(moved));
+
+  AttentionArgs args;
+  args.q = deviceTensor(0x1000, FA_DTYPE_F32, {1, 8, 4, 64});
+  args.k = deviceTensor(0x2000, FA_DTYPE_F16, {1, 2, 4, 64});
+  args.v = deviceTensor(0x3000, FA_DTYPE_F16, {1, 2, 4, 64});
+  args.o = deviceTensor(0x4000, FA_DTYPE_F16, {1, 8, 4, 64});
+  Status bad = moved.attention(args);
+  EXPECT_EQ(bad.code(), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(bad.message(), HasSubstr("q: dtype f32, but kernel 'attn' "
+                                       "takes f16"));
+  EXPECT_THAT(bad.toString(), HasSubstr("FA_ERROR_INVALID_ARGUMENT: "));
+
+  moved.reset();
+  EXPECT_EQ(fake->modulesUnloaded, 1);
+
+  Kernel missing;
+  Status notFound = Kernel::load(dir.file("none.json"), FA_DEVICE_CUDA,
+                                 missing);
+  EXPECT_EQ(notFound.code(), FA_ERROR_IO);
+  EXPECT_FALSE(static_cast<bool>(missing));
+}
+
+} // namespace

@@ -1,0 +1,233 @@
+//===- FakeCudaDriver.cpp - A scripted stand-in for libcuda.so.1 ----------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Exports the CUDA driver entry points FARuntime resolves, with behaviour the
+// tests script through `fake_cuda_state()` (device count, compute
+// capability, module load results, ...) and a record of what the runtime
+// did (modules loaded, launch configuration, kernel parameter values).
+// Tests point FA_CUDA_DRIVER at this library. It never touches a GPU.
+//
+// Built twice: complete, and with FAKE_CUDA_INCOMPLETE (no cuLaunchKernel)
+// to test the "driver lacks an entry point" path.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeCudaDriver.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace {
+FakeCudaState state;
+int contextObject, moduleObject, functionObject;
+void *const kContext = &contextObject;
+void *const kModule = &moduleObject;
+void *const kFunction = &functionObject;
+} // namespace
+
+extern "C" {
+
+FakeCudaState *fake_cuda_state() { return &state; }
+
+void fake_cuda_reset() {
+  state = FakeCudaState();
+  state.deviceCount = 1;
+  state.ccMajor = 8;
+  state.ccMinor = 0;
+  state.driverVersion = 12040;
+  state.optinSharedBytes = 163 * 1024;
+}
+
+int cuInit(unsigned) { return state.initResult; }
+
+int cuDriverGetVersion(int *version) {
+  *version = state.driverVersion;
+  return 0;
+}
+
+int cuDeviceGetCount(int *count) {
+  *count = state.deviceCount;
+  return 0;
+}
+
+int cuDeviceGet(int *device, int ordinal) {
+  if (ordinal >= state.deviceCount)
+    return 101; // CUDA_ERROR_INVALID_DEVICE
+  *device = ordinal;
+  return 0;
+}
+
+int cuDeviceGetAttribute(int *value, int attribute, int) {
+  switch (attribute) {
+  case 75:
+    *value = state.ccMajor;
+    return 0;
+  case 76:
+    *value = state.ccMinor;
+    return 0;
+  case 97:
+    *value = state.optinSharedBytes;
+    return 0;
+  case 8:
+    *value = 48 * 1024;
+    return 0;
+  default:
+    return 1; // CUDA_ERROR_INVALID_VALUE
+  }
+}
+
+int cuCtxGetCurrent(void **ctx) {
+  *ctx = state.currentContext;
+  return 0;
+}
+
+int cuCtxSetCurrent(void *ctx) {
+  state.currentContext = ctx;
+  return 0;
+}
+
+int cuCtxGetDevice(int *device) {
+  if (!state.currentContext)
+    return 201; // CUDA_ERROR_INVALID_CONTEXT
+  *device = 0;
+  return 0;
+}
+
+int cuCtxPushCurrent_v2(void *ctx) {
+  ++state.pushes;
+  state.currentContext = ctx;
+  return 0;
+}
+
+int cuCtxPopCurrent_v2(void **ctx) {
+  ++state.pops;
+  if (ctx)
+    *ctx = state.currentContext;
+  state.currentContext = nullptr;
+  return 0;
+}
+
+int cuDevicePrimaryCtxRetain(void **ctx, int) {
+  ++state.primaryRetains;
+  *ctx = kContext;
+  return 0;
+}
+
+int cuDevicePrimaryCtxRelease_v2(int) {
+  ++state.primaryReleases;
+  return 0;
+}
+
+int cuModuleLoadDataEx(void **module, const void *image, unsigned numOptions,
+                       int *options, void **values) {
+  bool isCubin = std::memcmp(image, "\x7f"
+                                    "ELF",
+                             4) == 0;
+  int result = isCubin ? state.cubinLoadResult : state.ptxLoadResult;
+  if (isCubin)
+    ++state.cubinLoads;
+  else
+    ++state.ptxLoads;
+  if (result != 0) {
+    for (unsigned i = 0; i + 1 < numOptions; ++i)
+      if (options[i] == 5 && options[i + 1] == 6 && state.jitErrorLog) {
+        auto size = reinterpret_cast<size_t>(values[i + 1]);
+        std::snprintf(static_cast<char *>(values[i]), size, "%s",
+                      state.jitErrorLog);
+      }
+    return result;
+  }
+  *module = kModule;
+  ++state.modulesLoaded;
+  return 0;
+}
+
+int cuModuleUnload(void *) {
+  ++state.modulesUnloaded;
+  return 0;
+}
+
+int cuModuleGetFunction(void **function, void *, const char *name) {
+  std::snprintf(state.functionName, sizeof(state.functionName), "%s", name);
+  if (state.missingFunction)
+    return 500; // CUDA_ERROR_NOT_FOUND
+  *function = kFunction;
+  return 0;
+}
+
+int cuFuncSetAttribute(void *, int attribute, int value) {
+  ++state.setAttributeCalls;
+  state.lastAttribute = attribute;
+  state.lastAttributeValue = value;
+  return 0;
+}
+
+#ifndef FAKE_CUDA_INCOMPLETE
+int cuLaunchKernel(void *, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                   unsigned by, unsigned bz, unsigned shared, void *stream,
+                   void **params, void **extra) {
+  if (state.launchResult)
+    return state.launchResult;
+  ++state.launches;
+  state.grid[0] = gx;
+  state.grid[1] = gy;
+  state.grid[2] = gz;
+  state.block[0] = bx;
+  state.block[1] = by;
+  state.block[2] = bz;
+  state.sharedBytes = shared;
+  state.stream = stream;
+  state.extra = extra;
+  state.launchContext = state.currentContext;
+  for (int i = 0; i < state.paramsToRecord && i < 64; ++i)
+    std::memcpy(&state.params[i], params[i], sizeof(int64_t));
+  return 0;
+}
+#endif
+
+int cuGetErrorName(int error, const char **name) {
+  switch (error) {
+  case 0:
+    *name = "CUDA_SUCCESS";
+    return 0;
+  case 100:
+    *name = "CUDA_ERROR_NO_DEVICE";
+    return 0;
+  case 209:
+    *name = "CUDA_ERROR_NO_BINARY_FOR_GPU";
+    return 0;
+  case 218:
+    *name = "CUDA_ERROR_INVALID_PTX";
+    return 0;
+  case 222:
+    *name = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
+    return 0;
+  case 500:
+    *name = "CUDA_ERROR_NOT_FOUND";
+    return 0;
+  case 701:
+    *name = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
+    return 0;
+  default:
+    return 1;
+  }
+}
+
+int cuGetErrorString(int error, const char **text) {
+  switch (error) {
+  case 222:
+    *text = "the provided PTX was compiled with an unsupported toolchain.";
+    return 0;
+  case 218:
+    *text = "a PTX JIT compilation failed";
+    return 0;
+  default:
+    return 1;
+  }
+}
+
+} // extern "C"

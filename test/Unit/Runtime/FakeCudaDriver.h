@@ -1,0 +1,48 @@
+//===- FakeCudaDriver.h - Scripting the fake CUDA driver --------*- C++ -*-===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_TEST_UNIT_RUNTIME_FAKECUDADRIVER_H
+#define FA_TEST_UNIT_RUNTIME_FAKECUDADRIVER_H
+
+#include <cstdint>
+
+/// What the fake driver does (set by the test) and what it saw.
+struct FakeCudaState {
+  // Behaviour.
+  int initResult = 0;
+  int deviceCount = 1;
+  int ccMajor = 8, ccMinor = 0;
+  int driverVersion = 12040;
+  int optinSharedBytes = 163 * 1024;
+  int ptxLoadResult = 0;
+  int cubinLoadResult = 0;
+  const char *jitErrorLog = nullptr;
+  int missingFunction = 0;
+  int launchResult = 0;
+  int paramsToRecord = 0;
+  void *currentContext = nullptr;
+
+  // Record.
+  int primaryRetains = 0, primaryReleases = 0;
+  int pushes = 0, pops = 0;
+  int ptxLoads = 0, cubinLoads = 0, modulesLoaded = 0, modulesUnloaded = 0;
+  char functionName[128] = {0};
+  int setAttributeCalls = 0, lastAttribute = -1, lastAttributeValue = -1;
+  int launches = 0;
+  unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0}, sharedBytes = 0;
+  void *stream = nullptr;
+  void **extra = nullptr;
+  void *launchContext = nullptr;
+  int64_t params[64] = {0};
+};
+
+extern "C" {
+FakeCudaState *fake_cuda_state();
+void fake_cuda_reset();
+}
+
+#endif // FA_TEST_UNIT_RUNTIME_FAKECUDADRIVER_H

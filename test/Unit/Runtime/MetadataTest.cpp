@@ -1,0 +1,367 @@
+//===- MetadataTest.cpp - fa-kernel/1 metadata reader and writer ----------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Malformed metadata must give FA_ERROR_INVALID_ARTIFACT with a message
+// naming the field, through both the C++ reader and fa_kernel_load.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeTestUtils.h"
+
+#include "fa/Runtime/FARuntime.h"
+#include "fa/Runtime/KernelMetadata.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include <cstdlib>
+
+using namespace fa::runtime;
+using namespace fa::runtime::test;
+using ::testing::HasSubstr;
+namespace json = llvm::json;
+
+namespace {
+
+/// The error message of parsing `text` ("" if it parses).
+std::string parseError(llvm::StringRef text) {
+  llvm::Expected<KernelMetadata> md = parseKernelMetadata(text);
+  if (md)
+    return "";
+  return llvm::toString(md.takeError());
+}
+
+TEST(MetadataTest, RoundTrip) {
+  KernelMetadata md = makeCudaAttentionMetadata();
+  md.mask = MaskKind::Bool;
+  md.hasKvLens = true;
+  md.causal = Causal::BottomRight;
+  md.params = getCanonicalParams(md, DType::I8, /*batch=*/true,
+                                 /*heads=*/false);
+  md.launch->dynamicSharedBytes = 65536;
+  llvm::Expected<KernelMetadata> back = parseKernelMetadata(toJson(md));
+  ASSERT_TRUE(static_cast<bool>(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->name, "attn");
+  EXPECT_EQ(back->symbol, "fa_attn");
+  EXPECT_EQ(back->target.chip, "sm_80");
+  EXPECT_EQ(back->target.ptxIsa, "8.0");
+  EXPECT_EQ(back->causal, Causal::BottomRight);
+  EXPECT_EQ(back->mask, MaskKind::Bool);
+  EXPECT_TRUE(back->hasKvLens);
+  EXPECT_TRUE(back->hasLse);
+  EXPECT_DOUBLE_EQ(back->scale, 0.125);
+  EXPECT_EQ(back->launch->dynamicSharedBytes, 65536);
+  EXPECT_EQ(back->launch->grid[0], "ceil(Nq/block_q)");
+  ASSERT_EQ(back->params.size(), 7u);
+  EXPECT_EQ(back->params[3].name, "kv_lens");
+  EXPECT_EQ(back->params[4].role, ParamRole::Mask);
+  EXPECT_EQ(back->params[4].dtype, DType::I8);
+  EXPECT_FALSE(back->params[4].shape[0].isSymbol());
+  EXPECT_EQ(back->params[4].shape[0].size, 1);
+  EXPECT_EQ(back->params[4].shape[1].symbol, "Hq");
+  EXPECT_EQ(toJson(*back), toJson(md));
+}
+
+TEST(MetadataTest, NotJson) {
+  EXPECT_THAT(parseError("{ \"format\": "), HasSubstr("not valid JSON"));
+  EXPECT_THAT(parseError("[1, 2]"), HasSubstr("JSON object at the top"));
+  EXPECT_THAT(parseError("\x01\x02garbage"), HasSubstr("not valid JSON"));
+}
+
+TEST(MetadataTest, Format) {
+  std::string base = toJson(makeCudaAttentionMetadata());
+  EXPECT_EQ(parseError(base), "");
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      o["format"] = "fa-kernel/2";
+                                    })),
+              HasSubstr("unsupported format version 'fa-kernel/2': this "
+                        "runtime reads fa-kernel/1"));
+  EXPECT_THAT(
+      parseError(mutateJson(base,
+                            [](json::Object &o) { o["format"] = "onnx"; })),
+      HasSubstr("unknown format 'onnx'"));
+  EXPECT_THAT(
+      parseError(mutateJson(base, [](json::Object &o) { o.erase("format"); })),
+      HasSubstr("missing field 'format'"));
+}
+
+TEST(MetadataTest, MissingFields) {
+  std::string base = toJson(makeCudaAttentionMetadata());
+  for (const char *field : {"name", "op", "target", "files", "symbol", "dtype",
+                            "head_dim", "heads", "kv_heads", "causal",
+                            "block_q", "params"}) {
+    std::string text =
+        mutateJson(base, [&](json::Object &o) { o.erase(field); });
+    EXPECT_THAT(parseError(text),
+                HasSubstr(std::string("missing field '") + field + "'"))
+        << field;
+  }
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      o.getObject("target")->erase("chip");
+                                    })),
+              HasSubstr("missing field 'target.chip'"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o.erase("launch"); })),
+              HasSubstr("missing field 'launch' (required for cuda"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*o.getArray("params"))[2]
+                                          .getAsObject()
+                                          ->erase("shape");
+                                    })),
+              HasSubstr("missing field 'params[2].shape'"));
+}
+
+TEST(MetadataTest, WrongTypes) {
+  std::string base = toJson(makeCudaAttentionMetadata());
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["head_dim"] = "64"; })),
+              HasSubstr("field 'head_dim': expected an integer"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["head_dim"] = 64.5; })),
+              HasSubstr("field 'head_dim': expected an integer"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["has_lse"] = 1; })),
+              HasSubstr("field 'has_lse': expected true or false"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) { o["scale"] = "x"; })),
+              HasSubstr("field 'scale': expected a number"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) { o["target"] = 3; })),
+              HasSubstr("field 'target': expected an object"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["params"] = "q,k,v"; })),
+              HasSubstr("field 'params': expected an array"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*o.getArray("params"))[0]
+                                          .getAsObject()
+                                          ->operator[]("dtype") = "f64";
+                                    })),
+              HasSubstr("field 'params[0].dtype': expected one of f32, f16, "
+                        "bf16, i32, i8, got 'f64'"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*o.getArray("params"))[0]
+                                          .getAsObject()
+                                          ->operator[]("shape") =
+                                          json::Array{"B", "Hq", "Nq"};
+                                    })),
+              HasSubstr("'params[0].shape': 3 entries for rank 4"));
+}
+
+TEST(MetadataTest, UnknownValues) {
+  std::string base = toJson(makeCudaAttentionMetadata());
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["op"] = "matmul"; })),
+              HasSubstr("field 'op': expected one of attention, softmax, got "
+                        "'matmul'"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["causal"] = "diagonal"; })),
+              HasSubstr("field 'causal': expected one of none, top_left, "
+                        "bottom_right"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*o.getObject("target"))["kind"] = "tpu";
+                                    })),
+              HasSubstr("field 'target.kind': expected one of cuda, cpu"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*o.getObject("target"))["chip"] =
+                                          "gfx90a";
+                                    })),
+              HasSubstr("field 'target.chip': expected sm_<NN>[a|f], got "
+                        "'gfx90a'"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["symbol"] = "fa-attn"; })),
+              HasSubstr("'fa-attn' is not a C identifier"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*o.getObject("files"))["ptx"] =
+                                          "/etc/passwd";
+                                    })),
+              HasSubstr("must be relative to the metadata's directory"));
+}
+
+TEST(MetadataTest, Semantics) {
+  std::string base = toJson(makeCudaAttentionMetadata());
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["kv_heads"] = 3; })),
+              HasSubstr("heads must be a multiple of kv_heads"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      o["heads"] = 0;
+                                    })),
+              HasSubstr("field 'heads' must be positive, got 0"));
+  // has_lse without an lse param, and an lse param without has_lse.
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      o.getArray("params")->pop_back();
+                                    })),
+              HasSubstr("no parameter with role 'lse'"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["has_lse"] = false; })),
+              HasSubstr("role 'lse' does not belong to this attention "
+                        "kernel"));
+  // A param whose dtype or shape contradicts the op.
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*(*o.getArray("params"))[1]
+                                            .getAsObject())["dtype"] = "f32";
+                                    })),
+              HasSubstr("params[1] ('k'): dtype 'f32', expected f16"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*(*o.getArray("params"))[0]
+                                            .getAsObject())["shape"] =
+                                          json::Array{"B", "Hkv", "Nq", "D"};
+                                    })),
+              HasSubstr("params[0] ('q'): shape [B, Hkv, Nq, D]: dim 1 must "
+                        "be 'Hq' (= 8)"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*(*o.getArray("params"))[0]
+                                            .getAsObject())["shape"] =
+                                          json::Array{"B", 4, "Nq", "D"};
+                                    })),
+              HasSubstr("dim 1 must be 'Hq' (= 8)"));
+  // A static batch is allowed; it is checked at launch.
+  EXPECT_EQ(parseError(mutateJson(base,
+                                  [](json::Object &o) {
+                                    (*(*o.getArray("params"))[0]
+                                          .getAsObject())["shape"] =
+                                        json::Array{2, "Hq", "Nq", 64};
+                                  })),
+            "");
+  // Launch configuration.
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*o.getObject("launch"))["block"] =
+                                          json::Array{64, 32, 1};
+                                    })),
+              HasSubstr("2048 threads per block exceed CUDA's 1024"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*o.getObject("launch"))["grid"] =
+                                          json::Array{"ceil(Nq/BQ)", "Hq",
+                                                      "B"};
+                                    })),
+              HasSubstr("field 'launch.grid[0]': bad expression "
+                        "'ceil(Nq/BQ)': unknown symbol 'BQ'"));
+}
+
+TEST(MetadataTest, Softmax) {
+  KernelMetadata md;
+  md.name = "sm";
+  md.op = OpKind::Softmax;
+  md.symbol = "fa_sm";
+  md.dtype = DType::F32;
+  md.rank = 3;
+  md.dimension = 1;
+  md.target.triple = "x86_64-pc-linux-gnu";
+  md.files.library = "sm.so";
+  md.params = getCanonicalParams(md, DType::I8, false, false);
+  std::string base = toJson(md);
+  EXPECT_EQ(parseError(base), "");
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["dimension"] = 3; })),
+              HasSubstr("field 'dimension' must be in [0, 3), got 3"));
+  EXPECT_THAT(
+      parseError(mutateJson(base, [](json::Object &o) { o["rank"] = 5; })),
+      HasSubstr("field 'rank' must be in [1, 4], got 5"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      o.getObject("files")->erase("library");
+                                    })),
+              HasSubstr("a cpu artifact needs 'library' or 'object'"));
+}
+
+TEST(MetadataTest, LaunchExpressions) {
+  llvm::SmallVector<std::string> symbols = {"B", "Nq", "block_q"};
+  auto eval = [&](llvm::StringRef text,
+                  llvm::ArrayRef<int64_t> values) -> std::string {
+    llvm::Expected<LaunchExpr> expr = LaunchExpr::parse(text, symbols);
+    if (!expr)
+      return "parse: " + llvm::toString(expr.takeError());
+    llvm::Expected<int64_t> value = expr->evaluate(values);
+    if (!value)
+      return "eval: " + llvm::toString(value.takeError());
+    return std::to_string(*value);
+  };
+  EXPECT_EQ(eval("ceil(Nq/block_q)", {2, 100, 64}), "2");
+  EXPECT_EQ(eval("ceil(Nq / block_q)", {2, 128, 64}), "2");
+  EXPECT_EQ(eval("ceil(Nq/block_q)", {2, 0, 64}), "0");
+  EXPECT_EQ(eval("cdiv(Nq, block_q) * B", {3, 129, 64}), "9");
+  EXPECT_EQ(eval("1 + 2 * 3 - 4 / 2", {0, 0, 0}), "5");
+  EXPECT_EQ(eval("(1 + 2) * 3", {0, 0, 0}), "9");
+  EXPECT_EQ(eval("Nq / block_q", {0, 100, 64}), "1");
+  EXPECT_EQ(eval("42", {}), "42");
+  EXPECT_THAT(eval("Nq / block_q", {0, 100, 0}), HasSubstr("division by zero"));
+  EXPECT_THAT(eval("B * B * B", {int64_t(1) << 30, 0, 0}),
+              HasSubstr("integer overflow"));
+  EXPECT_THAT(eval("Nq +", {}), HasSubstr("expected a value"));
+  EXPECT_THAT(eval("ceil(Nq * 2)", {}), HasSubstr("expected ceil(a / b)"));
+  EXPECT_THAT(eval("cdiv(Nq / 2)", {}), HasSubstr("expected cdiv(a, b)"));
+  EXPECT_THAT(eval("H", {}), HasSubstr("unknown symbol 'H'"));
+  EXPECT_THAT(eval("(B", {}), HasSubstr("expected ')'"));
+  EXPECT_THAT(eval("B B", {}), HasSubstr("unexpected 'B'"));
+}
+
+/// fa_kernel_load reports metadata problems with the path and the field.
+TEST(MetadataTest, LoadReportsArtifactErrors) {
+  // The driver must never be reached for a malformed artifact.
+  setenv("FA_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  TempDir dir;
+  fa_kernel *kernel = reinterpret_cast<fa_kernel *>(1);
+
+  std::string missing = dir.file("nope.json");
+  EXPECT_EQ(fa_kernel_load(missing.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_IO);
+  EXPECT_EQ(kernel, nullptr);
+  EXPECT_THAT(fa_last_error(), HasSubstr("cannot read the metadata '" +
+                                         missing + "'"));
+
+  std::string bad = dir.write("bad.json", "{ not json");
+  EXPECT_EQ(fa_kernel_load(bad.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr(bad + ": not valid JSON"));
+
+  std::string base = toJson(makeCudaAttentionMetadata());
+  std::string noSymbol = dir.write(
+      "nosym.json",
+      mutateJson(base, [](json::Object &o) { o.erase("symbol"); }));
+  EXPECT_EQ(fa_kernel_load(noSymbol.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("missing field 'symbol'"));
+
+  // The device must match the artifact's target.
+  std::string cuda = dir.write("cuda.json", base);
+  EXPECT_EQ(fa_kernel_load(cuda.c_str(), FA_DEVICE_CPU, &kernel),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("kernel 'attn' targets cuda (sm_80), but "
+                        "FA_DEVICE_CPU was requested"));
+
+  EXPECT_EQ(fa_kernel_load(cuda.c_str(), static_cast<fa_device>(7), &kernel),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("unknown device 7"));
+  EXPECT_EQ(fa_kernel_load(nullptr, FA_DEVICE_CPU, &kernel),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fa_kernel_load(cuda.c_str(), FA_DEVICE_CPU, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(MetadataTest, StatusNames) {
+  EXPECT_STREQ(fa_status_name(FA_SUCCESS), "FA_SUCCESS");
+  EXPECT_STREQ(fa_status_name(FA_ERROR_PTX_TOO_NEW), "FA_ERROR_PTX_TOO_NEW");
+  EXPECT_STREQ(fa_status_name(static_cast<fa_status>(99)),
+               "FA_ERROR_UNKNOWN");
+}
+
+} // namespace

@@ -1,0 +1,201 @@
+//===- Artifacts.cpp - Atomic output and metadata for fa-compile ----------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "FACompile.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir::fa::compile;
+namespace rt = ::fa::runtime;
+namespace fs = llvm::sys::fs;
+namespace path = llvm::sys::path;
+using llvm::Error;
+using llvm::Expected;
+using llvm::formatv;
+using llvm::StringRef;
+using llvm::Twine;
+
+static Error makeError(const Twine &message) {
+  return llvm::createStringError(message);
+}
+
+//===----------------------------------------------------------------------===//
+// ArtifactStage
+//===----------------------------------------------------------------------===//
+
+Expected<std::unique_ptr<ArtifactStage>> ArtifactStage::create() {
+  llvm::SmallString<256> dir;
+  if (std::error_code ec = fs::createUniqueDirectory("fa-compile", dir))
+    return makeError("cannot create a temporary directory: " + ec.message());
+  std::unique_ptr<ArtifactStage> stage(new ArtifactStage());
+  stage->dir = std::string(dir);
+  return std::move(stage);
+}
+
+ArtifactStage::~ArtifactStage() {
+  if (!dir.empty())
+    (void)fs::remove_directories(dir);
+}
+
+std::string ArtifactStage::getPath(StringRef fileName) const {
+  llvm::SmallString<256> p(dir);
+  path::append(p, fileName);
+  return std::string(p);
+}
+
+Error ArtifactStage::writeFile(
+    StringRef fileName, llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  std::string p = getPath(fileName);
+  std::error_code ec;
+  llvm::raw_fd_ostream os(p, ec, fs::OF_Text);
+  if (ec)
+    return makeError("cannot write '" + p + "': " + ec.message());
+  write(os);
+  os.close();
+  if (os.has_error()) {
+    std::error_code writeError = os.error();
+    os.clear_error();
+    return makeError("cannot write '" + p + "': " + writeError.message());
+  }
+  addFile(fileName);
+  return Error::success();
+}
+
+Error mlir::fa::compile::checkOutputDir(StringRef outDir) {
+  if (outDir.empty())
+    return makeError("missing the output directory: pass -o DIR");
+  llvm::SmallString<256> dir(outDir);
+  // The directory itself, or its nearest existing ancestor, must be a
+  // writable directory.
+  llvm::SmallString<256> probe(dir);
+  while (!probe.empty() && !fs::exists(probe))
+    path::remove_filename(probe);
+  if (probe.empty())
+    probe = ".";
+  if (!fs::is_directory(probe)) {
+    if (probe == dir)
+      return makeError("cannot write to '" + outDir +
+                       "': it exists and is not a directory");
+    return makeError("cannot create the output directory '" + outDir +
+                     "': '" + probe + "' is not a directory");
+  }
+  if (fs::access(probe, fs::AccessMode::Write))
+    return makeError("cannot write to '" + outDir + "': directory '" + probe +
+                     "' is not writable");
+  return Error::success();
+}
+
+Error ArtifactStage::commit(StringRef outDir) {
+  if (Error err = checkOutputDir(outDir))
+    return err;
+  if (std::error_code ec = fs::create_directories(outDir))
+    return makeError("cannot create the output directory '" + outDir +
+                     "': " + ec.message());
+  llvm::SmallVector<std::string> committed;
+  auto rollback = [&] {
+    for (const std::string &file : committed)
+      (void)fs::remove(file);
+  };
+  int pid = static_cast<int>(llvm::sys::Process::getProcessId());
+  for (const std::string &file : files) {
+    llvm::SmallString<256> target(outDir), temp(outDir);
+    path::append(target, file);
+    path::append(temp, formatv(".{0}.tmp{1}", file, pid).str());
+    std::string source = getPath(file);
+    // Copy next to the target (the stage may be on another file system),
+    // then rename into place so readers never see a half-written file.
+    std::error_code ec = fs::copy_file(source, temp);
+    if (!ec) {
+      if (llvm::ErrorOr<fs::perms> perms = fs::getPermissions(source))
+        (void)fs::setPermissions(temp, *perms);
+      ec = fs::rename(temp, target);
+    }
+    if (ec) {
+      (void)fs::remove(temp);
+      rollback();
+      return makeError("cannot write '" + target + "': " + ec.message());
+    }
+    committed.push_back(std::string(target));
+  }
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Metadata and summaries
+//===----------------------------------------------------------------------===//
+
+Error mlir::fa::compile::writeMetadataFile(const rt::KernelMetadata &md,
+                                           ArtifactStage &stage) {
+  // What we write must be what the runtime reads.
+  if (Error err = rt::verifyKernelMetadata(md))
+    return makeError("internal error: inconsistent metadata for '" + md.name +
+                     "': " + llvm::toString(std::move(err)));
+  return stage.writeFile(md.name + ".json", [&](llvm::raw_ostream &os) {
+    rt::writeKernelMetadata(md, os);
+  });
+}
+
+static std::string formatShape(const rt::ParamInfo &param) {
+  std::string text = "[";
+  for (auto [i, dim] : llvm::enumerate(param.shape))
+    text += (i ? ", " : "") +
+            (dim.isSymbol() ? dim.symbol : std::to_string(dim.size));
+  return text + "]";
+}
+
+void mlir::fa::compile::printKernelSummary(const rt::KernelMetadata &md,
+                                           llvm::raw_ostream &os,
+                                           StringRef prefix) {
+  if (md.op == rt::OpKind::Attention) {
+    os << prefix
+       << formatv("attention, {0}: O = softmax(scale * Q K^T + masks) V",
+                  rt::getDTypeName(md.dtype))
+       << "\n";
+    os << prefix
+       << formatv("  D = {0}, Dv = {1}, Hq = {2}, Hkv = {3} (query head h "
+                  "reads kv head h / {4})",
+                  md.headDim, md.valueHeadDim, md.heads, md.kvHeads,
+                  md.heads / md.kvHeads)
+       << "\n";
+    os << prefix
+       << formatv("  causal {0}, scale {1}, mask {2}, kv_lens {3}, lse {4}",
+                  rt::getCausalName(md.causal),
+                  llvm::format("%.9g", md.scale),
+                  rt::getMaskKindName(md.mask), md.hasKvLens ? "yes" : "no",
+                  md.hasLse ? "yes" : "no")
+       << "\n";
+    os << prefix
+       << formatv("  tiles: block_q = {0}, block_kv = {1}", md.blockQ,
+                  md.blockKV)
+       << "\n";
+  } else {
+    os << prefix
+       << formatv("softmax, {0}, rank {1}, along dimension {2}",
+                  rt::getDTypeName(md.dtype), md.rank, md.dimension)
+       << "\n";
+  }
+  os << prefix << "Parameters, in call order:\n";
+  for (const rt::ParamInfo &param : md.params)
+    os << prefix
+       << formatv("  {0,-8} {1,-5} {2,-20} {3}", param.name,
+                  rt::getDTypeName(param.dtype), formatShape(param),
+                  rt::getRoleName(param.role))
+       << "\n";
+  if (md.op == rt::OpKind::Attention)
+    os << prefix << "B, Nq and Nk are free; Hq, Hkv, D and Dv are fixed"
+       << (md.mask != rt::MaskKind::None ? "; a fixed 1 in the mask broadcasts"
+                                         : "")
+       << ".\n";
+  else
+    os << prefix << "Every dim is free; x and y have the same shape.\n";
+}

@@ -1,0 +1,149 @@
+//===- FACompile.h - fa-compile internals -----------------------*- C++ -*-===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// What the parts of fa-compile share: a kernel job (metadata + the kernel
+// module), the compile options, the staging directory that makes the output
+// atomic, and the per-target emitters.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_TOOLS_FACOMPILE_FACOMPILE_H
+#define FA_TOOLS_FACOMPILE_FACOMPILE_H
+
+#include "fa/Runtime/KernelMetadata.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace llvm {
+class raw_ostream;
+} // namespace llvm
+
+namespace mlir {
+namespace func {
+class FuncOp;
+} // namespace func
+
+namespace fa {
+namespace compile {
+
+/// One kernel to emit.
+struct KernelJob {
+  /// The op fields, name, symbol and params are set; each target fills in
+  /// `target`, `files` and (CUDA) `launch`.
+  ::fa::runtime::KernelMetadata metadata;
+  /// A module holding `func.func @<symbol>` over memref arguments (in the
+  /// order of `metadata.params`) whose body runs one fa op on tensors, with
+  /// `llvm.emit_c_interface`.
+  OwningOpRef<ModuleOp> module;
+};
+
+/// Options that apply to every kernel of one fa-compile run.
+struct CompileOptions {
+  std::string target;     ///< "cpu" or a chip such as "sm_90a"
+  std::string cpu;        ///< CPU target: "host", "generic" or an LLVM name
+  std::string cc;         ///< C compiler for linking; empty: find `cc`
+  int64_t blockQ = 64;    ///< query rows per tile
+  int64_t blockKV = 64;   ///< keys per tile
+  int64_t softmaxTile = 256;
+};
+
+//===----------------------------------------------------------------------===//
+// Kernel construction
+//===----------------------------------------------------------------------===//
+
+/// Builds the kernel module for `metadata` (op fields, symbol and params
+/// set): B, Nq, Nk (and softmax dims) dynamic, heads and head dims static,
+/// boolean masks passed as i8 and converted to i1.
+OwningOpRef<ModuleOp> buildKernelModule(MLIRContext &ctx,
+                                        const ::fa::runtime::KernelMetadata &md);
+
+/// Turns each `func.func` of `module` that holds an fa op into a job named
+/// after the function. Functions without an fa op are skipped; anything else
+/// that does not fit (results, non-memref arguments, two fa ops, arguments
+/// that are no operand) is an error naming the function.
+llvm::Expected<std::vector<KernelJob>>
+extractKernelJobs(ModuleOp module, const CompileOptions &options);
+
+/// Checks a head dim: a positive multiple of 8, at most 256.
+llvm::Error checkHeadDim(llvm::StringRef what, int64_t value);
+
+//===----------------------------------------------------------------------===//
+// Output
+//===----------------------------------------------------------------------===//
+
+/// A private temporary directory where one run writes its artifacts; commit
+/// moves them into the output directory (each file renamed into place), so
+/// a failed run leaves nothing behind. The directory is removed on
+/// destruction.
+class ArtifactStage {
+public:
+  static llvm::Expected<std::unique_ptr<ArtifactStage>> create();
+  ~ArtifactStage();
+
+  /// The path of `fileName` inside the stage.
+  std::string getPath(llvm::StringRef fileName) const;
+
+  /// Writes `fileName` with `write`, registering it for the commit.
+  llvm::Error writeFile(llvm::StringRef fileName,
+                        llvm::function_ref<void(llvm::raw_ostream &)> write);
+
+  /// Registers a file some other step created at getPath(fileName).
+  void addFile(llvm::StringRef fileName) { files.push_back(fileName.str()); }
+
+  /// Moves every registered file into `outDir` (created if missing). On
+  /// failure, the files already moved are removed again.
+  llvm::Error commit(llvm::StringRef outDir);
+
+  llvm::ArrayRef<std::string> getFiles() const { return files; }
+
+private:
+  ArtifactStage() = default;
+  std::string dir;
+  std::vector<std::string> files;
+};
+
+/// Checks early that `outDir` is, or can be created as, a writable
+/// directory.
+llvm::Error checkOutputDir(llvm::StringRef outDir);
+
+/// Writes `<name>.json`.
+llvm::Error writeMetadataFile(const ::fa::runtime::KernelMetadata &md,
+                              ArtifactStage &stage);
+
+/// Prints a description of the kernel (op, attributes, params with shapes)
+/// as comment lines, each starting with `prefix`.
+void printKernelSummary(const ::fa::runtime::KernelMetadata &md,
+                        llvm::raw_ostream &os, llvm::StringRef prefix);
+
+//===----------------------------------------------------------------------===//
+// Targets
+//===----------------------------------------------------------------------===//
+
+/// `--target cpu`: lowers with fa-lower-to-cpu, emits `<name>.o`, links
+/// `<name>.so` with the system C compiler, writes `<name>.h` and
+/// `<name>.json`.
+llvm::Error emitCpuArtifacts(KernelJob &job, const CompileOptions &options,
+                             ArtifactStage &stage);
+
+/// `--target sm_*`: the GPU path (PTX, cubin where ptxas exists, header,
+/// metadata). Defined in GpuTarget.cpp.
+llvm::Error emitGpuArtifacts(KernelJob &job, const CompileOptions &options,
+                             ArtifactStage &stage);
+
+} // namespace compile
+} // namespace fa
+} // namespace mlir
+
+#endif // FA_TOOLS_FACOMPILE_FACOMPILE_H

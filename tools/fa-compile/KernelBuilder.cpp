@@ -1,0 +1,506 @@
+//===- KernelBuilder.cpp - Kernel modules for fa-compile ------------------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Builds the kernel function for a spec given by flags, and derives the
+// metadata of kernels written in an input .mlir file.
+//
+// The function has the same form as the one tools/fa-run builds (memref
+// arguments, bufferization.to_tensor, the fa op,
+// bufferization.materialize_in_destination, llvm.emit_c_interface). The
+// builder is duplicated here until it moves into a shared library.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FACompile.h"
+
+#include "fa/Dialect/FA/IR/FA.h"
+#include "fa/Runtime/FARuntime.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::fa;
+using namespace mlir::fa::compile;
+namespace rt = ::fa::runtime;
+using llvm::Error;
+using llvm::Expected;
+using llvm::formatv;
+using llvm::StringRef;
+using llvm::Twine;
+
+static Error makeError(const Twine &message) {
+  return llvm::createStringError(message);
+}
+
+Error mlir::fa::compile::checkHeadDim(StringRef what, int64_t value) {
+  if (value <= 0 || value % 8 != 0 || value > 256)
+    return makeError(formatv("{0} {1} is not supported: head dims must be "
+                             "positive multiples of 8 up to 256",
+                             what, value));
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Building from a spec
+//===----------------------------------------------------------------------===//
+
+static Type getElementType(MLIRContext &ctx, rt::DType dtype) {
+  switch (dtype) {
+  case rt::DType::F32:
+    return Float32Type::get(&ctx);
+  case rt::DType::F16:
+    return Float16Type::get(&ctx);
+  case rt::DType::BF16:
+    return BFloat16Type::get(&ctx);
+  case rt::DType::I32:
+    return IntegerType::get(&ctx, 32);
+  case rt::DType::I8:
+    return IntegerType::get(&ctx, 8);
+  }
+  return Float32Type::get(&ctx);
+}
+
+/// The memref type of `param`: static symbols resolved, dynamic ones `?`.
+static MemRefType getParamType(MLIRContext &ctx, const rt::KernelMetadata &md,
+                               const rt::ParamInfo &param) {
+  llvm::SmallVector<int64_t, 4> shape;
+  for (const rt::ShapeDim &dim : param.shape) {
+    if (!dim.isSymbol()) {
+      shape.push_back(dim.size);
+      continue;
+    }
+    int64_t size = llvm::StringSwitch<int64_t>(dim.symbol)
+                       .Case("Hq", md.heads)
+                       .Case("Hkv", md.kvHeads)
+                       .Case("D", md.headDim)
+                       .Case("Dv", md.valueHeadDim)
+                       .Default(ShapedType::kDynamic);
+    shape.push_back(size);
+  }
+  return MemRefType::get(shape, getElementType(ctx, param.dtype));
+}
+
+static RankedTensorType getTensorType(Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  return RankedTensorType::get(type.getShape(), type.getElementType());
+}
+
+/// `bufferization.to_tensor %memref restrict [writable]`.
+static Value toTensor(OpBuilder &b, Location loc, Value memref, bool writable) {
+  return bufferization::ToTensorOp::create(b, loc, getTensorType(memref),
+                                           memref, /*restrict=*/true, writable);
+}
+
+/// Converts a tensor of i8 to i1 (`x != 0`). Masks cross the ABI as bytes:
+/// an i1 memref would be read as packed bits once the lowering vectorizes.
+static Value bytesToI1(OpBuilder &b, Location loc, Value bytes) {
+  auto type = cast<RankedTensorType>(bytes.getType());
+  auto i1Type = RankedTensorType::get(type.getShape(), b.getI1Type());
+  llvm::SmallVector<Value> dynSizes;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (type.isDynamicDim(i))
+      dynSizes.push_back(tensor::DimOp::create(b, loc, bytes, i));
+  Value empty = tensor::EmptyOp::create(b, loc, i1Type, dynSizes);
+  AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
+  llvm::SmallVector<utils::IteratorType> iterators(
+      type.getRank(), utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{i1Type}, ValueRange{bytes}, ValueRange{empty},
+      ArrayRef<AffineMap>{identity, identity}, iterators,
+      [](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value zero = arith::ConstantIntOp::create(nb, nloc, 0, 8);
+        Value ne = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::ne,
+                                         args[0], zero);
+        linalg::YieldOp::create(nb, nloc, ne);
+      });
+  return generic.getResult(0);
+}
+
+/// `bufferization.materialize_in_destination %result in writable %memref`.
+static void materialize(OpBuilder &b, Location loc, Value result,
+                        Value memref) {
+  bufferization::MaterializeInDestinationOp::create(
+      b, loc, /*result=*/Type(), result, memref, /*restrict=*/false,
+      /*writable=*/true);
+}
+
+OwningOpRef<ModuleOp>
+mlir::fa::compile::buildKernelModule(MLIRContext &ctx,
+                                     const rt::KernelMetadata &md) {
+  OpBuilder b(&ctx);
+  Location loc = NameLoc::get(b.getStringAttr(md.symbol));
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+
+  llvm::SmallVector<Type> argTypes;
+  for (const rt::ParamInfo &param : md.params)
+    argTypes.push_back(getParamType(ctx, md, param));
+  auto func = func::FuncOp::create(b, loc, md.symbol,
+                                   b.getFunctionType(argTypes, {}));
+  func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+
+  // Tensors by role.
+  llvm::DenseMap<unsigned, Value> tensors, memrefs;
+  for (auto [i, param] : llvm::enumerate(md.params)) {
+    Value memref = body->getArgument(i);
+    bool isOutput = param.role == rt::ParamRole::Output ||
+                    param.role == rt::ParamRole::Lse;
+    Value t = toTensor(b, loc, memref, isOutput);
+    if (param.role == rt::ParamRole::Mask && param.dtype == rt::DType::I8)
+      t = bytesToI1(b, loc, t);
+    tensors[static_cast<unsigned>(param.role)] = t;
+    memrefs[static_cast<unsigned>(param.role)] = memref;
+  }
+  auto get = [&](rt::ParamRole role) {
+    return tensors.lookup(static_cast<unsigned>(role));
+  };
+  auto getMemRef = [&](rt::ParamRole role) {
+    return memrefs.lookup(static_cast<unsigned>(role));
+  };
+
+  if (md.op == rt::OpKind::Softmax) {
+    Value y = get(rt::ParamRole::Output);
+    auto softmax =
+        SoftmaxOp::create(b, loc, y.getType(), get(rt::ParamRole::Input), y,
+                          b.getI64IntegerAttr(md.dimension));
+    materialize(b, loc, softmax.getResult(), getMemRef(rt::ParamRole::Output));
+  } else {
+    Value oInit = get(rt::ParamRole::Output);
+    Value lseInit = get(rt::ParamRole::Lse);
+    llvm::SmallVector<Type> resultTypes = {oInit.getType()};
+    if (lseInit)
+      resultTypes.push_back(lseInit.getType());
+    CausalKind causal = md.causal == rt::Causal::None ? CausalKind::none
+                        : md.causal == rt::Causal::TopLeft
+                            ? CausalKind::top_left
+                            : CausalKind::bottom_right;
+    // The scale attribute is only set when it differs from the default.
+    float defaultScale = 1.0f / std::sqrt(static_cast<float>(md.headDim));
+    FloatAttr scale;
+    if (static_cast<float>(md.scale) != defaultScale)
+      scale = b.getF32FloatAttr(static_cast<float>(md.scale));
+    auto attention = AttentionOp::create(
+        b, loc, resultTypes, get(rt::ParamRole::Query), get(rt::ParamRole::Key),
+        get(rt::ParamRole::Value), get(rt::ParamRole::KvLens),
+        get(rt::ParamRole::Mask), oInit, lseInit, scale,
+        CausalKindAttr::get(&ctx, causal));
+    materialize(b, loc, attention.getResult(),
+                getMemRef(rt::ParamRole::Output));
+    if (lseInit)
+      materialize(b, loc, attention.getLseResult(),
+                  getMemRef(rt::ParamRole::Lse));
+  }
+  func::ReturnOp::create(b, loc);
+  return module;
+}
+
+//===----------------------------------------------------------------------===//
+// Extracting from an input file
+//===----------------------------------------------------------------------===//
+
+/// The block argument `value` is read from, looking through to_tensor,
+/// tensor.cast and single-input elementwise conversions (linalg.generic).
+static BlockArgument traceToArgument(Value value) {
+  while (value) {
+    if (auto arg = dyn_cast<BlockArgument>(value))
+      return arg;
+    Operation *def = value.getDefiningOp();
+    if (auto toTensor = dyn_cast<bufferization::ToTensorOp>(def))
+      value = toTensor.getBuffer();
+    else if (auto cast = dyn_cast<tensor::CastOp>(def))
+      value = cast.getSource();
+    else if (auto generic = dyn_cast<linalg::GenericOp>(def);
+             generic && generic.getNumDpsInputs() == 1)
+      value = generic.getDpsInputs()[0];
+    else
+      return nullptr;
+  }
+  return nullptr;
+}
+
+/// The memref argument `result` is materialized into, if any.
+static BlockArgument findDestination(Value result) {
+  for (Operation *user : result.getUsers())
+    if (auto mat = dyn_cast<bufferization::MaterializeInDestinationOp>(user))
+      if (auto arg = dyn_cast<BlockArgument>(mat.getDest()))
+        return arg;
+  return nullptr;
+}
+
+static rt::DType getDType(Type type, bool &ok) {
+  ok = true;
+  if (type.isF32())
+    return rt::DType::F32;
+  if (type.isF16())
+    return rt::DType::F16;
+  if (type.isBF16())
+    return rt::DType::BF16;
+  if (type.isSignlessInteger(32))
+    return rt::DType::I32;
+  if (type.isSignlessInteger(8))
+    return rt::DType::I8;
+  ok = false;
+  return rt::DType::F32;
+}
+
+/// The canonical symbol of each dim of a `role` param (see KernelMetadata).
+static llvm::SmallVector<std::string, 4>
+getCanonicalSymbols(rt::OpKind op, rt::ParamRole role, int64_t rank) {
+  llvm::SmallVector<std::string, 4> symbols;
+  if (op == rt::OpKind::Softmax) {
+    for (int64_t d = 0; d < rank; ++d)
+      symbols.push_back("N" + std::to_string(d));
+    return symbols;
+  }
+  switch (role) {
+  case rt::ParamRole::Query:
+    return {"B", "Hq", "Nq", "D"};
+  case rt::ParamRole::Key:
+    return {"B", "Hkv", "Nk", "D"};
+  case rt::ParamRole::Value:
+    return {"B", "Hkv", "Nk", "Dv"};
+  case rt::ParamRole::KvLens:
+    return {"B"};
+  case rt::ParamRole::Mask:
+    return {"B", "Hq", "Nq", "Nk"};
+  case rt::ParamRole::Output:
+    return {"B", "Hq", "Nq", "Dv"};
+  case rt::ParamRole::Lse:
+    return {"B", "Hq", "Nq"};
+  case rt::ParamRole::Input:
+    break;
+  }
+  return symbols;
+}
+
+/// Derives the job of one function.
+static Expected<std::optional<KernelJob>>
+extractJob(func::FuncOp func, const CompileOptions &options) {
+  std::string fname = ("func @" + func.getSymName()).str();
+  auto err = [&](const Twine &message) {
+    return makeError(fname + ": " + message);
+  };
+
+  llvm::SmallVector<Operation *> faOps;
+  func.walk([&](Operation *op) {
+    if (isa<AttentionOp, SoftmaxOp>(op))
+      faOps.push_back(op);
+  });
+  if (faOps.empty())
+    return std::optional<KernelJob>();
+  if (faOps.size() > 1)
+    return err(formatv("holds {0} fa ops; fa-compile makes one kernel per "
+                       "function, so put each op in its own function",
+                       faOps.size()));
+  if (func.getNumResults() != 0)
+    return err("must return nothing: kernels write their outputs into "
+               "memref arguments");
+  StringRef name = func.getSymName();
+  if (name.empty() || llvm::isDigit(name.front()) ||
+      !llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
+    return err("the function name must be a C identifier (it names the "
+               "artifact and its symbol)");
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
+    auto memref = dyn_cast<MemRefType>(type);
+    if (!memref)
+      return err(formatv("argument #{0} has type {1}; kernel arguments must "
+                         "be memrefs",
+                         i, type));
+    if (!memref.getLayout().isIdentity())
+      return err(formatv("argument #{0} has type {1}; kernel arguments must "
+                         "have the identity (row-major) layout",
+                         i, type));
+    if (memref.getMemorySpace())
+      return err(formatv("argument #{0} has type {1}; kernel arguments must "
+                         "be in the default memory space",
+                         i, type));
+  }
+
+  rt::KernelMetadata md;
+  md.name = name.str();
+  md.symbol = name.str();
+  md.generator = "fa-compile";
+  md.blockQ = options.blockQ;
+  md.blockKV = options.blockKV;
+  llvm::DenseMap<unsigned, rt::ParamRole> roles; // argument -> role
+  auto assign = [&](Value operand, rt::ParamRole role,
+                    bool isResult = false) -> Error {
+    BlockArgument arg = isResult ? findDestination(operand)
+                                 : traceToArgument(operand);
+    if (!arg || arg.getOwner() != &func.getBody().front()) {
+      if (isResult)
+        return err("the fa op's " + rt::getRoleName(role) +
+                   " result must be written to a memref argument with "
+                   "bufferization.materialize_in_destination");
+      return err("the fa op's " + rt::getRoleName(role) +
+                 " operand must come from a memref argument through "
+                 "bufferization.to_tensor");
+    }
+    auto [it, inserted] = roles.try_emplace(arg.getArgNumber(), role);
+    if (!inserted && it->second != role)
+      return err(formatv("argument #{0} is used as both {1} and {2}",
+                         arg.getArgNumber(), rt::getRoleName(it->second),
+                         rt::getRoleName(role)));
+    return Error::success();
+  };
+
+  Operation *op = faOps.front();
+  Type elementType;
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    md.op = rt::OpKind::Attention;
+    auto qType = cast<RankedTensorType>(attention.getQuery().getType());
+    auto vType = cast<RankedTensorType>(attention.getValue().getType());
+    auto kType = cast<RankedTensorType>(attention.getKey().getType());
+    elementType = qType.getElementType();
+    md.heads = qType.getDimSize(1);
+    md.kvHeads = kType.getDimSize(1);
+    md.headDim = qType.getDimSize(3);
+    md.valueHeadDim = vType.getDimSize(3);
+    md.causal = attention.getCausal() == CausalKind::none ? rt::Causal::None
+                : attention.getCausal() == CausalKind::top_left
+                    ? rt::Causal::TopLeft
+                    : rt::Causal::BottomRight;
+    md.scale = attention.getEffectiveScale();
+    md.hasKvLens = static_cast<bool>(attention.getKvLens());
+    md.hasLse = static_cast<bool>(attention.getLse());
+    if (Value mask = attention.getMask())
+      md.mask = cast<RankedTensorType>(mask.getType())
+                        .getElementType()
+                        .isSignlessInteger(1)
+                    ? rt::MaskKind::Bool
+                    : rt::MaskKind::Additive;
+    if (Error e = checkHeadDim("head dim D", md.headDim))
+      return err(llvm::toString(std::move(e)));
+    if (Error e = checkHeadDim("value head dim Dv", md.valueHeadDim))
+      return err(llvm::toString(std::move(e)));
+
+    if (Error e = assign(attention.getQuery(), rt::ParamRole::Query))
+      return std::move(e);
+    if (Error e = assign(attention.getKey(), rt::ParamRole::Key))
+      return std::move(e);
+    if (Error e = assign(attention.getValue(), rt::ParamRole::Value))
+      return std::move(e);
+    if (md.hasKvLens)
+      if (Error e = assign(attention.getKvLens(), rt::ParamRole::KvLens))
+        return std::move(e);
+    if (md.mask != rt::MaskKind::None)
+      if (Error e = assign(attention.getMask(), rt::ParamRole::Mask))
+        return std::move(e);
+    if (Error e = assign(attention.getResult(), rt::ParamRole::Output,
+                         /*isResult=*/true))
+      return std::move(e);
+    if (md.hasLse)
+      if (Error e = assign(attention.getLseResult(), rt::ParamRole::Lse,
+                           /*isResult=*/true))
+        return std::move(e);
+  } else {
+    auto softmax = cast<SoftmaxOp>(op);
+    md.op = rt::OpKind::Softmax;
+    auto xType = cast<RankedTensorType>(softmax.getInput().getType());
+    elementType = xType.getElementType();
+    md.rank = xType.getRank();
+    md.dimension = softmax.getDimension();
+    if (md.rank > FA_MAX_RANK)
+      return err(formatv("softmax of rank {0}: the runtime takes tensors of "
+                         "rank at most {1}",
+                         md.rank, FA_MAX_RANK));
+    if (Error e = assign(softmax.getInput(), rt::ParamRole::Input))
+      return std::move(e);
+    if (Error e = assign(softmax.getResult(), rt::ParamRole::Output,
+                         /*isResult=*/true))
+      return std::move(e);
+  }
+  bool ok;
+  md.dtype = getDType(elementType, ok);
+
+  // Params in argument order.
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
+    auto it = roles.find(i);
+    if (it == roles.end())
+      return err(formatv("argument #{0} is not an operand or destination of "
+                         "the fa op; kernels take exactly the op's operands",
+                         i));
+    auto memref = cast<MemRefType>(type);
+    rt::ParamInfo param;
+    param.role = it->second;
+    param.dtype = getDType(memref.getElementType(), ok);
+    if (!ok) {
+      if (param.role == rt::ParamRole::Mask &&
+          memref.getElementType().isSignlessInteger(1))
+        return err(formatv("argument #{0} is an i1 memref; pass boolean "
+                           "masks as i8 memrefs (one byte per element) and "
+                           "convert them with `arith.cmpi ne` (fa-compile "
+                           "--emit-mlir shows the form)",
+                           i));
+      return err(formatv("argument #{0} has element type {1}, which the "
+                         "runtime does not pass",
+                         i, memref.getElementType()));
+    }
+    static const char *const canonicalNames[] = {"q", "k",   "v",   "kv_lens",
+                                                 "mask", "o", "lse", "x"};
+    param.name = md.op == rt::OpKind::Softmax
+                     ? (param.role == rt::ParamRole::Input ? "x" : "y")
+                     : canonicalNames[static_cast<unsigned>(param.role)];
+    llvm::SmallVector<std::string, 4> symbols =
+        getCanonicalSymbols(md.op, param.role, memref.getRank());
+    for (int64_t d = 0; d < memref.getRank(); ++d) {
+      // A rank the op does not allow fails verifyKernelMetadata below.
+      std::string symbol =
+          d < static_cast<int64_t>(symbols.size()) ? symbols[d] : "?";
+      int64_t size = memref.getDimSize(d);
+      bool isStaticSymbol = symbol == "Hq" || symbol == "Hkv" ||
+                            symbol == "D" || symbol == "Dv";
+      bool broadcast = param.role == rt::ParamRole::Mask && d < 2 && size == 1;
+      if (ShapedType::isDynamic(size) || (isStaticSymbol && !broadcast))
+        param.shape.push_back(rt::ShapeDim::sym(symbol));
+      else
+        param.shape.push_back(rt::ShapeDim::fixed(size));
+    }
+    md.params.push_back(std::move(param));
+  }
+  if (Error e = rt::verifyKernelSignature(md))
+    return err("unsupported kernel: " + llvm::toString(std::move(e)));
+
+  KernelJob job;
+  job.metadata = std::move(md);
+  job.module = ModuleOp::create(func.getLoc());
+  auto clone = cast<func::FuncOp>(func->clone());
+  clone->setAttr("llvm.emit_c_interface", UnitAttr::get(func.getContext()));
+  clone.setPublic();
+  job.module->getBody()->push_back(clone);
+  return std::optional<KernelJob>(std::move(job));
+}
+
+Expected<std::vector<KernelJob>>
+mlir::fa::compile::extractKernelJobs(ModuleOp module,
+                                     const CompileOptions &options) {
+  std::vector<KernelJob> jobs;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isDeclaration())
+      continue;
+    Expected<std::optional<KernelJob>> job = extractJob(func, options);
+    if (!job)
+      return job.takeError();
+    if (*job)
+      jobs.push_back(std::move(**job));
+  }
+  return jobs;
+}
