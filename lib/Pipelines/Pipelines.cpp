@@ -148,6 +148,11 @@ void fa::buildLowerToNVVMPipeline(OpPassManager &pm,
   pm.addPass(std::make_unique<CheckNVVMTargetPass>(options.chip,
                                                    options.features));
   buildMapToGPUPipeline(pm, options);
+  buildNVVMCodegenPipeline(pm, options);
+}
+
+void fa::buildNVVMCodegenPipeline(OpPassManager &pm,
+                                  const LowerToNVVMOptions &options) {
   gpu::GPUToNVVMPipelineOptions nvvm;
   nvvm.cubinChip = options.chip;
   nvvm.cubinFeatures = options.features;

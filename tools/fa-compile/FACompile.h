@@ -57,6 +57,9 @@ struct CompileOptions {
   int64_t blockQ = 64;    ///< query rows per tile
   int64_t blockKV = 64;   ///< keys per tile
   int64_t softmaxTile = 256;
+  /// GPU tile sizes (0: chosen by fa-promote-shared from the shared-memory
+  /// budget); set from --block-q / --block-kv when given explicitly.
+  int64_t gpuBlockQ = 0, gpuBlockKV = 0;
 };
 
 //===----------------------------------------------------------------------===//

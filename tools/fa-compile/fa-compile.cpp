@@ -233,6 +233,10 @@ static Error checkCommonOptions(CompileOptions &options) {
   options.cc = ccName;
   options.blockQ = blockQ;
   options.blockKV = blockKV;
+  if (blockQ.getNumOccurrences())
+    options.gpuBlockQ = blockQ;
+  if (blockKV.getNumOccurrences())
+    options.gpuBlockKV = blockKV;
   options.softmaxTile = softmaxTile;
   return Error::success();
 }

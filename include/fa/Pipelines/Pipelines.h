@@ -91,6 +91,11 @@ std::optional<int> minimumPtxVersion(llvm::StringRef chip);
 void buildMapToGPUPipeline(OpPassManager &pm,
                            const LowerToNVVMOptions &options);
 
+/// Builds the second half of `fa-lower-to-nvvm`: gpu.module kernels (as
+/// fa-map-to-gpu leaves them) to a gpu.binary, host code to LLVM.
+void buildNVVMCodegenPipeline(OpPassManager &pm,
+                              const LowerToNVVMOptions &options);
+
 /// Builds `fa-lower-to-nvvm`: kernel functions with fa.attention down to a
 /// gpu.binary holding PTX (format=isa) or a cubin, and host code in the LLVM
 /// dialect.
