@@ -181,6 +181,14 @@ CASES = [
     for i, (bq, bkv) in enumerate((bq, bkv) for bq in (16, 32, 64)
                                   for bkv in (16, 32, 64, 128))
 ] + [
+    # Every head dim the GPU path accepts (multiples of 8 up to 256), with a
+    # value head dim that differs, on a short odd-length sequence.
+    case("head_dim_%d" % d, B=1, Hq=2, Hkv=1, Nq=19, Nk=37, D=d,
+         Dv=(264 - d) if d != 128 else 128,
+         causal=("none", "bottom-right")[(d // 8) % 2],
+         lens=[30] if (d // 8) % 3 == 0 else None)
+    for d in range(8, 257, 8)
+] + [
     # The untiled reference lowering.
     case("reference_path", Hq=8, Hkv=2, Nq=45, Nk=77, lens=[50, 0],
          mask="bool", causal="bottom-right", reference=True),

@@ -7,7 +7,8 @@
 spills and no stack frame.
 
 For head dims 64, 96 and 128, f16/bf16/f32, causal none and bottom-right,
-sm_80 and sm_90: lower a kernel function with `fa-lower-to-nvvm`, take the
+sm_80 and sm_90 (36 kernels), and for every head dim 8, 16, ..., 256 with a
+different value head dim, f16 and f32, on sm_80 (64 kernels): lower a kernel function with `fa-lower-to-nvvm`, take the
 PTX out of the gpu.binary, check it has the expected instructions (shared
 buffers, bar.sync, warp shuffles, the kernel entry) and run
 `ptxas -arch=<chip> -v`, which must succeed and report 0 bytes of stack
@@ -23,18 +24,18 @@ import sys
 import tempfile
 
 KERNEL = """
-func.func @fa_attention(%q: memref<?x8x?x{d}x{t}>, %k: memref<?x2x?x{d}x{t}>, %v: memref<?x2x?x{d}x{t}>,
-                        %lens: memref<?xi32>, %o: memref<?x8x?x{d}x{t}>, %lse: memref<?x8x?xf32>) {{
+func.func @fa_attention(%q: memref<?x8x?x{d}x{t}>, %k: memref<?x2x?x{d}x{t}>, %v: memref<?x2x?x{dv}x{t}>,
+                        %lens: memref<?xi32>, %o: memref<?x8x?x{dv}x{t}>, %lse: memref<?x8x?xf32>) {{
   %qt = bufferization.to_tensor %q restrict : memref<?x8x?x{d}x{t}> to tensor<?x8x?x{d}x{t}>
   %kt = bufferization.to_tensor %k restrict : memref<?x2x?x{d}x{t}> to tensor<?x2x?x{d}x{t}>
-  %vt = bufferization.to_tensor %v restrict : memref<?x2x?x{d}x{t}> to tensor<?x2x?x{d}x{t}>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x?x{dv}x{t}> to tensor<?x2x?x{dv}x{t}>
   %lt = bufferization.to_tensor %lens restrict : memref<?xi32> to tensor<?xi32>
-  %ot = bufferization.to_tensor %o restrict writable : memref<?x8x?x{d}x{t}> to tensor<?x8x?x{d}x{t}>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x8x?x{dv}x{t}> to tensor<?x8x?x{dv}x{t}>
   %st = bufferization.to_tensor %lse restrict writable : memref<?x8x?xf32> to tensor<?x8x?xf32>
-  %r:2 = fa.attention ins(%qt, %kt, %vt : tensor<?x8x?x{d}x{t}>, tensor<?x2x?x{d}x{t}>, tensor<?x2x?x{d}x{t}>)
-           kv_lens(%lt : tensor<?xi32>) outs(%ot : tensor<?x8x?x{d}x{t}>, %st : tensor<?x8x?xf32>)
-           causal({causal}) -> tensor<?x8x?x{d}x{t}>, tensor<?x8x?xf32>
-  bufferization.materialize_in_destination %r#0 in writable %o : (tensor<?x8x?x{d}x{t}>, memref<?x8x?x{d}x{t}>) -> ()
+  %r:2 = fa.attention ins(%qt, %kt, %vt : tensor<?x8x?x{d}x{t}>, tensor<?x2x?x{d}x{t}>, tensor<?x2x?x{dv}x{t}>)
+           kv_lens(%lt : tensor<?xi32>) outs(%ot : tensor<?x8x?x{dv}x{t}>, %st : tensor<?x8x?xf32>)
+           causal({causal}) -> tensor<?x8x?x{dv}x{t}>, tensor<?x8x?xf32>
+  bufferization.materialize_in_destination %r#0 in writable %o : (tensor<?x8x?x{dv}x{t}>, memref<?x8x?x{dv}x{t}>) -> ()
   bufferization.materialize_in_destination %r#1 in writable %lse : (tensor<?x8x?xf32>, memref<?x8x?xf32>) -> ()
   return
 }}
@@ -52,15 +53,23 @@ def extract_ptx(mlir_text):
 def main(argv):
     fa_opt, ptxas = argv[1], argv[2]
     failures = 0
+    configs = []
     with tempfile.TemporaryDirectory(prefix="fa-ptxas-") as tmp:
-        for chip in ("sm_80", "sm_90"):
-            for d in (64, 96, 128):
-                for t in ("f16", "bf16", "f32"):
-                    for causal in ("none", "bottom_right"):
-                        name = f"{chip}_d{d}_{t}_{causal}"
+        configs = [(chip, d, d, t, causal)
+                   for chip in ("sm_80", "sm_90") for d in (64, 96, 128)
+                   for t in ("f16", "bf16", "f32")
+                   for causal in ("none", "bottom_right")]
+        # Every head dim the GPU path accepts, V's differing from Q/K's.
+        configs += [("sm_80", d, 264 - d if d != 128 else 128, t, "none")
+                    for d in range(8, 257, 8) for t in ("f16", "f32")]
+        for chip, d, dv, t, causal in configs:
+            if True:
+                if True:
+                    if True:
+                        name = f"{chip}_d{d}_dv{dv}_{t}_{causal}"
                         src = os.path.join(tmp, name + ".mlir")
                         with open(src, "w") as f:
-                            f.write(KERNEL.format(d=d, t=t, causal=causal))
+                            f.write(KERNEL.format(d=d, dv=dv, t=t, causal=causal))
                         lowered = subprocess.run(
                             [fa_opt, src, f"-fa-lower-to-nvvm=chip={chip}"],
                             capture_output=True, text=True)
@@ -100,7 +109,7 @@ def main(argv):
                               f"{smem.group(1) if smem else '?'} bytes smem, "
                               f"{frame.group(0) if frame else info.strip()[:300]}")
                         failures += not ok
-    print(f"{36 - failures}/36 configurations assemble with no spills")
+    print(f"{len(configs) - failures}/{len(configs)} configurations assemble with no spills")
     return 1 if failures else 0
 
 
