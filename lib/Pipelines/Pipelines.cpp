@@ -33,6 +33,7 @@ void fa::buildLowerToCPUPipeline(OpPassManager &pm,
     FAPromoteSharedPassOptions promoteOpts;
     promoteOpts.blockQ = options.gpuBlockQ;
     promoteOpts.blockKV = options.gpuBlockKV;
+    promoteOpts.doubleBuffer = options.gpuDoubleBuffer;
     pm.addNestedPass<func::FuncOp>(createFAPromoteSharedPass(promoteOpts));
   }
   if (options.reference)
@@ -89,6 +90,7 @@ void fa::buildMapToGPUPipeline(OpPassManager &pm,
   promoteOpts.blockQ = options.blockQ;
   promoteOpts.blockKV = options.blockKV;
   promoteOpts.numWarps = options.warps;
+  promoteOpts.doubleBuffer = options.doubleBuffer;
   pm.addNestedPass<func::FuncOp>(createFAPromoteSharedPass(promoteOpts));
   pm.addPass(createFAMapToGPUPass());
   pm.addPass(createCanonicalizerPass());

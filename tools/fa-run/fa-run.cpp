@@ -104,6 +104,11 @@ cl::opt<bool> promotedLowering(
     cl::desc("Run the GPU path's promoted form (fa-promote-shared) on the "
              "CPU: workgroup-memory tiles, thread/warp loops, lane vectors"),
     cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<bool> doubleBuffer(
+    "double-buffer",
+    cl::desc("With --promoted: two K/V slots, tile j+1 copied while tile j "
+             "is computed (fa-promote-shared{double-buffer})"),
+    cl::sub(attentionCmd), cl::cat(runCategory));
 cl::opt<bool> printIRAfterAll(
     "print-ir-after-all",
     cl::desc("Print the kernel module before lowering and after every pass "
@@ -486,13 +491,15 @@ static void reportSuccess(StringRef summary, double compileMs, double runMs) {
 static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
   return llvm::formatv("fa-lower-to-cpu{{block-q={0} block-kv={1} "
                        "softmax-tile={2} reference={3} promoted={4} "
-                       "gpu-block-q={5} gpu-block-kv={6}}",
+                       "gpu-block-q={5} gpu-block-kv={6} "
+                       "gpu-double-buffer={7}}",
                        bq, bkv, tile, referenceLowering ? "true" : "false",
                        promotedLowering ? "true" : "false",
                        // The promoted form picks its own tile sizes unless
                        // they are given explicitly.
                        blockQ.getNumOccurrences() ? bq : 0,
-                       blockKV.getNumOccurrences() ? bkv : 0)
+                       blockKV.getNumOccurrences() ? bkv : 0,
+                       doubleBuffer ? "true" : "false")
       .str();
 }
 

@@ -48,6 +48,9 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       *this, "gpu-block-kv",
       llvm::cl::desc("fa-promote-shared block-kv (0: automatic)"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> gpuDoubleBuffer{
+      *this, "gpu-double-buffer",
+      llvm::cl::desc("fa-promote-shared double-buffer"), llvm::cl::init(false)};
 };
 
 /// Options of `fa-lower-to-nvvm`.
@@ -77,6 +80,10 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> warps{
       *this, "warps", llvm::cl::desc("Warps per block"), llvm::cl::init(4)};
+  PassOptions::Option<bool> doubleBuffer{
+      *this, "double-buffer",
+      llvm::cl::desc("Two K/V slots: copy tile j+1 while tile j is computed"),
+      llvm::cl::init(false)};
 };
 
 /// The chips `fa-lower-to-nvvm` accepts.

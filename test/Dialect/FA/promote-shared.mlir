@@ -1,4 +1,26 @@
 // RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(fa-promote-shared{block-q=16 block-kv=64}))' -verify-diagnostics | FileCheck %s
+// RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(fa-promote-shared{block-q=16 block-kv=64 double-buffer=true}))' -verify-diagnostics | FileCheck %s --check-prefix=DB
+
+// Double buffering: two K and V slots; a prologue copies tile 0 when there
+// is one; iteration j copies tile j+1 into slot (j+1) % 2, marked so that no
+// barrier separates it from the compute of tile j, which reads slot j % 2.
+// DB-LABEL: func.func @kernel
+//       DB:   memref.alloca() {alignment = 16 : i64} : memref<5248xf32, 3>
+//       DB:   memref.alloca() {alignment = 16 : i64} : memref<5120xf32, 3>
+//       DB:   scf.forall
+//       DB:     %[[N:.*]] = arith.ceildivui
+//       DB:     %[[ANY:.*]] = arith.cmpi sgt, %[[N]], %c0
+//       DB:     scf.if %[[ANY]] {
+//       DB:       scf.forall (%{{.*}}) in (128)
+//       DB:     scf.for %[[J:.*]] = %c0{{.*}} to %[[N]]
+//       DB:       %[[NEXT:.*]] = arith.addi %[[J]], %c1
+//       DB:       %[[MORE:.*]] = arith.cmpi slt, %[[NEXT]], %[[N]]
+//       DB:       scf.if %[[MORE]] {
+//       DB:         arith.remui %[[NEXT]], %c2
+//       DB:       } {fa.no_barrier_after, mapping = [#gpu.thread<x>]}
+//       DB:       scf.forall (%{{.*}}) in (4)
+//       DB:         arith.remui %[[J]], %c2
+//       DB:       } {mapping = [#gpu.warp<x>]}
 
 // A kernel function: memref arguments in, fa.attention, memrefs out. The
 // body becomes a block-level forall with the tiles and the running state in

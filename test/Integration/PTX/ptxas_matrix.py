@@ -8,7 +8,8 @@ spills and no stack frame.
 
 For head dims 64, 96 and 128, f16/bf16/f32, causal none and bottom-right,
 sm_80 and sm_90 (36 kernels), and for every head dim 8, 16, ..., 256 with a
-different value head dim, f16 and f32, on sm_80 (64 kernels): lower a kernel function with `fa-lower-to-nvvm`, take the
+different value head dim, f16 and f32, on sm_80 (64 kernels), and double-buffered K/V for D 64 and 128 (4 kernels):
+lower a kernel function with `fa-lower-to-nvvm`, take the
 PTX out of the gpu.binary, check it has the expected instructions (shared
 buffers, bar.sync, warp shuffles, the kernel entry) and run
 `ptxas -arch=<chip> -v`, which must succeed and report 0 bytes of stack
@@ -55,23 +56,26 @@ def main(argv):
     failures = 0
     configs = []
     with tempfile.TemporaryDirectory(prefix="fa-ptxas-") as tmp:
-        configs = [(chip, d, d, t, causal)
+        configs = [(chip, d, d, t, causal, "")
                    for chip in ("sm_80", "sm_90") for d in (64, 96, 128)
                    for t in ("f16", "bf16", "f32")
                    for causal in ("none", "bottom_right")]
         # Every head dim the GPU path accepts, V's differing from Q/K's.
-        configs += [("sm_80", d, 264 - d if d != 128 else 128, t, "none")
+        configs += [("sm_80", d, 264 - d if d != 128 else 128, t, "none", "")
                     for d in range(8, 257, 8) for t in ("f16", "f32")]
-        for chip, d, dv, t, causal in configs:
+        # Double-buffered K/V.
+        configs += [(chip, d, d, "bf16", "bottom_right", " double-buffer=true")
+                    for chip in ("sm_80", "sm_90") for d in (64, 128)]
+        for chip, d, dv, t, causal, extra in configs:
             if True:
                 if True:
                     if True:
-                        name = f"{chip}_d{d}_dv{dv}_{t}_{causal}"
+                        name = f"{chip}_d{d}_dv{dv}_{t}_{causal}" + ("_db" if extra else "")
                         src = os.path.join(tmp, name + ".mlir")
                         with open(src, "w") as f:
                             f.write(KERNEL.format(d=d, dv=dv, t=t, causal=causal))
                         lowered = subprocess.run(
-                            [fa_opt, src, f"-fa-lower-to-nvvm=chip={chip}"],
+                            [fa_opt, src, f"-fa-lower-to-nvvm=chip={chip}{extra}"],
                             capture_output=True, text=True)
                         if lowered.returncode != 0:
                             print(f"FAIL {name}: fa-opt: {lowered.stderr.strip()[:400]}")

@@ -26,6 +26,11 @@ constexpr int64_t kWorkgroupAddressSpace = 3;
 /// function (block_q, block_kv, threads).
 constexpr const char *kConfigAttrName = "fa.gpu_config";
 
+/// Discardable unit attribute on a thread-level forall whose writes do not
+/// conflict with the next forall's accesses: fa-map-to-gpu puts no barrier
+/// after it.
+constexpr const char *kNoBarrierAttrName = "fa.no_barrier_after";
+
 /// The memrefs of a kernel function, in the kernel's parameter order
 /// (absent optional operands are null).
 struct KernelOperands {
@@ -38,6 +43,8 @@ struct KernelConfig {
   int64_t headDim = 0, valueDim = 0, elementBytes = 4;
   /// Elements per row of the K tile in workgroup memory (padded).
   int64_t keyStride = 0;
+  /// Two K/V slots: tile j + 1 is copied while tile j is computed.
+  bool doubleBuffer = false;
 
   int64_t numThreads() const { return numWarps * kWarpSize; }
   int64_t rowsPerWarp() const { return blockQ / numWarps; }
@@ -53,7 +60,8 @@ FailureOr<KernelOperands> matchKernelForm(AttentionOp op);
 /// memory, or explains in `error` why none fits.
 FailureOr<KernelConfig> chooseConfig(AttentionOp op, int64_t blockQ,
                                      int64_t blockKV, int64_t numWarps,
-                                     int64_t budget, std::string &error);
+                                     int64_t budget, bool doubleBuffer,
+                                     std::string &error);
 
 } // namespace gpukernel
 } // namespace fa

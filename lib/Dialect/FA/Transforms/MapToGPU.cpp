@@ -83,6 +83,7 @@ public:
 private:
   LogicalResult emitOp(Operation &op, OpBuilder &b, bool warp);
   LogicalResult emitFor(scf::ForOp op, OpBuilder &b, bool warp);
+  LogicalResult emitIf(scf::IfOp op, OpBuilder &b, bool warp);
   LogicalResult emitForall(scf::ForallOp op, OpBuilder &b);
   LogicalResult emitWarpOp(Operation &op, OpBuilder &b);
   /// The kernel-side value of `v`, cloning pure computations that the
@@ -185,6 +186,44 @@ LogicalResult KernelEmitter::emitFor(scf::ForOp op, OpBuilder &b, bool warp) {
   return success();
 }
 
+LogicalResult KernelEmitter::emitIf(scf::IfOp op, OpBuilder &b, bool warp) {
+  FailureOr<Value> cond = lookup(op.getCondition(), b);
+  if (failed(cond))
+    return failure();
+  SmallVector<Type> types;
+  for (Type t : op.getResultTypes())
+    types.push_back(warp ? laneType(t) : t);
+  auto newIf = scf::IfOp::create(b, op.getLoc(), types, *cond,
+                                 /*withElseRegion=*/!op.getElseRegion().empty());
+  auto emitRegion = [&](Region &from, Region &to) -> LogicalResult {
+    if (from.empty())
+      return success();
+    Block &src = from.front();
+    Block &dst = to.front();
+    // The builder of scf.if added a terminator only when there are no
+    // results; replace it with the mapped yield.
+    if (!dst.empty())
+      dst.back().erase();
+    OpBuilder rb = OpBuilder::atBlockEnd(&dst);
+    if (failed(emitBlock(src, rb, warp)))
+      return failure();
+    SmallVector<Value> yielded;
+    for (Value v : src.getTerminator()->getOperands()) {
+      FailureOr<Value> m = lookup(v, rb);
+      if (failed(m))
+        return failure();
+      yielded.push_back(*m);
+    }
+    scf::YieldOp::create(rb, op.getLoc(), yielded);
+    return success();
+  };
+  if (failed(emitRegion(op.getThenRegion(), newIf.getThenRegion())) ||
+      failed(emitRegion(op.getElseRegion(), newIf.getElseRegion())))
+    return failure();
+  map.map(op.getResults(), newIf.getResults());
+  return success();
+}
+
 LogicalResult KernelEmitter::emitForall(scf::ForallOp op, OpBuilder &b) {
   Location loc = op.getLoc();
   if (op.getRank() != 1 || !op.getOutputs().empty())
@@ -207,8 +246,10 @@ LogicalResult KernelEmitter::emitForall(scf::ForallOp op, OpBuilder &b) {
   }
   if (failed(emitBlock(*op.getBody(), b, /*warp=*/isWarp)))
     return failure();
-  // The next phase reads what this one wrote (and overwrites what it read).
-  gpu::BarrierOp::create(b, loc);
+  // The next phase reads what this one wrote (and overwrites what it read),
+  // unless fa-promote-shared marked the phases as touching disjoint memory.
+  if (!op->hasAttr(kNoBarrierAttrName))
+    gpu::BarrierOp::create(b, loc);
   return success();
 }
 
@@ -220,6 +261,8 @@ LogicalResult KernelEmitter::emitOp(Operation &op, OpBuilder &b, bool warp) {
   }
   if (auto forOp = dyn_cast<scf::ForOp>(op))
     return emitFor(forOp, b, warp);
+  if (auto ifOp = dyn_cast<scf::IfOp>(op))
+    return emitIf(ifOp, b, warp);
   if (warp)
     return emitWarpOp(op, b);
   if (op.getNumRegions() != 0)

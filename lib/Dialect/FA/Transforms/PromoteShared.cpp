@@ -99,6 +99,7 @@ FailureOr<KernelConfig> gpukernel::chooseConfig(AttentionOp op,
                                                 int64_t blockKV,
                                                 int64_t numWarps,
                                                 int64_t budget,
+                                                bool doubleBuffer,
                                                 std::string &error) {
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());
@@ -107,6 +108,7 @@ FailureOr<KernelConfig> gpukernel::chooseConfig(AttentionOp op,
   c.valueDim = vType.getDimSize(3);
   c.elementBytes = qType.getElementType().getIntOrFloatBitWidth() / 8;
   c.numWarps = numWarps;
+  c.doubleBuffer = doubleBuffer;
   auto badDim = [](int64_t d) { return d <= 0 || d > 256 || d % 8 != 0; };
   if (badDim(c.headDim) || badDim(c.valueDim)) {
     error = "head dims must be multiples of 8 up to 256 on the GPU path, got "
@@ -155,7 +157,9 @@ FailureOr<KernelConfig> gpukernel::chooseConfig(AttentionOp op,
 }
 
 int64_t KernelConfig::sharedBytes(int64_t bq, int64_t bkv) const {
-  return (bq * headDim + bkv * keyStride + bkv * valueDim) * elementBytes +
+  int64_t kvSlots = doubleBuffer ? 2 : 1;
+  return (bq * headDim + kvSlots * bkv * (keyStride + valueDim)) *
+             elementBytes +
          bq * (2 + valueDim) * 4;
 }
 
@@ -264,10 +268,13 @@ private:
   /// past `rowEnd`.
   void copyTile(OpBuilder &b, Value t, Value src, Value batch, Value head,
                 Value row0, Value rowEnd, int64_t rows, int64_t width,
-                int64_t stride, Value dst);
+                int64_t stride, Value dst, Value dstBase);
+  /// Copies K/V tile `j` into the K/V buffers at slot offsets.
+  void copyKVTile(OpBuilder &b, Value t, Value j, Value kBase, Value vBase);
 
   /// One KV tile's update of the rows of warp `w`.
-  void buildRowUpdates(OpBuilder &b, Value w, Value k0);
+  void buildRowUpdates(OpBuilder &b, Value w, Value k0, Value kBase,
+                       Value vBase);
   /// Scores of key slot `t` for row `row` (log2 domain, masked).
   Value maskedScores(OpBuilder &b, Value s, Value qRow, Value k0, int64_t t);
   /// The epilogue of warp `w`: O and LSE.
@@ -294,7 +301,7 @@ private:
 void PromotedBuilder::copyTile(OpBuilder &b, Value t, Value src, Value bIdx,
                                Value hIdx, Value row0, Value rowEnd,
                                int64_t rows, int64_t width, int64_t stride,
-                               Value dst) {
+                               Value dst, Value dstBase) {
   threadStrided(b, t, rows * width, [&](OpBuilder &lb, Value i) {
     Value w = cIdx(lb, width);
     Value r = arith::DivUIOp::create(lb, loc, i, w);
@@ -313,8 +320,19 @@ void PromotedBuilder::copyTile(OpBuilder &b, Value t, Value src, Value bIdx,
     Value value = arith::SelectOp::create(lb, loc, inside, loaded, zero);
     Value at = arith::AddIOp::create(
         lb, loc, arith::MulIOp::create(lb, loc, r, cIdx(lb, stride)), c);
+    if (dstBase)
+      at = arith::AddIOp::create(lb, loc, at, dstBase);
     memref::StoreOp::create(lb, loc, value, dst, ValueRange{at});
   });
+}
+
+void PromotedBuilder::copyKVTile(OpBuilder &b, Value t, Value j, Value kBase,
+                                 Value vBase) {
+  Value k0 = arith::MulIOp::create(b, loc, j, cIdx(b, cfg.blockKV));
+  copyTile(b, t, args.k, batch, kvHead, k0, kvEnd, cfg.blockKV, cfg.headDim,
+           cfg.keyStride, kTile, kBase);
+  copyTile(b, t, args.v, batch, kvHead, k0, kvEnd, cfg.blockKV, cfg.valueDim,
+           cfg.valueDim, vTile, vBase);
 }
 
 Value PromotedBuilder::maskedScores(OpBuilder &b, Value s, Value qRow,
@@ -368,7 +386,8 @@ Value PromotedBuilder::maskedScores(OpBuilder &b, Value s, Value qRow,
   return arith::SelectOp::create(b, loc, valid, x, ninf);
 }
 
-void PromotedBuilder::buildRowUpdates(OpBuilder &b, Value w, Value k0) {
+void PromotedBuilder::buildRowUpdates(OpBuilder &b, Value w, Value k0,
+                                      Value kBase, Value vBase) {
   int64_t rpw = cfg.rowsPerWarp();
   Value rowBase = arith::MulIOp::create(b, loc, w, cIdx(b, rpw));
   // Key slot t of this lane: key row lane + 32 t of the tile, clamped.
@@ -394,7 +413,7 @@ void PromotedBuilder::buildRowUpdates(OpBuilder &b, Value w, Value k0) {
               lb, loc,
               arith::MulIOp::create(lb, loc, keyRows[t],
                                     splat(lb, cIdx(lb, cfg.keyStride))),
-              splat(lb, d));
+              splat(lb, arith::AddIOp::create(lb, loc, d, kBase)));
           kv.push_back(toF32(lb, gather1D(lb, kTile, at)));
         }
         SmallVector<Value> next;
@@ -484,8 +503,10 @@ void PromotedBuilder::buildRowUpdates(OpBuilder &b, Value w, Value k0) {
                                                  ArrayRef<OpFoldResult>{src});
             Value keyRow = arith::AddIOp::create(lb, loc, src,
                                                  cIdx(lb, t * kWarpSize));
-            Value base = arith::MulIOp::create(lb, loc, keyRow,
-                                               cIdx(lb, cfg.valueDim));
+            Value base = arith::AddIOp::create(
+                lb, loc,
+                arith::MulIOp::create(lb, loc, keyRow, cIdx(lb, cfg.valueDim)),
+                vBase);
             // A masked key has p == 0: do not let a NaN in its V row leak.
             Value pZero = arith::CmpFOp::create(
                 lb, loc, arith::CmpFPredicate::OEQ, pk,
@@ -592,8 +613,9 @@ void PromotedBuilder::build(func::FuncOp func) {
   // into workgroup globals, and run sequentially on the CPU every block
   // reuses them.
   qTile = workgroupBuffer(b, cfg.blockQ * cfg.headDim, elt);
-  kTile = workgroupBuffer(b, cfg.blockKV * cfg.keyStride, elt);
-  vTile = workgroupBuffer(b, cfg.blockKV * cfg.valueDim, elt);
+  int64_t kvSlots = cfg.doubleBuffer ? 2 : 1;
+  kTile = workgroupBuffer(b, kvSlots * cfg.blockKV * cfg.keyStride, elt);
+  vTile = workgroupBuffer(b, kvSlots * cfg.blockKV * cfg.valueDim, elt);
   mState = workgroupBuffer(b, cfg.blockQ, b.getF32Type());
   lState = workgroupBuffer(b, cfg.blockQ, b.getF32Type());
   accState = workgroupBuffer(b, cfg.blockQ * cfg.valueDim, b.getF32Type());
@@ -649,7 +671,7 @@ void PromotedBuilder::build(func::FuncOp func) {
     // Copy the Q tile; m = -inf, l = 0, acc = 0.
     forall(bb, cfg.numThreads(), threadMap, [&](OpBuilder &tb, Value t) {
       copyTile(tb, t, args.q, batch, head, q0, nq, cfg.blockQ, cfg.headDim,
-               cfg.headDim, qTile);
+               cfg.headDim, qTile, Value());
       threadStrided(tb, t, cfg.blockQ, [&](OpBuilder &lb, Value i) {
         memref::StoreOp::create(
             lb, loc, cF32(lb, -std::numeric_limits<float>::infinity()),
@@ -666,19 +688,57 @@ void PromotedBuilder::build(func::FuncOp func) {
 
     Value numKV = arith::CeilDivUIOp::create(bb, loc, kvEnd,
                                              cIdx(bb, cfg.blockKV));
+    int64_t kSlot = cfg.blockKV * cfg.keyStride;
+    int64_t vSlot = cfg.blockKV * cfg.valueDim;
+    // Offsets of K/V slot `j % 2` (double buffering) or 0.
+    auto slotBase = [&](OpBuilder &sb, Value j, int64_t slotElems) -> Value {
+      if (!cfg.doubleBuffer)
+        return cIdx(sb, 0);
+      Value slot = arith::RemUIOp::create(sb, loc, j, cIdx(sb, 2));
+      return arith::MulIOp::create(sb, loc, slot, cIdx(sb, slotElems));
+    };
+    if (cfg.doubleBuffer) {
+      // Prologue: tile 0 into slot 0.
+      Value any = arith::CmpIOp::create(bb, loc, arith::CmpIPredicate::sgt,
+                                        numKV, cIdx(bb, 0));
+      scf::IfOp::create(bb, loc, any, [&](OpBuilder &ib, Location) {
+        forall(ib, cfg.numThreads(), threadMap, [&](OpBuilder &tb, Value t) {
+          copyKVTile(tb, t, cIdx(tb, 0), cIdx(tb, 0), cIdx(tb, 0));
+        });
+        scf::YieldOp::create(ib, loc);
+      });
+    }
     scf::ForOp::create(
         bb, loc, cIdx(bb, 0), numKV, cIdx(bb, 1), ValueRange{},
         [&](OpBuilder &lb, Location, Value j, ValueRange) {
           Value k0 = arith::MulIOp::create(lb, loc, j, cIdx(lb, cfg.blockKV));
-          forall(lb, cfg.numThreads(), threadMap, [&](OpBuilder &tb, Value t) {
-            copyTile(tb, t, args.k, batch, kvHead, k0, kvEnd, cfg.blockKV,
-                     cfg.headDim, cfg.keyStride, kTile);
-            copyTile(tb, t, args.v, batch, kvHead, k0, kvEnd, cfg.blockKV,
-                     cfg.valueDim, cfg.valueDim, vTile);
-          });
+          if (cfg.doubleBuffer) {
+            // Copy tile j + 1 into the other slot in the same barrier
+            // interval as the compute of tile j: the two touch different
+            // slots, so no barrier separates them.
+            Value next = arith::AddIOp::create(lb, loc, j, cIdx(lb, 1));
+            Value more = arith::CmpIOp::create(
+                lb, loc, arith::CmpIPredicate::slt, next, numKV);
+            scf::IfOp::create(lb, loc, more, [&](OpBuilder &ib, Location) {
+              forall(ib, cfg.numThreads(), threadMap,
+                     [&](OpBuilder &tb, Value t) {
+                       copyKVTile(tb, t, next, slotBase(tb, next, kSlot),
+                                  slotBase(tb, next, vSlot));
+                     });
+              ib.getInsertionBlock()->back().setAttr(kNoBarrierAttrName,
+                                                    ib.getUnitAttr());
+              scf::YieldOp::create(ib, loc);
+            });
+          } else {
+            forall(lb, cfg.numThreads(), threadMap,
+                   [&](OpBuilder &tb, Value t) {
+                     copyKVTile(tb, t, j, cIdx(tb, 0), cIdx(tb, 0));
+                   });
+          }
           forall(lb, cfg.numWarps, warpMap, [&](OpBuilder &wb, Value w) {
             laneIds = vector::StepOp::create(wb, loc, lanes);
-            buildRowUpdates(wb, w, k0);
+            buildRowUpdates(wb, w, k0, slotBase(wb, j, kSlot),
+                            slotBase(wb, j, vSlot));
           });
           scf::YieldOp::create(lb, loc);
         });
@@ -727,7 +787,7 @@ void FAPromoteSharedPass::runOnOperation() {
   }
   std::string error;
   FailureOr<KernelConfig> cfg = chooseConfig(
-      op, blockQ, blockKV, numWarps, sharedBudget, error);
+      op, blockQ, blockKV, numWarps, sharedBudget, doubleBuffer, error);
   if (failed(cfg)) {
     op.emitError() << "fa-promote-shared: " << error;
     return signalPassFailure();

@@ -119,6 +119,13 @@ def FAPromoteSharedPass : Pass<"fa-promote-shared", "::mlir::func::FuncOp"> {
     once mapped (`fa-map-to-gpu`); run sequentially on the CPU the IR is
     already a correct kernel, which is how the promotion's arithmetic is
     tested without a GPU. Head dims must be multiples of 8 up to 256.
+
+    With `double-buffer`, K and V get two slots: a prologue copies tile 0,
+    and iteration j copies tile j+1 into the other slot in the same barrier
+    interval as the compute of tile j (the copy forall is marked
+    `fa.no_barrier_after`), so the global loads of the next tile overlap the
+    current tile's arithmetic across warps and each tile costs one barrier
+    instead of two.
   }];
   let options = [
     Option<"blockQ", "block-q", "int64_t", /*default=*/"0",
@@ -129,6 +136,10 @@ def FAPromoteSharedPass : Pass<"fa-promote-shared", "::mlir::func::FuncOp"> {
            "Warps per block">,
     Option<"sharedBudget", "shared-budget", "int64_t", /*default=*/"49152",
            "Bytes of workgroup memory the tiles may use">,
+    Option<"doubleBuffer", "double-buffer", "bool", /*default=*/"false",
+           "Two K/V slots: the copy of tile j+1 shares a barrier interval "
+           "with the compute of tile j (one barrier per tile instead of "
+           "two)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
