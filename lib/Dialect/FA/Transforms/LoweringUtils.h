@@ -44,6 +44,18 @@ Value negInf(OpBuilder &b, Location loc);
 /// that exp(x - m) and exp(m_old - m) never compute -inf - -inf.
 Value guardedMax(OpBuilder &b, Location loc, Value m);
 
+/// `den == 0 ? 0 : num / den`: the output of a row whose running sum is 0
+/// (nothing attended) is exactly 0, never 0/0.
+Value guardedDivide(OpBuilder &b, Location loc, Value num, Value den);
+
+/// `l == 0 ? -inf : m + log(l)`: the natural log-sum-exp of a row, -inf for
+/// a row with nothing attended.
+Value guardedLogSumExp(OpBuilder &b, Location loc, Value m, Value l);
+
+/// `p == 0 ? 0 : p * v`: a masked key (p == 0) contributes 0 even when its
+/// value row holds NaN or inf.
+Value maskedProduct(OpBuilder &b, Location loc, Value p, Value v);
+
 /// The index `i` as an f32-free index value from linalg.index.
 Value loopIndex(OpBuilder &b, Location loc, int64_t dim);
 

@@ -167,12 +167,7 @@ OnlineSoftmaxPattern::matchAndRewrite(SoftmaxOp op,
         Value mUse = guardedMax(nb, nl, m);
         Value e = math::ExpOp::create(
             nb, nl, arith::SubFOp::create(nb, nl, toF32(nb, nl, a[0]), mUse));
-        Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
-        Value empty =
-            arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, l, zero);
-        Value v = arith::SelectOp::create(
-            nb, nl, empty, zero, arith::DivFOp::create(nb, nl, e, l));
-        return {fromF32(nb, nl, v, elt)};
+        return {fromF32(nb, nl, guardedDivide(nb, nl, e, l), elt)};
       })[0];
 
   b.setInsertionPointToStart(forall.getTerminator().getBody());

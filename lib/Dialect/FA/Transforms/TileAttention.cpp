@@ -275,15 +275,10 @@ SmallVector<Value> TileAttentionPattern::buildKVStep(
       b, loc, {p, vTile}, {accScaled},
       {map3({d0, d2}), map3({d2, d1}), map3({d0, d1})}, {par, par, red},
       [&](OpBuilder &nb, Location nl, ValueRange a) -> SmallVector<Value> {
-        Value prod =
-            arith::MulFOp::create(nb, nl, a[0], toF32(nb, nl, a[1]));
-        if (guardMaskedValues) {
-          Value zero =
-              arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f));
-          Value isZero = arith::CmpFOp::create(
-              nb, nl, arith::CmpFPredicate::OEQ, a[0], zero);
-          prod = arith::SelectOp::create(nb, nl, isZero, zero, prod);
-        }
+        Value v = toF32(nb, nl, a[1]);
+        Value prod = guardMaskedValues
+                         ? maskedProduct(nb, nl, a[0], v)
+                         : Value(arith::MulFOp::create(nb, nl, a[0], v));
         return {arith::AddFOp::create(nb, nl, a[2], prod)};
       })[0];
   return {mNew, lNew, accNew};
@@ -405,12 +400,8 @@ TileAttentionPattern::matchAndRewrite(AttentionOp op,
        AffineMap::get(2, 0, {d0, d1}, ctx)},
       {IteratorType::parallel, IteratorType::parallel},
       [&](OpBuilder &nb, Location nl, ValueRange a) -> SmallVector<Value> {
-        Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
-        Value empty = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
-                                            a[1], zero);
-        Value div = arith::DivFOp::create(nb, nl, a[0], a[1]);
-        Value o = arith::SelectOp::create(nb, nl, empty, zero, div);
-        return {fromF32(nb, nl, o, info.elementType)};
+        return {fromF32(nb, nl, guardedDivide(nb, nl, a[0], a[1]),
+                        info.elementType)};
       })[0];
   Value lseTile;
   if (op.getLse()) {
@@ -425,13 +416,7 @@ TileAttentionPattern::matchAndRewrite(AttentionOp op,
          AffineMap::get(1, 0, {d0}, ctx)},
         {IteratorType::parallel},
         [&](OpBuilder &nb, Location nl, ValueRange a) -> SmallVector<Value> {
-          Value zero =
-              arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
-          Value empty = arith::CmpFOp::create(
-              nb, nl, arith::CmpFPredicate::OEQ, a[1], zero);
-          Value lse = arith::AddFOp::create(
-              nb, nl, a[0], math::LogOp::create(nb, nl, a[1]));
-          return {arith::SelectOp::create(nb, nl, empty, negInf(nb, nl), lse)};
+          return {guardedLogSumExp(nb, nl, a[0], a[1])};
         })[0];
   }
 

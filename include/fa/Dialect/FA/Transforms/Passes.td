@@ -79,9 +79,10 @@ def FADecomposeReferencePass : Pass<"fa-decompose-reference"> {
     The unfused reference lowering: `fa.attention` becomes `S = scale * Q
     K^T`, the masks, a three-sweep safe softmax over whole rows of `S`, and
     `O = P V`, each a `linalg.generic` on full tensors; `fa.softmax` becomes
-    the three-sweep safe softmax. It shares no code with the tiled lowering
-    and serves as the independent path for differential tests and as the
-    unfused baseline for benchmarks. It needs `B * Hq * Nq * Nk` floats for
+    the three-sweep safe softmax. It is written separately from the tiled
+    lowering (its masking, guards and softmax are its own; only generic IR
+    building helpers are shared) and serves as a second path for differential
+    tests and as the unfused baseline for benchmarks. It needs `B * Hq * Nq * Nk` floats for
     `S`.
   }];
   let dependentDialects = [
