@@ -26,6 +26,7 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%fa_run", os.path.join(config.fa_tools_dir, "fa-run")))
 
 config.substitutions.append(("%fa_opt", os.path.join(config.fa_tools_dir, "fa-opt")))
+config.substitutions.append(("%fa_emulate", os.path.join(config.fa_tools_dir, "fa-emulate")))
 
 # ptxas (CUDA toolkit) assembles the PTX the GPU path emits; tests that need
 # it are skipped where it is absent.
@@ -37,7 +38,7 @@ if ptxas:
     config.substitutions.append(("%ptxas", ptxas))
 
 tool_dirs = [config.fa_tools_dir, config.llvm_tools_dir]
-tools = ["fa-opt", "fa-run", "fa-compile"]
+tools = ["fa-opt", "fa-run", "fa-compile", "fa-emulate"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.fa_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -1,0 +1,166 @@
+//===- Interpreter.h - SIMT interpreter of gpu-level IR ---------*- C++ -*-===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Executes the GPU kernels fa-map-to-gpu produces (a `gpu.module` of
+// `gpu.func` kernels over workgroup globals, launched by `gpu.launch_func`
+// from a host `func.func`) on the CPU, walking the MLIR ops through the C++
+// API, so that the very IR that becomes PTX is checked against a reference
+// on machines without a GPU.
+//
+// Execution model:
+//
+// * One block at a time; the threads of the block run in lock step. Every
+//   SSA value holds one value per thread and every op executes for all
+//   threads of an active set together.
+// * Divergence: `scf.if` runs its regions under complementary thread sets
+//   (then first); `scf.for` with per-thread bounds iterates while any
+//   thread of the set is in range, each thread keeping its own induction
+//   variable and iter_args. Unstructured control flow (`cf`, multi-block
+//   regions) is rejected.
+// * `gpu.barrier` requires every thread of the block to be active (a
+//   barrier in divergent code is an error) and starts a new barrier
+//   interval. `gpu.shuffle` (width 32) acts on the 32 lanes of each warp
+//   with the PTX `shfl.sync` semantics and requires all of them active.
+// * Memory: global memrefs are host buffers with their descriptors;
+//   workgroup globals and workgroup attributions are per-block buffers,
+//   poisoned (NaN for floats) at the start of every block. Every index is
+//   checked against the memref's sizes before any access; an out-of-bounds
+//   index stops the run with an error naming the op, the memref, the index
+//   and the thread.
+// * Floats are held as doubles with the exact value of their type; every
+//   arithmetic result is rounded once to the op's type (correct rounding
+//   for f16, bf16 and f32). `llvm.nvvm.ex2.approx.f32` and
+//   `llvm.nvvm.lg2.approx.f` are emulated with exp2f and log2f.
+// * An op outside the supported set is an error naming the op, reported
+//   before anything runs.
+//
+// Checks (InterpreterOptions):
+//
+// * Races on workgroup memory: per element, the last writer and the barrier
+//   interval of the write. Reading or writing an element that another
+//   thread wrote in the same interval is a race (read-after-write,
+//   write-after-write; two threads writing the same value included); so is
+//   writing an element that a thread of another warp read in the same
+//   interval (write-after-read across warps; within a warp the lock-step
+//   order of a read before a write is kept). On global memory the
+//   read-after-write and write-after-write rules hold within a block, and an
+//   element written by one block and then read or written by another during
+//   the same launch is a race too (global reads are tracked only in buffers
+//   the kernel writes, and not across blocks before the first write).
+// * Reads of workgroup memory that no thread of the block has written yet.
+// * Optionally the threads of every memory op are visited in a seeded
+//   random order.
+//
+// Errors are reported through the MLIR diagnostic engine at the op's
+// location (races with a note at the other access).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_INTERPRETER_INTERPRETER_H
+#define FA_INTERPRETER_INTERPRETER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace mlir {
+namespace fa {
+
+/// Options of the interpreter.
+struct InterpreterOptions {
+  /// Report races on workgroup memory (and between blocks on global
+  /// memory); see the file comment.
+  bool checkRaces = false;
+  /// Report reads of workgroup memory not yet written in the block.
+  bool checkUninitializedShared = true;
+  /// Visit the threads of every memory op in a random order (seeded).
+  bool shuffleMemoryOrder = false;
+  uint64_t seed = 0;
+  /// At most this many race and uninitialized-read reports are printed
+  /// (each distinct pair of ops once); the rest are only counted.
+  unsigned maxReports = 10;
+  /// A block that executes more ops than this (summed over threads) is
+  /// stopped with an error: a guard against runaway loops.
+  uint64_t maxThreadOpsPerBlock = uint64_t(1) << 34;
+};
+
+/// A host buffer viewed as a memref: `data` holds `numElements` elements of
+/// the memref's element type (f16 and bf16 as 16-bit patterns, i1 as one
+/// byte, index as 8 bytes), addressed with offset, sizes and strides in
+/// elements.
+struct HostMemRef {
+  /// Used in diagnostics, e.g. "Q" or "argument 3".
+  std::string name;
+  void *data = nullptr;
+  int64_t numElements = 0;
+  int64_t offset = 0;
+  SmallVector<int64_t, 4> sizes;
+  SmallVector<int64_t, 4> strides;
+  /// When set, has numElements bytes; every element a store writes gets 1.
+  uint8_t *writtenMask = nullptr;
+
+  /// A dense row-major view of `sizes` over `data`.
+  static HostMemRef getDense(std::string name, void *data,
+                             ArrayRef<int64_t> sizes);
+};
+
+/// Counters of one run.
+struct InterpreterStats {
+  uint64_t launches = 0;
+  uint64_t blocks = 0;
+  /// Ops executed, counting each op once per execution (not per thread).
+  uint64_t ops = 0;
+  /// Ops executed summed over the active threads.
+  uint64_t threadOps = 0;
+  uint64_t barriers = 0;
+  uint64_t races = 0;
+  uint64_t uninitializedReads = 0;
+};
+
+class InterpreterImpl;
+
+/// Runs host functions and kernels of one module. Not thread-safe.
+class Interpreter {
+public:
+  Interpreter(ModuleOp module, InterpreterOptions options = {});
+  ~Interpreter();
+
+  /// Runs the host `func.func` named `name` on `args` (one per function
+  /// argument; memrefs only). Each `gpu.launch_func` it reaches runs its
+  /// kernel over the whole grid before the host continues. Fails, after
+  /// reporting, on the first error (unsupported op, out-of-bounds access,
+  /// barrier or shuffle in divergent code, ...) and, after the whole run, if
+  /// any race or uninitialized read was found.
+  LogicalResult runHostFunction(StringRef name, ArrayRef<HostMemRef> args);
+
+  /// Runs the kernel `kernel` (a `gpu.func` with the `kernel` attribute)
+  /// over `grid` blocks of `block` threads on `args` (one per kernel
+  /// argument; memrefs only).
+  LogicalResult runKernel(Operation *kernel, std::array<int64_t, 3> grid,
+                          std::array<int64_t, 3> block,
+                          ArrayRef<HostMemRef> args);
+
+  /// Checks that every op reachable from the host function `name` (and the
+  /// kernels it launches) is supported, reporting the first that is not.
+  LogicalResult verifySupported(StringRef name);
+
+  const InterpreterStats &getStats() const;
+
+private:
+  std::unique_ptr<InterpreterImpl> impl;
+};
+
+} // namespace fa
+} // namespace mlir
+
+#endif // FA_INTERPRETER_INTERPRETER_H

@@ -1,0 +1,2289 @@
+//===- Interpreter.cpp - SIMT interpreter of gpu-level IR -----------------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The interpreter first compiles each function it runs (the host function
+// and every kernel it launches) into a tree of `Instr`s: one per op, with its
+// operands and results numbered as register slots and its regions compiled
+// recursively. Unsupported ops, types and attributes are rejected there,
+// before anything runs. Execution then walks the tree for an active set of
+// threads; a register slot holds one value per thread of the block.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Interpreter/Interpreter.h"
+#include "fa/Interpreter/FloatBits.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <tuple>
+
+using namespace mlir;
+using namespace mlir::fa;
+using llvm::formatv;
+
+//===----------------------------------------------------------------------===//
+// Values and types
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// One thread's value of an SSA value: an integer (sign-extended from its
+/// width; i1 true is -1) or a float (the exact value of its type).
+union Slot {
+  int64_t i;
+  double f;
+};
+
+/// The float types.
+enum class FKind : uint8_t { F16, BF16, F32, F64 };
+
+/// The element types of memrefs.
+enum class EKind : uint8_t { F16, BF16, F32, F64, I1, I8, I16, I32, I64 };
+
+size_t getEKindSize(EKind k) {
+  switch (k) {
+  case EKind::F16:
+  case EKind::BF16:
+  case EKind::I16:
+    return 2;
+  case EKind::F32:
+  case EKind::I32:
+    return 4;
+  case EKind::F64:
+  case EKind::I64:
+    return 8;
+  case EKind::I1:
+  case EKind::I8:
+    return 1;
+  }
+  return 8;
+}
+
+bool isFloatEKind(EKind k) {
+  return k == EKind::F16 || k == EKind::BF16 || k == EKind::F32 ||
+         k == EKind::F64;
+}
+
+std::optional<FKind> getFKind(Type t) {
+  if (t.isF16())
+    return FKind::F16;
+  if (t.isBF16())
+    return FKind::BF16;
+  if (t.isF32())
+    return FKind::F32;
+  if (t.isF64())
+    return FKind::F64;
+  return std::nullopt;
+}
+
+/// The width of an integer or index type (index is 64 bits), or 0.
+unsigned getIntWidth(Type t) {
+  if (t.isIndex())
+    return 64;
+  if (auto it = dyn_cast<IntegerType>(t))
+    return it.getWidth() <= 64 ? it.getWidth() : 0;
+  return 0;
+}
+
+std::optional<EKind> getEKind(Type t) {
+  if (auto f = getFKind(t)) {
+    switch (*f) {
+    case FKind::F16:
+      return EKind::F16;
+    case FKind::BF16:
+      return EKind::BF16;
+    case FKind::F32:
+      return EKind::F32;
+    case FKind::F64:
+      return EKind::F64;
+    }
+  }
+  switch (getIntWidth(t)) {
+  case 1:
+    return EKind::I1;
+  case 8:
+    return EKind::I8;
+  case 16:
+    return EKind::I16;
+  case 32:
+    return EKind::I32;
+  case 64:
+    return EKind::I64;
+  default:
+    return std::nullopt;
+  }
+}
+
+/// Whether `space` is workgroup memory: #gpu.address_space<workgroup> or
+/// the NVVM shared address space 3.
+bool isWorkgroupSpace(Attribute space) {
+  if (gpu::GPUDialect::isWorkgroupMemoryAddressSpace(space))
+    return true;
+  if (auto i = dyn_cast_or_null<IntegerAttr>(space))
+    return i.getInt() == 3;
+  return false;
+}
+
+inline int64_t sext(int64_t v, unsigned w) {
+  if (w >= 64)
+    return v;
+  unsigned s = 64 - w;
+  return static_cast<int64_t>(static_cast<uint64_t>(v) << s) >> s;
+}
+
+inline uint64_t zext(int64_t v, unsigned w) {
+  if (w >= 64)
+    return static_cast<uint64_t>(v);
+  return static_cast<uint64_t>(v) & ((uint64_t(1) << w) - 1);
+}
+
+inline double roundF(FKind k, double x) {
+  switch (k) {
+  case FKind::F16:
+    return roundToHalf(x);
+  case FKind::BF16:
+    return roundToBFloat16(x);
+  case FKind::F32:
+    return static_cast<double>(static_cast<float>(x));
+  case FKind::F64:
+    return x;
+  }
+  return x;
+}
+
+/// Flushes a subnormal f32 value to a zero of the same sign.
+inline float flushF32(float x) {
+  return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x;
+}
+
+const double *getHalfTable() {
+  static const std::vector<double> table = [] {
+    std::vector<double> t(65536);
+    for (uint32_t b = 0; b < 65536; ++b)
+      t[b] = halfBitsToDouble(static_cast<uint16_t>(b));
+    return t;
+  }();
+  return table.data();
+}
+
+//===----------------------------------------------------------------------===//
+// Compiled form
+//===----------------------------------------------------------------------===//
+
+enum class Opc : uint8_t {
+  // arith
+  ConstI,
+  ConstF,
+  AddI,
+  SubI,
+  MulI,
+  DivSI,
+  DivUI,
+  RemSI,
+  RemUI,
+  CeilDivSI,
+  CeilDivUI,
+  FloorDivSI,
+  MinSI,
+  MaxSI,
+  MinUI,
+  MaxUI,
+  AndI,
+  OrI,
+  XOrI,
+  ShLI,
+  ShRSI,
+  ShRUI,
+  CmpI,
+  AddF,
+  SubF,
+  MulF,
+  DivF,
+  RemF,
+  MaximumF,
+  MinimumF,
+  MaxNumF,
+  MinNumF,
+  NegF,
+  CmpF,
+  Select,
+  ExtF,
+  TruncF,
+  SIToFP,
+  UIToFP,
+  FPToSI,
+  FPToUI,
+  ExtSI,
+  ExtUI,
+  TruncI,
+  IndexCast,
+  IndexCastUI,
+  BitcastIToF,
+  BitcastFToI,
+  BitcastFToF,
+  BitcastIToI,
+  // math and NVVM intrinsics
+  Exp2,
+  Exp,
+  Log,
+  Log2,
+  Sqrt,
+  Rsqrt,
+  AbsF,
+  Fma,
+  Floor,
+  Ceil,
+  Tanh,
+  Ex2Approx,
+  Lg2Approx,
+  // gpu
+  ThreadId,
+  BlockId,
+  BlockDim,
+  GridDim,
+  LaneId,
+  Barrier,
+  Shuffle,
+  LaunchFunc,
+  // memref
+  GetGlobal,
+  Load,
+  Store,
+  Dim,
+  MemRefAlias,
+  // scf
+  For,
+  If,
+};
+
+struct CRegion;
+
+/// One compiled op.
+struct Instr {
+  Opc opc;
+  /// The float type of the op (the source type for conversions and cmpf).
+  FKind fk = FKind::F32;
+  /// The destination float type of conversions.
+  FKind fk2 = FKind::F32;
+  /// The element type of a memory access.
+  EKind ek = EKind::F32;
+  /// Integer widths: the result's (and operands') and a conversion source's.
+  uint8_t w = 64, w2 = 64;
+  /// Flush subnormals (ftz intrinsics); unsigned compare (scf.for).
+  bool flag = false;
+  /// Predicate, dimension, integer constant, shuffle mode, global index.
+  int64_t imm = 0;
+  double fimm = 0;
+  Operation *op = nullptr;
+  SmallVector<uint32_t, 4> in;
+  SmallVector<uint32_t, 2> out;
+  std::unique_ptr<CRegion> r0, r1;
+};
+
+/// A compiled single-block region.
+struct CRegion {
+  SmallVector<uint32_t, 4> args;
+  std::vector<Instr> body;
+  /// The operands of the terminator (scf.yield, gpu.return, func.return).
+  SmallVector<uint32_t, 4> yields;
+};
+
+/// A compiled host function or kernel.
+struct CFunction {
+  Operation *op = nullptr;
+  bool isKernel = false;
+  uint32_t numSlots = 0;
+  CRegion body;
+  /// The types of the function arguments (and their slots: body.args).
+  SmallVector<Type> argTypes;
+  /// Workgroup globals the kernel uses (index: Instr::imm of GetGlobal).
+  SmallVector<memref::GlobalOp> sharedGlobals;
+  /// Workgroup attributions: their slots and types.
+  SmallVector<std::pair<uint32_t, MemRefType>> workgroupAttribs;
+};
+
+//===----------------------------------------------------------------------===//
+// Compiler
+//===----------------------------------------------------------------------===//
+
+class Compiler {
+public:
+  explicit Compiler(CFunction &fn) : fn(fn) {}
+
+  LogicalResult compileFunction(Operation *funcOp, Region &body);
+
+private:
+  uint32_t slotOf(Value v) {
+    auto [it, inserted] = slots.try_emplace(v, fn.numSlots);
+    if (inserted)
+      ++fn.numSlots;
+    return it->second;
+  }
+  LogicalResult compileRegion(Region &region, CRegion &out);
+  LogicalResult compileOp(Operation *op, Instr &instr);
+  LogicalResult checkScalarType(Operation *op, Type t);
+
+  CFunction &fn;
+  DenseMap<Value, uint32_t> slots;
+  DenseMap<Operation *, unsigned> globalIndex;
+};
+
+LogicalResult Compiler::compileFunction(Operation *funcOp, Region &body) {
+  fn.op = funcOp;
+  if (!body.hasOneBlock())
+    return funcOp->emitOpError()
+           << "has " << body.getBlocks().size()
+           << " blocks; the fa interpreter supports structured control flow "
+              "only (one block per region)";
+  if (auto gpuFunc = dyn_cast<gpu::GPUFuncOp>(funcOp)) {
+    if (!gpuFunc.getPrivateAttributions().empty())
+      return funcOp->emitOpError()
+             << "has private attributions, which the fa interpreter does "
+                "not support";
+    for (BlockArgument arg : gpuFunc.getWorkgroupAttributions()) {
+      auto type = dyn_cast<MemRefType>(arg.getType());
+      if (!type || !type.hasStaticShape() || !getEKind(type.getElementType()))
+        return funcOp->emitOpError()
+               << "workgroup attribution of type " << arg.getType()
+               << " is not supported by the fa interpreter";
+      fn.workgroupAttribs.push_back({slotOf(arg), type});
+    }
+    for (unsigned i = 0, e = gpuFunc.getNumArguments(); i < e; ++i)
+      fn.argTypes.push_back(gpuFunc.getArgument(i).getType());
+  } else {
+    for (BlockArgument arg : body.getArguments())
+      fn.argTypes.push_back(arg.getType());
+  }
+  return compileRegion(body, fn.body);
+}
+
+LogicalResult Compiler::checkScalarType(Operation *op, Type t) {
+  if (getFKind(t) || getIntWidth(t))
+    return success();
+  return op->emitOpError() << "has a value of type " << t
+                           << ", which the fa interpreter does not support "
+                              "(scalar integers, index, f16, bf16, f32 and "
+                              "f64 only)";
+}
+
+LogicalResult Compiler::compileRegion(Region &region, CRegion &out) {
+  if (!region.hasOneBlock())
+    return region.getParentOp()->emitOpError()
+           << "has a region with " << region.getBlocks().size()
+           << " blocks; the fa interpreter supports structured control flow "
+              "only";
+  Block &block = region.front();
+  for (BlockArgument arg : block.getArguments()) {
+    // gpu.func workgroup attributions are block arguments too; they were
+    // numbered already.
+    out.args.push_back(slotOf(arg));
+  }
+  for (Operation &op : block) {
+    if (op.hasTrait<OpTrait::IsTerminator>()) {
+      if (!isa<scf::YieldOp, gpu::ReturnOp, func::ReturnOp>(op))
+        return op.emitOpError()
+               << "is not supported by the fa interpreter (unstructured "
+                  "control flow)";
+      for (Value v : op.getOperands())
+        out.yields.push_back(slotOf(v));
+      continue;
+    }
+    out.body.emplace_back();
+    Instr &instr = out.body.back();
+    instr.op = &op;
+    if (failed(compileOp(&op, instr)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
+  for (Value v : op->getOperands())
+    I.in.push_back(slotOf(v));
+  for (Value v : op->getResults())
+    I.out.push_back(slotOf(v));
+
+  auto unsupported = [&](const Twine &why) {
+    return op->emitOpError() << "is not supported by the fa interpreter"
+                             << (why.isTriviallyEmpty() ? "" : ": ") << why;
+  };
+  // The scalar types of all operands and results (memrefs and the ops
+  // handling them are checked below).
+  auto checkScalars = [&]() -> LogicalResult {
+    for (Type t : op->getOperandTypes())
+      if (failed(checkScalarType(op, t)))
+        return failure();
+    for (Type t : op->getResultTypes())
+      if (failed(checkScalarType(op, t)))
+        return failure();
+    return success();
+  };
+  auto intOp = [&](Opc opc) -> LogicalResult {
+    if (failed(checkScalars()))
+      return failure();
+    I.opc = opc;
+    I.w = getIntWidth(op->getResult(0).getType());
+    if (!I.w)
+      return unsupported("expected an integer or index result");
+    return success();
+  };
+  auto floatOp = [&](Opc opc) -> LogicalResult {
+    if (failed(checkScalars()))
+      return failure();
+    I.opc = opc;
+    auto fk = getFKind(op->getResult(0).getType());
+    if (!fk)
+      return unsupported("expected a float result");
+    I.fk = *fk;
+    return success();
+  };
+  auto castOp = [&](Opc opc) -> LogicalResult {
+    if (failed(checkScalars()))
+      return failure();
+    I.opc = opc;
+    Type src = op->getOperand(0).getType(), dst = op->getResult(0).getType();
+    if (auto f = getFKind(src))
+      I.fk = *f;
+    if (auto f = getFKind(dst))
+      I.fk2 = *f;
+    I.w2 = getIntWidth(src);
+    I.w = getIntWidth(dst);
+    return success();
+  };
+
+  // Kernel-only and host-only ops.
+  bool gpuIdOp =
+      isa<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp, gpu::GridDimOp,
+          gpu::LaneIdOp, gpu::BarrierOp, gpu::ShuffleOp>(op);
+  if (gpuIdOp && !fn.isKernel)
+    return op->emitOpError() << "outside a gpu.func kernel";
+  if (isa<gpu::LaunchFuncOp>(op) && fn.isKernel)
+    return op->emitOpError() << "inside a kernel is not supported";
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      // arith
+      .Case([&](arith::ConstantOp c) -> LogicalResult {
+        if (failed(checkScalars()))
+          return failure();
+        if (auto ia = dyn_cast<IntegerAttr>(c.getValue())) {
+          I.opc = Opc::ConstI;
+          I.w = getIntWidth(c.getType());
+          I.imm = sext(static_cast<int64_t>(ia.getValue().getZExtValue()), I.w);
+          return success();
+        }
+        if (auto fa = dyn_cast<FloatAttr>(c.getValue())) {
+          I.opc = Opc::ConstF;
+          I.fk = *getFKind(c.getType());
+          APFloat v = fa.getValue();
+          bool lost = false;
+          v.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+          I.fimm = v.convertToDouble();
+          return success();
+        }
+        return unsupported("only scalar integer and float constants");
+      })
+      .Case([&](arith::AddIOp) { return intOp(Opc::AddI); })
+      .Case([&](arith::SubIOp) { return intOp(Opc::SubI); })
+      .Case([&](arith::MulIOp) { return intOp(Opc::MulI); })
+      .Case([&](arith::DivSIOp) { return intOp(Opc::DivSI); })
+      .Case([&](arith::DivUIOp) { return intOp(Opc::DivUI); })
+      .Case([&](arith::RemSIOp) { return intOp(Opc::RemSI); })
+      .Case([&](arith::RemUIOp) { return intOp(Opc::RemUI); })
+      .Case([&](arith::CeilDivSIOp) { return intOp(Opc::CeilDivSI); })
+      .Case([&](arith::CeilDivUIOp) { return intOp(Opc::CeilDivUI); })
+      .Case([&](arith::FloorDivSIOp) { return intOp(Opc::FloorDivSI); })
+      .Case([&](arith::MinSIOp) { return intOp(Opc::MinSI); })
+      .Case([&](arith::MaxSIOp) { return intOp(Opc::MaxSI); })
+      .Case([&](arith::MinUIOp) { return intOp(Opc::MinUI); })
+      .Case([&](arith::MaxUIOp) { return intOp(Opc::MaxUI); })
+      .Case([&](arith::AndIOp) { return intOp(Opc::AndI); })
+      .Case([&](arith::OrIOp) { return intOp(Opc::OrI); })
+      .Case([&](arith::XOrIOp) { return intOp(Opc::XOrI); })
+      .Case([&](arith::ShLIOp) { return intOp(Opc::ShLI); })
+      .Case([&](arith::ShRSIOp) { return intOp(Opc::ShRSI); })
+      .Case([&](arith::ShRUIOp) { return intOp(Opc::ShRUI); })
+      .Case([&](arith::CmpIOp c) -> LogicalResult {
+        if (failed(checkScalars()))
+          return failure();
+        I.opc = Opc::CmpI;
+        I.w = getIntWidth(c.getLhs().getType());
+        I.imm = static_cast<int64_t>(c.getPredicate());
+        return success();
+      })
+      .Case([&](arith::AddFOp) { return floatOp(Opc::AddF); })
+      .Case([&](arith::SubFOp) { return floatOp(Opc::SubF); })
+      .Case([&](arith::MulFOp) { return floatOp(Opc::MulF); })
+      .Case([&](arith::DivFOp) { return floatOp(Opc::DivF); })
+      .Case([&](arith::RemFOp) { return floatOp(Opc::RemF); })
+      .Case([&](arith::MaximumFOp) { return floatOp(Opc::MaximumF); })
+      .Case([&](arith::MinimumFOp) { return floatOp(Opc::MinimumF); })
+      .Case([&](arith::MaxNumFOp) { return floatOp(Opc::MaxNumF); })
+      .Case([&](arith::MinNumFOp) { return floatOp(Opc::MinNumF); })
+      .Case([&](arith::NegFOp) { return floatOp(Opc::NegF); })
+      .Case([&](arith::CmpFOp c) -> LogicalResult {
+        if (failed(checkScalars()))
+          return failure();
+        I.opc = Opc::CmpF;
+        I.fk = *getFKind(c.getLhs().getType());
+        I.imm = static_cast<int64_t>(c.getPredicate());
+        return success();
+      })
+      .Case([&](arith::SelectOp s) -> LogicalResult {
+        if (failed(checkScalars()))
+          return failure();
+        I.opc = Opc::Select;
+        return success();
+      })
+      .Case([&](arith::ExtFOp) { return castOp(Opc::ExtF); })
+      .Case([&](arith::TruncFOp t) -> LogicalResult {
+        if (auto rm = t.getRoundingmodeAttr())
+          if (rm.getValue() != arith::RoundingMode::to_nearest_even)
+            return unsupported("only the to_nearest_even rounding mode");
+        return castOp(Opc::TruncF);
+      })
+      .Case([&](arith::SIToFPOp) { return castOp(Opc::SIToFP); })
+      .Case([&](arith::UIToFPOp) { return castOp(Opc::UIToFP); })
+      .Case([&](arith::FPToSIOp) { return castOp(Opc::FPToSI); })
+      .Case([&](arith::FPToUIOp) { return castOp(Opc::FPToUI); })
+      .Case([&](arith::ExtSIOp) { return castOp(Opc::ExtSI); })
+      .Case([&](arith::ExtUIOp) { return castOp(Opc::ExtUI); })
+      .Case([&](arith::TruncIOp) { return castOp(Opc::TruncI); })
+      .Case([&](arith::IndexCastOp) { return castOp(Opc::IndexCast); })
+      .Case([&](arith::IndexCastUIOp) { return castOp(Opc::IndexCastUI); })
+      .Case([&](arith::BitcastOp b) -> LogicalResult {
+        bool srcF = static_cast<bool>(getFKind(b.getIn().getType()));
+        bool dstF = static_cast<bool>(getFKind(b.getType()));
+        return castOp(srcF   ? (dstF ? Opc::BitcastFToF : Opc::BitcastFToI)
+                      : dstF ? Opc::BitcastIToF
+                             : Opc::BitcastIToI);
+      })
+      // math
+      .Case([&](math::Exp2Op) { return floatOp(Opc::Exp2); })
+      .Case([&](math::ExpOp) { return floatOp(Opc::Exp); })
+      .Case([&](math::LogOp) { return floatOp(Opc::Log); })
+      .Case([&](math::Log2Op) { return floatOp(Opc::Log2); })
+      .Case([&](math::SqrtOp) { return floatOp(Opc::Sqrt); })
+      .Case([&](math::RsqrtOp) { return floatOp(Opc::Rsqrt); })
+      .Case([&](math::AbsFOp) { return floatOp(Opc::AbsF); })
+      .Case([&](math::FmaOp) { return floatOp(Opc::Fma); })
+      .Case([&](math::FloorOp) { return floatOp(Opc::Floor); })
+      .Case([&](math::CeilOp) { return floatOp(Opc::Ceil); })
+      .Case([&](math::TanhOp) { return floatOp(Opc::Tanh); })
+      .Case([&](LLVM::CallIntrinsicOp c) -> LogicalResult {
+        StringRef name = c.getIntrin();
+        std::optional<std::pair<Opc, bool>> kind =
+            llvm::StringSwitch<std::optional<std::pair<Opc, bool>>>(name)
+                .Cases({"llvm.nvvm.ex2.approx.f32", "llvm.nvvm.ex2.approx.f"},
+                       std::make_pair(Opc::Ex2Approx, false))
+                .Cases({"llvm.nvvm.ex2.approx.ftz.f32",
+                        "llvm.nvvm.ex2.approx.ftz.f"},
+                       std::make_pair(Opc::Ex2Approx, true))
+                .Cases({"llvm.nvvm.lg2.approx.f", "llvm.nvvm.lg2.approx.f32"},
+                       std::make_pair(Opc::Lg2Approx, false))
+                .Cases({"llvm.nvvm.lg2.approx.ftz.f",
+                        "llvm.nvvm.lg2.approx.ftz.f32"},
+                       std::make_pair(Opc::Lg2Approx, true))
+                .Default(std::nullopt);
+        if (!kind)
+          return unsupported("intrinsic '" + name +
+                             "' (supported: llvm.nvvm.ex2.approx[.ftz].f32, "
+                             "llvm.nvvm.lg2.approx[.ftz].f)");
+        if (c.getNumOperands() != 1 || c.getNumResults() != 1 ||
+            !c.getOperand(0).getType().isF32() ||
+            !c.getResult(0).getType().isF32())
+          return unsupported("expected (f32) -> f32");
+        I.opc = kind->first;
+        I.flag = kind->second;
+        I.fk = FKind::F32;
+        return success();
+      })
+      // gpu
+      .Case([&](gpu::ThreadIdOp o) {
+        I.opc = Opc::ThreadId;
+        I.imm = static_cast<int64_t>(o.getDimension());
+        return success();
+      })
+      .Case([&](gpu::BlockIdOp o) {
+        I.opc = Opc::BlockId;
+        I.imm = static_cast<int64_t>(o.getDimension());
+        return success();
+      })
+      .Case([&](gpu::BlockDimOp o) {
+        I.opc = Opc::BlockDim;
+        I.imm = static_cast<int64_t>(o.getDimension());
+        return success();
+      })
+      .Case([&](gpu::GridDimOp o) {
+        I.opc = Opc::GridDim;
+        I.imm = static_cast<int64_t>(o.getDimension());
+        return success();
+      })
+      .Case([&](gpu::LaneIdOp) {
+        I.opc = Opc::LaneId;
+        return success();
+      })
+      .Case([&](gpu::BarrierOp) {
+        I.opc = Opc::Barrier;
+        return success();
+      })
+      .Case([&](gpu::ShuffleOp s) -> LogicalResult {
+        if (failed(checkScalars()))
+          return failure();
+        I.opc = Opc::Shuffle;
+        I.imm = static_cast<int64_t>(s.getMode());
+        return success();
+      })
+      .Case([&](gpu::LaunchFuncOp l) -> LogicalResult {
+        if (!l.getAsyncDependencies().empty() || l.getAsyncToken() ||
+            l.getAsyncObject())
+          return unsupported("asynchronous launches");
+        if (l.hasClusterSize())
+          return unsupported("thread block clusters");
+        if (l.getDynamicSharedMemorySize())
+          return unsupported("dynamic shared memory");
+        I.opc = Opc::LaunchFunc;
+        return success();
+      })
+      // memref
+      .Case([&](memref::GetGlobalOp g) -> LogicalResult {
+        auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+            op, g.getNameAttr());
+        if (!global)
+          return op->emitOpError() << "refers to an unknown global";
+        MemRefType type = global.getType();
+        if (!fn.isKernel || !isWorkgroupSpace(type.getMemorySpace()))
+          return unsupported("only workgroup-memory globals (address space "
+                             "3) of a kernel");
+        if (!global.isUninitialized() && !global.isExternal())
+          return unsupported("initialized workgroup globals");
+        if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+            !getEKind(type.getElementType()))
+          return unsupported("global of type " +
+                             llvm::formatv("{0}", type).str());
+        auto [it, inserted] =
+            globalIndex.try_emplace(global, fn.sharedGlobals.size());
+        if (inserted)
+          fn.sharedGlobals.push_back(global);
+        I.opc = Opc::GetGlobal;
+        I.imm = it->second;
+        return success();
+      })
+      .Case([&](memref::LoadOp l) -> LogicalResult {
+        auto ek = getEKind(l.getMemRefType().getElementType());
+        if (!ek)
+          return unsupported("element type " +
+                             llvm::formatv("{0}", l.getType()).str());
+        I.opc = Opc::Load;
+        I.ek = *ek;
+        return success();
+      })
+      .Case([&](memref::StoreOp s) -> LogicalResult {
+        auto ek = getEKind(s.getMemRefType().getElementType());
+        if (!ek)
+          return unsupported(
+              "element type " +
+              llvm::formatv("{0}", s.getValueToStore().getType()).str());
+        I.opc = Opc::Store;
+        I.ek = *ek;
+        return success();
+      })
+      .Case([&](memref::DimOp) {
+        I.opc = Opc::Dim;
+        return success();
+      })
+      .Case([&](memref::CastOp c) -> LogicalResult {
+        if (!isa<MemRefType>(c.getType()))
+          return unsupported("unranked memrefs");
+        I.opc = Opc::MemRefAlias;
+        return success();
+      })
+      .Case([&](memref::AssumeAlignmentOp) {
+        I.opc = Opc::MemRefAlias;
+        return success();
+      })
+      // scf
+      .Case([&](scf::ForOp f) -> LogicalResult {
+        I.opc = Opc::For;
+        I.w = getIntWidth(f.getInductionVar().getType());
+        I.flag = f.getUnsignedCmp();
+        for (Type t : f.getResultTypes())
+          if (failed(checkScalarType(op, t)))
+            return failure();
+        I.r0 = std::make_unique<CRegion>();
+        return compileRegion(f.getRegion(), *I.r0);
+      })
+      .Case([&](scf::IfOp i) -> LogicalResult {
+        I.opc = Opc::If;
+        for (Type t : i.getResultTypes())
+          if (failed(checkScalarType(op, t)))
+            return failure();
+        I.r0 = std::make_unique<CRegion>();
+        if (failed(compileRegion(i.getThenRegion(), *I.r0)))
+          return failure();
+        if (!i.getElseRegion().empty()) {
+          I.r1 = std::make_unique<CRegion>();
+          if (failed(compileRegion(i.getElseRegion(), *I.r1)))
+            return failure();
+        }
+        return success();
+      })
+      .Default([&](Operation *) { return unsupported(""); });
+}
+
+//===----------------------------------------------------------------------===//
+// Runtime state
+//===----------------------------------------------------------------------===//
+
+/// Per-element access record of the race and initialization checks.
+struct Shadow {
+  /// Barrier interval of the last write, and of the reads recorded.
+  uint32_t wEpoch = 0, rEpoch = 0;
+  /// Launch of the last write (global memory).
+  uint32_t wLaunch = 0;
+  /// Thread (in its block) of the last write; up to two readers of the
+  /// current interval from different warps.
+  int32_t wThread = -1, r0 = -1, r1 = -1;
+  /// Linear block index of the last write.
+  int64_t wBlock = -1;
+  Operation *wOp = nullptr, *r0Op = nullptr, *r1Op = nullptr;
+};
+
+/// Storage of one memref: a host buffer or a block's workgroup buffer.
+struct Buffer {
+  std::string name;
+  Type type;
+  EKind ek = EKind::F32;
+  char *data = nullptr;
+  int64_t numElements = 0;
+  bool shared = false;
+  std::vector<char> storage;
+  std::vector<Shadow> shadow;
+  uint8_t *writtenMask = nullptr;
+
+  void poison() {
+    size_t size = getEKindSize(ek);
+    uint64_t pattern;
+    switch (ek) {
+    case EKind::F16:
+    case EKind::BF16:
+      pattern = 0x7FFF; // NaN
+      break;
+    case EKind::F32:
+      pattern = 0x7FFFFFFF; // NaN
+      break;
+    case EKind::F64:
+      pattern = 0x7FFFFFFFFFFFFFFFull; // NaN
+      break;
+    default:
+      pattern = 0xA5A5A5A5A5A5A5A5ull;
+      break;
+    }
+    for (int64_t i = 0; i < numElements; ++i)
+      std::memcpy(data + i * size, &pattern, size);
+  }
+};
+
+/// A memref value: its buffer and descriptor.
+struct MemRefVal {
+  Buffer *buf = nullptr;
+  int64_t offset = 0;
+  SmallVector<int64_t, 4> sizes, strides;
+};
+
+/// The execution state of one block (or of the host function: one thread).
+struct Frame {
+  const CFunction *fn = nullptr;
+  unsigned numThreads = 1;
+  std::vector<Slot> regs;
+  std::vector<MemRefVal> mems;
+  std::array<int64_t, 3> blockId{0, 0, 0}, gridDim{1, 1, 1}, blockDim{1, 1, 1};
+  int64_t blockLinear = 0;
+  uint32_t blockStartEpoch = 0;
+  std::vector<std::unique_ptr<Buffer>> sharedBufs, attribBufs;
+  std::vector<uint8_t> mark;
+  uint64_t threadOps = 0;
+
+  Slot *reg(uint32_t slot) {
+    return &regs[static_cast<size_t>(slot) * numThreads];
+  }
+};
+
+std::string formatIndex(ArrayRef<int64_t> idx) {
+  std::string s = "[";
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(idx, os);
+  os << "]";
+  return s;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// InterpreterImpl
+//===----------------------------------------------------------------------===//
+
+namespace mlir {
+namespace fa {
+
+class InterpreterImpl {
+public:
+  InterpreterImpl(ModuleOp module, InterpreterOptions options)
+      : module(module), opts(options), rng(options.seed) {}
+
+  FailureOr<const CFunction *> getCompiled(Operation *funcOp);
+  LogicalResult compileReachable(func::FuncOp host);
+  LogicalResult runHost(func::FuncOp host, ArrayRef<HostMemRef> args);
+  LogicalResult launch(Operation *launchOp, const CFunction &kernel,
+                       std::array<int64_t, 3> grid,
+                       std::array<int64_t, 3> block,
+                       ArrayRef<MemRefVal> memArgs, ArrayRef<Slot> scalarArgs);
+  LogicalResult finish(Location loc);
+  FailureOr<std::vector<MemRefVal>> bindHostArgs(Operation *funcOp,
+                                                 ArrayRef<Type> argTypes,
+                                                 ArrayRef<HostMemRef> args);
+
+  LogicalResult exec(Frame &f, const CRegion &region, ArrayRef<int32_t> act);
+  LogicalResult execInstr(Frame &f, const Instr &I, ArrayRef<int32_t> act);
+  LogicalResult execMemory(Frame &f, const Instr &I, ArrayRef<int32_t> act);
+  LogicalResult execShuffle(Frame &f, const Instr &I, ArrayRef<int32_t> act);
+
+  std::string describeThread(const Frame &f, int32_t t) const {
+    std::string s = formatv("thread {0}", t).str();
+    if (f.fn->isKernel)
+      s += formatv(" (warp {0}, lane {1}) of block ({2}, {3}, {4})", t / 32,
+                   t % 32, f.blockId[0], f.blockId[1], f.blockId[2])
+               .str();
+    return s;
+  }
+  std::string describeBlock(int64_t linear, const Frame &f) const {
+    int64_t gx = f.gridDim[0], gy = f.gridDim[1];
+    return formatv("({0}, {1}, {2})", linear % gx, (linear / gx) % gy,
+                   linear / (gx * gy))
+        .str();
+  }
+
+  /// Records an access for the checks; reports what they find.
+  void checkRead(Frame &f, const Instr &I, Buffer &buf, int64_t lin, int32_t t,
+                 ArrayRef<int64_t> idx);
+  void checkWrite(Frame &f, const Instr &I, Buffer &buf, int64_t lin, int32_t t,
+                  ArrayRef<int64_t> idx);
+  /// Reports one finding unless the same pair of ops was reported already
+  /// or the report budget is spent.
+  void report(int kind, Operation *second, Operation *first,
+              llvm::function_ref<std::string()> message,
+              llvm::function_ref<std::string()> note);
+
+  ModuleOp module;
+  InterpreterOptions opts;
+  InterpreterStats stats;
+  std::mt19937_64 rng;
+  DenseMap<Operation *, std::unique_ptr<CFunction>> compiled;
+  DenseSet<std::tuple<int, Operation *, Operation *>> reported;
+  unsigned reportsPrinted = 0;
+  uint32_t epoch = 0;
+  uint32_t launchId = 0;
+  /// The buffers of the host function's arguments.
+  std::vector<std::unique_ptr<Buffer>> hostBuffers;
+};
+
+} // namespace fa
+} // namespace mlir
+
+FailureOr<const CFunction *> InterpreterImpl::getCompiled(Operation *funcOp) {
+  auto it = compiled.find(funcOp);
+  if (it != compiled.end())
+    return static_cast<const CFunction *>(it->second.get());
+  auto fn = std::make_unique<CFunction>();
+  Compiler compiler(*fn);
+  LogicalResult result = failure();
+  if (auto gpuFunc = dyn_cast<gpu::GPUFuncOp>(funcOp)) {
+    if (!gpuFunc.isKernel()) {
+      funcOp->emitOpError() << "is not a kernel";
+      return failure();
+    }
+    fn->isKernel = true;
+    result = compiler.compileFunction(funcOp, gpuFunc.getBody());
+  } else if (auto func = dyn_cast<func::FuncOp>(funcOp)) {
+    if (func.isExternal()) {
+      funcOp->emitOpError() << "has no body";
+      return failure();
+    }
+    result = compiler.compileFunction(funcOp, func.getBody());
+  } else {
+    funcOp->emitOpError() << "is neither a func.func nor a gpu.func kernel";
+    return failure();
+  }
+  if (failed(result))
+    return failure();
+  const CFunction *ptr = fn.get();
+  compiled[funcOp] = std::move(fn);
+  return ptr;
+}
+
+LogicalResult InterpreterImpl::compileReachable(func::FuncOp host) {
+  if (failed(getCompiled(host)))
+    return failure();
+  WalkResult walk = host.walk([&](gpu::LaunchFuncOp launchOp) {
+    Operation *kernel =
+        SymbolTable::lookupNearestSymbolFrom(launchOp, launchOp.getKernel());
+    if (!kernel) {
+      launchOp.emitOpError()
+          << "refers to an unknown kernel " << launchOp.getKernel();
+      return WalkResult::interrupt();
+    }
+    if (failed(getCompiled(kernel)))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+FailureOr<std::vector<MemRefVal>>
+InterpreterImpl::bindHostArgs(Operation *funcOp, ArrayRef<Type> argTypes,
+                              ArrayRef<HostMemRef> args) {
+  if (args.size() != argTypes.size()) {
+    funcOp->emitOpError() << "takes " << argTypes.size() << " arguments, "
+                          << args.size() << " given";
+    return failure();
+  }
+  std::vector<MemRefVal> vals;
+  for (auto [i, type, arg] : llvm::enumerate(argTypes, args)) {
+    auto mt = dyn_cast<MemRefType>(type);
+    std::optional<EKind> ek = mt ? getEKind(mt.getElementType()) : std::nullopt;
+    if (!ek) {
+      funcOp->emitOpError()
+          << "argument " << i << " has type " << type
+          << "; the fa interpreter takes memrefs of scalars only";
+      return failure();
+    }
+    auto fail = [&](const Twine &msg) {
+      funcOp->emitOpError() << "argument " << i << " (" << arg.name << ", "
+                            << type << "): " << msg;
+      return failure();
+    };
+    if (static_cast<int64_t>(arg.sizes.size()) != mt.getRank() ||
+        arg.strides.size() != arg.sizes.size())
+      return fail("the descriptor has rank " + Twine(arg.sizes.size()));
+    SmallVector<int64_t> typeStrides;
+    int64_t typeOffset;
+    if (failed(mt.getStridesAndOffset(typeStrides, typeOffset)))
+      return fail("the layout is not strided");
+    int64_t last = arg.offset;
+    bool empty = false;
+    for (int64_t d = 0; d < mt.getRank(); ++d) {
+      if (!mt.isDynamicDim(d) && mt.getDimSize(d) != arg.sizes[d])
+        return fail(formatv("size {0} of dim {1} does not match the type",
+                            arg.sizes[d], d)
+                        .str());
+      if (!ShapedType::isDynamic(typeStrides[d]) &&
+          typeStrides[d] != arg.strides[d] && arg.sizes[d] > 1)
+        return fail(formatv("stride {0} of dim {1} does not match the type",
+                            arg.strides[d], d)
+                        .str());
+      if (arg.sizes[d] < 0)
+        return fail("negative size");
+      if (arg.sizes[d] == 0)
+        empty = true;
+      else
+        last += (arg.sizes[d] - 1) * arg.strides[d];
+    }
+    if (!empty &&
+        (arg.offset < 0 || last >= arg.numElements || last < 0 || !arg.data))
+      return fail("the descriptor reaches past the " + Twine(arg.numElements) +
+                  " elements of the buffer");
+    auto buf = std::make_unique<Buffer>();
+    buf->name = arg.name.empty() ? ("argument " + Twine(i)).str() : arg.name;
+    buf->type = type;
+    buf->ek = *ek;
+    buf->data = static_cast<char *>(arg.data);
+    buf->numElements = arg.numElements;
+    buf->writtenMask = arg.writtenMask;
+    MemRefVal v;
+    v.buf = buf.get();
+    v.offset = arg.offset;
+    v.sizes.assign(arg.sizes.begin(), arg.sizes.end());
+    v.strides.assign(arg.strides.begin(), arg.strides.end());
+    vals.push_back(std::move(v));
+    hostBuffers.push_back(std::move(buf));
+  }
+  return vals;
+}
+
+LogicalResult InterpreterImpl::runHost(func::FuncOp host,
+                                       ArrayRef<HostMemRef> args) {
+  if (failed(compileReachable(host)))
+    return failure();
+  const CFunction *fn = *getCompiled(host);
+  FailureOr<std::vector<MemRefVal>> vals =
+      bindHostArgs(host, fn->argTypes, args);
+  if (failed(vals))
+    return failure();
+  Frame f;
+  f.fn = fn;
+  f.numThreads = 1;
+  f.regs.assign(fn->numSlots, Slot{0});
+  f.mems.resize(fn->numSlots);
+  for (auto [slot, val] : llvm::zip(fn->body.args, *vals))
+    f.mems[slot] = val;
+  int32_t thread0 = 0;
+  if (failed(exec(f, fn->body, ArrayRef<int32_t>(thread0))))
+    return failure();
+  return finish(host.getLoc());
+}
+
+LogicalResult InterpreterImpl::finish(Location loc) {
+  if (stats.races || stats.uninitializedReads) {
+    InFlightDiagnostic d = emitError(loc);
+    d << "the fa interpreter found ";
+    if (stats.races)
+      d << stats.races << " racing accesses";
+    if (stats.races && stats.uninitializedReads)
+      d << " and ";
+    if (stats.uninitializedReads)
+      d << stats.uninitializedReads
+        << " reads of uninitialized workgroup memory";
+    d << " (" << reportsPrinted << " reported)";
+    return failure();
+  }
+  return success();
+}
+
+LogicalResult InterpreterImpl::launch(Operation *launchOp,
+                                      const CFunction &kernel,
+                                      std::array<int64_t, 3> grid,
+                                      std::array<int64_t, 3> block,
+                                      ArrayRef<MemRefVal> memArgs,
+                                      ArrayRef<Slot> scalarArgs) {
+  auto gpuFunc = cast<gpu::GPUFuncOp>(kernel.op);
+  // CUDA's limits; an empty grid launches nothing (as FARuntime does).
+  static constexpr int64_t gridLimits[3] = {2147483647, 65535, 65535};
+  for (int d = 0; d < 3; ++d) {
+    if (grid[d] < 0 || grid[d] > gridLimits[d] || block[d] < 1)
+      return launchOp->emitOpError()
+             << "launches a grid of (" << grid[0] << ", " << grid[1] << ", "
+             << grid[2] << ") blocks of (" << block[0] << ", " << block[1]
+             << ", " << block[2]
+             << ") threads; grid sizes must be in [0, 2^31 - 1] x [0, 65535] "
+                "x [0, 65535] and block sizes at least 1";
+  }
+  int64_t numThreads = block[0] * block[1] * block[2];
+  if (numThreads > 1024)
+    return launchOp->emitOpError() << "launches blocks of " << numThreads
+                                   << " threads; at most 1024 are supported";
+  if (auto known = gpuFunc.getKnownBlockSizeAttr()) {
+    ArrayRef<int32_t> k = known.asArrayRef();
+    for (int d = 0; d < 3 && d < static_cast<int>(k.size()); ++d)
+      if (k[d] != block[d])
+        return launchOp->emitOpError()
+               << "launches " << gpuFunc.getName() << " with block size ("
+               << block[0] << ", " << block[1] << ", " << block[2]
+               << ") but the kernel's known_block_size is (" << k << ")";
+  }
+  ++stats.launches;
+  ++launchId;
+
+  Frame f;
+  f.fn = &kernel;
+  f.numThreads = static_cast<unsigned>(numThreads);
+  f.regs.assign(static_cast<size_t>(kernel.numSlots) * numThreads, Slot{0});
+  f.mems.resize(kernel.numSlots);
+  f.gridDim = grid;
+  f.blockDim = block;
+  f.mark.assign(numThreads, 0);
+  // Kernel arguments.
+  unsigned memIdx = 0, scalarIdx = 0;
+  for (auto [slot, type] : llvm::zip(kernel.body.args, kernel.argTypes)) {
+    if (isa<MemRefType>(type)) {
+      f.mems[slot] = memArgs[memIdx++];
+    } else {
+      Slot v = scalarArgs[scalarIdx++];
+      Slot *r = f.reg(slot);
+      std::fill(r, r + numThreads, v);
+    }
+  }
+  // Workgroup buffers, one per global and attribution.
+  auto makeShared = [&](std::string name, MemRefType type) {
+    auto buf = std::make_unique<Buffer>();
+    buf->name = std::move(name);
+    buf->type = type;
+    buf->ek = *getEKind(type.getElementType());
+    buf->numElements = type.getNumElements();
+    buf->shared = true;
+    buf->storage.assign(
+        static_cast<size_t>(buf->numElements) * getEKindSize(buf->ek) + 8, 0);
+    buf->data = buf->storage.data();
+    buf->shadow.resize(buf->numElements);
+    return buf;
+  };
+  auto describe = [](MemRefType type, Buffer *buf) {
+    MemRefVal v;
+    v.buf = buf;
+    v.sizes.assign(type.getShape().begin(), type.getShape().end());
+    int64_t offset;
+    SmallVector<int64_t> strides;
+    (void)type.getStridesAndOffset(strides, offset);
+    v.strides.assign(strides.begin(), strides.end());
+    v.offset = offset;
+    return v;
+  };
+  for (memref::GlobalOp g : kernel.sharedGlobals)
+    f.sharedBufs.push_back(
+        makeShared(("@" + g.getSymName()).str(), g.getType()));
+  for (auto [i, attrib] : llvm::enumerate(kernel.workgroupAttribs)) {
+    f.attribBufs.push_back(
+        makeShared(("workgroup attribution " + Twine(i)).str(), attrib.second));
+    f.mems[attrib.first] = describe(attrib.second, f.attribBufs.back().get());
+  }
+
+  std::vector<int32_t> all(numThreads);
+  for (int32_t t = 0; t < numThreads; ++t)
+    all[t] = t;
+  for (int64_t z = 0; z < grid[2]; ++z) {
+    for (int64_t y = 0; y < grid[1]; ++y) {
+      for (int64_t x = 0; x < grid[0]; ++x) {
+        f.blockId = {x, y, z};
+        f.blockLinear = x + grid[0] * (y + grid[1] * z);
+        f.blockStartEpoch = ++epoch;
+        f.threadOps = 0;
+        for (auto &buf : f.sharedBufs)
+          buf->poison();
+        for (auto &buf : f.attribBufs)
+          buf->poison();
+        ++stats.blocks;
+        if (failed(exec(f, kernel.body, all)))
+          return failure();
+      }
+    }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Execution
+//===----------------------------------------------------------------------===//
+
+LogicalResult InterpreterImpl::exec(Frame &f, const CRegion &region,
+                                    ArrayRef<int32_t> act) {
+  for (const Instr &I : region.body) {
+    ++stats.ops;
+    stats.threadOps += act.size();
+    f.threadOps += act.size();
+    if (f.threadOps > opts.maxThreadOpsPerBlock)
+      return I.op->emitOpError() << "exceeds the interpreter's limit of "
+                                 << opts.maxThreadOpsPerBlock
+                                 << " thread-ops per block (a runaway loop?)";
+    if (failed(execInstr(f, I, act)))
+      return failure();
+  }
+  return success();
+}
+
+namespace {
+
+double maximumF(double a, double b) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::numeric_limits<double>::quiet_NaN();
+  if (a == 0 && b == 0)
+    return std::signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+
+double minimumF(double a, double b) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::numeric_limits<double>::quiet_NaN();
+  if (a == 0 && b == 0)
+    return std::signbit(a) ? a : b;
+  return a < b ? a : b;
+}
+
+double maxNumF(double a, double b) {
+  if (std::isnan(a))
+    return b;
+  if (std::isnan(b))
+    return a;
+  return maximumF(a, b);
+}
+
+double minNumF(double a, double b) {
+  if (std::isnan(a))
+    return b;
+  if (std::isnan(b))
+    return a;
+  return minimumF(a, b);
+}
+
+bool cmpF(arith::CmpFPredicate p, double a, double b) {
+  bool unord = std::isnan(a) || std::isnan(b);
+  using P = arith::CmpFPredicate;
+  switch (p) {
+  case P::AlwaysFalse:
+    return false;
+  case P::OEQ:
+    return !unord && a == b;
+  case P::OGT:
+    return !unord && a > b;
+  case P::OGE:
+    return !unord && a >= b;
+  case P::OLT:
+    return !unord && a < b;
+  case P::OLE:
+    return !unord && a <= b;
+  case P::ONE:
+    return !unord && a != b;
+  case P::ORD:
+    return !unord;
+  case P::UEQ:
+    return unord || a == b;
+  case P::UGT:
+    return unord || a > b;
+  case P::UGE:
+    return unord || a >= b;
+  case P::ULT:
+    return unord || a < b;
+  case P::ULE:
+    return unord || a <= b;
+  case P::UNE:
+    return unord || a != b;
+  case P::UNO:
+    return unord;
+  case P::AlwaysTrue:
+    return true;
+  }
+  return false;
+}
+
+bool cmpI(arith::CmpIPredicate p, int64_t a, int64_t b, unsigned w) {
+  using P = arith::CmpIPredicate;
+  uint64_t ua = zext(a, w), ub = zext(b, w);
+  switch (p) {
+  case P::eq:
+    return a == b;
+  case P::ne:
+    return a != b;
+  case P::slt:
+    return a < b;
+  case P::sle:
+    return a <= b;
+  case P::sgt:
+    return a > b;
+  case P::sge:
+    return a >= b;
+  case P::ult:
+    return ua < ub;
+  case P::ule:
+    return ua <= ub;
+  case P::ugt:
+    return ua > ub;
+  case P::uge:
+    return ua >= ub;
+  }
+  return false;
+}
+
+/// Applies a math function in the op's precision: float's for f16, bf16 and
+/// f32 (rounded to the type afterwards), double's for f64.
+template <typename FF, typename DF>
+inline double mathF(FKind k, double x, FF ff, DF df) {
+  if (k == FKind::F64)
+    return df(x);
+  return roundF(k, static_cast<double>(ff(static_cast<float>(x))));
+}
+
+double loadElem(const char *p, EKind k) {
+  switch (k) {
+  case EKind::F16: {
+    uint16_t b;
+    std::memcpy(&b, p, 2);
+    return getHalfTable()[b];
+  }
+  case EKind::BF16: {
+    uint16_t b;
+    std::memcpy(&b, p, 2);
+    uint32_t w = static_cast<uint32_t>(b) << 16;
+    float v;
+    std::memcpy(&v, &w, 4);
+    return v;
+  }
+  case EKind::F32: {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case EKind::F64: {
+    double v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  default:
+    return 0;
+  }
+}
+
+int64_t loadInt(const char *p, EKind k) {
+  switch (k) {
+  case EKind::I1:
+    return *p ? -1 : 0;
+  case EKind::I8:
+    return static_cast<int8_t>(*p);
+  case EKind::I16: {
+    int16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+  }
+  case EKind::I32: {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case EKind::I64: {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  default:
+    return 0;
+  }
+}
+
+void storeElem(char *p, EKind k, Slot v) {
+  switch (k) {
+  case EKind::F16: {
+    uint16_t b = doubleToHalfBits(v.f);
+    std::memcpy(p, &b, 2);
+    return;
+  }
+  case EKind::BF16: {
+    uint16_t b = doubleToBFloat16Bits(v.f);
+    std::memcpy(p, &b, 2);
+    return;
+  }
+  case EKind::F32: {
+    float x = static_cast<float>(v.f);
+    std::memcpy(p, &x, 4);
+    return;
+  }
+  case EKind::F64:
+    std::memcpy(p, &v.f, 8);
+    return;
+  case EKind::I1:
+    *p = v.i ? 1 : 0;
+    return;
+  case EKind::I8:
+    *p = static_cast<char>(v.i);
+    return;
+  case EKind::I16: {
+    int16_t x = static_cast<int16_t>(v.i);
+    std::memcpy(p, &x, 2);
+    return;
+  }
+  case EKind::I32: {
+    int32_t x = static_cast<int32_t>(v.i);
+    std::memcpy(p, &x, 4);
+    return;
+  }
+  case EKind::I64:
+    std::memcpy(p, &v.i, 8);
+    return;
+  }
+}
+
+double bitsToFloat(uint64_t bits, FKind k) {
+  switch (k) {
+  case FKind::F16:
+    return halfBitsToDouble(static_cast<uint16_t>(bits));
+  case FKind::BF16:
+    return bfloat16BitsToDouble(static_cast<uint16_t>(bits));
+  case FKind::F32: {
+    uint32_t b = static_cast<uint32_t>(bits);
+    float v;
+    std::memcpy(&v, &b, 4);
+    return v;
+  }
+  case FKind::F64: {
+    double v;
+    std::memcpy(&v, &bits, 8);
+    return v;
+  }
+  }
+  return 0;
+}
+
+uint64_t floatToBits(double x, FKind k) {
+  switch (k) {
+  case FKind::F16:
+    return doubleToHalfBits(x);
+  case FKind::BF16:
+    return doubleToBFloat16Bits(x);
+  case FKind::F32: {
+    float v = static_cast<float>(x);
+    uint32_t b;
+    std::memcpy(&b, &v, 4);
+    return b;
+  }
+  case FKind::F64: {
+    uint64_t b;
+    std::memcpy(&b, &x, 8);
+    return b;
+  }
+  }
+  return 0;
+}
+
+/// Converts a float to a w-bit integer rounding toward zero; NaN and
+/// out-of-range values (poison in LLVM) saturate.
+int64_t fpToInt(double x, unsigned w, bool isSigned) {
+  if (std::isnan(x))
+    return 0;
+  double t = std::trunc(x);
+  if (isSigned) {
+    double lo = -std::ldexp(1.0, static_cast<int>(w) - 1);
+    double hi = std::ldexp(1.0, static_cast<int>(w) - 1);
+    if (t < lo)
+      return sext(static_cast<int64_t>(uint64_t(1) << (w - 1)), w);
+    if (t >= hi)
+      return sext(static_cast<int64_t>((uint64_t(1) << (w - 1)) - 1), w);
+    return static_cast<int64_t>(t);
+  }
+  if (t <= 0)
+    return 0;
+  double hi = std::ldexp(1.0, static_cast<int>(w));
+  if (t >= hi)
+    return -1;
+  return sext(static_cast<int64_t>(static_cast<uint64_t>(t)), w);
+}
+
+} // namespace
+
+LogicalResult InterpreterImpl::execInstr(Frame &f, const Instr &I,
+                                         ArrayRef<int32_t> act) {
+  auto R = [&](uint32_t s) { return f.reg(s); };
+  const unsigned w = I.w;
+
+#define FA_INT_BINOP(EXPR)                                                     \
+  {                                                                            \
+    const Slot *A = R(I.in[0]), *B = R(I.in[1]);                               \
+    Slot *Res = R(I.out[0]);                                                   \
+    for (int32_t t : act) {                                                    \
+      int64_t x = A[t].i, y = B[t].i;                                          \
+      uint64_t ux = zext(x, w), uy = zext(y, w);                               \
+      (void)ux;                                                                \
+      (void)uy;                                                                \
+      Res[t].i = sext(static_cast<int64_t>(EXPR), w);                          \
+    }                                                                          \
+    return success();                                                          \
+  }
+#define FA_FLOAT_BINOP(EXPR)                                                   \
+  {                                                                            \
+    const Slot *A = R(I.in[0]), *B = R(I.in[1]);                               \
+    Slot *Res = R(I.out[0]);                                                   \
+    const FKind k = I.fk;                                                      \
+    for (int32_t t : act) {                                                    \
+      double x = A[t].f, y = B[t].f;                                           \
+      Res[t].f = roundF(k, (EXPR));                                            \
+    }                                                                          \
+    return success();                                                          \
+  }
+#define FA_FLOAT_UNOP(EXPR)                                                    \
+  {                                                                            \
+    const Slot *A = R(I.in[0]);                                                \
+    Slot *Res = R(I.out[0]);                                                   \
+    const FKind k = I.fk;                                                      \
+    (void)k;                                                                   \
+    for (int32_t t : act) {                                                    \
+      double x = A[t].f;                                                       \
+      Res[t].f = (EXPR);                                                       \
+    }                                                                          \
+    return success();                                                          \
+  }
+#define FA_CAST(EXPR)                                                          \
+  {                                                                            \
+    const Slot *A = R(I.in[0]);                                                \
+    for (int32_t t : act) {                                                    \
+      Slot a = A[t];                                                           \
+      (void)a;                                                                 \
+      EXPR;                                                                    \
+    }                                                                          \
+    return success();                                                          \
+  }
+
+  // Integer division: zero divisors (and signed overflow) are immediate
+  // undefined behavior, reported.
+  auto checkDivisor = [&](bool isSigned) -> LogicalResult {
+    const Slot *A = R(I.in[0]), *B = R(I.in[1]);
+    for (int32_t t : act) {
+      if (B[t].i == 0)
+        return I.op->emitOpError()
+               << "divides by zero in " << describeThread(f, t);
+      if (isSigned && w == 64 &&
+          A[t].i == std::numeric_limits<int64_t>::min() && B[t].i == -1)
+        return I.op->emitOpError()
+               << "overflows (INT64_MIN / -1) in " << describeThread(f, t);
+    }
+    return success();
+  };
+
+  switch (I.opc) {
+  case Opc::ConstI: {
+    Slot *Res = R(I.out[0]);
+    for (int32_t t : act)
+      Res[t].i = I.imm;
+    return success();
+  }
+  case Opc::ConstF: {
+    Slot *Res = R(I.out[0]);
+    for (int32_t t : act)
+      Res[t].f = I.fimm;
+    return success();
+  }
+  case Opc::AddI:
+    FA_INT_BINOP(ux + uy)
+  case Opc::SubI:
+    FA_INT_BINOP(ux - uy)
+  case Opc::MulI:
+    FA_INT_BINOP(ux * uy)
+  case Opc::DivSI:
+    if (failed(checkDivisor(true)))
+      return failure();
+    FA_INT_BINOP(x / y)
+  case Opc::DivUI:
+    if (failed(checkDivisor(false)))
+      return failure();
+    FA_INT_BINOP(ux / uy)
+  case Opc::RemSI:
+    if (failed(checkDivisor(true)))
+      return failure();
+    FA_INT_BINOP(x % y)
+  case Opc::RemUI:
+    if (failed(checkDivisor(false)))
+      return failure();
+    FA_INT_BINOP(ux % uy)
+  case Opc::CeilDivSI:
+    if (failed(checkDivisor(true)))
+      return failure();
+    FA_INT_BINOP((x / y) + ((x % y != 0) && ((x < 0) == (y < 0)) ? 1 : 0))
+  case Opc::CeilDivUI:
+    if (failed(checkDivisor(false)))
+      return failure();
+    FA_INT_BINOP(ux / uy + (ux % uy != 0 ? 1 : 0))
+  case Opc::FloorDivSI:
+    if (failed(checkDivisor(true)))
+      return failure();
+    FA_INT_BINOP((x / y) - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0))
+  case Opc::MinSI:
+    FA_INT_BINOP(std::min(x, y))
+  case Opc::MaxSI:
+    FA_INT_BINOP(std::max(x, y))
+  case Opc::MinUI:
+    FA_INT_BINOP(std::min(ux, uy))
+  case Opc::MaxUI:
+    FA_INT_BINOP(std::max(ux, uy))
+  case Opc::AndI:
+    FA_INT_BINOP(x & y)
+  case Opc::OrI:
+    FA_INT_BINOP(x | y)
+  case Opc::XOrI:
+    FA_INT_BINOP(x ^ y)
+  case Opc::ShLI:
+    FA_INT_BINOP(uy >= w ? 0 : ux << uy)
+  case Opc::ShRSI:
+    FA_INT_BINOP(uy >= w ? (x < 0 ? -1 : 0) : x >> uy)
+  case Opc::ShRUI:
+    FA_INT_BINOP(uy >= w ? 0 : ux >> uy)
+  case Opc::CmpI: {
+    const Slot *A = R(I.in[0]), *B = R(I.in[1]);
+    Slot *Res = R(I.out[0]);
+    auto p = static_cast<arith::CmpIPredicate>(I.imm);
+    for (int32_t t : act)
+      Res[t].i = cmpI(p, A[t].i, B[t].i, w) ? -1 : 0;
+    return success();
+  }
+  case Opc::AddF:
+    FA_FLOAT_BINOP(x + y)
+  case Opc::SubF:
+    FA_FLOAT_BINOP(x - y)
+  case Opc::MulF:
+    FA_FLOAT_BINOP(x * y)
+  case Opc::DivF:
+    FA_FLOAT_BINOP(x / y)
+  case Opc::RemF:
+    FA_FLOAT_BINOP(std::fmod(x, y))
+  case Opc::MaximumF:
+    FA_FLOAT_BINOP(maximumF(x, y))
+  case Opc::MinimumF:
+    FA_FLOAT_BINOP(minimumF(x, y))
+  case Opc::MaxNumF:
+    FA_FLOAT_BINOP(maxNumF(x, y))
+  case Opc::MinNumF:
+    FA_FLOAT_BINOP(minNumF(x, y))
+  case Opc::NegF:
+    FA_FLOAT_UNOP(-x)
+  case Opc::AbsF:
+    FA_FLOAT_UNOP(std::fabs(x))
+  case Opc::CmpF: {
+    const Slot *A = R(I.in[0]), *B = R(I.in[1]);
+    Slot *Res = R(I.out[0]);
+    auto p = static_cast<arith::CmpFPredicate>(I.imm);
+    for (int32_t t : act)
+      Res[t].i = cmpF(p, A[t].f, B[t].f) ? -1 : 0;
+    return success();
+  }
+  case Opc::Select: {
+    const Slot *C = R(I.in[0]), *A = R(I.in[1]), *B = R(I.in[2]);
+    Slot *Res = R(I.out[0]);
+    for (int32_t t : act)
+      Res[t] = C[t].i ? A[t] : B[t];
+    return success();
+  }
+  case Opc::ExtF:
+    FA_CAST(R(I.out[0])[t] = a)
+  case Opc::TruncF:
+    FA_CAST(R(I.out[0])[t].f = roundF(I.fk2, a.f))
+  case Opc::SIToFP:
+    FA_CAST(R(I.out[0])[t].f =
+                I.fk2 == FKind::F32
+                    ? static_cast<double>(static_cast<float>(a.i))
+                    : roundF(I.fk2, static_cast<double>(a.i)))
+  case Opc::UIToFP:
+    FA_CAST(R(I.out[0])[t].f =
+                I.fk2 == FKind::F32
+                    ? static_cast<double>(static_cast<float>(zext(a.i, I.w2)))
+                    : roundF(I.fk2, static_cast<double>(zext(a.i, I.w2))))
+  case Opc::FPToSI:
+    FA_CAST(R(I.out[0])[t].i = fpToInt(a.f, w, true))
+  case Opc::FPToUI:
+    FA_CAST(R(I.out[0])[t].i = fpToInt(a.f, w, false))
+  case Opc::ExtSI:
+    FA_CAST(R(I.out[0])[t].i = a.i)
+  case Opc::ExtUI:
+    FA_CAST(R(I.out[0])[t].i = sext(static_cast<int64_t>(zext(a.i, I.w2)), w))
+  case Opc::TruncI:
+  case Opc::IndexCast:
+  case Opc::BitcastIToI:
+    FA_CAST(R(I.out[0])[t].i = sext(a.i, w))
+  case Opc::IndexCastUI:
+    FA_CAST(R(I.out[0])[t].i =
+                w > I.w2 ? static_cast<int64_t>(zext(a.i, I.w2)) : sext(a.i, w))
+  case Opc::BitcastIToF:
+    FA_CAST(R(I.out[0])[t].f = bitsToFloat(zext(a.i, I.w2), I.fk2))
+  case Opc::BitcastFToF:
+    FA_CAST(R(I.out[0])[t].f = bitsToFloat(floatToBits(a.f, I.fk), I.fk2))
+  case Opc::BitcastFToI:
+    FA_CAST(R(I.out[0])[t].i =
+                sext(static_cast<int64_t>(floatToBits(a.f, I.fk)), w))
+  case Opc::Exp2:
+    FA_FLOAT_UNOP(mathF(k, x, ::exp2f, [](double v) { return std::exp2(v); }))
+  case Opc::Exp:
+    FA_FLOAT_UNOP(mathF(k, x, ::expf, [](double v) { return std::exp(v); }))
+  case Opc::Log:
+    FA_FLOAT_UNOP(mathF(k, x, ::logf, [](double v) { return std::log(v); }))
+  case Opc::Log2:
+    FA_FLOAT_UNOP(mathF(k, x, ::log2f, [](double v) { return std::log2(v); }))
+  case Opc::Sqrt:
+    FA_FLOAT_UNOP(roundF(k, std::sqrt(x)))
+  case Opc::Rsqrt:
+    FA_FLOAT_UNOP(roundF(k, 1.0 / std::sqrt(x)))
+  case Opc::Floor:
+    FA_FLOAT_UNOP(std::floor(x))
+  case Opc::Ceil:
+    FA_FLOAT_UNOP(std::ceil(x))
+  case Opc::Tanh:
+    FA_FLOAT_UNOP(mathF(k, x, ::tanhf, [](double v) { return std::tanh(v); }))
+  case Opc::Fma: {
+    const Slot *A = R(I.in[0]), *B = R(I.in[1]), *C = R(I.in[2]);
+    Slot *Res = R(I.out[0]);
+    for (int32_t t : act) {
+      if (I.fk == FKind::F32)
+        Res[t].f =
+            std::fma(static_cast<float>(A[t].f), static_cast<float>(B[t].f),
+                     static_cast<float>(C[t].f));
+      else
+        Res[t].f = roundF(I.fk, std::fma(A[t].f, B[t].f, C[t].f));
+    }
+    return success();
+  }
+  case Opc::Ex2Approx:
+  case Opc::Lg2Approx: {
+    const Slot *A = R(I.in[0]);
+    Slot *Res = R(I.out[0]);
+    bool ex2 = I.opc == Opc::Ex2Approx;
+    for (int32_t t : act) {
+      float x = static_cast<float>(A[t].f);
+      if (I.flag)
+        x = flushF32(x);
+      float y = ex2 ? ::exp2f(x) : ::log2f(x);
+      if (I.flag)
+        y = flushF32(y);
+      Res[t].f = y;
+    }
+    return success();
+  }
+  case Opc::ThreadId: {
+    Slot *Res = R(I.out[0]);
+    int64_t bx = f.blockDim[0], by = f.blockDim[1];
+    for (int32_t t : act)
+      Res[t].i = I.imm == 0   ? t % bx
+                 : I.imm == 1 ? (t / bx) % by
+                              : t / (bx * by);
+    return success();
+  }
+  case Opc::BlockId:
+  case Opc::BlockDim:
+  case Opc::GridDim: {
+    Slot *Res = R(I.out[0]);
+    const auto &src = I.opc == Opc::BlockId    ? f.blockId
+                      : I.opc == Opc::BlockDim ? f.blockDim
+                                               : f.gridDim;
+    for (int32_t t : act)
+      Res[t].i = src[I.imm];
+    return success();
+  }
+  case Opc::LaneId: {
+    Slot *Res = R(I.out[0]);
+    for (int32_t t : act)
+      Res[t].i = t % 32;
+    return success();
+  }
+  case Opc::Barrier: {
+    ++stats.barriers;
+    if (act.size() != f.numThreads) {
+      auto diag = I.op->emitOpError()
+                  << "reached by " << act.size() << " of the " << f.numThreads
+                  << " threads of block (" << f.blockId[0] << ", "
+                  << f.blockId[1] << ", " << f.blockId[2]
+                  << ") (a barrier in divergent code)";
+      // Name the first missing thread.
+      std::fill(f.mark.begin(), f.mark.end(), 0);
+      for (int32_t t : act)
+        f.mark[t] = 1;
+      for (unsigned t = 0; t < f.numThreads; ++t)
+        if (!f.mark[t]) {
+          diag << "; thread " << t << " is not there";
+          break;
+        }
+      return failure();
+    }
+    ++epoch;
+    return success();
+  }
+  case Opc::Shuffle:
+    return execShuffle(f, I, act);
+  case Opc::GetGlobal: {
+    Buffer *buf = f.sharedBufs[I.imm].get();
+    MemRefVal v;
+    v.buf = buf;
+    auto type = cast<MemRefType>(buf->type);
+    v.sizes.assign(type.getShape().begin(), type.getShape().end());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    (void)type.getStridesAndOffset(strides, offset);
+    v.strides.assign(strides.begin(), strides.end());
+    v.offset = offset;
+    f.mems[I.out[0]] = std::move(v);
+    return success();
+  }
+  case Opc::MemRefAlias:
+    f.mems[I.out[0]] = f.mems[I.in[0]];
+    return success();
+  case Opc::Dim: {
+    const MemRefVal &m = f.mems[I.in[0]];
+    const Slot *D = R(I.in[1]);
+    Slot *Res = R(I.out[0]);
+    for (int32_t t : act) {
+      int64_t d = D[t].i;
+      if (d < 0 || d >= static_cast<int64_t>(m.sizes.size()))
+        return I.op->emitOpError()
+               << "asks for dim " << d << " of a rank-" << m.sizes.size()
+               << " memref in " << describeThread(f, t);
+      Res[t].i = m.sizes[d];
+    }
+    return success();
+  }
+  case Opc::Load:
+  case Opc::Store:
+    return execMemory(f, I, act);
+  case Opc::For: {
+    const CRegion &body = *I.r0;
+    const Slot *LB = R(I.in[0]), *UB = R(I.in[1]), *ST = R(I.in[2]);
+    const size_t nIter = I.in.size() - 3;
+    Slot *IV = R(body.args[0]);
+    for (int32_t t : act) {
+      if (ST[t].i <= 0)
+        return I.op->emitOpError()
+               << "has step " << ST[t].i << " in " << describeThread(f, t)
+               << "; scf.for needs a positive step";
+      IV[t] = LB[t];
+    }
+    for (size_t k = 0; k < nIter; ++k) {
+      Slot *Arg = R(body.args[1 + k]);
+      const Slot *Init = R(I.in[3 + k]);
+      for (int32_t t : act)
+        Arg[t] = Init[t];
+    }
+    SmallVector<int32_t, 128> live;
+    SmallVector<Slot, 8> tmp(nIter);
+    const bool isUnsigned = I.flag;
+    while (true) {
+      live.clear();
+      for (int32_t t : act) {
+        bool in = isUnsigned ? zext(IV[t].i, w) < zext(UB[t].i, w)
+                             : IV[t].i < UB[t].i;
+        if (in)
+          live.push_back(t);
+      }
+      if (live.empty())
+        break;
+      if (failed(exec(f, body, live)))
+        return failure();
+      if (nIter) {
+        for (int32_t t : live) {
+          for (size_t k = 0; k < nIter; ++k)
+            tmp[k] = R(body.yields[k])[t];
+          for (size_t k = 0; k < nIter; ++k)
+            R(body.args[1 + k])[t] = tmp[k];
+        }
+      }
+      for (int32_t t : live)
+        IV[t].i =
+            sext(static_cast<int64_t>(zext(IV[t].i, w) + zext(ST[t].i, w)), w);
+      if (f.threadOps > opts.maxThreadOpsPerBlock)
+        return I.op->emitOpError() << "exceeds the interpreter's limit of "
+                                   << opts.maxThreadOpsPerBlock
+                                   << " thread-ops per block (a runaway loop?)";
+    }
+    for (size_t k = 0; k < nIter; ++k) {
+      const Slot *Arg = R(body.args[1 + k]);
+      Slot *Res = R(I.out[k]);
+      for (int32_t t : act)
+        Res[t] = Arg[t];
+    }
+    return success();
+  }
+  case Opc::If: {
+    const Slot *C = R(I.in[0]);
+    SmallVector<int32_t, 128> thenSet, elseSet;
+    for (int32_t t : act)
+      (C[t].i ? thenSet : elseSet).push_back(t);
+    auto runBranch = [&](const CRegion *region,
+                         ArrayRef<int32_t> set) -> LogicalResult {
+      if (set.empty() || !region)
+        return success();
+      if (failed(exec(f, *region, set)))
+        return failure();
+      for (auto [k, res] : llvm::enumerate(I.out)) {
+        const Slot *Y = R(region->yields[k]);
+        Slot *Res = R(res);
+        for (int32_t t : set)
+          Res[t] = Y[t];
+      }
+      return success();
+    };
+    if (failed(runBranch(I.r0.get(), thenSet)))
+      return failure();
+    return runBranch(I.r1.get(), elseSet);
+  }
+  case Opc::LaunchFunc: {
+    auto launchOp = cast<gpu::LaunchFuncOp>(I.op);
+    Operation *kernelOp =
+        SymbolTable::lookupNearestSymbolFrom(launchOp, launchOp.getKernel());
+    FailureOr<const CFunction *> kernel = getCompiled(kernelOp);
+    if (failed(kernel))
+      return failure();
+    // Operand slots follow the op's operand order.
+    auto slotOfOperand = [&](Value v) {
+      for (OpOperand &o : launchOp->getOpOperands())
+        if (o.get() == v)
+          return I.in[o.getOperandNumber()];
+      llvm_unreachable("not an operand");
+    };
+    auto sizeOf = [&](Value v) { return R(slotOfOperand(v))[act[0]].i; };
+    gpu::KernelDim3 g = launchOp.getGridSizeOperandValues();
+    gpu::KernelDim3 b = launchOp.getBlockSizeOperandValues();
+    std::array<int64_t, 3> grid{sizeOf(g.x), sizeOf(g.y), sizeOf(g.z)};
+    std::array<int64_t, 3> block{sizeOf(b.x), sizeOf(b.y), sizeOf(b.z)};
+    std::vector<MemRefVal> memArgs;
+    SmallVector<Slot> scalarArgs;
+    const CFunction &k = **kernel;
+    if (launchOp.getKernelOperands().size() != k.argTypes.size())
+      return I.op->emitOpError()
+             << "passes " << launchOp.getKernelOperands().size()
+             << " operands to a kernel of " << k.argTypes.size()
+             << " arguments";
+    for (Value v : launchOp.getKernelOperands()) {
+      if (isa<MemRefType>(v.getType()))
+        memArgs.push_back(f.mems[slotOfOperand(v)]);
+      else
+        scalarArgs.push_back(R(slotOfOperand(v))[act[0]]);
+    }
+    return launch(I.op, k, grid, block, memArgs, scalarArgs);
+  }
+  }
+#undef FA_INT_BINOP
+#undef FA_FLOAT_BINOP
+#undef FA_FLOAT_UNOP
+#undef FA_CAST
+  return I.op->emitOpError() << "has no interpreter implementation";
+}
+
+LogicalResult InterpreterImpl::execShuffle(Frame &f, const Instr &I,
+                                           ArrayRef<int32_t> act) {
+  const Slot *V = f.reg(I.in[0]), *Off = f.reg(I.in[1]),
+             *Width = f.reg(I.in[2]);
+  Slot *Res = f.reg(I.out[0]), *Valid = f.reg(I.out[1]);
+  // Every existing lane of each warp taking part must be active.
+  std::fill(f.mark.begin(), f.mark.end(), 0);
+  for (int32_t t : act)
+    f.mark[t] = 1;
+  for (int32_t t : act) {
+    int32_t base = t - t % 32;
+    int32_t end = std::min<int32_t>(base + 32, f.numThreads);
+    for (int32_t l = base; l < end; ++l)
+      if (!f.mark[l])
+        return I.op->emitOpError()
+               << "executed by lane " << t % 32 << " of warp " << t / 32
+               << " of block (" << f.blockId[0] << ", " << f.blockId[1] << ", "
+               << f.blockId[2] << ") while lane " << l % 32
+               << " of that warp is inactive; gpu.shuffle (shfl.sync with a "
+                  "full mask) needs all 32 lanes";
+    if (Width[t].i != 32)
+      return I.op->emitOpError()
+             << "has width " << Width[t].i << " in " << describeThread(f, t)
+             << "; the fa interpreter supports width 32 only";
+    if (Off[t].i < 0 || Off[t].i >= 32)
+      return I.op->emitOpError()
+             << "has offset " << Off[t].i << " in " << describeThread(f, t)
+             << "; it must be in [0, 32)";
+  }
+  auto mode = static_cast<gpu::ShuffleMode>(I.imm);
+  for (int32_t t : act) {
+    int32_t lane = t % 32, base = t - lane;
+    int32_t off = static_cast<int32_t>(Off[t].i);
+    int32_t j = lane;
+    bool valid = false;
+    switch (mode) {
+    case gpu::ShuffleMode::XOR:
+      j = lane ^ off;
+      valid = true;
+      break;
+    case gpu::ShuffleMode::IDX:
+      j = off;
+      valid = true;
+      break;
+    case gpu::ShuffleMode::DOWN:
+      j = lane + off;
+      valid = j <= 31;
+      break;
+    case gpu::ShuffleMode::UP:
+      j = lane - off;
+      valid = j >= 0;
+      break;
+    }
+    if (valid && base + j >= static_cast<int32_t>(f.numThreads))
+      valid = false;
+    Res[t] = valid ? V[base + j] : V[t];
+    Valid[t].i = valid ? -1 : 0;
+  }
+  return success();
+}
+
+void InterpreterImpl::report(int kind, Operation *second, Operation *first,
+                             llvm::function_ref<std::string()> message,
+                             llvm::function_ref<std::string()> note) {
+  if (!reported.insert({kind, second, first}).second)
+    return;
+  if (reportsPrinted >= opts.maxReports)
+    return;
+  ++reportsPrinted;
+  InFlightDiagnostic d = second->emitOpError() << message();
+  if (first)
+    d.attachNote(first->getLoc()) << note();
+}
+
+namespace {
+enum ReportKind { kRAW, kWAW, kWAR, kCrossBlock, kUninit };
+} // namespace
+
+void InterpreterImpl::checkRead(Frame &f, const Instr &I, Buffer &buf,
+                                int64_t lin, int32_t t, ArrayRef<int64_t> idx) {
+  Shadow &s = buf.shadow[lin];
+  auto where = [&]() {
+    return formatv("{0}{1} (element {2} of {3})", buf.name, formatIndex(idx),
+                   lin, buf.type)
+        .str();
+  };
+  if (buf.shared && opts.checkUninitializedShared &&
+      s.wEpoch < f.blockStartEpoch) {
+    ++stats.uninitializedReads;
+    report(
+        kUninit, I.op, nullptr,
+        [&] {
+          return formatv(
+                     "reads {0} in {1} before any thread of the block wrote "
+                     "it (uninitialized workgroup memory)",
+                     where(), describeThread(f, t))
+              .str();
+        },
+        [] { return std::string(); });
+  }
+  if (!opts.checkRaces)
+    return;
+  if (s.wEpoch == epoch && s.wThread != t) {
+    ++stats.races;
+    report(
+        kRAW, I.op, s.wOp,
+        [&] {
+          return formatv("race: {0} reads {1}, which thread {2} (warp {3}) "
+                         "wrote in the same barrier interval",
+                         describeThread(f, t), where(), s.wThread,
+                         s.wThread / 32)
+              .str();
+        },
+        [&] { return formatv("the write by thread {0}", s.wThread).str(); });
+  } else if (!buf.shared && s.wLaunch == launchId && s.wBlock >= 0 &&
+             s.wBlock != f.blockLinear) {
+    ++stats.races;
+    report(
+        kCrossBlock, I.op, s.wOp,
+        [&] {
+          return formatv(
+                     "race: {0} reads {1}, which block {2} wrote during the "
+                     "same launch",
+                     describeThread(f, t), where(), describeBlock(s.wBlock, f))
+              .str();
+        },
+        [&] {
+          return formatv("the write by block {0}", describeBlock(s.wBlock, f))
+              .str();
+        });
+  }
+  // Record the reader (up to two of different warps per interval).
+  if (s.rEpoch != epoch) {
+    s.rEpoch = epoch;
+    s.r0 = t;
+    s.r0Op = I.op;
+    s.r1 = -1;
+  } else if (s.r1 < 0 && s.r0 / 32 != t / 32) {
+    s.r1 = t;
+    s.r1Op = I.op;
+  }
+}
+
+void InterpreterImpl::checkWrite(Frame &f, const Instr &I, Buffer &buf,
+                                 int64_t lin, int32_t t,
+                                 ArrayRef<int64_t> idx) {
+  Shadow &s = buf.shadow[lin];
+  if (opts.checkRaces) {
+    auto where = [&]() {
+      return formatv("{0}{1} (element {2} of {3})", buf.name, formatIndex(idx),
+                     lin, buf.type)
+          .str();
+    };
+    if (s.wEpoch == epoch && s.wThread != t) {
+      ++stats.races;
+      report(
+          kWAW, I.op, s.wOp,
+          [&] {
+            return formatv(
+                       "race: {0} writes {1}, which thread {2} (warp {3}) also "
+                       "wrote in the same barrier interval",
+                       describeThread(f, t), where(), s.wThread, s.wThread / 32)
+                .str();
+          },
+          [&] {
+            return formatv("the other write, by thread {0}", s.wThread).str();
+          });
+    } else if (!buf.shared && s.wLaunch == launchId && s.wBlock >= 0 &&
+               s.wBlock != f.blockLinear) {
+      ++stats.races;
+      report(
+          kCrossBlock, I.op, s.wOp,
+          [&] {
+            return formatv("race: {0} writes {1}, which block {2} also wrote "
+                           "during the same launch",
+                           describeThread(f, t), where(),
+                           describeBlock(s.wBlock, f))
+                .str();
+          },
+          [&] {
+            return formatv("the write by block {0}", describeBlock(s.wBlock, f))
+                .str();
+          });
+    }
+    if (s.rEpoch == epoch) {
+      int32_t other = -1;
+      Operation *otherOp = nullptr;
+      if (s.r0 >= 0 && s.r0 / 32 != t / 32) {
+        other = s.r0;
+        otherOp = s.r0Op;
+      } else if (s.r1 >= 0 && s.r1 / 32 != t / 32) {
+        other = s.r1;
+        otherOp = s.r1Op;
+      }
+      if (other >= 0) {
+        ++stats.races;
+        report(
+            kWAR, I.op, otherOp,
+            [&] {
+              return formatv(
+                         "race: {0} writes {1}, which thread {2} of another "
+                         "warp (warp {3}) read in the same barrier interval",
+                         describeThread(f, t), where(), other, other / 32)
+                  .str();
+            },
+            [&] { return formatv("the read by thread {0}", other).str(); });
+      }
+    }
+  }
+  s.wEpoch = epoch;
+  s.wThread = t;
+  s.wOp = I.op;
+  s.wLaunch = launchId;
+  s.wBlock = f.blockLinear;
+}
+
+LogicalResult InterpreterImpl::execMemory(Frame &f, const Instr &I,
+                                          ArrayRef<int32_t> act) {
+  const bool isStore = I.opc == Opc::Store;
+  const unsigned memOperand = isStore ? 1 : 0;
+  const MemRefVal &m = f.mems[I.in[memOperand]];
+  Buffer &buf = *m.buf;
+  const size_t rank = m.sizes.size();
+  const size_t esize = getEKindSize(buf.ek);
+  const bool isFloat = isFloatEKind(buf.ek);
+  if (!buf.shared && opts.checkRaces && buf.shadow.empty() && isStore)
+    buf.shadow.resize(buf.numElements);
+  const bool track = !buf.shadow.empty();
+
+  SmallVector<int32_t, 128> order;
+  if (opts.shuffleMemoryOrder) {
+    order.assign(act.begin(), act.end());
+    std::shuffle(order.begin(), order.end(), rng);
+    act = order;
+  }
+  SmallVector<const Slot *, 4> idxRegs;
+  for (size_t k = 0; k < rank; ++k)
+    idxRegs.push_back(f.reg(I.in[memOperand + 1 + k]));
+  const Slot *Val = isStore ? f.reg(I.in[0]) : nullptr;
+  Slot *Res = isStore ? nullptr : f.reg(I.out[0]);
+  SmallVector<int64_t, 4> idx(rank);
+
+  for (int32_t t : act) {
+    int64_t lin = m.offset;
+    bool oob = false;
+    for (size_t k = 0; k < rank; ++k) {
+      idx[k] = idxRegs[k][t].i;
+      if (idx[k] < 0 || idx[k] >= m.sizes[k])
+        oob = true;
+      lin += idx[k] * m.strides[k];
+    }
+    if (oob || lin < 0 || lin >= buf.numElements)
+      return I.op->emitOpError()
+             << "out-of-bounds " << (isStore ? "write" : "read") << " of "
+             << buf.name << " (" << buf.type << ") at index "
+             << formatIndex(idx) << " (sizes " << formatIndex(m.sizes)
+             << ") in " << describeThread(f, t);
+    char *p = buf.data + lin * static_cast<int64_t>(esize);
+    if (isStore) {
+      if (track)
+        checkWrite(f, I, buf, lin, t, idx);
+      storeElem(p, buf.ek, Val[t]);
+      if (buf.writtenMask)
+        buf.writtenMask[lin] = 1;
+    } else {
+      if (track)
+        checkRead(f, I, buf, lin, t, idx);
+      if (isFloat)
+        Res[t].f = loadElem(p, buf.ek);
+      else
+        Res[t].i = loadInt(p, buf.ek);
+    }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Interpreter
+//===----------------------------------------------------------------------===//
+
+HostMemRef HostMemRef::getDense(std::string name, void *data,
+                                ArrayRef<int64_t> sizes) {
+  HostMemRef m;
+  m.name = std::move(name);
+  m.data = data;
+  m.sizes.assign(sizes.begin(), sizes.end());
+  m.strides.resize(sizes.size());
+  int64_t stride = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    m.strides[d] = stride;
+    stride *= sizes[d];
+  }
+  m.numElements = stride;
+  return m;
+}
+
+Interpreter::Interpreter(ModuleOp module, InterpreterOptions options)
+    : impl(std::make_unique<InterpreterImpl>(module, options)) {}
+
+Interpreter::~Interpreter() = default;
+
+const InterpreterStats &Interpreter::getStats() const { return impl->stats; }
+
+LogicalResult Interpreter::verifySupported(StringRef name) {
+  auto host = impl->module.lookupSymbol<func::FuncOp>(name);
+  if (!host)
+    return emitError(impl->module.getLoc())
+           << "no func.func named '" << name << "' in the module";
+  return impl->compileReachable(host);
+}
+
+LogicalResult Interpreter::runHostFunction(StringRef name,
+                                           ArrayRef<HostMemRef> args) {
+  auto host = impl->module.lookupSymbol<func::FuncOp>(name);
+  if (!host)
+    return emitError(impl->module.getLoc())
+           << "no func.func named '" << name << "' in the module";
+  return impl->runHost(host, args);
+}
+
+LogicalResult Interpreter::runKernel(Operation *kernel,
+                                     std::array<int64_t, 3> grid,
+                                     std::array<int64_t, 3> block,
+                                     ArrayRef<HostMemRef> args) {
+  FailureOr<const CFunction *> fn = impl->getCompiled(kernel);
+  if (failed(fn))
+    return failure();
+  if (!(*fn)->isKernel)
+    return kernel->emitOpError() << "is not a gpu.func kernel";
+  FailureOr<std::vector<MemRefVal>> vals =
+      impl->bindHostArgs(kernel, (*fn)->argTypes, args);
+  if (failed(vals))
+    return failure();
+  if (failed(impl->launch(kernel, **fn, grid, block, *vals, {})))
+    return failure();
+  return impl->finish(kernel->getLoc());
+}

@@ -1,0 +1,441 @@
+# RUN: %python %s %fa_emulate
+#
+# Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""The GPU kernels, run under the SIMT interpreter (fa-emulate), against an
+independent float64 reference.
+
+Each case writes a kernel function in the form fa-run and fa-compile build
+(memref arguments -> bufferization.to_tensor -> fa.attention ->
+materialize_in_destination), seeded random .npy inputs, and runs
+`fa-emulate --check-races`, which maps the function with fa-promote-shared
+and fa-map-to-gpu and interprets the resulting gpu.func kernel (and the host
+function's launch) block by block, lock-step over the block's threads. The
+outputs are compared with a float64 implementation of the semantic contract
+in DESIGN.md that shares no code with the lowering (copied from
+test/Integration/CPU/attention_numerics.py):
+
+  * float32: relative Frobenius error of O below max(1e-5, 2x the error of a
+    naive float32 kernel); ex2.approx/lg2.approx are emulated with
+    exp2f/log2f;
+  * float16 and bfloat16: max abs error of O at most 2x that of a naive
+    kernel (float32 math on the 16-bit inputs, rounded to the 16-bit type)
+    plus 1e-4;
+  * LSE: max abs error on rows with keys below max(1e-4, 2x naive);
+  * fully masked rows: O exactly 0 and LSE exactly -inf; no NaN anywhere
+    (fa-emulate poisons the outputs and fails if any element is left
+    unwritten), no race, no out-of-bounds access, no read of uninitialized
+    workgroup memory.
+
+The matrix: f32, f16 and bf16 at head dims 64, 96 and 128; causal none,
+top-left and bottom-right with Nq < Nk and Nq > Nk; key lengths including 0,
+negative and beyond Nk; no keys, no queries; GQA and MQA, Dv != D, an
+explicit scale, no LSE; boolean and additive masks with fully masked rows and
+broadcasts; every block-size pair (block-q 16/32/64 x block-kv
+16/32/64/128) on shapes no block divides; 2, 4 and 8 warps; double-buffered
+K/V; memory ops in a shuffled thread order.
+
+Usage: attention_emulate.py FA_EMULATE [SUBSTRING...]
+"""
+
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+#===------------------------------------------------------------------------===#
+# Reference (copied from test/Integration/CPU/attention_numerics.py)
+#===------------------------------------------------------------------------===#
+
+
+def reference(q, k, v, scale, causal, lens, mask, dt):
+    """Attention computed naively in floating type `dt`. Returns (O, LSE,
+    empty) with `empty` marking rows with no attended key."""
+    q, k, v = q.astype(dt), k.astype(dt), v.astype(dt)
+    B, Hq, Nq, _ = q.shape
+    Hkv, Nk = k.shape[1], k.shape[2]
+    group = Hq // Hkv
+    # Query head h reads kv head h // group.
+    k = np.repeat(k, group, axis=1)
+    v = np.repeat(v, group, axis=1)
+    if dt == np.float64:
+        s = np.einsum("bhqd,bhkd->bhqk", q, k)
+    else:
+        # A naive kernel's dot product: one running sum over d in `dt`.
+        s = np.zeros((B, Hq, Nq, Nk), dtype=dt)
+        for d in range(q.shape[3]):
+            s += q[:, :, :, d, None] * k[:, :, None, :, d]
+    s = dt(scale) * s
+    keep = np.ones((B, Hq, Nq, Nk), dtype=bool)
+    if mask is not None:
+        if mask.dtype == np.bool_:
+            keep &= mask
+        else:
+            s = s + mask.astype(dt)
+    qi = np.arange(Nq)[:, None]
+    ki = np.arange(Nk)[None, :]
+    if causal == "top-left":
+        keep &= ki <= qi
+    elif causal == "bottom-right":
+        keep &= ki <= qi + (Nk - Nq)
+    if lens is not None:
+        kv_end = np.clip(lens.astype(np.int64), 0, Nk)
+        keep &= ki[None, None] < kv_end[:, None, None, None]
+    s = np.where(keep, s, dt(-np.inf))
+    if Nk == 0:
+        m = np.full((B, Hq, Nq, 1), -np.inf, dtype=dt)
+    else:
+        m = s.max(axis=-1, keepdims=True)
+    empty = ~np.isfinite(m[..., 0]) & (m[..., 0] < 0)
+    m_safe = np.where(np.isfinite(m), m, dt(0))
+    p = np.exp(s - m_safe)
+    l = p.sum(axis=-1)
+    o = np.einsum("bhqk,bhkd->bhqd", p, v)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        o = np.where(empty[..., None], dt(0), o / l[..., None])
+        lse = np.where(empty, dt(-np.inf), m[..., 0] + np.log(l))
+    return o.astype(dt), lse.astype(dt), empty
+
+
+def round_bf16(x):
+    """float32 -> the nearest bfloat16 value (ties to even), as float32."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    b = x.view(np.uint32).astype(np.uint64)
+    b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16 << 16
+    out = b.astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(x), x, out)
+
+#===------------------------------------------------------------------------===#
+# Kernels
+#===------------------------------------------------------------------------===#
+
+DOUBLE_BUFFER = ("builtin.module(func.func(fa-promote-shared{double-buffer%s}),"
+                 "fa-map-to-gpu,canonicalize,cse)")
+
+CAUSAL = {"none": "none", "top-left": "top_left",
+          "bottom-right": "bottom_right"}
+
+
+def kernel_text(c):
+    """A kernel function `@fa_attention` for case `c` (B, Nq, Nk dynamic)."""
+    t = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[c["dtype"]]
+    Hq, Hkv, D, Dv = c["Hq"], c["Hkv"], c["D"], c["Dv"]
+    ty = {"q": f"?x{Hq}x?x{D}x{t}", "k": f"?x{Hkv}x?x{D}x{t}",
+          "v": f"?x{Hkv}x?x{Dv}x{t}", "lens": "?xi32",
+          "o": f"?x{Hq}x?x{Dv}x{t}", "lse": f"?x{Hq}x?xf32"}
+    names = ["q", "k", "v"]
+    if c["lens"] is not None:
+        names.append("lens")
+    if c["mask"] is not None:
+        form = c["mask_shape"]
+        dims = ("?" if form[0] == "B" else "1") + "x" + \
+               (str(Hq) if form[1] == "H" else "1") + "x?x?"
+        ty["mask"] = dims + ("xi8" if c["mask"] == "bool" else "xf32")
+        names.append("mask")
+    names.append("o")
+    if c["lse"]:
+        names.append("lse")
+    args = ", ".join(f"%{n}: memref<{ty[n]}>" for n in names)
+    lines = [f"func.func @fa_attention({args}) {{"]
+    for n in names:
+        w = " writable" if n in ("o", "lse") else ""
+        lines.append(f"  %{n}_t = bufferization.to_tensor %{n} restrict{w} : "
+                     f"memref<{ty[n]}> to tensor<{ty[n]}>")
+    mask_operand = ""
+    if c["mask"] == "bool":
+        i1 = ty["mask"].replace("xi8", "xi1")
+        lines += [
+            "  %c0 = arith.constant 0 : index",
+            "  %c2 = arith.constant 2 : index",
+            "  %c3 = arith.constant 3 : index",
+            f"  %d0 = tensor.dim %mask_t, %c0 : tensor<{ty['mask']}>",
+            f"  %d2 = tensor.dim %mask_t, %c2 : tensor<{ty['mask']}>",
+            f"  %d3 = tensor.dim %mask_t, %c3 : tensor<{ty['mask']}>"]
+        dyn = "%d0, %d2, %d3" if ty["mask"].startswith("?") else "%d2, %d3"
+        lines += [
+            f"  %e = tensor.empty({dyn}) : tensor<{i1}>",
+            "  %mask_i1 = linalg.generic {indexing_maps = ["
+            "affine_map<(a, b, c, d) -> (a, b, c, d)>, "
+            "affine_map<(a, b, c, d) -> (a, b, c, d)>], iterator_types = "
+            "[\"parallel\", \"parallel\", \"parallel\", \"parallel\"]} "
+            f"ins(%mask_t : tensor<{ty['mask']}>) outs(%e : tensor<{i1}>) {{",
+            "  ^bb0(%x: i8, %y: i1):",
+            "    %z = arith.constant 0 : i8",
+            "    %ne = arith.cmpi ne, %x, %z : i8",
+            "    linalg.yield %ne : i1",
+            f"  }} -> tensor<{i1}>"]
+        mask_operand = f" mask(%mask_i1 : tensor<{i1}>)"
+    elif c["mask"] == "float":
+        mask_operand = f" mask(%mask_t : tensor<{ty['mask']}>)"
+    lens_operand = " kv_lens(%lens_t : tensor<?xi32>)" \
+        if c["lens"] is not None else ""
+    outs = f"%o_t : tensor<{ty['o']}>"
+    results = f"tensor<{ty['o']}>"
+    if c["lse"]:
+        outs += f", %lse_t : tensor<{ty['lse']}>"
+        results += f", tensor<{ty['lse']}>"
+    scale = f" scale({c['scale']!r})" if c["scale"] is not None else ""
+    res = "%r:2" if c["lse"] else "%r"
+    lines.append(
+        f"  {res} = fa.attention ins(%q_t, %k_t, %v_t : tensor<{ty['q']}>, "
+        f"tensor<{ty['k']}>, tensor<{ty['v']}>){lens_operand}{mask_operand} "
+        f"outs({outs}) causal({CAUSAL[c['causal']]}){scale} -> {results}")
+    o_res = "%r#0" if c["lse"] else "%r"
+    lines.append(f"  bufferization.materialize_in_destination {o_res} in "
+                 f"writable %o : (tensor<{ty['o']}>, memref<{ty['o']}>) -> ()")
+    if c["lse"]:
+        lines.append("  bufferization.materialize_in_destination %r#1 in "
+                     f"writable %lse : (tensor<{ty['lse']}>, "
+                     f"memref<{ty['lse']}>) -> ()")
+    lines += ["  return", "}", ""]
+    return "\n".join(lines)
+
+#===------------------------------------------------------------------------===#
+# Cases
+#===------------------------------------------------------------------------===#
+
+
+def case(name, **kw):
+    c = dict(name=name, B=1, Hq=2, Hkv=2, Nq=37, Nk=50, D=64, Dv=None,
+             dtype="float32", causal="none", lens=None, mask=None,
+             mask_shape="BHQK", scale=None, lse=True, block_q=None,
+             block_kv=None, flags=[])
+    c.update(kw)
+    if c["Dv"] is None:
+        c["Dv"] = c["D"]
+    return c
+
+
+CASES = [
+    # f32 and f16, head dims 64 and 96, Nq not a multiple of block_q.
+    case("f32_d64"),
+    case("f16_d64", dtype="float16"),
+    case("f32_d96", D=96, Nq=20, Nk=33),
+    case("f16_d96", D=96, dtype="float16", Nq=20, Nk=33),
+    case("bf16_d64", dtype="bfloat16", Nq=20, Nk=45),
+    case("f16_d128", D=128, dtype="float16", Nq=17, Nk=40),
+    # Causal, both alignments, Nq < Nk and Nq > Nk; several KV tiles.
+    case("f32_causal_br", Nq=37, Nk=100, causal="bottom-right"),
+    case("f16_causal_br_gqa", dtype="float16", B=2, Hq=4, Hkv=2, Nq=33,
+         Nk=90, causal="bottom-right"),
+    case("f32_causal_tl_nq_gt_nk", Nq=70, Nk=20, causal="top-left"),
+    case("f32_causal_br_nq_gt_nk", Nq=70, Nk=20, causal="bottom-right"),
+    # Key lengths: 0, inside, exactly Nk, beyond, negative.
+    case("f32_kv_lens", B=5, Hq=2, Hkv=1, Nq=9, Nk=77,
+         lens=[0, 5, 77, 200, -3]),
+    case("f16_kv_lens_causal_gqa", dtype="float16", B=2, Hq=4, Hkv=2, Nq=40,
+         Nk=70, lens=[0, 61], causal="bottom-right"),
+    # No keys at all; no queries at all (an empty grid).
+    case("f32_no_keys", Nq=5, Nk=0),
+    case("f32_no_queries", Nq=0, Nk=10),
+    # GQA / MQA, D != Dv, explicit scale, no LSE.
+    case("f32_mqa_dv", Hq=4, Hkv=1, Nq=25, Nk=40, D=64, Dv=32, scale=0.3),
+    case("f16_no_lse", dtype="float16", Nq=16, Nk=16, lse=False),
+    # Masks: boolean with fully masked rows, broadcast; additive with -inf.
+    case("f32_bool_mask", B=2, Nq=24, Nk=45, mask="bool"),
+    case("f16_bool_mask_11_lens", dtype="float16", B=2, Nq=24, Nk=45,
+         mask="bool", mask_shape="11QK", lens=[45, 0],
+         causal="bottom-right"),
+    case("f32_float_mask", Nq=24, Nk=45, mask="float", mask_shape="1HQK"),
+    # Block sizes.
+    case("f32_blocks_32_32", Nq=45, Nk=70, causal="top-left", block_q=32,
+         block_kv=32),
+    case("f16_blocks_64_16", dtype="float16", Nq=70, Nk=40, block_q=64,
+         block_kv=16, lens=[33]),
+    # Double-buffered K/V (tile j+1 copied while tile j is computed).
+    case("f16_double_buffer", dtype="float16", B=2, Hq=4, Hkv=2, Nq=37,
+         Nk=100, lens=[0, 77], causal="bottom-right",
+         flags=["--pipeline", DOUBLE_BUFFER % ""]),
+    case("f32_double_buffer_mask", Nq=40, Nk=90, mask="bool",
+         flags=["--pipeline", DOUBLE_BUFFER % " block-kv=32"]),
+    # Other warp counts per block (64 and 256 threads).
+    case("f16_warps_2", dtype="float16", Hq=4, Hkv=2, Nq=37, Nk=70,
+         lens=[50], flags=["--warps", "2"]),
+    case("f32_warps_8", Nq=37, Nk=70, causal="top-left",
+         flags=["--warps", "8"]),
+    # The threads of every memory op in a random order.
+    case("f32_shuffled_order", Hq=4, Hkv=2, Nq=37, Nk=70,
+         causal="bottom-right", flags=["--shuffle-order", "--seed", "5"]),
+] + [
+    # Every element type and head dim, alternating the causal alignment and
+    # key lengths.
+    case("sweep_%s_d%d" % (dt, d), dtype=dt, D=d, Hq=4, Hkv=2, Nq=19, Nk=45,
+         causal=("none", "top-left", "bottom-right")[i % 3],
+         lens=[40] if i % 2 else None)
+    for i, (dt, d) in enumerate((dt, d)
+                                for dt in ("float32", "float16", "bfloat16")
+                                for d in (64, 96, 128))
+] + [
+    # Every block-size pair on a shape no block divides, alternating the
+    # masking features.
+    case("sweep_q%d_kv%d" % (bq, bkv), B=2, Hq=4, Hkv=2, Nq=45, Nk=83, D=24,
+         Dv=16, block_q=bq, block_kv=bkv,
+         causal=("top-left", "bottom-right", "none")[i % 3],
+         lens=[83, 50] if i % 2 else None,
+         mask=(None, "bool", "float")[i % 3])
+    for i, (bq, bkv) in enumerate((bq, bkv) for bq in (16, 32, 64)
+                                  for bkv in (16, 32, 64, 128))
+]
+
+#===------------------------------------------------------------------------===#
+# Running
+#===------------------------------------------------------------------------===#
+
+
+def seed_of(name):
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
+
+
+def make_inputs(c, rng):
+    B, Hq, Hkv, Nq, Nk, D, Dv = (c[x] for x in
+                                 ("B", "Hq", "Hkv", "Nq", "Nk", "D", "Dv"))
+    dt = np.float32 if c["dtype"] == "bfloat16" else np.dtype(c["dtype"])
+    q = rng.standard_normal((B, Hq, Nq, D)).astype(dt)
+    k = rng.standard_normal((B, Hkv, Nk, D)).astype(dt)
+    v = rng.standard_normal((B, Hkv, Nk, Dv)).astype(dt)
+    if c["dtype"] == "bfloat16":
+        q, k, v = round_bf16(q), round_bf16(k), round_bf16(v)
+    lens = None if c["lens"] is None else np.array(c["lens"], np.int32)
+    mask = None
+    if c["mask"] is not None:
+        form = c["mask_shape"]
+        shape = (B if form[0] == "B" else 1, Hq if form[1] == "H" else 1,
+                 Nq, Nk)
+        rows = rng.choice(Nq, size=max(1, Nq // 8), replace=False)
+        if c["mask"] == "bool":
+            mask = rng.random(shape) < 0.7
+            mask[..., rows, :] = False
+        else:
+            mask = rng.standard_normal(shape).astype(np.float32)
+            mask[rng.random(shape) < 0.2] = -np.inf
+            mask[..., rows, :] = -np.inf
+    return q, k, v, lens, mask
+
+
+def check(c, q, k, v, lens, mask, o, lse):
+    """Compares fa-emulate's outputs with the reference; returns (ok,
+    summary)."""
+    scale = c["scale"] if c["scale"] is not None else 1.0 / np.sqrt(c["D"])
+    o_ref, lse_ref, empty = reference(q, k, v, scale, c["causal"], lens, mask,
+                                      np.float64)
+    o_naive, lse_naive, _ = reference(q, k, v, scale, c["causal"], lens, mask,
+                                      np.float32)
+    problems = []
+    o64 = o.astype(np.float64)
+    if np.isnan(o64).any():
+        problems.append("%d NaN in O" % np.isnan(o64).sum())
+    if empty.any() and not (o64[empty] == 0).all():
+        problems.append("fully masked rows of O are not exactly 0")
+    if c["dtype"] in ("float16", "bfloat16"):
+        naive16 = o_naive.astype(np.float16) if c["dtype"] == "float16" \
+            else round_bf16(o_naive)
+        err = np.nanmax(np.abs(o64 - o_ref)) if o.size else 0.0
+        naive_err = np.max(np.abs(naive16.astype(np.float64) - o_ref)) \
+            if o.size else 0.0
+        tol = 2 * naive_err + 1e-4
+        summary = "O max abs err %.2e (naive %.2e, tol %.2e)" % (
+            err, naive_err, tol)
+    else:
+        ref_norm = np.linalg.norm(o_ref)
+        err = np.linalg.norm(o64 - o_ref) / ref_norm if ref_norm > 0 else \
+            np.linalg.norm(o64)
+        naive_err = np.linalg.norm(o_naive - o_ref) / ref_norm \
+            if ref_norm > 0 else 0.0
+        tol = max(1e-5, 2 * naive_err)
+        summary = "O rel err %.2e (tol %.2e)" % (err, tol)
+    if not err <= tol:
+        problems.append("O error %.3e exceeds %.3e" % (err, tol))
+    if lse is not None:
+        lse64 = lse.astype(np.float64)
+        if np.isnan(lse64).any():
+            problems.append("%d NaN in LSE" % np.isnan(lse64).sum())
+        if empty.any() and not (lse64[empty] == -np.inf).all():
+            problems.append("fully masked rows of LSE are not exactly -inf")
+        finite = ~empty
+        if finite.any():
+            lerr = np.nanmax(np.abs(lse64[finite] - lse_ref[finite]))
+            lnaive = np.max(np.abs(lse_naive[finite] - lse_ref[finite]))
+        else:
+            lerr = lnaive = 0.0
+        ltol = max(1e-4, 2 * lnaive)
+        if not lerr <= ltol:
+            problems.append("LSE error %.3e exceeds %.3e" % (lerr, ltol))
+        summary += ", LSE err %.2e" % lerr
+    summary += ", %d empty rows" % int(empty.sum())
+    return not problems, summary + ("" if not problems else
+                                    ": " + "; ".join(problems))
+
+
+def run_case(fa_emulate, c, tmp):
+    rng = np.random.default_rng(seed_of(c["name"]))
+    q, k, v, lens, mask = make_inputs(c, rng)
+    base = os.path.join(tmp, c["name"])
+    paths = {n: base + "." + n + ".npy"
+             for n in ("q", "k", "v", "lens", "mask", "o", "lse")}
+    with open(base + ".mlir", "w") as f:
+        f.write(kernel_text(c))
+    np.save(paths["q"], q)
+    np.save(paths["k"], k)
+    np.save(paths["v"], v)
+    cmd = [fa_emulate, base + ".mlir", "--check-races", "--q", paths["q"],
+           "--k", paths["k"], "--v", paths["v"], "-o", paths["o"]]
+    if c["lse"]:
+        cmd += ["--lse", paths["lse"]]
+    if lens is not None:
+        np.save(paths["lens"], lens)
+        cmd += ["--kv-lens", paths["lens"]]
+    if mask is not None:
+        np.save(paths["mask"], mask)
+        cmd += ["--mask", paths["mask"]]
+    if c["block_q"] is not None:
+        cmd += ["--block-q", str(c["block_q"])]
+    if c["block_kv"] is not None:
+        cmd += ["--block-kv", str(c["block_kv"])]
+    cmd += c["flags"]
+    start = time.time()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    elapsed = time.time() - start
+    if proc.returncode != 0:
+        return False, "fa-emulate failed (exit %d): %s" % (
+            proc.returncode, proc.stderr.strip()), elapsed
+    o = np.load(paths["o"])
+    lse = np.load(paths["lse"]) if c["lse"] else None
+    expected_dtype = np.float16 if c["dtype"] == "float16" else np.float32
+    if o.dtype != expected_dtype or o.shape != (c["B"], c["Hq"], c["Nq"],
+                                                c["Dv"]):
+        return False, "O is %s %s" % (o.dtype, o.shape), elapsed
+    if c["dtype"] == "bfloat16" and not np.array_equal(
+            round_bf16(o), o, equal_nan=True):
+        return False, "bf16 O holds values that are not bfloat16", elapsed
+    ok, summary = check(c, q, k, v, lens, mask, o, lse)
+    return ok, summary, elapsed
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__)
+        return 2
+    fa_emulate = argv[1]
+    filters = argv[2:]
+    cases = [c for c in CASES
+             if not filters or any(f in c["name"] for f in filters)]
+    failures = 0
+    start = time.time()
+    with tempfile.TemporaryDirectory(prefix="fa-emulate-") as tmp:
+        for c in cases:
+            ok, summary, elapsed = run_case(fa_emulate, c, tmp)
+            failures += not ok
+            print("%s %-26s %5.2fs  %s" % ("PASS" if ok else "FAIL",
+                                          c["name"], elapsed, summary),
+                  flush=True)
+    print("%d/%d cases passed under the interpreter in %.1fs" % (
+        len(cases) - failures, len(cases), time.time() - start))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,673 @@
+//===- InterpreterTest.cpp - Tests of the SIMT interpreter ----------------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The f16/bf16 conversions against APFloat; the interpreter's semantics on
+// small hand-written kernels (shuffles, divergence, barriers, bounds, races,
+// uninitialized reads, unsupported ops); and the mapped attention kernel
+// built through the C++ API: correct against a double reference, and a race
+// reported once one of its barriers is erased.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Interpreter/Interpreter.h"
+#include "fa/InitAll.h"
+#include "fa/Interpreter/FloatBits.h"
+#include "fa/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// f16 / bf16 conversions
+//===----------------------------------------------------------------------===//
+
+uint16_t apfloatBits(double x, const llvm::fltSemantics &sem) {
+  llvm::APFloat v(x);
+  bool lost = false;
+  v.convert(sem, llvm::APFloat::rmNearestTiesToEven, &lost);
+  return static_cast<uint16_t>(v.bitcastToAPInt().getZExtValue());
+}
+
+TEST(FloatBitsTest, HalfRoundTripsEveryPattern) {
+  for (uint32_t b = 0; b < 65536; ++b) {
+    double x = halfBitsToDouble(static_cast<uint16_t>(b));
+    if (std::isnan(x))
+      continue;
+    ASSERT_EQ(doubleToHalfBits(x), b) << "bits 0x" << llvm::utohexstr(b);
+    ASSERT_EQ(apfloatBits(x, llvm::APFloat::IEEEhalf()), b);
+  }
+}
+
+TEST(FloatBitsTest, BFloat16RoundTripsEveryPattern) {
+  for (uint32_t b = 0; b < 65536; ++b) {
+    double x = bfloat16BitsToDouble(static_cast<uint16_t>(b));
+    if (std::isnan(x))
+      continue;
+    ASSERT_EQ(doubleToBFloat16Bits(x), b) << "bits 0x" << llvm::utohexstr(b);
+  }
+}
+
+TEST(FloatBitsTest, RoundingMatchesAPFloat) {
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> mant(1.0, 2.0);
+  std::uniform_int_distribution<int> exps(-40, 20);
+  std::vector<double> values = {
+      0.0,      -0.0,     65504.0, 65519.99,
+      65520.0,  1e-8,     -1e-8,   5.960464477539063e-8,
+      2.98e-8,  1e300,    -1e300,  1e-300,
+      INFINITY, -INFINITY};
+  for (int i = 0; i < 200000; ++i) {
+    double x = std::ldexp(mant(rng), exps(rng)) * (i % 2 ? -1 : 1);
+    values.push_back(x);
+    // Exact ties between neighbouring f16 and bf16 values.
+    uint16_t h = doubleToHalfBits(x);
+    if ((h & 0x7C00) != 0x7C00)
+      values.push_back((halfBitsToDouble(h) + halfBitsToDouble(h + 1)) / 2);
+    uint16_t bb = doubleToBFloat16Bits(x);
+    if ((bb & 0x7F80) != 0x7F80)
+      values.push_back(
+          (bfloat16BitsToDouble(bb) + bfloat16BitsToDouble(bb + 1)) / 2);
+  }
+  for (double x : values) {
+    ASSERT_EQ(doubleToHalfBits(x), apfloatBits(x, llvm::APFloat::IEEEhalf()))
+        << x;
+    ASSERT_EQ(doubleToBFloat16Bits(x), apfloatBits(x, llvm::APFloat::BFloat()))
+        << x;
+  }
+  EXPECT_TRUE(std::isnan(halfBitsToDouble(doubleToHalfBits(NAN))));
+  EXPECT_TRUE(std::isnan(bfloat16BitsToDouble(doubleToBFloat16Bits(NAN))));
+}
+
+//===----------------------------------------------------------------------===//
+// Small kernels
+//===----------------------------------------------------------------------===//
+
+class InterpreterTest : public ::testing::Test {
+protected:
+  InterpreterTest() {
+    DialectRegistry registry;
+    registerAllDialects(registry);
+    ctx.appendDialectRegistry(registry);
+    ctx.loadAllAvailableDialects();
+    ctx.printOpOnDiagnostic(false);
+  }
+
+  /// Parses `kernelBody` as the body of `gpu.func @k(%out: <outType>)` in a
+  /// gpu.module that also holds `globals`, and runs it over `grid` blocks of
+  /// `threads` threads on `out` (`elems` elements of `eltSize` bytes).
+  LogicalResult run(StringRef globals, StringRef outType, StringRef kernelBody,
+                    int64_t threads, void *out, int64_t elems,
+                    InterpreterOptions options = {}, int64_t grid = 1) {
+    std::string src =
+        ("module attributes {gpu.container_module} {\n"
+         "gpu.module @m {\n" +
+         globals + "\n  gpu.func @k(%out: " + outType + ") kernel {\n" +
+         kernelBody + "\n    gpu.return\n  }\n}\n}\n")
+            .str();
+    diags.clear();
+    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+      std::string s = d.str();
+      for (Diagnostic &note : d.getNotes())
+        s += "\n  note: " + note.str();
+      diags.push_back(s);
+      return success();
+    });
+    module = parseSourceString<ModuleOp>(src, &ctx);
+    if (!module) {
+      ADD_FAILURE() << "cannot parse:\n" << src;
+      return failure();
+    }
+    Operation *kernel = nullptr;
+    module->walk([&](gpu::GPUFuncOp f) { kernel = f; });
+    Interpreter interp(*module, options);
+    HostMemRef arg = HostMemRef::getDense("out", out, {elems});
+    LogicalResult result =
+        interp.runKernel(kernel, {grid, 1, 1}, {threads, 1, 1}, {arg});
+    stats = interp.getStats();
+    return result;
+  }
+
+  bool diagContains(StringRef needle) const {
+    for (const std::string &d : diags)
+      if (StringRef(d).contains(needle))
+        return true;
+    return false;
+  }
+  std::string allDiags() const { return llvm::join(diags, "\n"); }
+
+  MLIRContext ctx;
+  OwningOpRef<ModuleOp> module;
+  std::vector<std::string> diags;
+  InterpreterStats stats;
+};
+
+TEST_F(InterpreterTest, ShuffleModes) {
+  // out[4 * t + m] = shuffle of the thread id by mode m; out[256 + 4t + m] =
+  // its valid flag.
+  std::vector<int32_t> out(512, -7);
+  const char *body = R"(
+    %c4 = arith.constant 4 : index
+    %c256 = arith.constant 256 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %w = arith.constant 32 : i32
+    %o5 = arith.constant 5 : i32
+    %o7 = arith.constant 7 : i32
+    %o3 = arith.constant 3 : i32
+    %t = gpu.thread_id x
+    %ti = arith.index_cast %t : index to i32
+    %x, %xv = gpu.shuffle xor %ti, %o5, %w : i32
+    %i, %iv = gpu.shuffle idx %ti, %o7, %w : i32
+    %d, %dv = gpu.shuffle down %ti, %o3, %w : i32
+    %u, %uv = gpu.shuffle up %ti, %o3, %w : i32
+    %b = arith.muli %t, %c4 : index
+    %b1 = arith.addi %b, %c1 : index
+    %b2 = arith.addi %b, %c2 : index
+    %b3 = arith.addi %b, %c3 : index
+    memref.store %x, %out[%b] : memref<512xi32>
+    memref.store %i, %out[%b1] : memref<512xi32>
+    memref.store %d, %out[%b2] : memref<512xi32>
+    memref.store %u, %out[%b3] : memref<512xi32>
+    %v0 = arith.extui %xv : i1 to i32
+    %v1 = arith.extui %iv : i1 to i32
+    %v2 = arith.extui %dv : i1 to i32
+    %v3 = arith.extui %uv : i1 to i32
+    %f = arith.addi %b, %c256 : index
+    %f1 = arith.addi %f, %c1 : index
+    %f2 = arith.addi %f, %c2 : index
+    %f3 = arith.addi %f, %c3 : index
+    memref.store %v0, %out[%f] : memref<512xi32>
+    memref.store %v1, %out[%f1] : memref<512xi32>
+    memref.store %v2, %out[%f2] : memref<512xi32>
+    memref.store %v3, %out[%f3] : memref<512xi32>)";
+  ASSERT_TRUE(succeeded(run("", "memref<512xi32>", body, 64, out.data(), 512)))
+      << allDiags();
+  for (int t = 0; t < 64; ++t) {
+    int lane = t % 32, base = t - lane;
+    EXPECT_EQ(out[4 * t], base + (lane ^ 5)) << t;
+    EXPECT_EQ(out[4 * t + 1], base + 7) << t;
+    EXPECT_EQ(out[4 * t + 2], lane + 3 <= 31 ? t + 3 : t) << t;
+    EXPECT_EQ(out[4 * t + 3], lane >= 3 ? t - 3 : t) << t;
+    EXPECT_EQ(out[256 + 4 * t], 1);
+    EXPECT_EQ(out[256 + 4 * t + 1], 1);
+    EXPECT_EQ(out[256 + 4 * t + 2], lane + 3 <= 31 ? 1 : 0) << t;
+    EXPECT_EQ(out[256 + 4 * t + 3], lane >= 3 ? 1 : 0) << t;
+  }
+}
+
+TEST_F(InterpreterTest, DivergentLoopsAndBranches) {
+  // out[t] = (sum of i for i in [t, 2t) step 1) + (t odd ? 1000 : 2000).
+  std::vector<int64_t> out(64, -1);
+  const char *body = R"(
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %k1000 = arith.constant 1000 : i64
+    %k2000 = arith.constant 2000 : i64
+    %t = gpu.thread_id x
+    %ub = arith.muli %t, %c2 : index
+    %s = scf.for %i = %t to %ub step %c1 iter_args(%acc = %c0) -> (i64) {
+      %ii = arith.index_cast %i : index to i64
+      %n = arith.addi %acc, %ii : i64
+      scf.yield %n : i64
+    }
+    %odd = arith.remui %t, %c2 : index
+    %isOdd = arith.cmpi eq, %odd, %c1 : index
+    %r = scf.if %isOdd -> (i64) {
+      %a = arith.addi %s, %k1000 : i64
+      scf.yield %a : i64
+    } else {
+      %a = arith.addi %s, %k2000 : i64
+      scf.yield %a : i64
+    }
+    memref.store %r, %out[%t] : memref<64xi64>)";
+  ASSERT_TRUE(succeeded(run("", "memref<64xi64>", body, 64, out.data(), 64)))
+      << allDiags();
+  for (int64_t t = 0; t < 64; ++t) {
+    int64_t sum = 0;
+    for (int64_t i = t; i < 2 * t; ++i)
+      sum += i;
+    EXPECT_EQ(out[t], sum + (t % 2 ? 1000 : 2000)) << t;
+  }
+}
+
+TEST_F(InterpreterTest, BarrierInDivergentCode) {
+  std::vector<float> out(64);
+  const char *body = R"(
+    %c16 = arith.constant 16 : index
+    %t = gpu.thread_id x
+    %p = arith.cmpi ult, %t, %c16 : index
+    scf.if %p {
+      gpu.barrier
+    })";
+  EXPECT_TRUE(failed(run("", "memref<64xf32>", body, 64, out.data(), 64)));
+  EXPECT_TRUE(diagContains("'gpu.barrier' op reached by 16 of the 64 threads"))
+      << allDiags();
+  EXPECT_TRUE(diagContains("divergent")) << allDiags();
+}
+
+TEST_F(InterpreterTest, ShuffleNeedsTheWholeWarp) {
+  std::vector<float> out(64);
+  const char *body = R"(
+    %c16 = arith.constant 16 : index
+    %w = arith.constant 32 : i32
+    %o = arith.constant 1 : i32
+    %v = arith.constant 1.0 : f32
+    %t = gpu.thread_id x
+    %p = arith.cmpi ult, %t, %c16 : index
+    scf.if %p {
+      %s, %ok = gpu.shuffle xor %v, %o, %w : f32
+    })";
+  EXPECT_TRUE(failed(run("", "memref<64xf32>", body, 64, out.data(), 64)));
+  EXPECT_TRUE(diagContains("lane 16 of that warp is inactive")) << allDiags();
+}
+
+TEST_F(InterpreterTest, OutOfBoundsIsReportedBeforeTheAccess) {
+  std::vector<float> out(65, 0.0f);
+  out[64] = 123.0f; // just past the memref: must stay untouched
+  const char *body = R"(
+    %c1 = arith.constant 1 : index
+    %v = arith.constant 1.0 : f32
+    %t = gpu.thread_id x
+    %i = arith.addi %t, %c1 : index
+    memref.store %v, %out[%i] : memref<64xf32>)";
+  EXPECT_TRUE(failed(run("", "memref<64xf32>", body, 64, out.data(), 64)));
+  EXPECT_TRUE(diagContains("'memref.store' op out-of-bounds write of out "
+                           "('memref<64xf32>') at index [64] (sizes [64]) in "
+                           "thread 63"))
+      << allDiags();
+  EXPECT_EQ(out[64], 123.0f);
+}
+
+constexpr const char *kShared =
+    "  memref.global \"private\" @buf : memref<64xf32, 3>";
+
+TEST_F(InterpreterTest, ReadAfterWriteWithoutBarrierIsARace) {
+  // Thread 0 writes buf[0]; every thread reads it; with the barrier in
+  // between there is no race.
+  auto body = [](bool barrier) {
+    return (Twine(R"(
+    %c0 = arith.constant 0 : index
+    %v = arith.constant 5.0 : f32
+    %s = memref.get_global @buf : memref<64xf32, 3>
+    %t = gpu.thread_id x
+    %p = arith.cmpi eq, %t, %c0 : index
+    scf.if %p {
+      memref.store %v, %s[%c0] : memref<64xf32, 3>
+    })") + (barrier ? "\n    gpu.barrier" : "") +
+            R"(
+    %r = memref.load %s[%c0] : memref<64xf32, 3>
+    memref.store %r, %out[%t] : memref<64xf32>)")
+        .str();
+  };
+  InterpreterOptions options;
+  options.checkRaces = true;
+  std::vector<float> out(64, 0.0f);
+  EXPECT_TRUE(failed(run(kShared, "memref<64xf32>", body(false), 64, out.data(),
+                         64, options)));
+  EXPECT_TRUE(diagContains("'memref.load' op race: thread 1 (warp 0, lane 1) "
+                           "of block (0, 0, 0) reads @buf[0]"))
+      << allDiags();
+  EXPECT_TRUE(diagContains("note: the write by thread 0")) << allDiags();
+  EXPECT_GT(stats.races, 0u);
+
+  options.shuffleMemoryOrder = true;
+  options.seed = 7;
+  ASSERT_TRUE(succeeded(
+      run(kShared, "memref<64xf32>", body(true), 64, out.data(), 64, options)))
+      << allDiags();
+  for (float x : out)
+    EXPECT_EQ(x, 5.0f);
+  EXPECT_EQ(stats.races, 0u);
+}
+
+TEST_F(InterpreterTest, TwoThreadsWritingTheSameValueIsARace) {
+  const char *body = R"(
+    %c0 = arith.constant 0 : index
+    %v = arith.constant 1.0 : f32
+    %s = memref.get_global @buf : memref<64xf32, 3>
+    memref.store %v, %s[%c0] : memref<64xf32, 3>)";
+  std::vector<float> out(64);
+  InterpreterOptions options;
+  EXPECT_TRUE(succeeded(
+      run(kShared, "memref<64xf32>", body, 64, out.data(), 64, options)));
+  options.checkRaces = true;
+  EXPECT_TRUE(failed(
+      run(kShared, "memref<64xf32>", body, 64, out.data(), 64, options)));
+  EXPECT_TRUE(diagContains("also wrote in the same barrier interval"))
+      << allDiags();
+  // Each pair of ops is reported once.
+  EXPECT_EQ(diags.size(), 2u) << allDiags();
+}
+
+TEST_F(InterpreterTest, WriteAfterReadAcrossWarps) {
+  // Warp 1 reads buf[t % 32], then warp 0 overwrites it in the same
+  // interval: a race. Lane 0 overwriting what the lanes of its own warp
+  // read is not reported (lock-step order within a warp).
+  auto body = [](StringRef writers) {
+    return (Twine(R"(
+    %c0 = arith.constant 0 : index
+    %c32 = arith.constant 32 : index
+    %v = arith.constant 1.0 : f32
+    %s = memref.get_global @buf : memref<64xf32, 3>
+    %t = gpu.thread_id x
+    %l = arith.remui %t, %c32 : index
+    memref.store %v, %s[%t] : memref<64xf32, 3>
+    gpu.barrier
+    %r = memref.load %s[%l] : memref<64xf32, 3>
+    %p = arith.cmpi )") +
+            writers + R"(, %t, %c32 : index
+    scf.if %p {
+      memref.store %r, %s[%l] : memref<64xf32, 3>
+    })")
+        .str();
+  };
+  std::vector<float> out(64);
+  InterpreterOptions options;
+  options.checkRaces = true;
+  EXPECT_TRUE(failed(run(kShared, "memref<64xf32>", body("ult"), 64, out.data(),
+                         64, options)));
+  EXPECT_TRUE(diagContains("which thread 32 of another warp (warp 1) read in "
+                           "the same barrier interval"))
+      << allDiags();
+  // Only the lanes of warp 1 write what both warps read: still a race (warp
+  // 0 read it); a warp writing only what it alone read is fine.
+  const char *ownWarp = R"(
+    %c32 = arith.constant 32 : index
+    %v = arith.constant 1.0 : f32
+    %s = memref.get_global @buf : memref<64xf32, 3>
+    %t = gpu.thread_id x
+    %l = arith.remui %t, %c32 : index
+    %w = arith.subi %t, %l : index
+    memref.store %v, %s[%t] : memref<64xf32, 3>
+    gpu.barrier
+    %r = memref.load %s[%w] : memref<64xf32, 3>
+    %c0 = arith.constant 0 : index
+    %p = arith.cmpi eq, %l, %c0 : index
+    scf.if %p {
+      memref.store %r, %s[%t] : memref<64xf32, 3>
+    })";
+  EXPECT_TRUE(succeeded(
+      run(kShared, "memref<64xf32>", ownWarp, 64, out.data(), 64, options)))
+      << allDiags();
+}
+
+TEST_F(InterpreterTest, UninitializedSharedMemory) {
+  const char *body = R"(
+    %s = memref.get_global @buf : memref<64xf32, 3>
+    %t = gpu.thread_id x
+    %r = memref.load %s[%t] : memref<64xf32, 3>
+    memref.store %r, %out[%t] : memref<64xf32>)";
+  std::vector<float> out(64, 0.0f);
+  EXPECT_TRUE(failed(run(kShared, "memref<64xf32>", body, 64, out.data(), 64)));
+  EXPECT_TRUE(diagContains("before any thread of the block wrote it"))
+      << allDiags();
+  InterpreterOptions options;
+  options.checkUninitializedShared = false;
+  EXPECT_TRUE(succeeded(
+      run(kShared, "memref<64xf32>", body, 64, out.data(), 64, options)));
+  // The workgroup buffer is poisoned with NaN.
+  for (float x : out)
+    EXPECT_TRUE(std::isnan(x));
+}
+
+TEST_F(InterpreterTest, CrossBlockWritesRace) {
+  const char *body = R"(
+    %c0 = arith.constant 0 : index
+    %t = gpu.thread_id x
+    %b = gpu.block_id x
+    %p = arith.cmpi eq, %t, %c0 : index
+    scf.if %p {
+      %v = arith.index_cast %b : index to i32
+      memref.store %v, %out[%c0] : memref<4xi32>
+    })";
+  std::vector<int32_t> out(4);
+  InterpreterOptions options;
+  options.checkRaces = true;
+  EXPECT_TRUE(failed(
+      run("", "memref<4xi32>", body, 32, out.data(), 4, options, /*grid=*/2)));
+  EXPECT_TRUE(diagContains("which block (0, 0, 0) also wrote during the same "
+                           "launch"))
+      << allDiags();
+}
+
+TEST_F(InterpreterTest, UnsupportedOpIsNamed) {
+  const char *body = R"(
+    %v = arith.constant 1.0 : f32
+    %s = math.sin %v : f32)";
+  std::vector<float> out(32);
+  EXPECT_TRUE(failed(run("", "memref<32xf32>", body, 32, out.data(), 32)));
+  EXPECT_TRUE(diagContains("'math.sin' op is not supported by the fa "
+                           "interpreter"))
+      << allDiags();
+  EXPECT_EQ(stats.ops, 0u) << "nothing may run before the check";
+}
+
+TEST_F(InterpreterTest, HalfArithmeticRoundsOnce) {
+  // out[t] = f16(x_t) * f16(y_t) + f16 rounding, exactly as APFloat.
+  const char *body = R"(
+    %c1000 = arith.constant 1000.0 : f32
+    %third = arith.constant 0.333333343 : f32
+    %t = gpu.thread_id x
+    %ti = arith.index_cast %t : index to i32
+    %tf = arith.sitofp %ti : i32 to f32
+    %x = arith.divf %tf, %c1000 : f32
+    %y = arith.addf %x, %third : f32
+    %xh = arith.truncf %x : f32 to f16
+    %yh = arith.truncf %y : f32 to f16
+    %p = arith.mulf %xh, %yh : f16
+    %s = arith.addf %p, %yh : f16
+    memref.store %s, %out[%t] : memref<128xf16>)";
+  std::vector<uint16_t> out(128);
+  ASSERT_TRUE(succeeded(run("", "memref<128xf16>", body, 128, out.data(), 128)))
+      << allDiags();
+  for (int t = 0; t < 128; ++t) {
+    using llvm::APFloat;
+    bool lost;
+    float xf = static_cast<float>(t) / 1000.0f;
+    float yf = xf + 0.333333343f;
+    APFloat x(xf), y(yf);
+    x.convert(APFloat::IEEEhalf(), APFloat::rmNearestTiesToEven, &lost);
+    y.convert(APFloat::IEEEhalf(), APFloat::rmNearestTiesToEven, &lost);
+    APFloat p = x;
+    p.multiply(y, APFloat::rmNearestTiesToEven);
+    p.add(y, APFloat::rmNearestTiesToEven);
+    EXPECT_EQ(out[t], p.bitcastToAPInt().getZExtValue()) << t;
+  }
+}
+
+TEST_F(InterpreterTest, WorkgroupAttributionsAndStructuredControlFlowOnly) {
+  // A workgroup attribution is a per-block buffer like a global.
+  const char *src = R"(
+module attributes {gpu.container_module} {
+gpu.module @m {
+  gpu.func @k(%out: memref<128xf32>)
+      workgroup(%w : memref<64xf32, #gpu.address_space<workgroup>>) kernel {
+    %c63 = arith.constant 63 : index
+    %c64 = arith.constant 64 : index
+    %t = gpu.thread_id x
+    %b = gpu.block_id x
+    %ti = arith.index_cast %t : index to i32
+    %tf = arith.sitofp %ti : i32 to f32
+    memref.store %tf, %w[%t] : memref<64xf32, #gpu.address_space<workgroup>>
+    gpu.barrier
+    %r = arith.subi %c63, %t : index
+    %v = memref.load %w[%r] : memref<64xf32, #gpu.address_space<workgroup>>
+    %o = arith.muli %b, %c64 : index
+    %i = arith.addi %o, %t : index
+    memref.store %v, %out[%i] : memref<128xf32>
+    gpu.return
+  }
+  gpu.func @bad(%out: memref<128xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %r = scf.while (%i = %c0) : (index) -> index {
+      %p = arith.cmpi ult, %i, %c1 : index
+      scf.condition(%p) %i : index
+    } do {
+    ^bb0(%i: index):
+      scf.yield %i : index
+    }
+    gpu.return
+  }
+}
+}
+)";
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    diags.push_back(d.str());
+    return success();
+  });
+  module = parseSourceString<ModuleOp>(src, &ctx);
+  ASSERT_TRUE(module);
+  SmallVector<gpu::GPUFuncOp> kernels;
+  module->walk([&](gpu::GPUFuncOp f) { kernels.push_back(f); });
+  ASSERT_EQ(kernels.size(), 2u);
+  std::vector<float> out(128, -1.0f);
+  InterpreterOptions options;
+  options.checkRaces = true;
+  Interpreter interp(*module, options);
+  HostMemRef arg = HostMemRef::getDense("out", out.data(), {128});
+  ASSERT_TRUE(
+      succeeded(interp.runKernel(kernels[0], {2, 1, 1}, {64, 1, 1}, {arg})))
+      << allDiags();
+  for (int t = 0; t < 128; ++t)
+    EXPECT_EQ(out[t], 63 - t % 64);
+  EXPECT_TRUE(
+      failed(interp.runKernel(kernels[1], {1, 1, 1}, {64, 1, 1}, {arg})));
+  EXPECT_TRUE(diagContains("'scf.while' op is not supported by the fa "
+                           "interpreter"))
+      << allDiags();
+}
+
+//===----------------------------------------------------------------------===//
+// The mapped attention kernel
+//===----------------------------------------------------------------------===//
+
+constexpr const char *kAttention = R"(
+func.func @attn(%q: memref<?x2x?x64xf32>, %k: memref<?x2x?x64xf32>,
+                %v: memref<?x2x?x64xf32>, %o: memref<?x2x?x64xf32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<?x2x?x64xf32> to tensor<?x2x?x64xf32>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x?x64xf32> to tensor<?x2x?x64xf32>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x?x64xf32> to tensor<?x2x?x64xf32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x2x?x64xf32> to tensor<?x2x?x64xf32>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>)
+         outs(%ot : tensor<?x2x?x64xf32>) causal(bottom_right) -> tensor<?x2x?x64xf32>
+  bufferization.materialize_in_destination %r in writable %o : (tensor<?x2x?x64xf32>, memref<?x2x?x64xf32>) -> ()
+  return
+}
+)";
+
+class MappedAttentionTest : public InterpreterTest {
+protected:
+  static constexpr int64_t B = 1, H = 2, Nq = 20, Nk = 70, D = 64;
+
+  MappedAttentionTest() {
+    module = parseSourceString<ModuleOp>(kAttention, &ctx);
+    PassManager pm(&ctx);
+    buildMapToGPUPipeline(pm, LowerToNVVMOptions());
+    mapped = module && succeeded(pm.run(*module));
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal;
+    for (auto *a : {&q, &k, &v}) {
+      a->resize(B * H * (a == &q ? Nq : Nk) * D);
+      for (float &x : *a)
+        x = normal(rng);
+    }
+  }
+
+  LogicalResult runMapped(InterpreterOptions options) {
+    o.assign(B * H * Nq * D, NAN);
+    diags.clear();
+    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+      diags.push_back(d.str());
+      return success();
+    });
+    Interpreter interp(*module, options);
+    return interp.runHostFunction(
+        "attn", {HostMemRef::getDense("Q", q.data(), {B, H, Nq, D}),
+                 HostMemRef::getDense("K", k.data(), {B, H, Nk, D}),
+                 HostMemRef::getDense("V", v.data(), {B, H, Nk, D}),
+                 HostMemRef::getDense("O", o.data(), {B, H, Nq, D})});
+  }
+
+  /// Max abs difference of O from a double reference (causal bottom-right).
+  double maxError() const {
+    double err = 0;
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t i = 0; i < Nq; ++i) {
+        std::vector<double> s(Nk, -INFINITY);
+        double m = -INFINITY;
+        for (int64_t j = 0; j <= i + (Nk - Nq) && j < Nk; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d)
+            dot += double(q[(h * Nq + i) * D + d]) * k[(h * Nk + j) * D + d];
+          s[j] = dot / std::sqrt(double(D));
+          m = std::max(m, s[j]);
+        }
+        double l = 0;
+        for (double &x : s)
+          l += (x = std::exp(x - m));
+        for (int64_t d = 0; d < D; ++d) {
+          double acc = 0;
+          for (int64_t j = 0; j < Nk; ++j)
+            acc += s[j] * v[(h * Nk + j) * D + d];
+          err = std::max(err, std::fabs(acc / l - o[(h * Nq + i) * D + d]));
+        }
+      }
+    }
+    return err;
+  }
+
+  bool mapped = false;
+  std::vector<float> q, k, v, o;
+};
+
+TEST_F(MappedAttentionTest, MatchesTheReference) {
+  ASSERT_TRUE(mapped);
+  InterpreterOptions options;
+  options.checkRaces = true;
+  ASSERT_TRUE(succeeded(runMapped(options))) << allDiags();
+  EXPECT_LT(maxError(), 1e-5);
+}
+
+TEST_F(MappedAttentionTest, ErasingABarrierIsARace) {
+  ASSERT_TRUE(mapped);
+  SmallVector<gpu::BarrierOp> barriers;
+  module->walk([&](gpu::BarrierOp b) { barriers.push_back(b); });
+  ASSERT_GE(barriers.size(), 3u);
+  // The barrier between the K/V tile copy and its use.
+  barriers[1].erase();
+  InterpreterOptions options;
+  options.checkRaces = true;
+  EXPECT_TRUE(failed(runMapped(options)));
+  EXPECT_TRUE(diagContains("race:")) << allDiags();
+  EXPECT_TRUE(diagContains("racing accesses")) << allDiags();
+}
+
+} // namespace

@@ -1,0 +1,754 @@
+//===- fa-emulate.cpp - Run fa's GPU kernels on the CPU -------------------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Runs an attention kernel's final GPU IR (the gpu.module fa-map-to-gpu
+// produces, just before NVVM lowering) under the SIMT interpreter of
+// fa/Interpreter on .npy inputs:
+//
+//   fa-emulate K.mlir [--kernel F] --q Q.npy --k K.npy --v V.npy -o O.npy
+//              [--lse LSE.npy] [--kv-lens L.npy] [--mask M.npy]
+//              [--check-races] [--shuffle-order --seed N]
+//
+// K.mlir is either a kernel function over memrefs holding fa.attention (the
+// form fa-run and fa-compile build; it is mapped here with
+// fa-promote-shared + fa-map-to-gpu, or with --pipeline), or a module that
+// is already mapped, in which case --arg-roles names the role of each
+// argument of the host function. The host function runs under the
+// interpreter too: its gpu.launch_func computes the grid from the memref
+// descriptors of the inputs.
+//
+// Outputs are poisoned with NaN first, every element must have been written
+// by the kernel, and the files are written atomically, only when the run
+// and every check succeeded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FA/IR/FA.h"
+#include "fa/InitAll.h"
+#include "fa/Interpreter/FloatBits.h"
+#include "fa/Interpreter/Interpreter.h"
+#include "fa/Pipelines/Pipelines.h"
+#include "fa/Support/Npy.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+
+using namespace mlir;
+using namespace mlir::fa;
+namespace cl = llvm::cl;
+using llvm::formatv;
+using llvm::StringRef;
+using llvm::Twine;
+
+//===----------------------------------------------------------------------===//
+// Command line
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+cl::OptionCategory emulateCategory("fa-emulate options");
+
+cl::opt<std::string> inputPath(cl::Positional, cl::desc("<kernel.mlir>"),
+                               cl::Required, cl::cat(emulateCategory));
+cl::opt<std::string> kernelName(
+    "kernel",
+    cl::desc("The kernel function (a func.func holding fa.attention, or the "
+             "host function launching the mapped kernel); default: the only "
+             "such function"),
+    cl::value_desc("name"), cl::cat(emulateCategory));
+cl::opt<std::string> queryPath("q", cl::desc("Query [B, Hq, Nq, D]"),
+                               cl::value_desc("file"),
+                               cl::cat(emulateCategory));
+cl::opt<std::string> keyPath("k", cl::desc("Key [B, Hkv, Nk, D]"),
+                             cl::value_desc("file"), cl::cat(emulateCategory));
+cl::opt<std::string> valuePath("v", cl::desc("Value [B, Hkv, Nk, Dv]"),
+                               cl::value_desc("file"),
+                               cl::cat(emulateCategory));
+cl::opt<std::string> outputPath("o", cl::desc("Output O [B, Hq, Nq, Dv]"),
+                                cl::value_desc("file"),
+                                cl::cat(emulateCategory));
+cl::opt<std::string> lsePath("lse",
+                             cl::desc("Output LSE [B, Hq, Nq] (float32)"),
+                             cl::value_desc("file"), cl::cat(emulateCategory));
+cl::opt<std::string> kvLensPath("kv-lens", cl::desc("Key lengths [B] (int32)"),
+                                cl::value_desc("file"),
+                                cl::cat(emulateCategory));
+cl::opt<std::string>
+    maskPath("mask",
+             cl::desc("Mask [B|1, Hq|1, Nq, Nk]: bool, or float for an "
+                      "additive mask"),
+             cl::value_desc("file"), cl::cat(emulateCategory));
+cl::opt<std::string> argRoles(
+    "arg-roles",
+    cl::desc("The role of each argument of the kernel function, in order, "
+             "comma-separated from q, k, v, kv_lens, mask, o, lse (needed "
+             "for an already-mapped module; default: traced from "
+             "fa.attention)"),
+    cl::value_desc("list"), cl::cat(emulateCategory));
+cl::opt<std::string> pipelineText(
+    "pipeline",
+    cl::desc("The pass pipeline that maps the kernel function (default: "
+             "fa-promote-shared with --block-q/--block-kv/--warps, "
+             "fa-map-to-gpu, canonicalize, cse)"),
+    cl::value_desc("pipeline"), cl::cat(emulateCategory));
+cl::opt<int64_t> blockQ("block-q",
+                        cl::desc("fa-promote-shared block-q (0: automatic)"),
+                        cl::init(0), cl::cat(emulateCategory));
+cl::opt<int64_t> blockKV("block-kv",
+                         cl::desc("fa-promote-shared block-kv (0: automatic)"),
+                         cl::init(0), cl::cat(emulateCategory));
+cl::opt<int64_t> numWarps("warps", cl::desc("fa-promote-shared warps"),
+                          cl::init(4), cl::cat(emulateCategory));
+cl::opt<bool> checkRaces(
+    "check-races",
+    cl::desc("Report races: an element of workgroup memory read or written "
+             "by one thread after another thread wrote it in the same "
+             "barrier interval (or written after a thread of another warp "
+             "read it), and global elements shared between blocks"),
+    cl::cat(emulateCategory));
+cl::opt<bool> noCheckUninit(
+    "no-check-uninit",
+    cl::desc("Do not report reads of workgroup memory the block has not "
+             "written"),
+    cl::cat(emulateCategory));
+cl::opt<bool> shuffleOrder(
+    "shuffle-order",
+    cl::desc("Visit the threads of every memory op in a random order"),
+    cl::cat(emulateCategory));
+cl::opt<uint64_t> seed("seed", cl::desc("Seed of --shuffle-order"), cl::init(0),
+                       cl::cat(emulateCategory));
+cl::opt<unsigned> maxReports("max-reports",
+                             cl::desc("Print at most this many race and "
+                                      "uninitialized-read reports"),
+                             cl::init(10), cl::cat(emulateCategory));
+cl::opt<std::string> dumpMapped(
+    "dump-mapped",
+    cl::desc("Write the mapped module here; diagnostics then point into "
+             "this file"),
+    cl::value_desc("file"), cl::cat(emulateCategory));
+cl::opt<bool> printTimes("time",
+                         cl::desc("Print times and counters (to stderr)"),
+                         cl::cat(emulateCategory));
+
+/// What a kernel function argument holds.
+enum class Role { Q, K, V, KvLens, Mask, O, Lse };
+
+StringRef roleName(Role r) {
+  switch (r) {
+  case Role::Q:
+    return "q";
+  case Role::K:
+    return "k";
+  case Role::V:
+    return "v";
+  case Role::KvLens:
+    return "kv_lens";
+  case Role::Mask:
+    return "mask";
+  case Role::O:
+    return "o";
+  case Role::Lse:
+    return "lse";
+  }
+  return "?";
+}
+
+/// Prints a one-line error and returns the tool's exit code for it.
+int fail(const Twine &message) {
+  llvm::errs() << "fa-emulate: error: " << message << "\n";
+  return 1;
+}
+
+//===----------------------------------------------------------------------===//
+// The kernel function
+//===----------------------------------------------------------------------===//
+
+/// Follows `v` back through bufferization.to_tensor and single-input
+/// destination-style ops (the i8 -> i1 mask conversion) to an argument of
+/// `func`.
+std::optional<unsigned> traceToArgument(Value v, func::FuncOp func) {
+  for (int steps = 0; steps < 16; ++steps) {
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getOwner()->getParentOp() == func.getOperation())
+        return arg.getArgNumber();
+      return std::nullopt;
+    }
+    Operation *def = v.getDefiningOp();
+    if (isa<bufferization::ToTensorOp>(def)) {
+      v = def->getOperand(0);
+      continue;
+    }
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(def)) {
+      if (dps.getNumDpsInputs() == 1) {
+        v = dps.getDpsInputOperand(0)->get();
+        continue;
+      }
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+/// The roles of `func`'s arguments, from the fa.attention it holds.
+FailureOr<SmallVector<Role>>
+rolesFromAttention(func::FuncOp func, AttentionOp attn, std::string &error) {
+  SmallVector<std::optional<Role>> roles(func.getNumArguments());
+  std::pair<Value, Role> operands[] = {
+      {attn.getQuery(), Role::Q},   {attn.getKey(), Role::K},
+      {attn.getValue(), Role::V},   {attn.getKvLens(), Role::KvLens},
+      {attn.getMask(), Role::Mask}, {attn.getOutput(), Role::O},
+      {attn.getLse(), Role::Lse}};
+  for (auto [value, role] : operands) {
+    if (!value)
+      continue;
+    std::optional<unsigned> arg = traceToArgument(value, func);
+    if (!arg) {
+      error = ("cannot tell which argument of @" + func.getSymName() +
+               " feeds the " + roleName(role) +
+               " operand of fa.attention; pass --arg-roles")
+                  .str();
+      return failure();
+    }
+    roles[*arg] = role;
+  }
+  SmallVector<Role> result;
+  for (auto [i, role] : llvm::enumerate(roles)) {
+    if (!role) {
+      error = formatv("argument {0} of @{1} feeds no operand of "
+                      "fa.attention; pass --arg-roles",
+                      i, func.getSymName())
+                  .str();
+      return failure();
+    }
+    result.push_back(*role);
+  }
+  return result;
+}
+
+FailureOr<SmallVector<Role>> parseRoles(StringRef text, std::string &error) {
+  SmallVector<StringRef> parts;
+  text.split(parts, ',');
+  SmallVector<Role> roles;
+  for (StringRef p : parts) {
+    std::optional<Role> r = llvm::StringSwitch<std::optional<Role>>(p.trim())
+                                .Case("q", Role::Q)
+                                .Case("k", Role::K)
+                                .Case("v", Role::V)
+                                .Cases({"kv_lens", "kv-lens"}, Role::KvLens)
+                                .Case("mask", Role::Mask)
+                                .Case("o", Role::O)
+                                .Case("lse", Role::Lse)
+                                .Default(std::nullopt);
+    if (!r) {
+      error = ("--arg-roles: unknown role '" + p.trim() +
+               "' (expected q, k, v, kv_lens, mask, o or lse)")
+                  .str();
+      return failure();
+    }
+    if (llvm::is_contained(roles, *r)) {
+      error = ("--arg-roles: role '" + p.trim() + "' appears twice").str();
+      return failure();
+    }
+    roles.push_back(*r);
+  }
+  return roles;
+}
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+/// The storage of one kernel argument: element bytes in the memref's element
+/// type, plus the written-element mask of outputs.
+struct ArgBuffer {
+  Role role;
+  std::string file;
+  MemRefType type;
+  SmallVector<int64_t, 4> shape;
+  std::vector<char> bytes;
+  std::vector<uint8_t> written;
+};
+
+size_t elementSize(Type t) {
+  if (t.isIndex())
+    return 8;
+  unsigned bits = t.getIntOrFloatBitWidth();
+  return bits == 1 ? 1 : bits / 8;
+}
+
+/// The .npy dtypes accepted for a memref element type.
+SmallVector<NpyDType> acceptedDTypes(Type elt) {
+  if (elt.isF16())
+    return {NpyDType::Float16};
+  if (elt.isF32() || elt.isBF16())
+    return {NpyDType::Float32};
+  if (elt.isInteger(32))
+    return {NpyDType::Int32};
+  if (elt.isInteger(1) || elt.isInteger(8))
+    return {NpyDType::Bool};
+  return {};
+}
+
+/// Copies `array` into the element bytes of `type`'s element type (bf16 is
+/// read from float32, rounded to nearest even).
+std::vector<char> toElementBytes(const NpyArray &array, Type elt) {
+  size_t n = static_cast<size_t>(array.getNumElements());
+  if (elt.isBF16()) {
+    std::vector<char> out(n * 2);
+    ArrayRef<float> src = array.getElements<float>();
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t b = doubleToBFloat16Bits(src[i]);
+      std::memcpy(out.data() + 2 * i, &b, 2);
+    }
+    return out;
+  }
+  const char *p = static_cast<const char *>(array.getData());
+  return std::vector<char>(p, p + array.getNumBytes());
+}
+
+std::string formatShape(ArrayRef<int64_t> shape) {
+  return formatNpyShape(shape);
+}
+
+/// Fills `buf` with NaN (floats) or a pattern (integers).
+void poisonOutput(ArgBuffer &buf) {
+  Type elt = buf.type.getElementType();
+  size_t esize = elementSize(elt);
+  size_t n = buf.bytes.size() / esize;
+  for (size_t i = 0; i < n; ++i) {
+    char *p = buf.bytes.data() + i * esize;
+    if (elt.isF32()) {
+      float nan = std::numeric_limits<float>::quiet_NaN();
+      std::memcpy(p, &nan, 4);
+    } else if (elt.isF16() || elt.isBF16()) {
+      uint16_t nan = elt.isF16() ? 0x7E00 : 0x7FC0;
+      std::memcpy(p, &nan, 2);
+    } else {
+      std::memset(p, 0xA5, esize);
+    }
+  }
+}
+
+/// Converts an output buffer to the .npy array written for it.
+NpyArray toNpy(const ArgBuffer &buf) {
+  Type elt = buf.type.getElementType();
+  NpyDType dtype = acceptedDTypes(elt).front();
+  NpyArray array(dtype, buf.shape);
+  size_t n = static_cast<size_t>(array.getNumElements());
+  if (elt.isBF16()) {
+    MutableArrayRef<float> dst = array.getElements<float>();
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t b;
+      std::memcpy(&b, buf.bytes.data() + 2 * i, 2);
+      dst[i] = static_cast<float>(bfloat16BitsToDouble(b));
+    }
+  } else {
+    std::memcpy(array.getData(), buf.bytes.data(), array.getNumBytes());
+  }
+  return array;
+}
+
+//===----------------------------------------------------------------------===//
+// Main flow
+//===----------------------------------------------------------------------===//
+
+int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(inputPath.getValue(), sourceMgr, &ctx);
+  if (!module)
+    return fail("cannot parse '" + inputPath + "'");
+
+  // The kernel function.
+  func::FuncOp func;
+  if (!kernelName.empty()) {
+    func = module->lookupSymbol<func::FuncOp>(kernelName);
+    if (!func)
+      return fail(inputPath + ": no func.func @" + kernelName);
+  } else {
+    SmallVector<func::FuncOp> candidates;
+    for (auto f : module->getOps<func::FuncOp>()) {
+      bool hasKernel = false;
+      f.walk([&](Operation *op) {
+        if (isa<AttentionOp, gpu::LaunchFuncOp>(op))
+          hasKernel = true;
+      });
+      if (hasKernel)
+        candidates.push_back(f);
+    }
+    if (candidates.size() != 1)
+      return fail(inputPath + ": " + Twine(candidates.size()) +
+                  " functions hold fa.attention or launch a kernel; name one "
+                  "with --kernel");
+    func = candidates.front();
+  }
+  std::string funcName = func.getSymName().str();
+
+  // The argument roles.
+  SmallVector<AttentionOp> attentions;
+  func.walk([&](AttentionOp op) { attentions.push_back(op); });
+  SmallVector<Role> roles;
+  std::string error;
+  if (!argRoles.empty()) {
+    FailureOr<SmallVector<Role>> parsed = parseRoles(argRoles, error);
+    if (failed(parsed))
+      return fail(error);
+    roles = *parsed;
+  } else if (attentions.size() == 1) {
+    FailureOr<SmallVector<Role>> traced =
+        rolesFromAttention(func, attentions.front(), error);
+    if (failed(traced))
+      return fail(inputPath + ": " + error);
+    roles = *traced;
+  } else {
+    return fail(inputPath + ": @" + funcName +
+                (attentions.empty() ? " holds no fa.attention"
+                                    : " holds several fa.attention ops") +
+                "; pass --arg-roles");
+  }
+  if (roles.size() != func.getNumArguments())
+    return fail(formatv("--arg-roles names {0} roles but @{1} has {2} "
+                        "arguments",
+                        roles.size(), funcName, func.getNumArguments())
+                    .str());
+  for (Role r : {Role::Q, Role::K, Role::V, Role::O})
+    if (!llvm::is_contained(roles, r))
+      return fail("@" + funcName + " has no " + roleName(r) + " argument");
+
+  // Map to the GPU unless the module is mapped already.
+  bool mapped = false;
+  module->walk([&](gpu::GPUModuleOp) { mapped = true; });
+  OwningOpRef<ModuleOp> kernelModule;
+  llvm::SourceMgr mappedMgr;
+  if (!attentions.empty() || !mapped) {
+    PassManager pm(&ctx);
+    if (!pipelineText.empty()) {
+      // The pass manager is anchored on builtin.module already.
+      StringRef text = StringRef(pipelineText).trim();
+      if (text.consume_front("builtin.module(") && text.consume_back(")"))
+        text = text.trim();
+      else
+        text = StringRef(pipelineText).trim();
+      if (failed(parsePassPipeline(text, pm, llvm::errs())))
+        return fail("--pipeline: cannot parse '" + pipelineText + "'");
+    } else {
+      LowerToNVVMOptions options;
+      options.blockQ = blockQ;
+      options.blockKV = blockKV;
+      options.warps = numWarps;
+      buildMapToGPUPipeline(pm, options);
+    }
+    if (failed(pm.run(*module)))
+      return fail(inputPath + ": mapping @" + funcName + " to the GPU failed");
+    // Re-parse the mapped module so that diagnostics point into its text
+    // (the --dump-mapped file, or "<mapped>") rather than at the
+    // fa.attention every mapped op was created from.
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    if (!dumpMapped.empty()) {
+      std::string err;
+      auto out = openOutputFile(dumpMapped, &err);
+      if (!out)
+        return fail(err);
+      out->os() << text;
+      out->keep();
+    }
+    mappedMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(
+            text, dumpMapped.empty() ? "<mapped>" : dumpMapped.getValue()),
+        llvm::SMLoc());
+    kernelModule = parseSourceFile<ModuleOp>(mappedMgr, ParserConfig(&ctx));
+    if (!kernelModule)
+      return fail("cannot re-parse the mapped module");
+  } else {
+    if (!dumpMapped.empty())
+      return fail("--dump-mapped: " + inputPath + " is mapped already");
+    kernelModule = std::move(module);
+  }
+  func::FuncOp host = kernelModule->lookupSymbol<func::FuncOp>(funcName);
+  if (!host)
+    return fail("the mapped module has no @" + funcName);
+  auto t1 = Clock::now();
+
+  // Inputs.
+  std::optional<NpyArray> q, k, v, lens, mask;
+  auto load = [&](const std::string &path, Role role,
+                  std::optional<NpyArray> &slot) -> bool {
+    bool wanted = llvm::is_contained(roles, role);
+    if (path.empty()) {
+      if (wanted) {
+        fail(formatv("@{0} takes {1}; pass --{2}", funcName, roleName(role),
+                     role == Role::KvLens ? "kv-lens" : roleName(role))
+                 .str());
+        return false;
+      }
+      return true;
+    }
+    if (!wanted) {
+      fail(formatv("{0}: @{1} takes no {2}", path, funcName, roleName(role))
+               .str());
+      return false;
+    }
+    unsigned idx = llvm::find(roles, role) - roles.begin();
+    auto type = dyn_cast<MemRefType>(host.getArgument(idx).getType());
+    if (!type) {
+      fail(
+          formatv("argument {0} of @{1} is not a memref", idx, funcName).str());
+      return false;
+    }
+    SmallVector<NpyDType> dtypes = acceptedDTypes(type.getElementType());
+    if (dtypes.empty()) {
+      fail(formatv("argument {0} of @{1} has unsupported type {2}", idx,
+                   funcName, type)
+               .str());
+      return false;
+    }
+    llvm::Expected<NpyArray> array = readNpyFile(path, dtypes);
+    if (!array) {
+      fail(llvm::toString(array.takeError()));
+      return false;
+    }
+    if (array->getRank() != type.getRank()) {
+      fail(formatv("{0}: shape {1} has rank {2}; @{3} takes {4} as {5}", path,
+                   formatShape(array->getShape()), array->getRank(), funcName,
+                   roleName(role), type)
+               .str());
+      return false;
+    }
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (!type.isDynamicDim(d) && type.getDimSize(d) != array->getShape()[d]) {
+        fail(formatv("{0}: shape {1} does not match {2} (dim {3} must be {4})",
+                     path, formatShape(array->getShape()), type, d,
+                     type.getDimSize(d))
+                 .str());
+        return false;
+      }
+    slot.emplace(std::move(*array));
+    return true;
+  };
+  if (!load(queryPath, Role::Q, q) || !load(keyPath, Role::K, k) ||
+      !load(valuePath, Role::V, v) || !load(kvLensPath, Role::KvLens, lens) ||
+      !load(maskPath, Role::Mask, mask))
+    return 1;
+  if (outputPath.empty())
+    return fail("-o is required");
+  if (!lsePath.empty() && !llvm::is_contained(roles, Role::Lse))
+    return fail(lsePath + ": @" + funcName + " produces no lse");
+
+  // Consistency of the shapes: [B, Hq, Nq, D], [B, Hkv, Nk, D], [B, Hkv,
+  // Nk, Dv], [B], [B|1, Hq|1, Nq, Nk].
+  ArrayRef<int64_t> qs = q->getShape(), ks = k->getShape(), vs = v->getShape();
+  if (qs.size() != 4)
+    return fail(queryPath + ": expected [B, Hq, Nq, D], got shape " +
+                formatShape(qs));
+  auto mismatch = [&](const std::string &path, ArrayRef<int64_t> shape,
+                      StringRef expected) {
+    return fail(formatv("{0}: shape {1} does not match the query {2}; "
+                        "expected {3}",
+                        path, formatShape(shape), formatShape(qs), expected)
+                    .str());
+  };
+  int64_t B = qs[0], Hq = qs[1], Nq = qs[2], D = qs[3];
+  if (ks.size() != 4 || ks[0] != B || ks[3] != D || ks[1] == 0 ||
+      Hq % ks[1] != 0)
+    return mismatch(keyPath, ks, "[B, Hkv, Nk, D] with Hq % Hkv == 0");
+  int64_t Hkv = ks[1], Nk = ks[2];
+  if (vs.size() != 4 || vs[0] != B || vs[1] != Hkv || vs[2] != Nk)
+    return mismatch(valuePath, vs, "[B, Hkv, Nk, Dv] matching the key");
+  if (lens && (lens->getRank() != 1 || lens->getShape()[0] != B))
+    return mismatch(kvLensPath, lens->getShape(), "[B]");
+  if (mask) {
+    ArrayRef<int64_t> ms = mask->getShape();
+    if (ms.size() != 4 || (ms[0] != B && ms[0] != 1) ||
+        (ms[1] != Hq && ms[1] != 1) || ms[2] != Nq || ms[3] != Nk)
+      return mismatch(maskPath, ms, "[B|1, Hq|1, Nq, Nk]");
+  }
+  int64_t Dv = vs[3];
+
+  // Argument buffers in the function's order.
+  std::vector<ArgBuffer> buffers(roles.size());
+  for (auto [i, role] : llvm::enumerate(roles)) {
+    ArgBuffer &buf = buffers[i];
+    buf.role = role;
+    buf.type = cast<MemRefType>(host.getArgument(i).getType());
+    Type elt = buf.type.getElementType();
+    std::optional<NpyArray> *input = role == Role::Q        ? &q
+                                     : role == Role::K      ? &k
+                                     : role == Role::V      ? &v
+                                     : role == Role::KvLens ? &lens
+                                     : role == Role::Mask   ? &mask
+                                                            : nullptr;
+    if (input) {
+      buf.file = role == Role::Q        ? queryPath
+                 : role == Role::K      ? keyPath
+                 : role == Role::V      ? valuePath
+                 : role == Role::KvLens ? kvLensPath
+                                        : maskPath;
+      buf.shape.assign((*input)->getShape().begin(),
+                       (*input)->getShape().end());
+      buf.bytes = toElementBytes(**input, elt);
+      continue;
+    }
+    if (role == Role::O) {
+      buf.file = outputPath;
+      buf.shape = {B, Hq, Nq, Dv};
+    } else {
+      buf.file = lsePath;
+      buf.shape = {B, Hq, Nq};
+    }
+    if (static_cast<int64_t>(buf.shape.size()) != buf.type.getRank())
+      return fail(formatv("the {0} argument of @{1} is {2}; expected rank {3}",
+                          roleName(role), funcName, buf.type, buf.shape.size())
+                      .str());
+    for (int64_t d = 0; d < buf.type.getRank(); ++d)
+      if (!buf.type.isDynamicDim(d) && buf.type.getDimSize(d) != buf.shape[d])
+        return fail(formatv("the {0} argument of @{1} is {2}, but the inputs "
+                            "give it shape {3}",
+                            roleName(role), funcName, buf.type,
+                            formatShape(buf.shape))
+                        .str());
+    if (acceptedDTypes(elt).empty() || (role == Role::Lse && !elt.isF32()))
+      return fail(formatv("the {0} argument of @{1} has unsupported type {2}",
+                          roleName(role), funcName, buf.type)
+                      .str());
+    int64_t n = 1;
+    for (int64_t s : buf.shape)
+      n *= s;
+    buf.bytes.assign(static_cast<size_t>(n) * elementSize(elt), 0);
+    buf.written.assign(static_cast<size_t>(n), 0);
+    poisonOutput(buf);
+  }
+
+  SmallVector<HostMemRef> args;
+  for (ArgBuffer &buf : buffers) {
+    std::string name = buf.role == Role::Q        ? "Q"
+                       : buf.role == Role::K      ? "K"
+                       : buf.role == Role::V      ? "V"
+                       : buf.role == Role::KvLens ? "kv_lens"
+                       : buf.role == Role::Mask   ? "mask"
+                       : buf.role == Role::O      ? "O"
+                                                  : "LSE";
+    HostMemRef m = HostMemRef::getDense(name, buf.bytes.data(), buf.shape);
+    if (buf.role == Role::O || buf.role == Role::Lse)
+      m.writtenMask = buf.written.data();
+    args.push_back(std::move(m));
+  }
+
+  // Run.
+  InterpreterOptions options;
+  options.checkRaces = checkRaces;
+  options.checkUninitializedShared = !noCheckUninit;
+  options.shuffleMemoryOrder = shuffleOrder;
+  options.seed = seed;
+  options.maxReports = maxReports;
+  Interpreter interpreter(*kernelModule, options);
+  auto t2 = Clock::now();
+  LogicalResult result = interpreter.runHostFunction(funcName, args);
+  auto t3 = Clock::now();
+  const InterpreterStats &stats = interpreter.getStats();
+  if (printTimes) {
+    auto secs = [](auto a, auto b) {
+      return std::chrono::duration<double>(b - a).count();
+    };
+    llvm::errs() << formatv(
+        "fa-emulate: parse+map {0:f3}s, run {1:f3}s: {2} launches, {3} "
+        "blocks, {4} ops, {5} thread-ops, {6} barriers\n",
+        secs(t0, t1), secs(t2, t3), stats.launches, stats.blocks, stats.ops,
+        stats.threadOps, stats.barriers);
+  }
+  if (failed(result))
+    return fail("the kernel failed under the interpreter; no output written");
+
+  // Every output element must have been written.
+  for (ArgBuffer &buf : buffers) {
+    if (buf.written.empty())
+      continue;
+    size_t missing = llvm::count(buf.written, 0);
+    if (!missing)
+      continue;
+    size_t first = llvm::find(buf.written, 0) - buf.written.begin();
+    SmallVector<int64_t, 4> idx(buf.shape.size());
+    for (size_t d = buf.shape.size(), rest = first; d-- > 0;) {
+      idx[d] = static_cast<int64_t>(rest % buf.shape[d]);
+      rest /= buf.shape[d];
+    }
+    return fail(formatv("the kernel left {0} of the {1} elements of {2} "
+                        "unwritten (the first at {3}); no output written",
+                        missing, buf.written.size(),
+                        buf.role == Role::O ? "O" : "LSE", formatShape(idx))
+                    .str());
+  }
+
+  for (ArgBuffer &buf : buffers) {
+    bool isOutput = buf.role == Role::O || buf.role == Role::Lse;
+    if (!isOutput || buf.file.empty())
+      continue;
+    if (llvm::Error err = writeNpyFile(buf.file, toNpy(buf)))
+      return fail(llvm::toString(std::move(err)));
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  registerAllPasses();
+  cl::HideUnrelatedOptions(emulateCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "fa-emulate: run an attention kernel's GPU IR on the CPU under fa's "
+      "SIMT interpreter\n\n"
+      "  fa-emulate K.mlir [--kernel F] --q Q.npy --k K.npy --v V.npy "
+      "-o O.npy\n"
+      "             [--lse LSE.npy] [--kv-lens L.npy] [--mask M.npy] "
+      "[--check-races]\n\n"
+      "Layout [B, H, N, D], C order. f16 kernels take float16 files, f32 "
+      "and bf16 kernels float32 files (bf16 is rounded to nearest even and "
+      "written back as float32); key lengths int32, boolean masks bool.\n");
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  // Locations point into the mapped text; the generic-form dump of the op
+  // adds nothing.
+  ctx.printOpOnDiagnostic(false);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &ctx);
+  return run(ctx, sourceMgr);
+}
