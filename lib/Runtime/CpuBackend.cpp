@@ -11,24 +11,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HostInfo.h"
 #include "RuntimeInternal.h"
-
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringMap.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/Path.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/Triple.h"
 
 #include <dlfcn.h>
 
 using namespace fa::runtime;
-using llvm::Error;
-using llvm::Expected;
-using llvm::formatv;
-using llvm::StringRef;
-using llvm::Twine;
 
 namespace {
 
@@ -49,10 +37,10 @@ public:
       dlclose(handle);
   }
 
-  static Expected<std::unique_ptr<Backend>> load(const KernelMetadata &md,
-                                                 StringRef dir);
+  static Result<std::unique_ptr<Backend>> load(const KernelMetadata &md,
+                                               const std::string &dir);
 
-  Error launch(const LaunchArgs &args, void *cudaStream) override;
+  MaybeFailure launch(const LaunchArgs &args, void *cudaStream) override;
 
 private:
   void *handle = nullptr;
@@ -62,77 +50,79 @@ private:
 
 } // namespace
 
-Expected<std::unique_ptr<Backend>> CpuBackend::load(const KernelMetadata &md,
-                                                    StringRef dir) {
+Result<std::unique_ptr<Backend>> CpuBackend::load(const KernelMetadata &md,
+                                                  const std::string &dir) {
   if (md.params.size() > kMaxParams)
-    return makeRuntimeError(FA_ERROR_INVALID_ARTIFACT,
-                            formatv("has {0} params; the CPU backend calls "
-                                    "entries with at most {1}",
-                                    md.params.size(), kMaxParams));
+    return makeFailure(FA_ERROR_INVALID_ARTIFACT,
+                       cat("has ", md.params.size(),
+                           " params; the CPU backend calls entries with at "
+                           "most ",
+                           kMaxParams));
 
   // The host must be able to run the code.
-  llvm::Triple artifact(md.target.triple);
-  llvm::Triple host(llvm::sys::getProcessTriple());
-  if (artifact.getArch() != host.getArch() || artifact.getOS() != host.getOS())
-    return makeRuntimeError(FA_ERROR_UNSUPPORTED_ARCH,
-                            formatv("targets {0}, but this host is {1}",
-                                    md.target.triple, host.str()));
+  host::TripleParts artifact = host::parseTriple(md.target.triple);
+  host::TripleParts self = host::getHostParts();
+  if (artifact.arch != self.arch || artifact.os != self.os)
+    return makeFailure(FA_ERROR_UNSUPPORTED_ARCH,
+                       cat("targets ", md.target.triple, ", but this host is ",
+                           host::getHostTriple()));
   if (!md.target.features.empty()) {
-    llvm::StringMap<bool> hostFeatures = llvm::sys::getHostCPUFeatures();
-    llvm::SmallVector<std::string> missing;
+    const std::map<std::string, bool> &hostFeatures =
+        host::getHostCpuFeatures();
+    std::vector<std::string> missing;
     for (const std::string &feature : md.target.features) {
       auto it = hostFeatures.find(feature);
-      // Features the host does not report (tuning flags) are not checked.
+      // Features the detector does not know (tuning flags) are not checked.
       if (it != hostFeatures.end() && !it->second)
         missing.push_back(feature);
     }
     if (!missing.empty())
-      return makeRuntimeError(
+      return makeFailure(
           FA_ERROR_UNSUPPORTED_ARCH,
-          formatv("was compiled for CPU '{0}' with features this CPU ('{1}') "
-                  "lacks: {2}; recompile with `fa-compile --cpu generic` or "
-                  "for this host",
-                  md.target.cpu, llvm::sys::getHostCPUName(),
-                  llvm::join(missing, ", ")));
+          cat("was compiled for CPU '", md.target.cpu,
+              "' with features this CPU ('", host::getHostCpuName(),
+              "') lacks: ", join(missing, ", "),
+              "; recompile with `fa-compile --cpu generic` or for this host"));
   }
 
   if (md.files.library.empty())
-    return makeRuntimeError(
+    return makeFailure(
         FA_ERROR_INVALID_ARTIFACT,
         "has no shared library (files.library), only the object '" +
             md.files.object +
             "'; link it with `cc -shared -o NAME.so NAME.o -lm` and add "
             "files.library to the metadata");
-  llvm::SmallString<256> path(dir);
-  llvm::sys::path::append(path, md.files.library);
-  if (!llvm::sys::fs::exists(path))
-    return makeRuntimeError(FA_ERROR_IO, "cannot read the library '" + path +
-                                             "': no such file");
+  std::string path = joinPath(dir, md.files.library);
+  if (!pathExists(path))
+    return makeFailure(FA_ERROR_IO,
+                       "cannot read the library '" + path + "': no such file");
 
   auto backend = std::make_unique<CpuBackend>();
   backend->numParams = md.params.size();
   backend->handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!backend->handle) {
     const char *reason = dlerror();
-    return makeRuntimeError(FA_ERROR_INVALID_ARTIFACT,
-                            formatv("cannot load the library '{0}': {1}", path,
-                                    reason ? reason : "unknown error"));
+    return makeFailure(FA_ERROR_INVALID_ARTIFACT,
+                       cat("cannot load the library '", path, "': ",
+                           reason ? reason : "unknown error"));
   }
   std::string symbol = "_mlir_ciface_" + md.symbol;
   backend->entry = dlsym(backend->handle, symbol.c_str());
   if (!backend->entry)
-    return makeRuntimeError(FA_ERROR_INVALID_ARTIFACT,
-                            formatv("the library '{0}' does not export '{1}'",
-                                    path, symbol));
+    return makeFailure(FA_ERROR_INVALID_ARTIFACT,
+                       cat("the library '", path, "' does not export '",
+                           symbol, "'"));
   return std::unique_ptr<Backend>(std::move(backend));
 }
 
-Error CpuBackend::launch(const LaunchArgs &args, void * /*cudaStream*/) {
+MaybeFailure CpuBackend::launch(const LaunchArgs &args,
+                                void * /*cudaStream*/) {
   if (args.params.size() != numParams)
-    return makeRuntimeError(FA_ERROR_LAUNCH, "wrong number of arguments");
+    return makeFailure(FA_ERROR_LAUNCH, "wrong number of arguments");
   Descriptor descriptors[kMaxParams];
   void *p[kMaxParams] = {};
-  for (auto [i, param] : llvm::enumerate(args.params)) {
+  for (size_t i = 0; i < args.params.size(); ++i) {
+    const BoundParam &param = args.params[i];
     int64_t *f = descriptors[i].fields;
     auto ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(param.data));
     f[0] = ptr;
@@ -177,12 +167,12 @@ Error CpuBackend::launch(const LaunchArgs &args, void * /*cudaStream*/) {
         p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
     break;
   default:
-    return makeRuntimeError(FA_ERROR_LAUNCH, "unsupported parameter count");
+    return makeFailure(FA_ERROR_LAUNCH, "unsupported parameter count");
   }
-  return Error::success();
+  return std::nullopt;
 }
 
-Expected<std::unique_ptr<Backend>>
-fa::runtime::loadCpuBackend(const KernelMetadata &md, StringRef dir) {
+Result<std::unique_ptr<Backend>>
+fa::runtime::loadCpuBackend(const KernelMetadata &md, const std::string &dir) {
   return CpuBackend::load(md, dir);
 }

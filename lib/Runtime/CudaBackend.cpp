@@ -12,45 +12,48 @@
 // Error handling follows Triton's driver.c: every CUresult is checked and
 // turned into a status with a message naming the call.
 //
+// Also the small memory helpers of the C API (fa_cuda_malloc, ...) and the
+// device queries (fa_cuda_available, fa_cuda_device_chip).
+//
 //===----------------------------------------------------------------------===//
 
 #include "CudaDriver.h"
 #include "RuntimeInternal.h"
 
-#include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/Path.h"
-
+#include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
+#include <map>
+#include <mutex>
 
 using namespace fa::runtime;
 using namespace fa::runtime::cuda;
-using llvm::Error;
-using llvm::Expected;
-using llvm::formatv;
-using llvm::StringRef;
-using llvm::Twine;
 
 //===----------------------------------------------------------------------===//
 // Driver
 //===----------------------------------------------------------------------===//
 
-Expected<std::unique_ptr<Driver>> Driver::open() {
-  std::unique_ptr<Driver> driver(new Driver());
+/// The driver library FA_CUDA_DRIVER names, or libcuda.so.1.
+static std::string getDriverPath() {
   const char *env = std::getenv("FA_CUDA_DRIVER");
-  driver->path = env && *env ? env : "libcuda.so.1";
+  return env && *env ? env : "libcuda.so.1";
+}
+
+Result<std::unique_ptr<Driver>> Driver::open() {
+  std::unique_ptr<Driver> driver(new Driver());
+  driver->path = getDriverPath();
   driver->handle =
       dlopen(driver->path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!driver->handle) {
     const char *reason = dlerror();
-    return makeRuntimeError(
+    return makeFailure(
         FA_ERROR_NO_DRIVER,
-        formatv("cannot load the CUDA driver '{0}': {1}; install the NVIDIA "
-                "driver or set FA_CUDA_DRIVER to the path of libcuda.so.1",
-                driver->path, reason ? reason : "unknown error"));
+        cat("cannot load the CUDA driver '", driver->path, "': ",
+            reason ? reason : "unknown error",
+            "; install the NVIDIA driver or set FA_CUDA_DRIVER to the path "
+            "of libcuda.so.1"));
   }
 
   DriverApi &f = driver->fns;
@@ -58,46 +61,67 @@ Expected<std::unique_ptr<Driver>> Driver::open() {
     const char *name;
     void **slot;
   };
+#define FA_ENTRY(name)                                                         \
+  Entry { #name, reinterpret_cast<void **>(&f.name) }
   const Entry entries[] = {
-      {"cuInit", reinterpret_cast<void **>(&f.cuInit)},
-      {"cuDriverGetVersion", reinterpret_cast<void **>(&f.cuDriverGetVersion)},
-      {"cuDeviceGetCount", reinterpret_cast<void **>(&f.cuDeviceGetCount)},
-      {"cuDeviceGet", reinterpret_cast<void **>(&f.cuDeviceGet)},
-      {"cuDeviceGetAttribute",
-       reinterpret_cast<void **>(&f.cuDeviceGetAttribute)},
-      {"cuCtxGetCurrent", reinterpret_cast<void **>(&f.cuCtxGetCurrent)},
-      {"cuCtxSetCurrent", reinterpret_cast<void **>(&f.cuCtxSetCurrent)},
-      {"cuCtxGetDevice", reinterpret_cast<void **>(&f.cuCtxGetDevice)},
-      {"cuCtxPushCurrent_v2", reinterpret_cast<void **>(&f.cuCtxPushCurrent_v2)},
-      {"cuCtxPopCurrent_v2", reinterpret_cast<void **>(&f.cuCtxPopCurrent_v2)},
-      {"cuDevicePrimaryCtxRetain",
-       reinterpret_cast<void **>(&f.cuDevicePrimaryCtxRetain)},
-      {"cuDevicePrimaryCtxRelease_v2",
-       reinterpret_cast<void **>(&f.cuDevicePrimaryCtxRelease_v2)},
-      {"cuModuleLoadDataEx", reinterpret_cast<void **>(&f.cuModuleLoadDataEx)},
-      {"cuModuleUnload", reinterpret_cast<void **>(&f.cuModuleUnload)},
-      {"cuModuleGetFunction",
-       reinterpret_cast<void **>(&f.cuModuleGetFunction)},
-      {"cuFuncSetAttribute", reinterpret_cast<void **>(&f.cuFuncSetAttribute)},
-      {"cuLaunchKernel", reinterpret_cast<void **>(&f.cuLaunchKernel)},
-      {"cuGetErrorName", reinterpret_cast<void **>(&f.cuGetErrorName)},
-      {"cuGetErrorString", reinterpret_cast<void **>(&f.cuGetErrorString)},
+      FA_ENTRY(cuInit),
+      FA_ENTRY(cuDriverGetVersion),
+      FA_ENTRY(cuDeviceGetCount),
+      FA_ENTRY(cuDeviceGet),
+      FA_ENTRY(cuDeviceGetAttribute),
+      FA_ENTRY(cuCtxGetCurrent),
+      FA_ENTRY(cuCtxSetCurrent),
+      FA_ENTRY(cuCtxGetDevice),
+      FA_ENTRY(cuCtxPushCurrent_v2),
+      FA_ENTRY(cuCtxPopCurrent_v2),
+      FA_ENTRY(cuDevicePrimaryCtxRetain),
+      FA_ENTRY(cuDevicePrimaryCtxRelease_v2),
+      FA_ENTRY(cuModuleLoadDataEx),
+      FA_ENTRY(cuModuleUnload),
+      FA_ENTRY(cuModuleGetFunction),
+      FA_ENTRY(cuFuncSetAttribute),
+      FA_ENTRY(cuLaunchKernel),
+      FA_ENTRY(cuGetErrorName),
+      FA_ENTRY(cuGetErrorString),
+      FA_ENTRY(cuMemAlloc_v2),
+      FA_ENTRY(cuMemFree_v2),
+      FA_ENTRY(cuMemcpyHtoD_v2),
+      FA_ENTRY(cuMemcpyDtoH_v2),
+      FA_ENTRY(cuCtxSynchronize),
   };
+#undef FA_ENTRY
   for (const Entry &entry : entries) {
     *entry.slot = dlsym(driver->handle, entry.name);
     if (!*entry.slot)
-      return makeRuntimeError(
-          FA_ERROR_NO_DRIVER,
-          formatv("the CUDA driver '{0}' has no entry point '{1}' (a driver "
-                  "older than CUDA 11, or not a CUDA driver)",
-                  driver->path, entry.name));
+      return makeFailure(FA_ERROR_NO_DRIVER,
+                         cat("the CUDA driver '", driver->path,
+                             "' has no entry point '", entry.name,
+                             "' (a driver older than CUDA 11, or not a CUDA "
+                             "driver)"));
   }
 
   if (CUresult r = f.cuInit(0))
     return driver->error(r, "cuInit",
                          r == CUDA_ERROR_NO_DEVICE ? FA_ERROR_NO_DEVICE
                                                    : FA_ERROR_CUDA);
-  return std::move(driver);
+  return driver;
+}
+
+Result<Driver *> Driver::shared() {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<Driver>> drivers;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::string path = getDriverPath();
+  auto it = drivers.find(path);
+  if (it != drivers.end())
+    return it->second.get();
+  Result<std::unique_ptr<Driver>> driver = open();
+  if (!driver)
+    return driver.getFailure();
+  Driver *raw = driver->get();
+  // Kept for the life of the process: the helpers' context stays retained.
+  drivers.emplace(path, std::move(*driver));
+  return raw;
 }
 
 Driver::~Driver() {
@@ -112,39 +136,182 @@ std::string Driver::describe(CUresult result) const {
   if (fns.cuGetErrorString &&
       fns.cuGetErrorString(result, &text) != CUDA_SUCCESS)
     text = nullptr;
-  std::string out = name ? name : formatv("CUresult {0}", result).str();
+  std::string out = name ? name : cat("CUresult ", result);
   if (text)
     out += std::string(" (") + text + ")";
   return out;
 }
 
-Error Driver::error(CUresult result, StringRef call, int status) const {
+Failure Driver::error(CUresult result, const std::string &call,
+                      int status) const {
   fa_status s = status < 0 ? FA_ERROR_CUDA : static_cast<fa_status>(status);
-  return makeRuntimeError(s, call + " failed: " + describe(result));
+  return makeFailure(s, call + " failed: " + describe(result));
 }
 
 std::string Driver::getVersionString() const {
   int version = 0;
   if (fns.cuDriverGetVersion(&version) != CUDA_SUCCESS)
     return "unknown";
-  return formatv("{0}.{1}", version / 1000, (version % 1000) / 10).str();
+  return cat(version / 1000, ".", (version % 1000) / 10);
 }
 
-Error fa::runtime::getCudaDeviceCount(int &count) {
+/// Device 0, or FA_ERROR_NO_DEVICE.
+static Result<CUdevice> getFirstDevice(Driver &driver) {
+  int count = 0;
+  if (CUresult r = driver.api().cuDeviceGetCount(&count))
+    return driver.error(r, "cuDeviceGetCount");
+  if (count <= 0)
+    return makeFailure(FA_ERROR_NO_DEVICE, "the CUDA driver '" +
+                                               driver.getPath() +
+                                               "' reports no device");
+  CUdevice device = 0;
+  if (CUresult r = driver.api().cuDeviceGet(&device, 0))
+    return driver.error(r, "cuDeviceGet");
+  return device;
+}
+
+Result<CUdevice> Driver::currentDevice() {
+  CUcontext current = nullptr;
+  if (CUresult r = fns.cuCtxGetCurrent(&current))
+    return error(r, "cuCtxGetCurrent");
+  if (!current)
+    return getFirstDevice(*this);
+  CUdevice device = 0;
+  if (CUresult r = fns.cuCtxGetDevice(&device))
+    return error(r, "cuCtxGetDevice");
+  return device;
+}
+
+MaybeFailure Driver::ensureContext() {
+  CUcontext current = nullptr;
+  if (CUresult r = fns.cuCtxGetCurrent(&current))
+    return error(r, "cuCtxGetCurrent");
+  if (current)
+    return std::nullopt;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!helperContext) {
+    Result<CUdevice> device = getFirstDevice(*this);
+    if (!device)
+      return device.getFailure();
+    if (CUresult r = fns.cuDevicePrimaryCtxRetain(&helperContext, *device))
+      return error(r, "cuDevicePrimaryCtxRetain");
+  }
+  if (CUresult r = fns.cuCtxSetCurrent(helperContext))
+    return error(r, "cuCtxSetCurrent");
+  return std::nullopt;
+}
+
+MaybeFailure fa::runtime::getCudaDeviceCount(int &count) {
   count = 0;
-  Expected<std::unique_ptr<Driver>> driver = Driver::open();
+  Result<std::unique_ptr<Driver>> driver = Driver::open();
   if (!driver)
-    return driver.takeError();
+    return driver.getFailure();
   int n = 0;
   if (CUresult r = (*driver)->api().cuDeviceGetCount(&n))
     return (*driver)->error(r, "cuDeviceGetCount");
   if (n <= 0)
-    return makeRuntimeError(FA_ERROR_NO_DEVICE,
-                            "the CUDA driver '" + (*driver)->getPath() +
-                                "' reports no device");
+    return makeFailure(FA_ERROR_NO_DEVICE, "the CUDA driver '" +
+                                               (*driver)->getPath() +
+                                               "' reports no device");
   count = n;
-  return Error::success();
+  return std::nullopt;
 }
+
+//===----------------------------------------------------------------------===//
+// Memory helpers and device queries (the C API's fa_cuda_*)
+//===----------------------------------------------------------------------===//
+
+namespace fa {
+namespace runtime {
+
+MaybeFailure cudaDeviceChip(std::string &chip) {
+  Result<Driver *> driver = Driver::shared();
+  if (!driver)
+    return driver.getFailure();
+  Driver &drv = **driver;
+  Result<CUdevice> device = drv.currentDevice();
+  if (!device)
+    return device.getFailure();
+  int major = 0, minor = 0;
+  if (CUresult r = drv.api().cuDeviceGetAttribute(
+          &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, *device))
+    return drv.error(r, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
+  if (CUresult r = drv.api().cuDeviceGetAttribute(
+          &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, *device))
+    return drv.error(r, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)");
+  if (major <= 0 || major > 99 || minor < 0 || minor > 9)
+    return makeFailure(FA_ERROR_CUDA,
+                       cat("the CUDA driver reports an unexpected compute "
+                           "capability ",
+                           major, ".", minor));
+  chip = cat("sm_", major, minor);
+  return std::nullopt;
+}
+
+/// The shared driver with a current context, for the memory helpers.
+static Result<Driver *> helperDriver() {
+  Result<Driver *> driver = Driver::shared();
+  if (!driver)
+    return driver;
+  if (MaybeFailure failure = (*driver)->ensureContext())
+    return *failure;
+  return driver;
+}
+
+static CUdeviceptr toDevice(const void *p) {
+  return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p));
+}
+
+MaybeFailure cudaMalloc(void **ptr, size_t bytes) {
+  Result<Driver *> driver = helperDriver();
+  if (!driver)
+    return driver.getFailure();
+  CUdeviceptr p = 0;
+  if (CUresult r = (*driver)->api().cuMemAlloc_v2(&p, bytes))
+    return (*driver)->error(r, cat("cuMemAlloc_v2(", bytes, " bytes)"));
+  *ptr = reinterpret_cast<void *>(static_cast<uintptr_t>(p));
+  return std::nullopt;
+}
+
+MaybeFailure cudaFree(void *ptr) {
+  Result<Driver *> driver = helperDriver();
+  if (!driver)
+    return driver.getFailure();
+  if (CUresult r = (*driver)->api().cuMemFree_v2(toDevice(ptr)))
+    return (*driver)->error(r, "cuMemFree_v2(" + formatPointer(ptr) + ")");
+  return std::nullopt;
+}
+
+MaybeFailure cudaMemcpyHtoD(void *dst, const void *src, size_t bytes) {
+  Result<Driver *> driver = helperDriver();
+  if (!driver)
+    return driver.getFailure();
+  if (CUresult r = (*driver)->api().cuMemcpyHtoD_v2(toDevice(dst), src, bytes))
+    return (*driver)->error(r, cat("cuMemcpyHtoD_v2(", bytes, " bytes)"));
+  return std::nullopt;
+}
+
+MaybeFailure cudaMemcpyDtoH(void *dst, const void *src, size_t bytes) {
+  Result<Driver *> driver = helperDriver();
+  if (!driver)
+    return driver.getFailure();
+  if (CUresult r = (*driver)->api().cuMemcpyDtoH_v2(dst, toDevice(src), bytes))
+    return (*driver)->error(r, cat("cuMemcpyDtoH_v2(", bytes, " bytes)"));
+  return std::nullopt;
+}
+
+MaybeFailure cudaSynchronize() {
+  Result<Driver *> driver = helperDriver();
+  if (!driver)
+    return driver.getFailure();
+  if (CUresult r = (*driver)->api().cuCtxSynchronize())
+    return (*driver)->error(r, "cuCtxSynchronize");
+  return std::nullopt;
+}
+
+} // namespace runtime
+} // namespace fa
 
 //===----------------------------------------------------------------------===//
 // Artifact checks
@@ -157,19 +324,21 @@ struct Chip {
   int major = 0, minor = 0;
   char suffix = 0; ///< 0, 'a' (arch-specific) or 'f' (family)
 
-  static std::optional<Chip> parse(StringRef name) {
-    if (!name.consume_front("sm_"))
+  static std::optional<Chip> parse(std::string_view name) {
+    if (!startsWith(name, "sm_"))
       return std::nullopt;
+    name.remove_prefix(3);
     Chip chip;
-    if (name.ends_with("a") || name.ends_with("f")) {
+    if (endsWith(name, "a") || endsWith(name, "f")) {
       chip.suffix = name.back();
-      name = name.drop_back();
+      name.remove_suffix(1);
     }
-    unsigned value;
-    if (name.empty() || name.getAsInteger(10, value) || value < 10)
+    uint64_t value;
+    if (name.empty() || !parseUnsigned(name, value) || value < 10 ||
+        value > 999)
       return std::nullopt;
-    chip.major = value / 10;
-    chip.minor = value % 10;
+    chip.major = static_cast<int>(value / 10);
+    chip.minor = static_cast<int>(value % 10);
     return chip;
   }
 
@@ -193,80 +362,85 @@ struct Chip {
 
   std::string requirement() const {
     if (suffix == 'a')
-      return formatv("runs only on compute capability {0}.{1}", major, minor);
+      return cat("runs only on compute capability ", major, ".", minor);
     if (suffix == 'f')
-      return formatv("needs compute capability {0}.x with x >= {1}", major,
-                     minor);
-    return formatv("needs compute capability {0}.{1} or newer", major, minor);
+      return cat("needs compute capability ", major, ".x with x >= ", minor);
+    return cat("needs compute capability ", major, ".", minor, " or newer");
   }
 };
 
 /// The first token after `directive` on a (comment-stripped) PTX line.
-std::optional<StringRef> getDirectiveOperand(StringRef line,
-                                             StringRef directive) {
-  line = line.ltrim();
-  if (!line.consume_front(directive) || line.empty() ||
-      !llvm::isSpace(line.front()))
+std::optional<std::string_view> getDirectiveOperand(std::string_view line,
+                                                    std::string_view directive) {
+  line = trim(line);
+  if (!startsWith(line, directive))
     return std::nullopt;
-  line = line.ltrim();
+  line.remove_prefix(directive.size());
+  if (line.empty() || !isSpace(line.front()))
+    return std::nullopt;
+  line = trim(line);
   size_t end = line.find_first_of(" \t,;\r");
   return line.substr(0, end);
 }
 
 /// Checks the PTX text before the driver sees it; returns its `.version`.
-Expected<std::string> checkPtx(StringRef text, const KernelMetadata &md,
-                               StringRef path) {
-  auto invalid = [&](const Twine &message) {
-    return makeRuntimeError(FA_ERROR_INVALID_ARTIFACT,
-                            "PTX '" + path + "' " + message);
+Result<std::string> checkPtx(std::string_view text, const KernelMetadata &md,
+                             const std::string &path) {
+  auto invalid = [&](const std::string &message) {
+    return makeFailure(FA_ERROR_INVALID_ARTIFACT,
+                       "PTX '" + path + "' " + message);
   };
-  if (text.contains('\0'))
+  if (text.find('\0') != std::string_view::npos)
     return invalid("contains NUL bytes: it is not PTX text");
-  std::optional<StringRef> version, target;
-  llvm::SmallVector<StringRef> entries;
-  llvm::SmallVector<StringRef> lines;
-  text.split(lines, '\n');
-  for (StringRef line : lines) {
+  std::optional<std::string_view> version, target;
+  std::vector<std::string> entries;
+  for (std::string_view line : split(text, '\n')) {
     line = line.substr(0, line.find("//"));
     if (!version)
-      if (std::optional<StringRef> v = getDirectiveOperand(line, ".version"))
+      if (std::optional<std::string_view> v =
+              getDirectiveOperand(line, ".version"))
         version = v;
     if (!target)
-      if (std::optional<StringRef> t = getDirectiveOperand(line, ".target"))
+      if (std::optional<std::string_view> t =
+              getDirectiveOperand(line, ".target"))
         target = t;
     // `.entry name(` may follow `.visible`/`.weak` on the same line.
-    for (size_t pos = line.find(".entry"); pos != StringRef::npos;
+    for (size_t pos = line.find(".entry"); pos != std::string_view::npos;
          pos = line.find(".entry", pos + 6)) {
-      StringRef rest = line.substr(pos + 6);
-      if (rest.empty() || !llvm::isSpace(rest.front()))
+      std::string_view rest = line.substr(pos + 6);
+      if (rest.empty() || !isSpace(rest.front()))
         continue;
-      rest = rest.ltrim();
-      size_t end = rest.find_if_not(
-          [](char c) { return llvm::isAlnum(c) || c == '_' || c == '$'; });
-      entries.push_back(rest.substr(0, end));
+      rest = trim(rest);
+      size_t end = 0;
+      while (end < rest.size() &&
+             (isAlnum(rest[end]) || rest[end] == '_' || rest[end] == '$'))
+        ++end;
+      entries.emplace_back(rest.substr(0, end));
     }
   }
   if (!version)
     return invalid("has no .version directive: it is not PTX text");
-  auto [major, minor] = version->split('.');
-  unsigned ignored;
-  if (major.getAsInteger(10, ignored) || minor.getAsInteger(10, ignored))
-    return invalid("has a malformed .version '" + *version + "'");
+  size_t dot = version->find('.');
+  uint64_t ignored;
+  if (dot == std::string_view::npos ||
+      !parseUnsigned(version->substr(0, dot), ignored) ||
+      !parseUnsigned(version->substr(dot + 1), ignored))
+    return invalid("has a malformed .version '" + std::string(*version) + "'");
   if (*version != md.target.ptxIsa)
-    return invalid("has .version " + *version +
+    return invalid("has .version " + std::string(*version) +
                    ", but the metadata's target.ptx_isa is " +
                    md.target.ptxIsa);
   if (!target)
     return invalid("has no .target directive");
   if (*target != md.target.chip)
-    return invalid("has .target " + *target +
+    return invalid("has .target " + std::string(*target) +
                    ", but the metadata's target.chip is " + md.target.chip);
-  if (!llvm::is_contained(entries, StringRef(md.symbol)))
+  if (std::find(entries.begin(), entries.end(), md.symbol) == entries.end())
     return invalid("has no .entry " + md.symbol +
                    " (the metadata's symbol); its entries: " +
                    (entries.empty() ? std::string("none")
-                                    : llvm::join(entries, ", ")));
-  return version->str();
+                                    : join(entries, ", ")));
+  return std::string(*version);
 }
 
 //===----------------------------------------------------------------------===//
@@ -277,15 +451,15 @@ class CudaBackend final : public Backend {
 public:
   ~CudaBackend() override;
 
-  static Expected<std::unique_ptr<Backend>> load(const KernelMetadata &md,
-                                                 StringRef dir);
+  static Result<std::unique_ptr<Backend>> load(const KernelMetadata &md,
+                                               const std::string &dir);
 
-  Error launch(const LaunchArgs &args, void *cudaStream) override;
+  MaybeFailure launch(const LaunchArgs &args, void *cudaStream) override;
 
 private:
   /// Makes `ctx` current on this thread if it is not; `pushed` says whether
   /// a matching popContext is due.
-  Error pushContext(bool &pushed);
+  MaybeFailure pushContext(bool &pushed);
   void popContext(bool pushed);
 
   /// Loads `image` into a module; the JIT error log goes into `log`.
@@ -299,7 +473,7 @@ private:
   CUmodule module = nullptr;
   CUfunction function = nullptr;
   LaunchInfo launchInfo;
-  llvm::SmallVector<LaunchExpr, 3> grid;
+  std::vector<LaunchExpr> grid;
 };
 
 } // namespace
@@ -307,8 +481,7 @@ private:
 CudaBackend::~CudaBackend() {
   if (module) {
     bool pushed = false;
-    if (Error err = pushContext(pushed))
-      llvm::consumeError(std::move(err));
+    (void)pushContext(pushed);
     (void)driver->api().cuModuleUnload(module);
     popContext(pushed);
   }
@@ -316,17 +489,17 @@ CudaBackend::~CudaBackend() {
     (void)driver->api().cuDevicePrimaryCtxRelease_v2(device);
 }
 
-Error CudaBackend::pushContext(bool &pushed) {
+MaybeFailure CudaBackend::pushContext(bool &pushed) {
   pushed = false;
   CUcontext current = nullptr;
   if (CUresult r = driver->api().cuCtxGetCurrent(&current))
     return driver->error(r, "cuCtxGetCurrent");
   if (current == ctx)
-    return Error::success();
+    return std::nullopt;
   if (CUresult r = driver->api().cuCtxPushCurrent_v2(ctx))
     return driver->error(r, "cuCtxPushCurrent_v2");
   pushed = true;
-  return Error::success();
+  return std::nullopt;
 }
 
 void CudaBackend::popContext(bool pushed) {
@@ -346,61 +519,59 @@ CUresult CudaBackend::loadModule(const void *image, std::string &log) {
       driver->api().cuModuleLoadDataEx(&module, image, 2, options, values);
   if (r != CUDA_SUCCESS)
     module = nullptr;
-  log = StringRef(errorLog, strnlen(errorLog, sizeof(errorLog))).trim().str();
+  log = std::string(trim(std::string_view(
+      errorLog, strnlen(errorLog, sizeof(errorLog)))));
   return r;
 }
 
-Expected<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
-                                                     StringRef dir) {
+Result<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
+                                                   const std::string &dir) {
   std::optional<Chip> chip = Chip::parse(md.target.chip);
-  assert(chip && "verified chip");
-  auto resolve = [&](StringRef file) {
-    llvm::SmallString<256> path(dir);
-    llvm::sys::path::append(path, file);
-    return std::string(path);
-  };
+  if (!chip)
+    return makeFailure(FA_ERROR_INVALID_ARTIFACT,
+                       "unsupported chip '" + md.target.chip + "'");
 
   // The files, checked before they reach the driver.
   std::string ptxPath, ptx, cubinPath, cubin, ptxVersion;
   if (!md.files.ptx.empty()) {
-    ptxPath = resolve(md.files.ptx);
-    Expected<std::string> text = readArtifactFile(ptxPath, "PTX");
+    ptxPath = joinPath(dir, md.files.ptx);
+    Result<std::string> text = readArtifactFile(ptxPath, "PTX");
     if (!text)
-      return text.takeError();
+      return text.getFailure();
     ptx = std::move(*text);
-    Expected<std::string> version = checkPtx(ptx, md, ptxPath);
+    Result<std::string> version = checkPtx(ptx, md, ptxPath);
     if (!version)
-      return version.takeError();
+      return version.getFailure();
     ptxVersion = *version;
   }
   if (!md.files.cubin.empty()) {
-    cubinPath = resolve(md.files.cubin);
-    Expected<std::string> data = readArtifactFile(cubinPath, "cubin");
+    cubinPath = joinPath(dir, md.files.cubin);
+    Result<std::string> data = readArtifactFile(cubinPath, "cubin");
     if (!data)
-      return data.takeError();
+      return data.getFailure();
     cubin = std::move(*data);
-    if (!StringRef(cubin).starts_with("\x7f"
-                                      "ELF"))
-      return makeRuntimeError(FA_ERROR_INVALID_ARTIFACT,
-                              "cubin '" + cubinPath + "' is not an ELF file");
+    if (!startsWith(cubin, "\x7f"
+                           "ELF"))
+      return makeFailure(FA_ERROR_INVALID_ARTIFACT,
+                         "cubin '" + cubinPath + "' is not an ELF file");
   }
 
   auto backend = std::make_unique<CudaBackend>();
   backend->name = md.name;
   backend->launchInfo = *md.launch;
-  llvm::SmallVector<std::string> symbols = md.getSymbols();
+  std::vector<std::string> symbols = md.getSymbols();
   for (const std::string &text : md.launch->grid) {
-    Expected<LaunchExpr> expr = LaunchExpr::parse(text, symbols);
+    std::string error;
+    std::optional<LaunchExpr> expr = LaunchExpr::parse(text, symbols, error);
     if (!expr)
-      return withStatus(expr.takeError(), FA_ERROR_INVALID_ARTIFACT,
-                        "launch.grid: ");
+      return makeFailure(FA_ERROR_INVALID_ARTIFACT, "launch.grid: " + error);
     backend->grid.push_back(std::move(*expr));
   }
 
   // The driver and a context.
-  Expected<std::unique_ptr<Driver>> driver = Driver::open();
+  Result<std::unique_ptr<Driver>> driver = Driver::open();
   if (!driver)
-    return driver.takeError();
+    return driver.getFailure();
   backend->driver = std::move(*driver);
   Driver &drv = *backend->driver;
   const DriverApi &api = drv.api();
@@ -410,15 +581,10 @@ Expected<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
     if (CUresult r = api.cuCtxGetDevice(&backend->device))
       return drv.error(r, "cuCtxGetDevice");
   } else {
-    int count = 0;
-    if (CUresult r = api.cuDeviceGetCount(&count))
-      return drv.error(r, "cuDeviceGetCount");
-    if (count <= 0)
-      return makeRuntimeError(FA_ERROR_NO_DEVICE,
-                              "the CUDA driver '" + drv.getPath() +
-                                  "' reports no device");
-    if (CUresult r = api.cuDeviceGet(&backend->device, 0))
-      return drv.error(r, "cuDeviceGet");
+    Result<CUdevice> first = getFirstDevice(drv);
+    if (!first)
+      return first.getFailure();
+    backend->device = *first;
     if (CUresult r =
             api.cuDevicePrimaryCtxRetain(&backend->ctx, backend->device))
       return drv.error(r, "cuDevicePrimaryCtxRetain");
@@ -437,23 +603,20 @@ Expected<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
           &ccMinor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
           backend->device))
     return drv.error(r, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)");
-  std::string deviceText =
-      formatv("device {0} has compute capability {1}.{2} (sm_{1}{2})",
-              backend->device, ccMajor, ccMinor)
-          .str();
+  std::string deviceText = cat("device ", backend->device,
+                               " has compute capability ", ccMajor, ".",
+                               ccMinor, " (sm_", ccMajor, ccMinor, ")");
   bool cubinUsable = !cubin.empty() && chip->cubinRunsOn(ccMajor, ccMinor);
   bool ptxUsable = !ptx.empty() && chip->ptxRunsOn(ccMajor, ccMinor);
   if (!ptxUsable && !cubinUsable) {
     if (!chip->ptxRunsOn(ccMajor, ccMinor))
-      return makeRuntimeError(FA_ERROR_UNSUPPORTED_ARCH,
-                              formatv("targets {0}, which {1}, but {2}",
-                                      md.target.chip, chip->requirement(),
-                                      deviceText));
-    return makeRuntimeError(
-        FA_ERROR_UNSUPPORTED_ARCH,
-        formatv("has no PTX to JIT-compile and its cubin for {0} does not "
-                "run on this device: {1}",
-                md.target.chip, deviceText));
+      return makeFailure(FA_ERROR_UNSUPPORTED_ARCH,
+                         cat("targets ", md.target.chip, ", which ",
+                             chip->requirement(), ", but ", deviceText));
+    return makeFailure(FA_ERROR_UNSUPPORTED_ARCH,
+                       cat("has no PTX to JIT-compile and its cubin for ",
+                           md.target.chip, " does not run on this device: ",
+                           deviceText));
   }
   if (CUresult r = api.cuDeviceGetAttribute(
           &optinShared, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
@@ -463,12 +626,12 @@ Expected<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
   int64_t sharedBytes =
       md.launch->staticSharedBytes + md.launch->dynamicSharedBytes;
   if (sharedBytes > optinShared)
-    return makeRuntimeError(
+    return makeFailure(
         FA_ERROR_UNSUPPORTED_ARCH,
-        formatv("needs {0} bytes of shared memory per block (static {1} + "
-                "dynamic {2}), but device {3} allows at most {4}",
-                sharedBytes, md.launch->staticSharedBytes,
-                md.launch->dynamicSharedBytes, backend->device, optinShared));
+        cat("needs ", sharedBytes, " bytes of shared memory per block (static ",
+            md.launch->staticSharedBytes, " + dynamic ",
+            md.launch->dynamicSharedBytes, "), but device ", backend->device,
+            " allows at most ", optinShared));
 
   // The module: the cubin when it runs here, else the PTX.
   std::string cubinFailure;
@@ -478,7 +641,7 @@ Expected<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
       cubinFailure = "cuModuleLoadDataEx failed on the cubin '" + cubinPath +
                      "': " + drv.describe(r) + (log.empty() ? "" : ": " + log);
       if (!ptxUsable)
-        return makeRuntimeError(FA_ERROR_CUDA, cubinFailure);
+        return makeFailure(FA_ERROR_CUDA, cubinFailure);
     }
   }
   if (!backend->module) {
@@ -488,22 +651,23 @@ Expected<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
           cubinFailure.empty() ? "" : " (after: " + cubinFailure + ")";
       std::string logText = log.empty() ? "" : ": " + log;
       if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
-        return makeRuntimeError(
+        return makeFailure(
             FA_ERROR_PTX_TOO_NEW,
-            formatv("the CUDA driver (version {0}) does not support PTX ISA "
-                    "{1} of '{2}' ({3}); update the driver or regenerate the "
-                    "PTX for an older PTX ISA{4}{5}",
-                    drv.getVersionString(), ptxVersion, ptxPath,
-                    drv.describe(r), logText, also));
+            cat("the CUDA driver (version ", drv.getVersionString(),
+                ") does not support PTX ISA ", ptxVersion, " of '", ptxPath,
+                "' (", drv.describe(r),
+                "); update the driver or regenerate the PTX for an older PTX "
+                "ISA",
+                logText, also));
       fa_status status = r == CUDA_ERROR_INVALID_PTX ||
                                  r == CUDA_ERROR_INVALID_IMAGE
                              ? FA_ERROR_INVALID_ARTIFACT
                          : r == CUDA_ERROR_NO_BINARY_FOR_GPU
                              ? FA_ERROR_UNSUPPORTED_ARCH
                              : FA_ERROR_CUDA;
-      return makeRuntimeError(status, "cuModuleLoadDataEx failed on the PTX '" +
-                                          ptxPath + "': " + drv.describe(r) +
-                                          logText + also);
+      return makeFailure(status, "cuModuleLoadDataEx failed on the PTX '" +
+                                     ptxPath + "': " + drv.describe(r) +
+                                     logText + also);
     }
   }
 
@@ -516,36 +680,37 @@ Expected<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
     if (CUresult r = api.cuFuncSetAttribute(
             backend->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             static_cast<int>(md.launch->dynamicSharedBytes)))
-      return drv.error(
-          r, formatv("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {0})",
-                     md.launch->dynamicSharedBytes)
-                 .str());
+      return drv.error(r, cat("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_"
+                              "BYTES, ",
+                              md.launch->dynamicSharedBytes, ")"));
   return std::unique_ptr<Backend>(std::move(backend));
 }
 
-Error CudaBackend::launch(const LaunchArgs &args, void *cudaStream) {
+MaybeFailure CudaBackend::launch(const LaunchArgs &args, void *cudaStream) {
   // Grid from the metadata's expressions.
   std::array<unsigned, 3> gridDims;
   static constexpr int64_t limits[3] = {2147483647, 65535, 65535};
   static constexpr const char *axes[3] = {"x", "y", "z"};
   for (int i = 0; i < 3; ++i) {
-    Expected<int64_t> value = grid[i].evaluate(args.symbols);
+    std::string error;
+    std::optional<int64_t> value = grid[i].evaluate(args.symbols, error);
     if (!value)
-      return withStatus(value.takeError(), FA_ERROR_INVALID_ARGUMENT,
-                        formatv("grid.{0}: ", axes[i]).str());
+      return makeFailure(FA_ERROR_INVALID_ARGUMENT,
+                         cat("grid.", axes[i], ": ", error));
     if (*value < 0 || *value > limits[i])
-      return makeRuntimeError(
-          FA_ERROR_INVALID_ARGUMENT,
-          formatv("grid.{0} = {1} = {2} is outside CUDA's range [0, {3}]",
-                  axes[i], grid[i].getText(), *value, limits[i]));
+      return makeFailure(FA_ERROR_INVALID_ARGUMENT,
+                         cat("grid.", axes[i], " = ", grid[i].getText(), " = ",
+                             *value, " is outside CUDA's range [0, ",
+                             limits[i], "]"));
     if (*value == 0)
-      return Error::success(); // nothing to launch
+      return std::nullopt; // nothing to launch
     gridDims[i] = static_cast<unsigned>(*value);
   }
 
   // The expanded memref descriptors: per param allocated and aligned
   // pointers, offset, sizes, strides, each a separate kernel parameter.
-  llvm::SmallVector<int64_t, 64> values;
+  std::vector<int64_t> values;
+  values.reserve(args.params.size() * (3 + 2 * FA_MAX_RANK));
   for (const BoundParam &param : args.params) {
     auto ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(param.data));
     values.push_back(ptr);
@@ -556,33 +721,34 @@ Error CudaBackend::launch(const LaunchArgs &args, void *cudaStream) {
     for (int64_t i = 0; i < param.rank; ++i)
       values.push_back(param.strides[i]);
   }
-  llvm::SmallVector<void *, 64> kernelParams;
+  std::vector<void *> kernelParams;
+  kernelParams.reserve(values.size());
   for (int64_t &value : values)
     kernelParams.push_back(&value);
 
   bool pushed = false;
-  if (Error err = pushContext(pushed))
+  if (MaybeFailure err = pushContext(pushed))
     return err;
   CUresult r = driver->api().cuLaunchKernel(
-      function, gridDims[0], gridDims[1], gridDims[2], launchInfo.block[0],
-      launchInfo.block[1], launchInfo.block[2],
+      function, gridDims[0], gridDims[1], gridDims[2],
+      static_cast<unsigned>(launchInfo.block[0]),
+      static_cast<unsigned>(launchInfo.block[1]),
+      static_cast<unsigned>(launchInfo.block[2]),
       static_cast<unsigned>(launchInfo.dynamicSharedBytes),
       static_cast<CUstream>(cudaStream), kernelParams.data(), nullptr);
   popContext(pushed);
   if (r != CUDA_SUCCESS)
     return driver->error(
         r,
-        formatv("cuLaunchKernel(grid [{0}, {1}, {2}], block [{3}, {4}, {5}], "
-                "{6} bytes of dynamic shared memory)",
-                gridDims[0], gridDims[1], gridDims[2], launchInfo.block[0],
-                launchInfo.block[1], launchInfo.block[2],
-                launchInfo.dynamicSharedBytes)
-            .str(),
+        cat("cuLaunchKernel(grid [", gridDims[0], ", ", gridDims[1], ", ",
+            gridDims[2], "], block [", launchInfo.block[0], ", ",
+            launchInfo.block[1], ", ", launchInfo.block[2], "], ",
+            launchInfo.dynamicSharedBytes, " bytes of dynamic shared memory)"),
         FA_ERROR_LAUNCH);
-  return Error::success();
+  return std::nullopt;
 }
 
-Expected<std::unique_ptr<Backend>>
-fa::runtime::loadCudaBackend(const KernelMetadata &md, StringRef dir) {
+Result<std::unique_ptr<Backend>>
+fa::runtime::loadCudaBackend(const KernelMetadata &md, const std::string &dir) {
   return CudaBackend::load(md, dir);
 }

@@ -15,9 +15,10 @@
 #ifndef FA_LIB_RUNTIME_CUDADRIVER_H
 #define FA_LIB_RUNTIME_CUDADRIVER_H
 
-#include "llvm/Support/Error.h"
+#include "RuntimeInternal.h"
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 namespace fa {
@@ -34,6 +35,7 @@ using CUcontext = struct CUctx_st *;
 using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
+using CUdeviceptr = unsigned long long;
 using CUjit_option = int;
 using CUdevice_attribute = int;
 using CUfunction_attribute = int;
@@ -41,6 +43,7 @@ using CUfunction_attribute = int;
 enum : CUresult {
   CUDA_SUCCESS = 0,
   CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
   CUDA_ERROR_NOT_INITIALIZED = 3,
   CUDA_ERROR_NO_DEVICE = 100,
   CUDA_ERROR_INVALID_IMAGE = 200,
@@ -76,8 +79,8 @@ inline constexpr int kDefaultDynamicSharedBytes = 48 * 1024;
 //===----------------------------------------------------------------------===//
 
 /// The driver's entry points, resolved with dlsym. The names are the ABI
-/// names CUDA 13's cuda.h maps the API to (only cuDevicePrimaryCtxRelease_v2
-/// and the context stack calls carry a `_v2` suffix).
+/// names CUDA 13's cuda.h maps the API to (cuDevicePrimaryCtxRelease, the
+/// context stack and the memory calls carry a `_v2` suffix).
 struct DriverApi {
   CUresult (*cuInit)(unsigned flags);
   CUresult (*cuDriverGetVersion)(int *version);
@@ -107,6 +110,12 @@ struct DriverApi {
                              void **extra);
   CUresult (*cuGetErrorName)(CUresult error, const char **name);
   CUresult (*cuGetErrorString)(CUresult error, const char **text);
+  // Memory helpers (fa_cuda_malloc, ...).
+  CUresult (*cuMemAlloc_v2)(CUdeviceptr *ptr, size_t bytes);
+  CUresult (*cuMemFree_v2)(CUdeviceptr ptr);
+  CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr dst, const void *src, size_t bytes);
+  CUresult (*cuMemcpyDtoH_v2)(void *dst, CUdeviceptr src, size_t bytes);
+  CUresult (*cuCtxSynchronize)();
 };
 
 /// An opened driver library. Opened with RTLD_NODELETE: the real driver is
@@ -117,7 +126,12 @@ public:
   /// every entry point and calls cuInit. FA_ERROR_NO_DRIVER when the library
   /// or an entry point is missing; FA_ERROR_NO_DEVICE when cuInit reports no
   /// device.
-  static llvm::Expected<std::unique_ptr<Driver>> open();
+  static Result<std::unique_ptr<Driver>> open();
+
+  /// The process-wide driver for the memory helpers and device queries,
+  /// opened on first use (and again if FA_CUDA_DRIVER changes); never
+  /// closed.
+  static Result<Driver *> shared();
   ~Driver();
 
   const DriverApi &api() const { return fns; }
@@ -126,9 +140,16 @@ public:
   /// "CUDA_ERROR_INVALID_PTX (a PTX JIT compilation failed)".
   std::string describe(CUresult result) const;
 
-  /// An FA_ERROR_CUDA (or `status`) error for a failed `call`.
-  llvm::Error error(CUresult result, llvm::StringRef call,
-                    int status = -1) const;
+  /// An FA_ERROR_CUDA (or `status`) failure for a failed `call`.
+  Failure error(CUresult result, const std::string &call,
+                int status = -1) const;
+
+  /// Makes a context current on this thread if none is: device 0's primary
+  /// context, retained once for the life of the process (helpers only).
+  MaybeFailure ensureContext();
+
+  /// The device of the current context, or device 0 when there is none.
+  Result<CUdevice> currentDevice();
 
   /// The driver version as "12.4".
   std::string getVersionString() const;
@@ -138,6 +159,7 @@ private:
   void *handle = nullptr;
   std::string path;
   DriverApi fns{};
+  CUcontext helperContext = nullptr; ///< retained by ensureContext()
 };
 
 } // namespace cuda

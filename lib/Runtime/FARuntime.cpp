@@ -14,52 +14,12 @@
 
 #include "RuntimeInternal.h"
 
-#include "llvm/ADT/STLExtras.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MathExtras.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
-
+#include <algorithm>
 #include <cstring>
 
 using namespace fa::runtime;
-using llvm::Error;
-using llvm::Expected;
-using llvm::formatv;
-using llvm::StringRef;
-using llvm::Twine;
-
-char RuntimeError::ID = 0;
 
 Backend::~Backend() = default;
-
-Error fa::runtime::withStatus(Error err, fa_status status,
-                              const Twine &prefix) {
-  std::string prefixText = prefix.str();
-  fa_status outStatus = status;
-  std::string message;
-  llvm::handleAllErrors(
-      std::move(err),
-      [&](const RuntimeError &e) {
-        outStatus = e.getStatus();
-        message = e.getMessage();
-      },
-      [&](const llvm::ErrorInfoBase &e) { message = e.message(); });
-  return makeRuntimeError(outStatus, prefixText + message);
-}
-
-Expected<std::string> fa::runtime::readArtifactFile(StringRef path,
-                                                    StringRef what) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                  /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return makeRuntimeError(FA_ERROR_IO, "cannot read the " + what + " '" +
-                                             path +
-                                             "': " + buffer.getError().message());
-  return (*buffer)->getBuffer().str();
-}
 
 //===----------------------------------------------------------------------===//
 // Error state
@@ -74,22 +34,13 @@ static fa_status succeed() {
   return FA_SUCCESS;
 }
 
-static fa_status fail(fa_status status, const Twine &message) {
-  lastError = message.str();
+static fa_status fail(fa_status status, std::string message) {
+  lastError = std::move(message);
   return status;
 }
 
-static fa_status fail(Error err) {
-  fa_status status = FA_ERROR_INVALID_ARGUMENT;
-  std::string message;
-  llvm::handleAllErrors(
-      std::move(err),
-      [&](const RuntimeError &e) {
-        status = e.getStatus();
-        message = e.getMessage();
-      },
-      [&](const llvm::ErrorInfoBase &e) { message = e.message(); });
-  return fail(status, message);
+static fa_status fail(const Failure &failure) {
+  return fail(failure.status, failure.message);
 }
 
 //===----------------------------------------------------------------------===//
@@ -151,11 +102,11 @@ extern "C" fa_tensor fa_tensor_make(void *data, fa_dtype dtype, int32_t rank,
 
 extern "C" fa_status fa_cuda_available(int *deviceCount) {
   int count = 0;
-  Error err = getCudaDeviceCount(count);
+  MaybeFailure failure = getCudaDeviceCount(count);
   if (deviceCount)
-    *deviceCount = err ? 0 : count;
-  if (err)
-    return fail(std::move(err));
+    *deviceCount = failure ? 0 : count;
+  if (failure)
+    return fail(*failure);
   return succeed();
 }
 
@@ -169,44 +120,39 @@ extern "C" fa_status fa_kernel_load(const char *metadataPath, fa_device device,
                 "fa_kernel_load: metadata_path is NULL");
   if (device != FA_DEVICE_CPU && device != FA_DEVICE_CUDA)
     return fail(FA_ERROR_INVALID_ARGUMENT,
-                formatv("fa_kernel_load: unknown device {0} (expected "
-                        "FA_DEVICE_CPU or FA_DEVICE_CUDA)",
-                        static_cast<int>(device)));
+                cat("fa_kernel_load: unknown device ", static_cast<int>(device),
+                    " (expected FA_DEVICE_CPU or FA_DEVICE_CUDA)"));
 
-  Expected<std::string> text = readArtifactFile(metadataPath, "metadata");
+  std::string path = metadataPath;
+  Result<std::string> text = readArtifactFile(path, "metadata");
   if (!text)
-    return fail(text.takeError());
-  Expected<KernelMetadata> metadata = parseKernelMetadata(*text);
+    return fail(text.getFailure());
+  std::string error;
+  std::optional<KernelMetadata> metadata = parseKernelMetadata(*text, error);
   if (!metadata)
-    return fail(withStatus(metadata.takeError(), FA_ERROR_INVALID_ARTIFACT,
-                           Twine(metadataPath) + ": "));
+    return fail(FA_ERROR_INVALID_ARTIFACT, path + ": " + error);
 
   bool isCuda = metadata->target.kind == TargetKind::Cuda;
   if (isCuda != (device == FA_DEVICE_CUDA))
     return fail(FA_ERROR_INVALID_ARGUMENT,
-                formatv("{0}: kernel '{1}' targets {2} ({3}), but {4} was "
-                        "requested",
-                        metadataPath, metadata->name,
-                        isCuda ? "cuda" : "the cpu",
-                        isCuda ? metadata->target.chip
-                               : metadata->target.triple,
-                        device == FA_DEVICE_CUDA ? "FA_DEVICE_CUDA"
-                                                 : "FA_DEVICE_CPU"));
+                cat(path, ": kernel '", metadata->name, "' targets ",
+                    isCuda ? "cuda" : "the cpu", " (",
+                    isCuda ? metadata->target.chip : metadata->target.triple,
+                    "), but ",
+                    device == FA_DEVICE_CUDA ? "FA_DEVICE_CUDA"
+                                             : "FA_DEVICE_CPU",
+                    " was requested"));
 
-  llvm::SmallString<256> dir(metadataPath);
-  (void)llvm::sys::fs::make_absolute(dir);
-  llvm::sys::path::remove_filename(dir);
-
-  Expected<std::unique_ptr<Backend>> backend =
-      isCuda ? loadCudaBackend(*metadata, dir)
-             : loadCpuBackend(*metadata, dir);
+  std::string dir = getAbsoluteDirectory(path);
+  Result<std::unique_ptr<Backend>> backend =
+      isCuda ? loadCudaBackend(*metadata, dir) : loadCpuBackend(*metadata, dir);
   if (!backend)
-    return fail(withStatus(backend.takeError(), FA_ERROR_INVALID_ARTIFACT,
-                           "kernel '" + metadata->name + "': "));
+    return fail(prefixed(backend.getFailure(),
+                         "kernel '" + metadata->name + "': "));
 
   auto *kernel = new fa_kernel;
   kernel->metadata = std::move(*metadata);
-  kernel->path = metadataPath;
+  kernel->path = path;
   kernel->device = device;
   kernel->backend = std::move(*backend);
   *out = kernel;
@@ -246,10 +192,10 @@ extern "C" fa_status fa_kernel_get_info(const fa_kernel *kernel,
   info->device = kernel->device;
   info->dtype = toCDType(md.dtype);
   if (md.op == OpKind::Attention) {
-    info->head_dim = md.headDim;
-    info->value_head_dim = md.valueHeadDim;
-    info->heads = md.heads;
-    info->kv_heads = md.kvHeads;
+    info->head_dim = static_cast<int32_t>(md.headDim);
+    info->value_head_dim = static_cast<int32_t>(md.valueHeadDim);
+    info->heads = static_cast<int32_t>(md.heads);
+    info->kv_heads = static_cast<int32_t>(md.kvHeads);
     info->causal = md.causal == Causal::None      ? FA_CAUSAL_NONE
                    : md.causal == Causal::TopLeft ? FA_CAUSAL_TOP_LEFT
                                                   : FA_CAUSAL_BOTTOM_RIGHT;
@@ -259,11 +205,11 @@ extern "C" fa_status fa_kernel_get_info(const fa_kernel *kernel,
     info->has_kv_lens = md.hasKvLens;
     info->has_lse = md.hasLse;
     info->scale = static_cast<float>(md.scale);
-    info->block_q = md.blockQ;
-    info->block_kv = md.blockKV;
+    info->block_q = static_cast<int32_t>(md.blockQ);
+    info->block_kv = static_cast<int32_t>(md.blockKV);
   } else {
-    info->rank = md.rank;
-    info->dimension = md.dimension;
+    info->rank = static_cast<int32_t>(md.rank);
+    info->dimension = static_cast<int32_t>(md.dimension);
   }
   return succeed();
 }
@@ -308,114 +254,124 @@ static std::string formatStrides(const int64_t *strides, int64_t rank) {
 
 static std::string formatShape(const ParamInfo &param) {
   std::string text = "[";
-  for (auto [i, dim] : llvm::enumerate(param.shape))
+  for (size_t i = 0; i < param.shape.size(); ++i) {
+    const ShapeDim &dim = param.shape[i];
     text += (i ? ", " : "") +
             (dim.isSymbol() ? dim.symbol : std::to_string(dim.size));
+  }
   return text + "]";
 }
 
 namespace {
+
+/// The tensor passed for each role of a launch (null when not given).
+using TensorList = std::vector<std::pair<ParamRole, const fa_tensor *>>;
 
 /// Validates the tensors of one launch against a kernel's metadata.
 class ArgumentBinder {
 public:
   ArgumentBinder(const KernelMetadata &md) : md(md) {}
 
-  /// Binds `tensors[i]` (the tensor passed for the role of the i-th entry of
-  /// `roles`) to the metadata's params.
-  Error bind(llvm::ArrayRef<std::pair<ParamRole, const fa_tensor *>> tensors,
-             LaunchArgs &args);
+  /// Binds the tensors to the metadata's params.
+  MaybeFailure bind(const TensorList &tensors, LaunchArgs &args);
 
   /// True when the launch has no output element to compute.
   bool isEmpty() const { return empty; }
 
 private:
-  Error error(const Twine &message) {
-    return makeRuntimeError(FA_ERROR_INVALID_ARGUMENT, message);
+  static Failure error(std::string message) {
+    return makeFailure(FA_ERROR_INVALID_ARGUMENT, std::move(message));
   }
 
-  const fa_tensor *lookup(
-      llvm::ArrayRef<std::pair<ParamRole, const fa_tensor *>> tensors,
-      ParamRole role) {
+  static const fa_tensor *lookup(const TensorList &tensors, ParamRole role) {
     for (auto &[r, t] : tensors)
       if (r == role)
         return t;
     return nullptr;
   }
 
-  Error checkBasics(const ParamInfo &param, const fa_tensor &t);
-  Error checkDims(const ParamInfo &param, const fa_tensor &t);
-  Error checkLayout(const ParamInfo &param, const fa_tensor &t,
-                    BoundParam &bound);
+  size_t symbolIndex(std::string_view symbol) const {
+    return std::find(symbolNames.begin(), symbolNames.end(), symbol) -
+           symbolNames.begin();
+  }
+
+  MaybeFailure checkBasics(const ParamInfo &param, const fa_tensor &t);
+  MaybeFailure checkDims(const ParamInfo &param, const fa_tensor &t);
+  MaybeFailure checkLayout(const ParamInfo &param, const fa_tensor &t,
+                           BoundParam &bound);
 
   const KernelMetadata &md;
-  llvm::SmallVector<std::string> symbolNames;
-  llvm::SmallVector<int64_t, 9> symbolValues;
+  std::vector<std::string> symbolNames;
+  std::vector<int64_t> symbolValues;
   /// For each symbol, the param that bound it (for messages).
-  llvm::SmallVector<std::string, 9> symbolSources;
+  std::vector<std::string> symbolSources;
   bool empty = false;
 };
 
 } // namespace
 
-Error ArgumentBinder::checkBasics(const ParamInfo &param, const fa_tensor &t) {
+MaybeFailure ArgumentBinder::checkBasics(const ParamInfo &param,
+                                         const fa_tensor &t) {
   std::optional<DType> dtype = fromCDType(t.dtype);
   if (!dtype)
-    return error(formatv("{0}: unknown dtype {1} (expected an fa_dtype)",
-                         param.name, t.dtype));
+    return error(cat(param.name, ": unknown dtype ", t.dtype,
+                     " (expected an fa_dtype)"));
   if (*dtype != param.dtype) {
     if (param.dtype == DType::I8)
-      return error(formatv("{0}: dtype {1}, but kernel '{2}' takes a bool "
-                           "mask of one byte per element (FA_DTYPE_BOOL or "
-                           "FA_DTYPE_I8)",
-                           param.name, getDTypeName(*dtype), md.name));
-    return error(formatv("{0}: dtype {1}, but kernel '{2}' takes {3}",
-                         param.name, getDTypeName(*dtype), md.name,
-                         getDTypeName(param.dtype)));
+      return error(cat(param.name, ": dtype ", getDTypeName(*dtype),
+                       ", but kernel '", md.name,
+                       "' takes a bool mask of one byte per element "
+                       "(FA_DTYPE_BOOL or FA_DTYPE_I8)"));
+    return error(cat(param.name, ": dtype ", getDTypeName(*dtype),
+                     ", but kernel '", md.name, "' takes ",
+                     getDTypeName(param.dtype)));
   }
   if (t.rank != param.getRank())
-    return error(formatv("{0}: rank {1}, but kernel '{2}' takes rank {3} {4}",
-                         param.name, t.rank, md.name, param.getRank(),
-                         formatShape(param)));
+    return error(cat(param.name, ": rank ", t.rank, ", but kernel '", md.name,
+                     "' takes rank ", param.getRank(), " ",
+                     formatShape(param)));
   for (int64_t i = 0; i < param.getRank(); ++i)
     if (t.sizes[i] < 0)
-      return error(formatv("{0} {1}: dim {2} is negative", param.name,
-                           formatSizes(t), i));
-  return Error::success();
+      return error(cat(param.name, " ", formatSizes(t), ": dim ", i,
+                       " is negative"));
+  return std::nullopt;
 }
 
-Error ArgumentBinder::checkDims(const ParamInfo &param, const fa_tensor &t) {
-  for (auto [i, dim] : llvm::enumerate(param.shape)) {
+MaybeFailure ArgumentBinder::checkDims(const ParamInfo &param,
+                                       const fa_tensor &t) {
+  for (size_t i = 0; i < param.shape.size(); ++i) {
+    const ShapeDim &dim = param.shape[i];
     int64_t actual = t.sizes[i];
     if (!dim.isSymbol()) {
       if (actual != dim.size)
-        return error(formatv("{0} {1}: dim {2} is {3}, but kernel '{4}' was "
-                             "compiled for a fixed size {5} there {6}",
-                             param.name, formatSizes(t), i, actual, md.name,
-                             dim.size, formatShape(param)));
+        return error(cat(param.name, " ", formatSizes(t), ": dim ", i, " is ",
+                         actual, ", but kernel '", md.name,
+                         "' was compiled for a fixed size ", dim.size,
+                         " there ", formatShape(param)));
       continue;
     }
-    auto *it = llvm::find(symbolNames, dim.symbol);
-    assert(it != symbolNames.end() && "verified shape symbol");
-    size_t index = it - symbolNames.begin();
+    size_t index = symbolIndex(dim.symbol);
+    if (index >= symbolNames.size())
+      return error(cat(param.name, ": unknown shape symbol '", dim.symbol,
+                       "'"));
     int64_t expected = symbolValues[index];
     if (actual == expected)
       continue;
     if (symbolSources[index].empty())
-      return error(formatv("{0} {1}: dim {2} ({3}) is {4}, but kernel '{5}' "
-                           "was compiled for {3} = {6}",
-                           param.name, formatSizes(t), i, dim.symbol, actual,
-                           md.name, expected));
-    return error(formatv("{0} {1}: dim {2} ({3}) is {4}, but {5} has {3} = "
-                         "{6}",
-                         param.name, formatSizes(t), i, dim.symbol, actual,
-                         symbolSources[index], expected));
+      return error(cat(param.name, " ", formatSizes(t), ": dim ", i, " (",
+                       dim.symbol, ") is ", actual, ", but kernel '", md.name,
+                       "' was compiled for ", dim.symbol, " = ", expected));
+    return error(cat(param.name, " ", formatSizes(t), ": dim ", i, " (",
+                     dim.symbol, ") is ", actual, ", but ",
+                     symbolSources[index], " has ", dim.symbol, " = ",
+                     expected));
   }
-  return Error::success();
+  return std::nullopt;
 }
 
-Error ArgumentBinder::checkLayout(const ParamInfo &param, const fa_tensor &t,
-                                  BoundParam &bound) {
+MaybeFailure ArgumentBinder::checkLayout(const ParamInfo &param,
+                                         const fa_tensor &t,
+                                         BoundParam &bound) {
   int64_t rank = param.getRank();
   bound.data = t.data;
   bound.rank = rank;
@@ -423,14 +379,13 @@ Error ArgumentBinder::checkLayout(const ParamInfo &param, const fa_tensor &t,
   bool overflow = false;
   for (int64_t i = 0; i < rank; ++i) {
     bound.sizes[i] = t.sizes[i];
-    overflow |= llvm::MulOverflow(elements, t.sizes[i], elements);
+    overflow |= __builtin_mul_overflow(elements, t.sizes[i], &elements);
   }
   int64_t elementSize = getDTypeSize(param.dtype);
   int64_t bytes = 0;
-  overflow |= llvm::MulOverflow(elements, elementSize, bytes);
+  overflow |= __builtin_mul_overflow(elements, elementSize, &bytes);
   if (overflow)
-    return error(formatv("{0} {1}: too many elements", param.name,
-                         formatSizes(t)));
+    return error(cat(param.name, " ", formatSizes(t), ": too many elements"));
 
   // Canonical strides; the given ones must match except where size is 1.
   int64_t stride = 1;
@@ -441,56 +396,52 @@ Error ArgumentBinder::checkLayout(const ParamInfo &param, const fa_tensor &t,
   if (elements != 0) {
     for (int64_t i = 0; i < rank; ++i)
       if (t.sizes[i] != 1 && t.strides[i] != bound.strides[i])
-        return error(formatv("{0} {1}: strides {2} are not contiguous "
-                             "row-major (expected {3}); the kernels take "
-                             "contiguous tensors, make a contiguous copy "
-                             "first",
-                             param.name, formatSizes(t),
-                             formatStrides(t.strides, rank),
-                             formatStrides(bound.strides, rank)));
+        return error(cat(param.name, " ", formatSizes(t), ": strides ",
+                         formatStrides(t.strides, rank),
+                         " are not contiguous row-major (expected ",
+                         formatStrides(bound.strides, rank),
+                         "); the kernels take contiguous tensors, make a "
+                         "contiguous copy first"));
     if (!t.data)
-      return error(formatv("{0} {1}: data is NULL", param.name,
-                           formatSizes(t)));
+      return error(cat(param.name, " ", formatSizes(t), ": data is NULL"));
     if (reinterpret_cast<uintptr_t>(t.data) % elementSize != 0)
-      return error(formatv("{0}: data {1} is not aligned to its {2}-byte "
-                           "elements",
-                           param.name, t.data, elementSize));
+      return error(cat(param.name, ": data ", formatPointer(t.data),
+                       " is not aligned to its ", elementSize,
+                       "-byte elements"));
   }
-  return Error::success();
+  return std::nullopt;
 }
 
-Error ArgumentBinder::bind(
-    llvm::ArrayRef<std::pair<ParamRole, const fa_tensor *>> tensors,
-    LaunchArgs &args) {
+MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
+                                  LaunchArgs &args) {
   // Presence and basics, in call order.
   for (const ParamInfo &param : md.params) {
     const fa_tensor *t = lookup(tensors, param.role);
     if (!t)
-      return error(formatv("{0} is NULL, but kernel '{1}' takes {2} {3}",
-                           param.name, md.name, getDTypeName(param.dtype),
-                           formatShape(param)));
-    if (Error err = checkBasics(param, *t))
+      return error(cat(param.name, " is NULL, but kernel '", md.name,
+                       "' takes ", getDTypeName(param.dtype), " ",
+                       formatShape(param)));
+    if (MaybeFailure err = checkBasics(param, *t))
       return err;
   }
   for (auto &[role, t] : tensors)
     if (t && !md.findParam(role)) {
-      StringRef hint = role == ParamRole::KvLens ? " (compile with --kv-lens)"
-                       : role == ParamRole::Mask ? " (compile with --mask)"
-                       : role == ParamRole::Lse  ? " (compile with --lse)"
-                                                 : "";
-      return error(formatv("{0} was given, but kernel '{1}' was compiled "
-                           "without it{2}; pass NULL",
-                           getRoleName(role), md.name, hint));
+      const char *hint = role == ParamRole::KvLens ? " (compile with --kv-lens)"
+                         : role == ParamRole::Mask ? " (compile with --mask)"
+                         : role == ParamRole::Lse  ? " (compile with --lse)"
+                                                   : "";
+      return error(cat(getRoleName(role), " was given, but kernel '", md.name,
+                       "' was compiled without it", hint, "; pass NULL"));
     }
 
   // Symbols: static ones from the metadata, dynamic ones from the tensors.
   symbolNames = md.getSymbols();
   symbolValues.assign(symbolNames.size(), 0);
   symbolSources.assign(symbolNames.size(), "");
-  auto set = [&](StringRef symbol, int64_t value, const Twine &source) {
-    size_t index = llvm::find(symbolNames, symbol) - symbolNames.begin();
+  auto set = [&](std::string_view symbol, int64_t value, std::string source) {
+    size_t index = symbolIndex(symbol);
     symbolValues[index] = value;
-    symbolSources[index] = source.str();
+    symbolSources[index] = std::move(source);
   };
   if (md.op == OpKind::Attention) {
     const fa_tensor &q = *lookup(tensors, ParamRole::Query);
@@ -518,10 +469,10 @@ Error ArgumentBinder::bind(
   args.params.clear();
   for (const ParamInfo &param : md.params) {
     const fa_tensor &t = *lookup(tensors, param.role);
-    if (Error err = checkDims(param, t))
+    if (MaybeFailure err = checkDims(param, t))
       return err;
     BoundParam bound;
-    if (Error err = checkLayout(param, t, bound))
+    if (MaybeFailure err = checkLayout(param, t, bound))
       return err;
     args.params.push_back(bound);
   }
@@ -534,55 +485,52 @@ Error ArgumentBinder::bind(
     auto begin = reinterpret_cast<uintptr_t>(b.data);
     return std::make_pair(begin, begin + elements * getDTypeSize(param.dtype));
   };
-  for (auto [i, out] : llvm::enumerate(md.params)) {
+  for (size_t i = 0; i < md.params.size(); ++i) {
+    const ParamInfo &out = md.params[i];
     if (out.role != ParamRole::Output && out.role != ParamRole::Lse)
       continue;
     auto [ob, oe] = byteRange(out, args.params[i]);
     if (ob == oe)
       continue;
-    for (auto [j, other] : llvm::enumerate(md.params)) {
+    for (size_t j = 0; j < md.params.size(); ++j) {
       if (i == j)
         continue;
-      auto [b, e] = byteRange(other, args.params[j]);
+      auto [b, e] = byteRange(md.params[j], args.params[j]);
       if (b != e && ob < e && b < oe)
-        return error(formatv("{0} overlaps {1}: outputs must not alias "
-                             "other operands",
-                             out.name, other.name));
+        return error(cat(out.name, " overlaps ", md.params[j].name,
+                         ": outputs must not alias other operands"));
     }
   }
 
   // An empty output means nothing to compute.
-  for (auto [i, param] : llvm::enumerate(md.params))
-    if (param.role == ParamRole::Output)
+  for (size_t i = 0; i < md.params.size(); ++i)
+    if (md.params[i].role == ParamRole::Output)
       for (int64_t d = 0; d < args.params[i].rank; ++d)
         if (args.params[i].sizes[d] == 0)
           empty = true;
 
   args.symbols = symbolValues;
-  return Error::success();
+  return std::nullopt;
 }
 
-static fa_status launch(fa_kernel *kernel, OpKind op, StringRef function,
-                        llvm::ArrayRef<std::pair<ParamRole, const fa_tensor *>>
-                            tensors,
-                        void *cudaStream) {
+static fa_status launch(fa_kernel *kernel, OpKind op, const char *function,
+                        const TensorList &tensors, void *cudaStream) {
   if (!kernel)
-    return fail(FA_ERROR_INVALID_ARGUMENT, function + ": kernel is NULL");
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                std::string(function) + ": kernel is NULL");
   const KernelMetadata &md = kernel->metadata;
   if (md.op != op)
     return fail(FA_ERROR_INVALID_ARGUMENT,
-                formatv("{0}: kernel '{1}' computes {2}, not {3}", function,
-                        md.name, getOpName(md.op), getOpName(op)));
+                cat(function, ": kernel '", md.name, "' computes ",
+                    getOpName(md.op), ", not ", getOpName(op)));
   ArgumentBinder binder(md);
   LaunchArgs args;
-  if (Error err = binder.bind(tensors, args))
-    return fail(withStatus(std::move(err), FA_ERROR_INVALID_ARGUMENT,
-                           function + ": "));
+  if (MaybeFailure err = binder.bind(tensors, args))
+    return fail(prefixed(*err, std::string(function) + ": "));
   if (binder.isEmpty())
     return succeed();
-  if (Error err = kernel->backend->launch(args, cudaStream))
-    return fail(withStatus(std::move(err), FA_ERROR_LAUNCH,
-                           function + ": kernel '" + md.name + "': "));
+  if (MaybeFailure err = kernel->backend->launch(args, cudaStream))
+    return fail(prefixed(*err, cat(function, ": kernel '", md.name, "': ")));
   return succeed();
 }
 
@@ -591,19 +539,91 @@ extern "C" fa_status fa_attention_launch(fa_kernel *kernel, const fa_tensor *q,
                                          const fa_tensor *kvLens,
                                          const fa_tensor *mask, fa_tensor *o,
                                          fa_tensor *lse, void *cudaStream) {
-  std::pair<ParamRole, const fa_tensor *> tensors[] = {
-      {ParamRole::Query, q},      {ParamRole::Key, k},
-      {ParamRole::Value, v},      {ParamRole::KvLens, kvLens},
-      {ParamRole::Mask, mask},    {ParamRole::Output, o},
-      {ParamRole::Lse, lse}};
+  TensorList tensors = {{ParamRole::Query, q},   {ParamRole::Key, k},
+                        {ParamRole::Value, v},   {ParamRole::KvLens, kvLens},
+                        {ParamRole::Mask, mask}, {ParamRole::Output, o},
+                        {ParamRole::Lse, lse}};
   return launch(kernel, OpKind::Attention, "fa_attention_launch", tensors,
                 cudaStream);
 }
 
 extern "C" fa_status fa_softmax_launch(fa_kernel *kernel, const fa_tensor *x,
                                        fa_tensor *y, void *cudaStream) {
-  std::pair<ParamRole, const fa_tensor *> tensors[] = {
-      {ParamRole::Input, x}, {ParamRole::Output, y}};
+  TensorList tensors = {{ParamRole::Input, x}, {ParamRole::Output, y}};
   return launch(kernel, OpKind::Softmax, "fa_softmax_launch", tensors,
                 cudaStream);
+}
+
+//===----------------------------------------------------------------------===//
+// CUDA helpers (implemented in CudaBackend.cpp)
+//===----------------------------------------------------------------------===//
+
+namespace fa {
+namespace runtime {
+MaybeFailure cudaDeviceChip(std::string &chip);
+MaybeFailure cudaMalloc(void **ptr, size_t bytes);
+MaybeFailure cudaFree(void *ptr);
+MaybeFailure cudaMemcpyHtoD(void *dst, const void *src, size_t bytes);
+MaybeFailure cudaMemcpyDtoH(void *dst, const void *src, size_t bytes);
+MaybeFailure cudaSynchronize();
+} // namespace runtime
+} // namespace fa
+
+static fa_status toStatus(MaybeFailure failure) {
+  return failure ? fail(*failure) : succeed();
+}
+
+extern "C" fa_status fa_cuda_device_chip(char *buf, size_t n) {
+  if (!buf || n == 0)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                "fa_cuda_device_chip: buf is NULL or n is 0");
+  buf[0] = '\0';
+  std::string chip;
+  if (MaybeFailure failure = cudaDeviceChip(chip))
+    return fail(*failure);
+  if (chip.size() + 1 > n)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat("fa_cuda_device_chip: the chip '", chip, "' needs ",
+                    chip.size() + 1, " bytes, but buf has ", n));
+  std::memcpy(buf, chip.c_str(), chip.size() + 1);
+  return succeed();
+}
+
+extern "C" fa_status fa_cuda_malloc(void **ptr, size_t bytes) {
+  if (!ptr)
+    return fail(FA_ERROR_INVALID_ARGUMENT, "fa_cuda_malloc: ptr is NULL");
+  *ptr = nullptr;
+  if (bytes == 0)
+    return succeed();
+  return toStatus(cudaMalloc(ptr, bytes));
+}
+
+extern "C" fa_status fa_cuda_free(void *ptr) {
+  if (!ptr)
+    return succeed();
+  return toStatus(cudaFree(ptr));
+}
+
+extern "C" fa_status fa_cuda_memcpy_htod(void *dst, const void *src,
+                                         size_t bytes) {
+  if (bytes == 0)
+    return succeed();
+  if (!dst || !src)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                "fa_cuda_memcpy_htod: dst or src is NULL");
+  return toStatus(cudaMemcpyHtoD(dst, src, bytes));
+}
+
+extern "C" fa_status fa_cuda_memcpy_dtoh(void *dst, const void *src,
+                                         size_t bytes) {
+  if (bytes == 0)
+    return succeed();
+  if (!dst || !src)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                "fa_cuda_memcpy_dtoh: dst or src is NULL");
+  return toStatus(cudaMemcpyDtoH(dst, src, bytes));
+}
+
+extern "C" fa_status fa_cuda_synchronize(void) {
+  return toStatus(cudaSynchronize());
 }

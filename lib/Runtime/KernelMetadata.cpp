@@ -7,37 +7,26 @@
 
 #include "fa/Runtime/KernelMetadata.h"
 
-#include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSwitch.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/MathExtras.h"
-#include "llvm/Support/raw_ostream.h"
+#include "Json.h"
+#include "RuntimeInternal.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <ostream>
 
 using namespace fa::runtime;
-using llvm::Error;
-using llvm::Expected;
-using llvm::formatv;
-using llvm::StringRef;
-using llvm::Twine;
-namespace json = llvm::json;
-
-static Error makeError(const Twine &message) {
-  return llvm::createStringError(message);
-}
+using MaybeError = std::optional<std::string>;
 
 //===----------------------------------------------------------------------===//
 // Names
 //===----------------------------------------------------------------------===//
 
-StringRef fa::runtime::getOpName(OpKind op) {
+std::string fa::runtime::getOpName(OpKind op) {
   return op == OpKind::Attention ? "attention" : "softmax";
 }
 
-StringRef fa::runtime::getDTypeName(DType dtype) {
+std::string fa::runtime::getDTypeName(DType dtype) {
   switch (dtype) {
   case DType::F32:
     return "f32";
@@ -67,17 +56,14 @@ int64_t fa::runtime::getDTypeSize(DType dtype) {
   return 1;
 }
 
-std::optional<DType> fa::runtime::parseDType(StringRef name) {
-  return llvm::StringSwitch<std::optional<DType>>(name)
-      .Case("f32", DType::F32)
-      .Case("f16", DType::F16)
-      .Case("bf16", DType::BF16)
-      .Case("i32", DType::I32)
-      .Case("i8", DType::I8)
-      .Default(std::nullopt);
+std::optional<DType> fa::runtime::parseDType(std::string_view name) {
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I8})
+    if (name == getDTypeName(d))
+      return d;
+  return std::nullopt;
 }
 
-StringRef fa::runtime::getCausalName(Causal causal) {
+std::string fa::runtime::getCausalName(Causal causal) {
   switch (causal) {
   case Causal::None:
     return "none";
@@ -89,7 +75,7 @@ StringRef fa::runtime::getCausalName(Causal causal) {
   return "?";
 }
 
-StringRef fa::runtime::getMaskKindName(MaskKind mask) {
+std::string fa::runtime::getMaskKindName(MaskKind mask) {
   switch (mask) {
   case MaskKind::None:
     return "none";
@@ -101,7 +87,7 @@ StringRef fa::runtime::getMaskKindName(MaskKind mask) {
   return "?";
 }
 
-StringRef fa::runtime::getRoleName(ParamRole role) {
+std::string fa::runtime::getRoleName(ParamRole role) {
   switch (role) {
   case ParamRole::Query:
     return "query";
@@ -124,40 +110,43 @@ StringRef fa::runtime::getRoleName(ParamRole role) {
 }
 
 /// True for C identifiers: [A-Za-z_][A-Za-z0-9_]*.
-static bool isIdentifier(StringRef name) {
-  if (name.empty() || llvm::isDigit(name.front()))
+static bool isIdentifier(std::string_view name) {
+  if (name.empty() || isDigit(name.front()))
     return false;
-  return llvm::all_of(name,
-                      [](char c) { return llvm::isAlnum(c) || c == '_'; });
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return isAlnum(c) || c == '_'; });
 }
 
-/// Parses "sm_80", "sm_90a", "sm_100f" into (major, minor, suffix).
-static bool parseChip(StringRef chip) {
-  if (!chip.consume_front("sm_"))
+/// Whether `chip` is "sm_NN", "sm_NNa" or "sm_NNf" with NN >= 10.
+static bool isChip(std::string_view chip) {
+  if (!startsWith(chip, "sm_"))
     return false;
-  if (chip.ends_with("a") || chip.ends_with("f"))
-    chip = chip.drop_back();
-  unsigned value;
-  return !chip.empty() && chip.size() <= 3 && !chip.getAsInteger(10, value) &&
+  chip.remove_prefix(3);
+  if (endsWith(chip, "a") || endsWith(chip, "f"))
+    chip.remove_suffix(1);
+  uint64_t value;
+  return !chip.empty() && chip.size() <= 3 && parseUnsigned(chip, value) &&
          value >= 10;
 }
 
 /// "X.Y" with decimal X and Y.
-static bool isVersion(StringRef text) {
-  auto [major, minor] = text.split('.');
-  unsigned m;
-  return !major.empty() && !minor.empty() && !major.getAsInteger(10, m) &&
-         !minor.getAsInteger(10, m);
+static bool isVersion(std::string_view text) {
+  size_t dot = text.find('.');
+  if (dot == std::string_view::npos)
+    return false;
+  uint64_t m;
+  return parseUnsigned(text.substr(0, dot), m) &&
+         parseUnsigned(text.substr(dot + 1), m);
 }
 
 //===----------------------------------------------------------------------===//
 // KernelMetadata
 //===----------------------------------------------------------------------===//
 
-llvm::SmallVector<std::string> KernelMetadata::getSymbols() const {
+std::vector<std::string> KernelMetadata::getSymbols() const {
   if (op == OpKind::Attention)
     return {"B", "Hq", "Hkv", "Nq", "Nk", "D", "Dv", "block_q", "block_kv"};
-  llvm::SmallVector<std::string> symbols;
+  std::vector<std::string> symbols;
   for (int64_t i = 0; i < rank; ++i)
     symbols.push_back("N" + std::to_string(i));
   return symbols;
@@ -171,8 +160,8 @@ const ParamInfo *KernelMetadata::findParam(ParamRole role) const {
 }
 
 /// The canonical shape of `role`, as symbols.
-static llvm::SmallVector<std::string, 4>
-getCanonicalShape(const KernelMetadata &md, ParamRole role) {
+static std::vector<std::string> getCanonicalShape(const KernelMetadata &md,
+                                                  ParamRole role) {
   switch (role) {
   case ParamRole::Query:
     return {"B", "Hq", "Nq", "D"};
@@ -189,7 +178,7 @@ getCanonicalShape(const KernelMetadata &md, ParamRole role) {
       return {"B", "Hq", "Nq", "Dv"};
     [[fallthrough]];
   case ParamRole::Input: {
-    llvm::SmallVector<std::string, 4> shape;
+    std::vector<std::string> shape;
     for (int64_t i = 0; i < md.rank; ++i)
       shape.push_back("N" + std::to_string(i));
     return shape;
@@ -202,13 +191,16 @@ getCanonicalShape(const KernelMetadata &md, ParamRole role) {
 
 /// The fixed value of a static symbol, or nullopt for dynamic ones.
 static std::optional<int64_t> getStaticSymbolValue(const KernelMetadata &md,
-                                                   StringRef symbol) {
-  return llvm::StringSwitch<std::optional<int64_t>>(symbol)
-      .Case("Hq", md.heads)
-      .Case("Hkv", md.kvHeads)
-      .Case("D", md.headDim)
-      .Case("Dv", md.valueHeadDim)
-      .Default(std::nullopt);
+                                                   std::string_view symbol) {
+  if (symbol == "Hq")
+    return md.heads;
+  if (symbol == "Hkv")
+    return md.kvHeads;
+  if (symbol == "D")
+    return md.headDim;
+  if (symbol == "Dv")
+    return md.valueHeadDim;
+  return std::nullopt;
 }
 
 std::vector<ParamInfo>
@@ -216,9 +208,9 @@ fa::runtime::getCanonicalParams(const KernelMetadata &md, DType maskDType,
                                 bool maskBroadcastBatch,
                                 bool maskBroadcastHeads) {
   std::vector<ParamInfo> params;
-  auto add = [&](StringRef name, ParamRole role, DType dtype) {
+  auto add = [&](const char *name, ParamRole role, DType dtype) {
     ParamInfo param;
-    param.name = name.str();
+    param.name = name;
     param.role = role;
     param.dtype = dtype;
     for (const std::string &symbol : getCanonicalShape(md, role))
@@ -265,114 +257,108 @@ static int64_t getAttentionRank(ParamRole role) {
   }
 }
 
-static std::string formatShape(llvm::ArrayRef<ShapeDim> shape) {
+static std::string formatShape(const std::vector<ShapeDim> &shape) {
   std::string text = "[";
-  for (auto [i, dim] : llvm::enumerate(shape)) {
+  for (size_t i = 0; i < shape.size(); ++i) {
     if (i)
       text += ", ";
-    text += dim.isSymbol() ? dim.symbol : std::to_string(dim.size);
+    text += shape[i].isSymbol() ? shape[i].symbol
+                                : std::to_string(shape[i].size);
   }
   return text + "]";
 }
 
-Error fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
-  if (Error err = verifyKernelSignature(md))
+MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
+  if (MaybeError err = verifyKernelSignature(md))
     return err;
 
   // Target and files.
   if (md.target.kind == TargetKind::Cuda) {
-    if (!parseChip(md.target.chip))
-      return makeError("field 'target.chip': expected sm_<NN>[a|f], got '" +
-                       md.target.chip + "'");
+    if (!isChip(md.target.chip))
+      return "field 'target.chip': expected sm_<NN>[a|f], got '" +
+             md.target.chip + "'";
     if (!isVersion(md.target.ptxIsa))
-      return makeError("field 'target.ptx_isa': expected <major>.<minor>, "
-                       "got '" +
-                       md.target.ptxIsa + "'");
+      return "field 'target.ptx_isa': expected <major>.<minor>, got '" +
+             md.target.ptxIsa + "'";
     if (md.files.ptx.empty() && md.files.cubin.empty())
-      return makeError("field 'files': a cuda artifact needs 'ptx' or "
-                       "'cubin'");
+      return std::string("field 'files': a cuda artifact needs 'ptx' or "
+                         "'cubin'");
     if (!md.launch)
-      return makeError("missing field 'launch' (required for cuda targets)");
+      return std::string("missing field 'launch' (required for cuda "
+                         "targets)");
   } else {
     if (md.target.triple.empty())
-      return makeError("field 'target.triple' must not be empty");
+      return std::string("field 'target.triple' must not be empty");
     if (md.files.library.empty() && md.files.object.empty())
-      return makeError("field 'files': a cpu artifact needs 'library' or "
-                       "'object'");
+      return std::string("field 'files': a cpu artifact needs 'library' or "
+                         "'object'");
   }
 
   // Launch configuration.
   if (md.launch) {
     const LaunchInfo &launch = *md.launch;
     int64_t threads = 1;
-    for (auto [i, b] : llvm::enumerate(launch.block)) {
+    for (size_t i = 0; i < 3; ++i) {
+      int64_t b = launch.block[i];
       if (b <= 0)
-        return makeError(formatv("field 'launch.block[{0}]' must be "
-                                 "positive, got {1}",
-                                 i, b));
+        return cat("field 'launch.block[", i, "]' must be positive, got ", b);
+      if (b > 1024)
+        return cat("field 'launch.block[", i, "]' is ", b,
+                   ", more than CUDA's 1024 threads per block");
       threads *= b;
     }
     if (threads > 1024)
-      return makeError(formatv("field 'launch.block': {0} threads per block "
-                               "exceed CUDA's 1024",
-                               threads));
+      return cat("field 'launch.block': ", threads,
+                 " threads per block exceed CUDA's 1024");
     if (launch.staticSharedBytes < 0 || launch.dynamicSharedBytes < 0)
-      return makeError("field 'launch': shared memory sizes must not be "
-                       "negative");
+      return std::string("field 'launch': shared memory sizes must not be "
+                         "negative");
     if (launch.dynamicSharedBytes > UINT32_MAX)
-      return makeError("field 'launch.dynamic_shared_bytes' is too large");
-    llvm::SmallVector<std::string> symbols = md.getSymbols();
-    for (auto [i, text] : llvm::enumerate(launch.grid)) {
-      Expected<LaunchExpr> expr = LaunchExpr::parse(text, symbols);
-      if (!expr)
-        return makeError("field 'launch.grid[" + Twine(i) +
-                         "]': " + llvm::toString(expr.takeError()));
+      return std::string("field 'launch.dynamic_shared_bytes' is too large");
+    std::vector<std::string> symbols = md.getSymbols();
+    for (size_t i = 0; i < 3; ++i) {
+      std::string error;
+      if (!LaunchExpr::parse(launch.grid[i], symbols, error))
+        return cat("field 'launch.grid[", i, "]': ", error);
     }
   }
-  return Error::success();
+  return std::nullopt;
 }
 
-Error fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
+MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
   if (md.name.empty())
-    return makeError("field 'name' must not be empty");
+    return std::string("field 'name' must not be empty");
   if (!isIdentifier(md.symbol))
-    return makeError("field 'symbol': '" + md.symbol +
-                     "' is not a C identifier");
+    return "field 'symbol': '" + md.symbol + "' is not a C identifier";
   if (md.dtype != DType::F32 && md.dtype != DType::F16 &&
       md.dtype != DType::BF16)
-    return makeError("field 'dtype': expected f32, f16 or bf16, got '" +
-                     getDTypeName(md.dtype) + "'");
+    return "field 'dtype': expected f32, f16 or bf16, got '" +
+           getDTypeName(md.dtype) + "'";
 
   // Op attributes.
   if (md.op == OpKind::Attention) {
-    for (auto [name, value] :
-         {std::pair<StringRef, int64_t>{"head_dim", md.headDim},
-          {"value_head_dim", md.valueHeadDim},
-          {"heads", md.heads},
-          {"kv_heads", md.kvHeads},
-          {"block_q", md.blockQ},
-          {"block_kv", md.blockKV}})
+    const std::pair<const char *, int64_t> positives[] = {
+        {"head_dim", md.headDim}, {"value_head_dim", md.valueHeadDim},
+        {"heads", md.heads},      {"kv_heads", md.kvHeads},
+        {"block_q", md.blockQ},   {"block_kv", md.blockKV}};
+    for (auto [name, value] : positives)
       if (value <= 0)
-        return makeError(formatv("field '{0}' must be positive, got {1}", name,
-                                 value));
+        return cat("field '", name, "' must be positive, got ", value);
     if (md.heads % md.kvHeads != 0)
-      return makeError(formatv("fields 'heads' ({0}) and 'kv_heads' ({1}): "
-                               "heads must be a multiple of kv_heads",
-                               md.heads, md.kvHeads));
+      return cat("fields 'heads' (", md.heads, ") and 'kv_heads' (",
+                 md.kvHeads, "): heads must be a multiple of kv_heads");
     if (!std::isfinite(md.scale))
-      return makeError("field 'scale' must be finite");
+      return std::string("field 'scale' must be finite");
   } else {
     if (md.rank < 1 || md.rank > 4)
-      return makeError(
-          formatv("field 'rank' must be in [1, 4], got {0}", md.rank));
+      return cat("field 'rank' must be in [1, 4], got ", md.rank);
     if (md.dimension < 0 || md.dimension >= md.rank)
-      return makeError(formatv("field 'dimension' must be in [0, {0}), got "
-                               "{1}",
-                               md.rank, md.dimension));
+      return cat("field 'dimension' must be in [0, ", md.rank, "), got ",
+                 md.dimension);
   }
 
   // Params: the roles the op and its flags call for, each once.
-  llvm::SmallVector<ParamRole> expected;
+  std::vector<ParamRole> expected;
   if (md.op == OpKind::Attention) {
     expected = {ParamRole::Query, ParamRole::Key, ParamRole::Value,
                 ParamRole::Output};
@@ -385,23 +371,25 @@ Error fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
   } else {
     expected = {ParamRole::Input, ParamRole::Output};
   }
-  for (auto [i, param] : llvm::enumerate(md.params)) {
-    std::string where = formatv("params[{0}] ('{1}')", i, param.name).str();
+  for (size_t i = 0; i < md.params.size(); ++i) {
+    const ParamInfo &param = md.params[i];
+    std::string where = cat("params[", i, "] ('", param.name, "')");
     if (!isIdentifier(param.name))
-      return makeError("field 'params[" + Twine(i) + "].name': '" +
-                       param.name + "' is not an identifier");
-    if (!llvm::is_contained(expected, param.role))
-      return makeError(where + ": role '" + getRoleName(param.role) +
-                       "' does not belong to this " + getOpName(md.op) +
-                       " kernel (check has_kv_lens, mask, has_lse)");
+      return cat("field 'params[", i, "].name': '", param.name,
+                 "' is not an identifier");
+    if (std::find(expected.begin(), expected.end(), param.role) ==
+        expected.end())
+      return where + ": role '" + getRoleName(param.role) +
+             "' does not belong to this " + getOpName(md.op) +
+             " kernel (check has_kv_lens, mask, has_lse)";
     for (size_t j = 0; j < i; ++j)
       if (md.params[j].role == param.role)
-        return makeError(where + ": role '" + getRoleName(param.role) +
-                         "' appears twice");
+        return where + ": role '" + getRoleName(param.role) +
+               "' appears twice";
 
     // Dtype.
     bool dtypeOk;
-    StringRef wanted;
+    std::string wanted;
     switch (param.role) {
     case ParamRole::KvLens:
       dtypeOk = param.dtype == DType::I32;
@@ -427,18 +415,17 @@ Error fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
       break;
     }
     if (!dtypeOk)
-      return makeError(where + ": dtype '" + getDTypeName(param.dtype) +
-                       "', expected " + wanted);
+      return where + ": dtype '" + getDTypeName(param.dtype) +
+             "', expected " + wanted;
 
     // Rank and shape.
     int64_t rank = md.op == OpKind::Attention ? getAttentionRank(param.role)
                                               : md.rank;
     if (param.getRank() != rank)
-      return makeError(formatv("{0}: rank {1}, expected {2}", where,
-                               param.getRank(), rank));
-    llvm::SmallVector<std::string, 4> canonical =
-        getCanonicalShape(md, param.role);
-    for (auto [d, dim] : llvm::enumerate(param.shape)) {
+      return cat(where, ": rank ", param.getRank(), ", expected ", rank);
+    std::vector<std::string> canonical = getCanonicalShape(md, param.role);
+    for (size_t d = 0; d < param.shape.size(); ++d) {
+      const ShapeDim &dim = param.shape[d];
       const std::string &symbol = canonical[d];
       std::optional<int64_t> fixed = getStaticSymbolValue(md, symbol);
       bool ok;
@@ -451,18 +438,17 @@ Error fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
       else
         ok = dim.size >= 0;
       if (!ok)
-        return makeError(formatv("{0}: shape {1}: dim {2} must be '{3}'{4}",
-                                 where, formatShape(param.shape), d, symbol,
-                                 fixed ? formatv(" (= {0})", *fixed).str()
-                                       : std::string()));
+        return cat(where, ": shape ", formatShape(param.shape), ": dim ", d,
+                   " must be '", symbol, "'",
+                   fixed ? cat(" (= ", *fixed, ")") : std::string());
     }
   }
   for (ParamRole role : expected)
     if (!md.findParam(role))
-      return makeError("field 'params': no parameter with role '" +
-                       getRoleName(role) + "'");
+      return "field 'params': no parameter with role '" + getRoleName(role) +
+             "'";
 
-  return Error::success();
+  return std::nullopt;
 }
 
 //===----------------------------------------------------------------------===//
@@ -471,358 +457,382 @@ Error fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
 
 namespace {
 
+using json::Value;
+
 /// Reads the fields of a JSON object and names the field path in errors.
 class ObjectReader {
 public:
-  ObjectReader(const json::Object &object, std::string path)
+  ObjectReader(const Value &object, std::string path)
       : object(object), path(std::move(path)) {}
 
-  std::string field(StringRef key) const {
-    return path.empty() ? key.str() : path + "." + key.str();
+  std::string field(std::string_view key) const {
+    return path.empty() ? std::string(key) : path + "." + std::string(key);
   }
 
-  Error missing(StringRef key) const {
-    return makeError("missing field '" + field(key) + "'");
+  std::string missing(std::string_view key) const {
+    return "missing field '" + field(key) + "'";
   }
 
-  Error wrongType(StringRef key, StringRef expected) const {
-    return makeError("field '" + field(key) + "': expected " + expected);
+  std::string wrongType(std::string_view key, std::string_view expected,
+                        const Value &got) const {
+    return "field '" + field(key) + "': expected " + std::string(expected) +
+           ", got " + got.describe();
   }
 
-  bool has(StringRef key) const { return object.get(key) != nullptr; }
+  bool has(std::string_view key) const { return object.find(key) != nullptr; }
 
-  Error getString(StringRef key, std::string &out, bool required = true) {
-    const json::Value *value = object.get(key);
+  MaybeError getString(std::string_view key, std::string &out,
+                       bool required = true) const {
+    const Value *value = object.find(key);
     if (!value)
-      return required ? missing(key) : Error::success();
-    std::optional<StringRef> s = value->getAsString();
-    if (!s)
-      return wrongType(key, "a string");
-    out = s->str();
-    return Error::success();
+      return required ? MaybeError(missing(key)) : std::nullopt;
+    if (!value->isString())
+      return wrongType(key, "a string", *value);
+    out = value->getString();
+    return std::nullopt;
   }
 
-  Error getInt(StringRef key, int64_t &out, bool required = true) {
-    const json::Value *value = object.get(key);
+  MaybeError getInt(std::string_view key, int64_t &out,
+                    bool required = true) const {
+    const Value *value = object.find(key);
     if (!value)
-      return required ? missing(key) : Error::success();
-    std::optional<int64_t> i = value->getAsInteger();
-    if (!i)
-      return wrongType(key, "an integer");
-    out = *i;
-    return Error::success();
+      return required ? MaybeError(missing(key)) : std::nullopt;
+    return readInteger(*value, field(key), out);
   }
 
-  Error getNumber(StringRef key, double &out, bool required = true) {
-    const json::Value *value = object.get(key);
+  MaybeError getNumber(std::string_view key, double &out,
+                       bool required = true) const {
+    const Value *value = object.find(key);
     if (!value)
-      return required ? missing(key) : Error::success();
-    std::optional<double> d = value->getAsNumber();
-    if (!d)
-      return wrongType(key, "a number");
-    out = *d;
-    return Error::success();
+      return required ? MaybeError(missing(key)) : std::nullopt;
+    if (!value->isNumber())
+      return wrongType(key, "a number", *value);
+    out = value->getDouble();
+    return std::nullopt;
   }
 
-  Error getBool(StringRef key, bool &out, bool required = true) {
-    const json::Value *value = object.get(key);
+  MaybeError getBool(std::string_view key, bool &out,
+                     bool required = true) const {
+    const Value *value = object.find(key);
     if (!value)
-      return required ? missing(key) : Error::success();
-    std::optional<bool> b = value->getAsBoolean();
-    if (!b)
-      return wrongType(key, "true or false");
-    out = *b;
-    return Error::success();
+      return required ? MaybeError(missing(key)) : std::nullopt;
+    if (!value->isBool())
+      return wrongType(key, "true or false", *value);
+    out = value->getBool();
+    return std::nullopt;
   }
 
-  Expected<const json::Object *> getObject(StringRef key) {
-    const json::Value *value = object.get(key);
-    if (!value)
-      return missing(key);
-    const json::Object *o = value->getAsObject();
-    if (!o)
-      return wrongType(key, "an object");
-    return o;
-  }
-
-  Expected<const json::Array *> getArray(StringRef key) {
-    const json::Value *value = object.get(key);
+  MaybeError getObject(std::string_view key, const Value *&out) const {
+    const Value *value = object.find(key);
     if (!value)
       return missing(key);
-    const json::Array *a = value->getAsArray();
-    if (!a)
-      return wrongType(key, "an array");
-    return a;
+    if (!value->isObject())
+      return wrongType(key, "an object", *value);
+    out = value;
+    return std::nullopt;
+  }
+
+  MaybeError getArray(std::string_view key, const Value *&out) const {
+    const Value *value = object.find(key);
+    if (!value)
+      return missing(key);
+    if (!value->isArray())
+      return wrongType(key, "an array", *value);
+    out = value;
+    return std::nullopt;
   }
 
   /// Reads a string field that must be one of `choices`.
-  template <typename T>
-  Error getEnum(StringRef key, T &out,
-                llvm::ArrayRef<std::pair<StringRef, T>> choices,
-                bool required = true) {
-    std::string text;
+  template <typename T, size_t N>
+  MaybeError getEnum(std::string_view key, T &out,
+                     const std::pair<const char *, T> (&choices)[N],
+                     bool required = true) const {
     if (!has(key) && !required)
-      return Error::success();
-    if (Error err = getString(key, text))
+      return std::nullopt;
+    std::string text;
+    if (MaybeError err = getString(key, text))
       return err;
-    for (auto &[name, value] : choices)
-      if (name == text) {
+    for (const auto &[name, value] : choices)
+      if (text == name) {
         out = value;
-        return Error::success();
+        return std::nullopt;
       }
     std::string list;
-    for (auto [i, choice] : llvm::enumerate(choices))
-      list += (i ? ", " : "") + choice.first.str();
-    return makeError("field '" + field(key) + "': expected one of " + list +
-                     ", got '" + text + "'");
+    for (size_t i = 0; i < N; ++i)
+      list += std::string(i ? ", " : "") + choices[i].first;
+    return "field '" + field(key) + "': expected one of " + list + ", got '" +
+           text + "'";
+  }
+
+  /// An integer written as one ("64", not "64.0" or "6.4e1").
+  static MaybeError readInteger(const Value &value, const std::string &field,
+                                int64_t &out) {
+    if (value.isInteger()) {
+      out = value.getInteger();
+      return std::nullopt;
+    }
+    if (value.isNumber() &&
+        value.getNumberText().find_first_of(".eE") == std::string::npos)
+      return "field '" + field + "': integer " + value.getNumberText() +
+             " is out of range";
+    return "field '" + field + "': expected an integer, got " +
+           value.describe();
   }
 
 private:
-  const json::Object &object;
+  const Value &object;
   std::string path;
 };
 
+constexpr std::pair<const char *, DType> kDTypeChoices[] = {
+    {"f32", DType::F32},
+    {"f16", DType::F16},
+    {"bf16", DType::BF16},
+    {"i32", DType::I32},
+    {"i8", DType::I8}};
+
 } // namespace
 
-static Error readFilePath(ObjectReader &reader, StringRef key,
-                          std::string &out) {
-  if (Error err = reader.getString(key, out, /*required=*/false))
+static MaybeError readFilePath(const ObjectReader &reader,
+                               std::string_view key, std::string &out) {
+  if (MaybeError err = reader.getString(key, out, /*required=*/false))
     return err;
   if (!out.empty() && out.front() == '/')
-    return makeError("field '" + reader.field(key) + "': '" + out +
-                     "' must be relative to the metadata's directory");
-  return Error::success();
+    return "field '" + reader.field(key) + "': '" + out +
+           "' must be relative to the metadata's directory";
+  return std::nullopt;
 }
 
-static Error readTarget(const json::Object &object, TargetInfo &target) {
+static MaybeError readTarget(const Value &object, TargetInfo &target) {
   ObjectReader reader(object, "target");
-  if (Error err = reader.getEnum<TargetKind>(
-          "kind", target.kind,
-          {{"cuda", TargetKind::Cuda}, {"cpu", TargetKind::Cpu}}))
+  constexpr std::pair<const char *, TargetKind> kinds[] = {
+      {"cuda", TargetKind::Cuda}, {"cpu", TargetKind::Cpu}};
+  if (MaybeError err = reader.getEnum("kind", target.kind, kinds))
     return err;
   if (target.kind == TargetKind::Cuda) {
-    if (Error err = reader.getString("chip", target.chip))
+    if (MaybeError err = reader.getString("chip", target.chip))
       return err;
     return reader.getString("ptx_isa", target.ptxIsa);
   }
-  if (Error err = reader.getString("triple", target.triple))
+  if (MaybeError err = reader.getString("triple", target.triple))
     return err;
-  if (Error err = reader.getString("cpu", target.cpu, /*required=*/false))
+  if (MaybeError err = reader.getString("cpu", target.cpu, false))
     return err;
   if (reader.has("features")) {
-    Expected<const json::Array *> features = reader.getArray("features");
-    if (!features)
-      return features.takeError();
-    for (auto [i, value] : llvm::enumerate(**features)) {
-      std::optional<StringRef> s = value.getAsString();
-      if (!s)
-        return makeError("field 'target.features[" + Twine(i) +
-                         "]': expected a string");
-      target.features.push_back(s->str());
+    const Value *features = nullptr;
+    if (MaybeError err = reader.getArray("features", features))
+      return err;
+    const std::vector<Value> &list = features->getArray();
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!list[i].isString())
+        return cat("field 'target.features[", i, "]': expected a string, got ",
+                   list[i].describe());
+      target.features.push_back(list[i].getString());
     }
   }
-  return Error::success();
+  return std::nullopt;
 }
 
-static Error readLaunch(const json::Object &object, LaunchInfo &launch) {
+static MaybeError readLaunch(const Value &object, LaunchInfo &launch) {
   ObjectReader reader(object, "launch");
-  Expected<const json::Array *> block = reader.getArray("block");
-  if (!block)
-    return block.takeError();
-  if ((*block)->size() != 3)
-    return makeError("field 'launch.block': expected 3 integers");
-  for (auto [i, value] : llvm::enumerate(**block)) {
-    std::optional<int64_t> b = value.getAsInteger();
-    if (!b)
-      return makeError("field 'launch.block[" + Twine(i) +
-                       "]': expected an integer");
-    launch.block[i] = *b;
-  }
-  Expected<const json::Array *> grid = reader.getArray("grid");
-  if (!grid)
-    return grid.takeError();
-  if ((*grid)->size() != 3)
-    return makeError("field 'launch.grid': expected 3 entries");
-  for (auto [i, value] : llvm::enumerate(**grid)) {
-    if (std::optional<int64_t> g = value.getAsInteger())
-      launch.grid[i] = std::to_string(*g);
-    else if (std::optional<StringRef> s = value.getAsString())
-      launch.grid[i] = s->str();
+  const Value *block = nullptr;
+  if (MaybeError err = reader.getArray("block", block))
+    return err;
+  if (block->getArray().size() != 3)
+    return cat("field 'launch.block': expected 3 integers, got ",
+               block->getArray().size());
+  for (size_t i = 0; i < 3; ++i)
+    if (MaybeError err = ObjectReader::readInteger(
+            block->getArray()[i], cat("launch.block[", i, "]"),
+            launch.block[i]))
+      return err;
+  const Value *grid = nullptr;
+  if (MaybeError err = reader.getArray("grid", grid))
+    return err;
+  if (grid->getArray().size() != 3)
+    return cat("field 'launch.grid': expected 3 entries, got ",
+               grid->getArray().size());
+  for (size_t i = 0; i < 3; ++i) {
+    const Value &g = grid->getArray()[i];
+    if (g.isInteger())
+      launch.grid[i] = std::to_string(g.getInteger());
+    else if (g.isString())
+      launch.grid[i] = g.getString();
     else
-      return makeError("field 'launch.grid[" + Twine(i) +
-                       "]': expected an integer or an expression string");
+      return cat("field 'launch.grid[", i,
+                 "]': expected an integer or an expression string, got ",
+                 g.describe());
   }
-  if (Error err = reader.getInt("static_shared_bytes",
-                                launch.staticSharedBytes, false))
+  if (MaybeError err = reader.getInt("static_shared_bytes",
+                                     launch.staticSharedBytes, false))
     return err;
   return reader.getInt("dynamic_shared_bytes", launch.dynamicSharedBytes,
                        false);
 }
 
-static Error readParam(const json::Value &value, size_t index,
-                       ParamInfo &param) {
-  std::string path = formatv("params[{0}]", index).str();
-  const json::Object *object = value.getAsObject();
-  if (!object)
-    return makeError("field '" + path + "': expected an object");
-  ObjectReader reader(*object, path);
-  if (Error err = reader.getString("name", param.name))
+static MaybeError readParam(const Value &value, size_t index,
+                            ParamInfo &param) {
+  std::string path = cat("params[", index, "]");
+  if (!value.isObject())
+    return "field '" + path + "': expected an object, got " + value.describe();
+  ObjectReader reader(value, path);
+  if (MaybeError err = reader.getString("name", param.name))
     return err;
-  if (Error err = reader.getEnum<ParamRole>(
-          "role", param.role,
-          {{"query", ParamRole::Query},
-           {"key", ParamRole::Key},
-           {"value", ParamRole::Value},
-           {"kv_lens", ParamRole::KvLens},
-           {"mask", ParamRole::Mask},
-           {"output", ParamRole::Output},
-           {"lse", ParamRole::Lse},
-           {"input", ParamRole::Input}}))
+  constexpr std::pair<const char *, ParamRole> roles[] = {
+      {"query", ParamRole::Query},    {"key", ParamRole::Key},
+      {"value", ParamRole::Value},    {"kv_lens", ParamRole::KvLens},
+      {"mask", ParamRole::Mask},      {"output", ParamRole::Output},
+      {"lse", ParamRole::Lse},        {"input", ParamRole::Input}};
+  if (MaybeError err = reader.getEnum("role", param.role, roles))
     return err;
-  if (Error err = reader.getEnum<DType>("dtype", param.dtype,
-                                        {{"f32", DType::F32},
-                                         {"f16", DType::F16},
-                                         {"bf16", DType::BF16},
-                                         {"i32", DType::I32},
-                                         {"i8", DType::I8}}))
+  if (MaybeError err = reader.getEnum("dtype", param.dtype, kDTypeChoices))
     return err;
   int64_t rank = 0;
-  if (Error err = reader.getInt("rank", rank))
+  if (MaybeError err = reader.getInt("rank", rank))
     return err;
-  Expected<const json::Array *> shape = reader.getArray("shape");
-  if (!shape)
-    return shape.takeError();
-  if (static_cast<int64_t>((*shape)->size()) != rank)
-    return makeError(formatv("field '{0}.shape': {1} entries for rank {2}",
-                             path, (*shape)->size(), rank));
-  for (auto [i, dim] : llvm::enumerate(**shape)) {
-    if (std::optional<int64_t> size = dim.getAsInteger())
-      param.shape.push_back(ShapeDim::fixed(*size));
-    else if (std::optional<StringRef> symbol = dim.getAsString();
-             symbol && !symbol->empty())
-      param.shape.push_back(ShapeDim::sym(*symbol));
+  const Value *shape = nullptr;
+  if (MaybeError err = reader.getArray("shape", shape))
+    return err;
+  const std::vector<Value> &dims = shape->getArray();
+  if (static_cast<int64_t>(dims.size()) != rank)
+    return cat("field '", path, ".shape': ", dims.size(), " entries for rank ",
+               rank);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const Value &dim = dims[i];
+    if (dim.isInteger())
+      param.shape.push_back(ShapeDim::fixed(dim.getInteger()));
+    else if (dim.isString() && !dim.getString().empty())
+      param.shape.push_back(ShapeDim::sym(dim.getString()));
     else
-      return makeError(formatv("field '{0}.shape[{1}]': expected a symbol "
-                               "string or an integer",
-                               path, i));
+      return cat("field '", path, ".shape[", i,
+                 "]': expected a symbol string or an integer, got ",
+                 dim.describe());
   }
-  return Error::success();
+  return std::nullopt;
 }
 
-Expected<KernelMetadata> fa::runtime::parseKernelMetadata(StringRef text) {
-  Expected<json::Value> root = json::parse(text);
-  if (!root)
-    return makeError("not valid JSON: " + llvm::toString(root.takeError()));
-  const json::Object *object = root->getAsObject();
-  if (!object)
-    return makeError("expected a JSON object at the top level");
-  ObjectReader reader(*object, "");
-  KernelMetadata md;
+/// Reads the fields of the top-level object into `md`.
+static MaybeError readMetadata(const Value &root, KernelMetadata &md) {
+  ObjectReader reader(root, "");
 
-  if (Error err = reader.getString("format", md.format))
-    return std::move(err);
+  if (MaybeError err = reader.getString("format", md.format))
+    return err;
   if (md.format != kMetadataFormat) {
-    if (StringRef(md.format).starts_with("fa-kernel/"))
-      return makeError("unsupported format version '" + md.format +
-                       "': this runtime reads " + kMetadataFormat);
-    return makeError("field 'format': unknown format '" + md.format +
-                     "', expected " + kMetadataFormat);
+    if (startsWith(md.format, "fa-kernel/"))
+      return "unsupported format version '" + md.format +
+             "': this runtime reads " + kMetadataFormat;
+    return "field 'format': unknown format '" + md.format + "', expected " +
+           kMetadataFormat;
   }
-  if (Error err = reader.getString("name", md.name))
-    return std::move(err);
-  if (Error err = reader.getEnum<OpKind>(
-          "op", md.op,
-          {{"attention", OpKind::Attention}, {"softmax", OpKind::Softmax}}))
-    return std::move(err);
-  if (Error err = reader.getString("generator", md.generator, false))
-    return std::move(err);
+  if (MaybeError err = reader.getString("name", md.name))
+    return err;
+  constexpr std::pair<const char *, OpKind> ops[] = {
+      {"attention", OpKind::Attention}, {"softmax", OpKind::Softmax}};
+  if (MaybeError err = reader.getEnum("op", md.op, ops))
+    return err;
+  if (MaybeError err = reader.getString("generator", md.generator, false))
+    return err;
 
-  Expected<const json::Object *> target = reader.getObject("target");
-  if (!target)
-    return target.takeError();
-  if (Error err = readTarget(**target, md.target))
-    return std::move(err);
+  const Value *target = nullptr;
+  if (MaybeError err = reader.getObject("target", target))
+    return err;
+  if (MaybeError err = readTarget(*target, md.target))
+    return err;
 
-  Expected<const json::Object *> files = reader.getObject("files");
-  if (!files)
-    return files.takeError();
-  ObjectReader fileReader(**files, "files");
-  for (auto [key, out] : {std::pair<StringRef, std::string *>{
-                              "ptx", &md.files.ptx},
-                          {"cubin", &md.files.cubin},
-                          {"object", &md.files.object},
-                          {"library", &md.files.library},
-                          {"header", &md.files.header}})
-    if (Error err = readFilePath(fileReader, key, *out))
-      return std::move(err);
+  const Value *files = nullptr;
+  if (MaybeError err = reader.getObject("files", files))
+    return err;
+  ObjectReader fileReader(*files, "files");
+  const std::pair<const char *, std::string *> fileFields[] = {
+      {"ptx", &md.files.ptx},
+      {"cubin", &md.files.cubin},
+      {"object", &md.files.object},
+      {"library", &md.files.library},
+      {"header", &md.files.header}};
+  for (auto [key, out] : fileFields)
+    if (MaybeError err = readFilePath(fileReader, key, *out))
+      return err;
 
-  if (Error err = reader.getString("symbol", md.symbol))
-    return std::move(err);
-  if (Error err = reader.getEnum<DType>("dtype", md.dtype,
-                                        {{"f32", DType::F32},
-                                         {"f16", DType::F16},
-                                         {"bf16", DType::BF16},
-                                         {"i32", DType::I32},
-                                         {"i8", DType::I8}}))
-    return std::move(err);
+  if (MaybeError err = reader.getString("symbol", md.symbol))
+    return err;
+  if (MaybeError err = reader.getEnum("dtype", md.dtype, kDTypeChoices))
+    return err;
 
   if (md.op == OpKind::Attention) {
-    for (auto [key, out] : {std::pair<StringRef, int64_t *>{
-                                "head_dim", &md.headDim},
-                            {"value_head_dim", &md.valueHeadDim},
-                            {"heads", &md.heads},
-                            {"kv_heads", &md.kvHeads},
-                            {"block_q", &md.blockQ},
-                            {"block_kv", &md.blockKV}})
-      if (Error err = reader.getInt(key, *out))
-        return std::move(err);
-    if (Error err = reader.getEnum<Causal>(
-            "causal", md.causal,
-            {{"none", Causal::None},
-             {"top_left", Causal::TopLeft},
-             {"bottom_right", Causal::BottomRight}}))
-      return std::move(err);
+    const std::pair<const char *, int64_t *> ints[] = {
+        {"head_dim", &md.headDim}, {"value_head_dim", &md.valueHeadDim},
+        {"heads", &md.heads},      {"kv_heads", &md.kvHeads},
+        {"block_q", &md.blockQ},   {"block_kv", &md.blockKV}};
+    for (auto [key, out] : ints)
+      if (MaybeError err = reader.getInt(key, *out))
+        return err;
+    constexpr std::pair<const char *, Causal> causals[] = {
+        {"none", Causal::None},
+        {"top_left", Causal::TopLeft},
+        {"bottom_right", Causal::BottomRight}};
+    if (MaybeError err = reader.getEnum("causal", md.causal, causals))
+      return err;
     md.scale = md.headDim > 0 ? 1.0 / std::sqrt(double(md.headDim)) : 0.0;
-    if (Error err = reader.getNumber("scale", md.scale, false))
-      return std::move(err);
-    if (Error err = reader.getEnum<MaskKind>("mask", md.mask,
-                                             {{"none", MaskKind::None},
-                                              {"bool", MaskKind::Bool},
-                                              {"additive", MaskKind::Additive}},
-                                             /*required=*/false))
-      return std::move(err);
-    if (Error err = reader.getBool("has_kv_lens", md.hasKvLens, false))
-      return std::move(err);
-    if (Error err = reader.getBool("has_lse", md.hasLse, false))
-      return std::move(err);
+    if (MaybeError err = reader.getNumber("scale", md.scale, false))
+      return err;
+    constexpr std::pair<const char *, MaskKind> masks[] = {
+        {"none", MaskKind::None},
+        {"bool", MaskKind::Bool},
+        {"additive", MaskKind::Additive}};
+    if (MaybeError err =
+            reader.getEnum("mask", md.mask, masks, /*required=*/false))
+      return err;
+    if (MaybeError err = reader.getBool("has_kv_lens", md.hasKvLens, false))
+      return err;
+    if (MaybeError err = reader.getBool("has_lse", md.hasLse, false))
+      return err;
   } else {
-    if (Error err = reader.getInt("rank", md.rank))
-      return std::move(err);
-    if (Error err = reader.getInt("dimension", md.dimension))
-      return std::move(err);
+    if (MaybeError err = reader.getInt("rank", md.rank))
+      return err;
+    if (MaybeError err = reader.getInt("dimension", md.dimension))
+      return err;
   }
 
   if (reader.has("launch")) {
-    Expected<const json::Object *> launch = reader.getObject("launch");
-    if (!launch)
-      return launch.takeError();
+    const Value *launch = nullptr;
+    if (MaybeError err = reader.getObject("launch", launch))
+      return err;
     md.launch.emplace();
-    if (Error err = readLaunch(**launch, *md.launch))
-      return std::move(err);
+    if (MaybeError err = readLaunch(*launch, *md.launch))
+      return err;
   }
 
-  Expected<const json::Array *> params = reader.getArray("params");
-  if (!params)
-    return params.takeError();
-  for (auto [i, value] : llvm::enumerate(**params)) {
+  const Value *params = nullptr;
+  if (MaybeError err = reader.getArray("params", params))
+    return err;
+  const std::vector<Value> &list = params->getArray();
+  for (size_t i = 0; i < list.size(); ++i) {
     ParamInfo param;
-    if (Error err = readParam(value, i, param))
-      return std::move(err);
+    if (MaybeError err = readParam(list[i], i, param))
+      return err;
     md.params.push_back(std::move(param));
   }
+  return verifyKernelMetadata(md);
+}
 
-  if (Error err = verifyKernelMetadata(md))
-    return std::move(err);
+std::optional<KernelMetadata>
+fa::runtime::parseKernelMetadata(std::string_view text, std::string &error) {
+  std::string jsonError;
+  std::optional<json::Value> root = json::parse(text, jsonError);
+  if (!root) {
+    error = "not valid JSON: " + jsonError;
+    return std::nullopt;
+  }
+  if (!root->isObject()) {
+    error = "expected a JSON object at the top level, got " +
+            std::string(json::describeKind(root->getKind()));
+    return std::nullopt;
+  }
+  KernelMetadata md;
+  if (MaybeError err = readMetadata(*root, md)) {
+    error = *err;
+    return std::nullopt;
+  }
   return md;
 }
 
@@ -830,93 +840,106 @@ Expected<KernelMetadata> fa::runtime::parseKernelMetadata(StringRef text) {
 // Writing
 //===----------------------------------------------------------------------===//
 
+std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
+  json::Writer j;
+  j.beginObject();
+  j.member("format", md.format);
+  j.member("name", md.name);
+  j.member("op", getOpName(md.op));
+  if (!md.generator.empty())
+    j.member("generator", md.generator);
+  j.key("target");
+  j.beginObject();
+  if (md.target.kind == TargetKind::Cuda) {
+    j.member("kind", "cuda");
+    j.member("chip", md.target.chip);
+    j.member("ptx_isa", md.target.ptxIsa);
+  } else {
+    j.member("kind", "cpu");
+    j.member("triple", md.target.triple);
+    if (!md.target.cpu.empty())
+      j.member("cpu", md.target.cpu);
+    j.key("features");
+    j.beginArray();
+    for (const std::string &feature : md.target.features)
+      j.stringValue(feature);
+    j.endArray();
+  }
+  j.endObject();
+  j.key("files");
+  j.beginObject();
+  const std::pair<const char *, const std::string *> fileFields[] = {
+      {"ptx", &md.files.ptx},
+      {"cubin", &md.files.cubin},
+      {"object", &md.files.object},
+      {"library", &md.files.library},
+      {"header", &md.files.header}};
+  for (auto [key, value] : fileFields)
+    if (!value->empty())
+      j.member(key, *value);
+  j.endObject();
+  j.member("symbol", md.symbol);
+  j.member("dtype", getDTypeName(md.dtype));
+  if (md.op == OpKind::Attention) {
+    j.intMember("head_dim", md.headDim);
+    j.intMember("value_head_dim", md.valueHeadDim);
+    j.intMember("heads", md.heads);
+    j.intMember("kv_heads", md.kvHeads);
+    j.member("causal", getCausalName(md.causal));
+    j.doubleMember("scale", md.scale);
+    j.member("mask", getMaskKindName(md.mask));
+    j.boolMember("has_kv_lens", md.hasKvLens);
+    j.boolMember("has_lse", md.hasLse);
+    j.intMember("block_q", md.blockQ);
+    j.intMember("block_kv", md.blockKV);
+  } else {
+    j.intMember("rank", md.rank);
+    j.intMember("dimension", md.dimension);
+  }
+  if (md.launch) {
+    j.key("launch");
+    j.beginObject();
+    j.key("block");
+    j.beginArray();
+    for (int64_t b : md.launch->block)
+      j.intValue(b);
+    j.endArray();
+    j.key("grid");
+    j.beginArray();
+    for (const std::string &g : md.launch->grid)
+      j.stringValue(g);
+    j.endArray();
+    j.intMember("static_shared_bytes", md.launch->staticSharedBytes);
+    j.intMember("dynamic_shared_bytes", md.launch->dynamicSharedBytes);
+    j.endObject();
+  }
+  j.key("params");
+  j.beginArray();
+  for (const ParamInfo &param : md.params) {
+    j.beginObject();
+    j.member("name", param.name);
+    j.member("role", getRoleName(param.role));
+    j.member("dtype", getDTypeName(param.dtype));
+    j.intMember("rank", param.getRank());
+    j.key("shape");
+    j.beginArray();
+    for (const ShapeDim &dim : param.shape) {
+      if (dim.isSymbol())
+        j.stringValue(dim.symbol);
+      else
+        j.intValue(dim.size);
+    }
+    j.endArray();
+    j.endObject();
+  }
+  j.endArray();
+  j.endObject();
+  return j.getText() + "\n";
+}
+
 void fa::runtime::writeKernelMetadata(const KernelMetadata &md,
-                                      llvm::raw_ostream &os) {
-  json::OStream j(os, /*IndentSize=*/2);
-  j.object([&] {
-    j.attribute("format", md.format);
-    j.attribute("name", md.name);
-    j.attribute("op", getOpName(md.op));
-    if (!md.generator.empty())
-      j.attribute("generator", md.generator);
-    j.attributeObject("target", [&] {
-      if (md.target.kind == TargetKind::Cuda) {
-        j.attribute("kind", "cuda");
-        j.attribute("chip", md.target.chip);
-        j.attribute("ptx_isa", md.target.ptxIsa);
-        return;
-      }
-      j.attribute("kind", "cpu");
-      j.attribute("triple", md.target.triple);
-      if (!md.target.cpu.empty())
-        j.attribute("cpu", md.target.cpu);
-      j.attributeArray("features", [&] {
-        for (const std::string &feature : md.target.features)
-          j.value(feature);
-      });
-    });
-    j.attributeObject("files", [&] {
-      for (auto [key, value] : {std::pair<StringRef, const std::string *>{
-                                    "ptx", &md.files.ptx},
-                                {"cubin", &md.files.cubin},
-                                {"object", &md.files.object},
-                                {"library", &md.files.library},
-                                {"header", &md.files.header}})
-        if (!value->empty())
-          j.attribute(key, *value);
-    });
-    j.attribute("symbol", md.symbol);
-    j.attribute("dtype", getDTypeName(md.dtype));
-    if (md.op == OpKind::Attention) {
-      j.attribute("head_dim", md.headDim);
-      j.attribute("value_head_dim", md.valueHeadDim);
-      j.attribute("heads", md.heads);
-      j.attribute("kv_heads", md.kvHeads);
-      j.attribute("causal", getCausalName(md.causal));
-      j.attribute("scale", md.scale);
-      j.attribute("mask", getMaskKindName(md.mask));
-      j.attribute("has_kv_lens", md.hasKvLens);
-      j.attribute("has_lse", md.hasLse);
-      j.attribute("block_q", md.blockQ);
-      j.attribute("block_kv", md.blockKV);
-    } else {
-      j.attribute("rank", md.rank);
-      j.attribute("dimension", md.dimension);
-    }
-    if (md.launch) {
-      j.attributeObject("launch", [&] {
-        j.attributeArray("block", [&] {
-          for (int64_t b : md.launch->block)
-            j.value(b);
-        });
-        j.attributeArray("grid", [&] {
-          for (const std::string &g : md.launch->grid)
-            j.value(g);
-        });
-        j.attribute("static_shared_bytes", md.launch->staticSharedBytes);
-        j.attribute("dynamic_shared_bytes", md.launch->dynamicSharedBytes);
-      });
-    }
-    j.attributeArray("params", [&] {
-      for (const ParamInfo &param : md.params) {
-        j.object([&] {
-          j.attribute("name", param.name);
-          j.attribute("role", getRoleName(param.role));
-          j.attribute("dtype", getDTypeName(param.dtype));
-          j.attribute("rank", param.getRank());
-          j.attributeArray("shape", [&] {
-            for (const ShapeDim &dim : param.shape) {
-              if (dim.isSymbol())
-                j.value(dim.symbol);
-              else
-                j.value(dim.size);
-            }
-          });
-        });
-      }
-    });
-  });
-  os << "\n";
+                                      std::ostream &os) {
+  os << serializeKernelMetadata(md);
 }
 
 //===----------------------------------------------------------------------===//
@@ -934,28 +957,28 @@ namespace runtime {
 /// emitting postfix code.
 class LaunchExprParser {
 public:
-  LaunchExprParser(StringRef text, llvm::ArrayRef<std::string> symbols,
-                   LaunchExpr &expr)
+  LaunchExprParser(std::string_view text,
+                   const std::vector<std::string> &symbols, LaunchExpr &expr)
       : text(text), symbols(symbols), expr(expr) {}
 
-  Error parse() {
-    if (Error err = parseExpr())
+  MaybeError parse() {
+    if (MaybeError err = parseExpr())
       return err;
     skipSpace();
     if (pos != text.size())
-      return error("unexpected '" + text.substr(pos, 1) + "'");
-    return Error::success();
+      return error("unexpected '" + std::string(text.substr(pos, 1)) + "'");
+    return std::nullopt;
   }
 
 private:
-  Error error(const Twine &message) {
-    return makeError(formatv("bad expression '{0}': {1} at offset {2}", text,
-                             message.str(), pos)
-                         .str());
+  static constexpr int kMaxDepth = 32;
+
+  std::string error(const std::string &message) const {
+    return cat("bad expression '", text, "': ", message, " at offset ", pos);
   }
 
   void skipSpace() {
-    while (pos < text.size() && llvm::isSpace(text[pos]))
+    while (pos < text.size() && isSpace(text[pos]))
       ++pos;
   }
 
@@ -972,129 +995,144 @@ private:
     expr.program.push_back({kind, value});
   }
 
-  Error parseExpr() {
-    if (Error err = parseTerm())
+  MaybeError parseExpr() {
+    if (++depth > kMaxDepth)
+      return error("nested too deeply");
+    if (MaybeError err = parseTerm())
       return err;
     while (true) {
       if (consume('+')) {
-        if (Error err = parseTerm())
+        if (MaybeError err = parseTerm())
           return err;
         emit(LaunchExpr::Kind::Add);
       } else if (consume('-')) {
-        if (Error err = parseTerm())
+        if (MaybeError err = parseTerm())
           return err;
         emit(LaunchExpr::Kind::Sub);
       } else {
-        return Error::success();
+        --depth;
+        return std::nullopt;
       }
     }
   }
 
-  Error parseTerm() {
-    if (Error err = parseFactor())
+  MaybeError parseTerm() {
+    if (MaybeError err = parseFactor())
       return err;
     while (true) {
       if (consume('*')) {
-        if (Error err = parseFactor())
+        if (MaybeError err = parseFactor())
           return err;
         emit(LaunchExpr::Kind::Mul);
       } else if (consume('/')) {
-        if (Error err = parseFactor())
+        if (MaybeError err = parseFactor())
           return err;
         emit(LaunchExpr::Kind::Div);
       } else {
-        return Error::success();
+        return std::nullopt;
       }
     }
   }
 
-  Error parseFactor() {
+  MaybeError parseFactor() {
     skipSpace();
     if (pos >= text.size())
       return error("expected a value");
     char c = text[pos];
-    if (llvm::isDigit(c)) {
+    if (isDigit(c)) {
       size_t start = pos;
-      while (pos < text.size() && llvm::isDigit(text[pos]))
+      while (pos < text.size() && isDigit(text[pos]))
         ++pos;
-      int64_t value;
-      if (text.substr(start, pos - start).getAsInteger(10, value))
+      uint64_t value;
+      if (!parseUnsigned(text.substr(start, pos - start), value) ||
+          value > static_cast<uint64_t>(INT64_MAX))
         return error("integer too large");
-      emit(LaunchExpr::Kind::Const, value);
-      return Error::success();
+      emit(LaunchExpr::Kind::Const, static_cast<int64_t>(value));
+      return std::nullopt;
     }
     if (consume('(')) {
-      if (Error err = parseExpr())
+      if (MaybeError err = parseExpr())
         return err;
       if (!consume(')'))
         return error("expected ')'");
-      return Error::success();
+      return std::nullopt;
     }
-    if (llvm::isAlpha(c) || c == '_') {
+    if (isAlpha(c) || c == '_') {
       size_t start = pos;
-      while (pos < text.size() && (llvm::isAlnum(text[pos]) || text[pos] == '_'))
+      while (pos < text.size() && (isAlnum(text[pos]) || text[pos] == '_'))
         ++pos;
-      StringRef word = text.substr(start, pos - start);
+      std::string_view word = text.substr(start, pos - start);
       if (word == "ceil") {
         // ceil(a / b): the argument's outermost operation must be `/`,
         // which becomes a rounding-up division.
         if (!consume('('))
           return error("expected '(' after ceil");
-        if (Error err = parseExpr())
+        if (MaybeError err = parseExpr())
           return err;
         if (!consume(')'))
           return error("expected ')'");
-        if (expr.program.back().kind != LaunchExpr::Kind::Div)
+        if (expr.program.empty() ||
+            expr.program.back().kind != LaunchExpr::Kind::Div)
           return error("expected ceil(a / b)");
         expr.program.back().kind = LaunchExpr::Kind::CeilDiv;
-        return Error::success();
+        return std::nullopt;
       }
       if (word == "cdiv") {
         if (!consume('('))
           return error("expected '(' after cdiv");
-        if (Error err = parseExpr())
+        if (MaybeError err = parseExpr())
           return err;
         if (!consume(','))
           return error("expected cdiv(a, b)");
-        if (Error err = parseExpr())
+        if (MaybeError err = parseExpr())
           return err;
         if (!consume(')'))
           return error("expected ')'");
         emit(LaunchExpr::Kind::CeilDiv);
-        return Error::success();
+        return std::nullopt;
       }
-      for (auto [i, symbol] : llvm::enumerate(symbols))
-        if (symbol == word) {
-          emit(LaunchExpr::Kind::Symbol, i);
-          return Error::success();
+      for (size_t i = 0; i < symbols.size(); ++i)
+        if (symbols[i] == word) {
+          emit(LaunchExpr::Kind::Symbol, static_cast<int64_t>(i));
+          return std::nullopt;
         }
-      std::string known = llvm::join(symbols, ", ");
-      return error("unknown symbol '" + word + "' (known: " + known + ")");
+      return error("unknown symbol '" + std::string(word) +
+                   "' (known: " + join(symbols, ", ") + ")");
     }
-    return error("unexpected '" + text.substr(pos, 1) + "'");
+    return error("unexpected '" + std::string(1, c) + "'");
   }
 
-  StringRef text;
-  llvm::ArrayRef<std::string> symbols;
+  std::string_view text;
+  const std::vector<std::string> &symbols;
   LaunchExpr &expr;
   size_t pos = 0;
+  int depth = 0;
 };
 
 } // namespace runtime
 } // namespace fa
 
-Expected<LaunchExpr>
-LaunchExpr::parse(StringRef text, llvm::ArrayRef<std::string> symbols) {
+std::optional<LaunchExpr>
+LaunchExpr::parse(std::string_view text,
+                  const std::vector<std::string> &symbols,
+                  std::string &error) {
   LaunchExpr expr;
-  expr.text = text.str();
+  expr.text = std::string(text);
   LaunchExprParser parser(text, symbols, expr);
-  if (Error err = parser.parse())
-    return std::move(err);
+  if (MaybeError err = parser.parse()) {
+    error = *err;
+    return std::nullopt;
+  }
   return expr;
 }
 
-Expected<int64_t> LaunchExpr::evaluate(llvm::ArrayRef<int64_t> values) const {
-  llvm::SmallVector<int64_t, 8> stack;
+std::optional<int64_t> LaunchExpr::evaluate(const std::vector<int64_t> &values,
+                                            std::string &error) const {
+  std::vector<int64_t> stack;
+  auto fail = [&](const char *what) -> std::optional<int64_t> {
+    error = "'" + text + "': " + what;
+    return std::nullopt;
+  };
   for (const Node &node : program) {
     if (node.kind == Kind::Const) {
       stack.push_back(node.value);
@@ -1102,29 +1140,34 @@ Expected<int64_t> LaunchExpr::evaluate(llvm::ArrayRef<int64_t> values) const {
     }
     if (node.kind == Kind::Symbol) {
       if (node.value >= static_cast<int64_t>(values.size()))
-        return makeError("'" + text + "': missing symbol value");
+        return fail("missing symbol value");
       stack.push_back(values[node.value]);
       continue;
     }
-    assert(stack.size() >= 2 && "malformed postfix program");
-    int64_t rhs = stack.pop_back_val();
-    int64_t lhs = stack.pop_back_val();
+    if (stack.size() < 2)
+      return fail("malformed expression");
+    int64_t rhs = stack.back();
+    stack.pop_back();
+    int64_t lhs = stack.back();
+    stack.pop_back();
     int64_t result = 0;
     bool overflow = false;
     switch (node.kind) {
     case Kind::Add:
-      overflow = llvm::AddOverflow(lhs, rhs, result);
+      overflow = __builtin_add_overflow(lhs, rhs, &result);
       break;
     case Kind::Sub:
-      overflow = llvm::SubOverflow(lhs, rhs, result);
+      overflow = __builtin_sub_overflow(lhs, rhs, &result);
       break;
     case Kind::Mul:
-      overflow = llvm::MulOverflow(lhs, rhs, result);
+      overflow = __builtin_mul_overflow(lhs, rhs, &result);
       break;
     case Kind::Div:
     case Kind::CeilDiv:
       if (rhs == 0)
-        return makeError("'" + text + "': division by zero");
+        return fail("division by zero");
+      if (lhs == INT64_MIN && rhs == -1)
+        return fail("integer overflow");
       result = lhs / rhs;
       if (node.kind == Kind::CeilDiv && lhs % rhs != 0 &&
           ((lhs < 0) == (rhs < 0)))
@@ -1137,10 +1180,10 @@ Expected<int64_t> LaunchExpr::evaluate(llvm::ArrayRef<int64_t> values) const {
       break;
     }
     if (overflow)
-      return makeError("'" + text + "': integer overflow");
+      return fail("integer overflow");
     stack.push_back(result);
   }
   if (stack.size() != 1)
-    return makeError("'" + text + "': malformed expression");
+    return fail("malformed expression");
   return stack.back();
 }

@@ -137,11 +137,11 @@ Error ArtifactStage::commit(StringRef outDir) {
 Error mlir::fa::compile::writeMetadataFile(const rt::KernelMetadata &md,
                                            ArtifactStage &stage) {
   // What we write must be what the runtime reads.
-  if (Error err = rt::verifyKernelMetadata(md))
+  if (std::optional<std::string> err = rt::verifyKernelMetadata(md))
     return makeError("internal error: inconsistent metadata for '" + md.name +
-                     "': " + llvm::toString(std::move(err)));
+                     "': " + *err);
   return stage.writeFile(md.name + ".json", [&](llvm::raw_ostream &os) {
-    rt::writeKernelMetadata(md, os);
+    os << rt::serializeKernelMetadata(md);
   });
 }
 

@@ -476,8 +476,8 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
     }
     md.params.push_back(std::move(param));
   }
-  if (Error e = rt::verifyKernelSignature(md))
-    return err("unsupported kernel: " + llvm::toString(std::move(e)));
+  if (std::optional<std::string> e = rt::verifyKernelSignature(md))
+    return err("unsupported kernel: " + *e);
 
   KernelJob job;
   job.metadata = std::move(md);

@@ -431,8 +431,8 @@ static Expected<KernelJob> buildJobFromSpec(MLIRContext &ctx,
   md.symbol = "fa_" + md.name;
   md.params = rt::getCanonicalParams(md, maskDType, broadcastBatch,
                                      broadcastHeads);
-  if (Error err = rt::verifyKernelSignature(md))
-    return makeError("internal error: " + llvm::toString(std::move(err)));
+  if (std::optional<std::string> err = rt::verifyKernelSignature(md))
+    return makeError("internal error: " + *err);
 
   KernelJob job;
   job.module = buildKernelModule(ctx, md);

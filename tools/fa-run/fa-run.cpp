@@ -10,6 +10,7 @@
 //   fa-run attention --q Q.npy --k K.npy --v V.npy -o O.npy [--lse LSE.npy]
 //                    [--causal none|top-left|bottom-right] [--kv-lens L.npy]
 //                    [--mask M.npy] [--scale S] [--block-q N] [--block-kv N]
+//                    [--device cpu|cuda|auto] [--chip sm_XX] [--artifacts DIR]
 //   fa-run softmax --x X.npy -o Y.npy [--dim D] [--tile N]
 //
 // Every input is validated (files, dtypes, ranks, dims) before anything is
@@ -20,10 +21,19 @@
 // buffers. Outputs are poisoned with NaN before the call and written
 // atomically afterwards, so a failed run never leaves an output file.
 //
+// With --device cuda (or auto, when a CUDA device is present) the attention
+// kernel goes through fa-compile's GPU path instead (fa-lower-to-nvvm, PTX
+// and fa-kernel/1 metadata in a directory) and runs through FARuntime on
+// device buffers (CudaRun.cpp).
+//
 //===----------------------------------------------------------------------===//
+
+#include "CudaRun.h"
 
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/InitAll.h"
+#include "fa/Runtime/FARuntime.h"
+#include "fa/Runtime/KernelMetadata.h"
 #include "fa/Support/Npy.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -90,10 +100,23 @@ cl::OptionCategory runCategory("fa-run options");
 cl::opt<std::string> outputPath("o", cl::desc("Output .npy file"),
                                 cl::value_desc("file"), cl::sub(attentionCmd),
                                 cl::sub(softmaxCmd), cl::cat(runCategory));
-cl::opt<std::string>
-    deviceName("device", cl::desc("Where to run the kernel (only 'cpu')"),
-               cl::value_desc("cpu"), cl::init("cpu"), cl::sub(attentionCmd),
-               cl::sub(softmaxCmd), cl::cat(runCategory));
+cl::opt<std::string> deviceName(
+    "device",
+    cl::desc("Where to run the kernel: cpu (JIT, the default), cuda (PTX "
+             "through FARuntime and the CUDA driver; attention only) or auto "
+             "(cuda when a CUDA device is present, else the CPU with a note)"),
+    cl::value_desc("cpu|cuda|auto"), cl::init("cpu"), cl::sub(attentionCmd),
+    cl::sub(softmaxCmd), cl::cat(runCategory));
+cl::opt<std::string> chipName(
+    "chip",
+    cl::desc("With --device cuda: the chip to compile for (sm_80, sm_86, "
+             "sm_89, sm_90 or sm_90a; default: the device's)"),
+    cl::value_desc("sm_XX"), cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<std::string> artifactsDir(
+    "artifacts",
+    cl::desc("With --device cuda: keep the compiled kernel (PTX, metadata, "
+             "header) in this directory"),
+    cl::value_desc("dir"), cl::sub(attentionCmd), cl::cat(runCategory));
 cl::opt<bool> referenceLowering(
     "reference",
     cl::desc("Use the untiled reference lowering instead of the tiled "
@@ -503,12 +526,97 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
       .str();
 }
 
+/// Where the kernel runs, once --device is resolved.
+enum class Device { Cpu, Cuda };
+
+/// The options that only the CPU (JIT) path has, given on the command line.
+static llvm::SmallVector<StringRef> getCpuOnlyOptions() {
+  llvm::SmallVector<StringRef> given;
+  if (referenceLowering)
+    given.push_back("--reference");
+  if (promotedLowering)
+    given.push_back("--promoted");
+  if (doubleBuffer)
+    given.push_back("--double-buffer");
+  if (printIRAfterAll)
+    given.push_back("--print-ir-after-all");
+  if (!dumpLLVMDialect.empty())
+    given.push_back("--dump-llvm-dialect");
+  return given;
+}
+
+/// Resolves --device: `cuda` needs a usable CUDA device (else a one-line
+/// error); `auto` takes one when present and otherwise runs on the CPU with
+/// a one-line note. `op` is "attention" or "softmax".
+static Expected<Device> resolveDevice(StringRef op) {
+  if (deviceName != "cpu" && deviceName != "cuda" && deviceName != "auto")
+    return makeError("--device must be cpu, cuda or auto, got '" +
+                     deviceName + "'");
+  bool cudaOnlyOption = chipName.getNumOccurrences() ||
+                        artifactsDir.getNumOccurrences();
+  if (deviceName == "cpu") {
+    if (cudaOnlyOption)
+      return makeError(Twine(chipName.getNumOccurrences() ? "--chip"
+                                                          : "--artifacts") +
+                       " applies to --device cuda or auto only");
+    return Device::Cpu;
+  }
+  llvm::SmallVector<StringRef> cpuOnly = getCpuOnlyOptions();
+  if (deviceName == "cuda") {
+    if (op == "softmax")
+      return makeError("--device cuda: softmax has no GPU kernel yet; use "
+                       "--device cpu or auto");
+    if (!cpuOnly.empty())
+      return makeError("--device cuda: " + llvm::join(cpuOnly, ", ") +
+                       (cpuOnly.size() == 1 ? " applies" : " apply") +
+                       " to the CPU only");
+    if (std::optional<std::string> why = run::probeCuda())
+      return makeError("--device cuda: " + *why);
+    return Device::Cuda;
+  }
+  // auto: the CPU-only options and softmax pick the CPU without probing.
+  if (op == "softmax" || !cpuOnly.empty())
+    return Device::Cpu;
+  if (std::optional<std::string> why = run::probeCuda()) {
+    std::string reason = *why;
+    // "no CUDA driver (...)" reads better as "no CUDA device (...)" here.
+    if (StringRef(reason).starts_with("no CUDA driver ("))
+      reason = "no CUDA device (" + reason.substr(16);
+    llvm::errs() << "fa-run: note: " << reason << "; running on the CPU\n";
+    return Device::Cpu;
+  }
+  return Device::Cuda;
+}
+
+/// Counts the NaNs in a float32 or float16 array.
+static int64_t countNaNs(const NpyArray &array) {
+  int64_t count = 0;
+  if (array.getDType() == NpyDType::Float32) {
+    for (float f : array.getElements<float>())
+      count += std::isnan(f);
+  } else if (array.getDType() == NpyDType::Float16) {
+    for (uint16_t h : array.getElements<uint16_t>())
+      count += (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0;
+  }
+  return count;
+}
+
+/// Whether every element is finite (float32 or float16; other dtypes are).
+static bool allFinite(const NpyArray &array) {
+  if (array.getDType() == NpyDType::Float32) {
+    for (float f : array.getElements<float>())
+      if (!std::isfinite(f))
+        return false;
+  } else if (array.getDType() == NpyDType::Float16) {
+    for (uint16_t h : array.getElements<uint16_t>())
+      if ((h & 0x7c00) == 0x7c00)
+        return false;
+  }
+  return true;
+}
+
 /// Checks the options both subcommands share.
 static Error checkCommonOptions() {
-  if (deviceName != "cpu")
-    return makeError("--device '" + deviceName +
-                     "' is not supported: this build runs kernels on 'cpu' "
-                     "only");
   if (outputPath.empty())
     return makeError("missing the output file: pass -o FILE");
   return Error::success();
@@ -553,6 +661,9 @@ static Error runAttention(MLIRContext &ctx) {
   if (!lsePath.empty())
     if (Error err = checkWritable(lsePath))
       return err;
+  Expected<Device> device = resolveDevice("attention");
+  if (!device)
+    return device.takeError();
 
   // Load and validate the inputs.
   const NpyDType floats[] = {NpyDType::Float32, NpyDType::Float16};
@@ -662,6 +773,157 @@ static Error runAttention(MLIRContext &ctx) {
     poison(*lse);
   }
 
+  // Writes the outputs and prints the summary.
+  auto finish = [&](double compileMs, double runMs,
+                    const std::string &where) -> Error {
+    llvm::SmallVector<std::pair<std::string, const NpyArray *>> outputs = {
+        {outputPath, &out}};
+    if (lse)
+      outputs.push_back({lsePath, &*lse});
+    if (Error err = writeOutputs(outputs))
+      return err;
+
+    std::string summary =
+        formatv("attention {0} B={1} Hq={2} Hkv={3} Nq={4} Nk={5} D={6} "
+                "Dv={7} causal={8}",
+                getNpyDTypeName(dtype), B, Hq, Hkv, Nq, Nk, D, Dv,
+                causalName.getValue())
+            .str();
+    if (lens)
+      summary += " kv-lens";
+    if (mask)
+      summary += (" mask=" + getNpyDTypeName(mask->array.getDType()) +
+                  formatNpyShape(mask->shape()))
+                     .str();
+    summary += " on " + where + " -> " + outputPath;
+    if (lse)
+      summary += ", " + lsePath;
+    reportSuccess(summary, compileMs, runMs);
+    return Error::success();
+  };
+
+  if (*device == Device::Cuda) {
+    // The kernel as fa-compile would describe it, then fa-compile's GPU
+    // path and FARuntime.
+    namespace rt = ::fa::runtime;
+    rt::KernelMetadata md;
+    md.name = "attention";
+    md.symbol = "fa_attention";
+    md.generator = "fa-run";
+    md.op = rt::OpKind::Attention;
+    md.dtype = dtype == NpyDType::Float16 ? rt::DType::F16 : rt::DType::F32;
+    md.headDim = D;
+    md.valueHeadDim = Dv;
+    md.heads = Hq;
+    md.kvHeads = Hkv;
+    md.causal = *causal == CausalKind::none       ? rt::Causal::None
+                : *causal == CausalKind::top_left ? rt::Causal::TopLeft
+                                                  : rt::Causal::BottomRight;
+    md.scale = scale ? *scale : 1.0f / std::sqrt(static_cast<float>(D));
+    bool boolMask = mask && mask->array.getDType() == NpyDType::Bool;
+    md.mask = !mask     ? rt::MaskKind::None
+              : boolMask ? rt::MaskKind::Bool
+                         : rt::MaskKind::Additive;
+    md.hasKvLens = lens.has_value();
+    md.hasLse = lse.has_value();
+    md.blockQ = blockQ;
+    md.blockKV = blockKV;
+    md.params = rt::getCanonicalParams(
+        md, boolMask ? rt::DType::I8 : rt::DType::F32,
+        /*maskBroadcastBatch=*/mask && mask->shape()[0] == 1,
+        /*maskBroadcastHeads=*/mask && mask->shape()[1] == 1);
+    if (std::optional<std::string> err = rt::verifyKernelSignature(md))
+      return makeError("internal error: " + *err);
+
+    auto toFa = [](NpyDType t) {
+      switch (t) {
+      case NpyDType::Float16:
+        return FA_DTYPE_F16;
+      case NpyDType::Int32:
+        return FA_DTYPE_I32;
+      case NpyDType::Bool:
+        return FA_DTYPE_BOOL;
+      default:
+        return FA_DTYPE_F32;
+      }
+    };
+    std::vector<run::HostOperand> operands;
+    for (const rt::ParamInfo &param : md.params) {
+      NpyArray *array = nullptr;
+      bool isOutput = false;
+      switch (param.role) {
+      case rt::ParamRole::Query:
+        array = &q->array;
+        break;
+      case rt::ParamRole::Key:
+        array = &k->array;
+        break;
+      case rt::ParamRole::Value:
+        array = &v->array;
+        break;
+      case rt::ParamRole::KvLens:
+        array = &lens->array;
+        break;
+      case rt::ParamRole::Mask:
+        array = &mask->array;
+        break;
+      case rt::ParamRole::Output:
+        array = &out;
+        isOutput = true;
+        break;
+      case rt::ParamRole::Lse:
+        array = &*lse;
+        isOutput = true;
+        break;
+      case rt::ParamRole::Input:
+        break;
+      }
+      assert(array && "every attention role has an array");
+      run::HostOperand operand;
+      operand.data = array->getData();
+      operand.dtype = toFa(array->getDType());
+      operand.shape.assign(array->getShape().begin(),
+                           array->getShape().end());
+      operand.bytes = static_cast<int64_t>(array->getNumBytes());
+      operand.isOutput = isOutput;
+      operands.push_back(std::move(operand));
+    }
+
+    run::CudaRunOptions options;
+    options.chip = chipName;
+    options.gpuBlockQ = blockQ.getNumOccurrences() ? blockQ.getValue() : 0;
+    options.gpuBlockKV = blockKV.getNumOccurrences() ? blockKV.getValue() : 0;
+    options.artifactsDir = artifactsDir;
+    Expected<run::CudaRunResult> ran =
+        run::runAttentionOnCuda(ctx, md, operands, options);
+    if (!ran)
+      return ran.takeError();
+
+    // Poisoned outputs the kernel left as NaN, when no input could have
+    // produced a NaN, mean elements it did not write.
+    bool finiteInputs = allFinite(q->array) && allFinite(k->array) &&
+                        allFinite(v->array) &&
+                        (!mask || boolMask || [&] {
+                          for (float f : mask->array.getElements<float>())
+                            if (std::isnan(f) || f == INFINITY)
+                              return false;
+                          return true;
+                        }());
+    if (finiteInputs) {
+      int64_t missing = countNaNs(out) + (lse ? countNaNs(*lse) : 0);
+      int64_t total = out.getNumElements() + (lse ? lse->getNumElements() : 0);
+      if (missing)
+        return makeError(formatv("--device cuda: the kernel left {0} of {1} "
+                                 "output elements unwritten (still NaN) on "
+                                 "{2}; no output written",
+                                 missing, total, ran->device));
+    }
+    return finish(ran->compileMs, ran->runMs,
+                  "cuda (" + ran->chip +
+                      (ran->chip == ran->device ? "" : " on " + ran->device) +
+                      ")");
+  }
+
   // The kernel: B, Nq and Nk dynamic; heads and head dims static; mask dims
   // of size 1 static (they broadcast).
   OpBuilder b(&ctx);
@@ -733,31 +995,7 @@ static Error runAttention(MLIRContext &ctx) {
   if (Error err = lowerAndRun(*module, pipelineText(blockQ, blockKV, 256),
                               descriptors, compileMs, runMs))
     return err;
-
-  llvm::SmallVector<std::pair<std::string, const NpyArray *>> outputs = {
-      {outputPath, &out}};
-  if (lse)
-    outputs.push_back({lsePath, &*lse});
-  if (Error err = writeOutputs(outputs))
-    return err;
-
-  std::string summary =
-      formatv("attention {0} B={1} Hq={2} Hkv={3} Nq={4} Nk={5} D={6} Dv={7} "
-              "causal={8}",
-              getNpyDTypeName(dtype), B, Hq, Hkv, Nq, Nk, D, Dv,
-              causalName.getValue())
-          .str();
-  if (lens)
-    summary += " kv-lens";
-  if (mask)
-    summary += (" mask=" + getNpyDTypeName(mask->array.getDType()) +
-                formatNpyShape(mask->shape()))
-                   .str();
-  summary += " on " + deviceName + " -> " + outputPath;
-  if (lse)
-    summary += ", " + lsePath;
-  reportSuccess(summary, compileMs, runMs);
-  return Error::success();
+  return finish(compileMs, runMs, "cpu");
 }
 
 //===----------------------------------------------------------------------===//
@@ -775,6 +1013,9 @@ static Error runSoftmax(MLIRContext &ctx) {
         formatv("--tile must be positive, got {0}", softmaxTile.getValue()));
   if (Error err = checkWritable(outputPath))
     return err;
+  Expected<Device> device = resolveDevice("softmax");
+  if (!device)
+    return device.takeError();
 
   Expected<Input> x =
       loadInput(inputPath, {NpyDType::Float32, NpyDType::Float16});
@@ -820,7 +1061,7 @@ static Error runSoftmax(MLIRContext &ctx) {
 
   reportSuccess(formatv("softmax {0} {1} dim={2} on {3} -> {4}",
                         getNpyDTypeName(x->array.getDType()),
-                        formatNpyShape(x->shape()), dim, deviceName.getValue(),
+                        formatNpyShape(x->shape()), dim, "cpu",
                         outputPath.getValue())
                     .str(),
                 compileMs, runMs);
@@ -836,8 +1077,8 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(runCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
-      "fa-run: JIT-compile an fa kernel for the CPU and run it on .npy "
-      "files\n\n"
+      "fa-run: compile an fa kernel for the shapes of .npy files and run it "
+      "(CPU JIT, or --device cuda|auto through FARuntime)\n\n"
       "  fa-run attention --q Q.npy --k K.npy --v V.npy -o O.npy [options]\n"
       "  fa-run softmax --x X.npy -o Y.npy [options]\n\n"
       "`fa-run <subcommand> --help` lists a subcommand's options.\n");

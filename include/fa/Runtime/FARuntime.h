@@ -31,12 +31,15 @@
  * launched from several threads at once; loading and destroying are not
  * synchronised with launches of the same kernel.
  *
- * Pure C (C99); usable from C++ (`extern "C"`); exposes no LLVM types.
+ * Pure C (C99); usable from C++ (`extern "C"`). The library itself needs
+ * only the C++17 standard library and libdl (no LLVM): lib/Runtime builds
+ * on its own with CMake (`cmake -S lib/Runtime -B build-rt`).
  */
 
 #ifndef FA_RUNTIME_FARUNTIME_H
 #define FA_RUNTIME_FARUNTIME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #if defined(__GNUC__)
@@ -174,6 +177,47 @@ FA_RUNTIME_API const char *fa_last_error(void);
  * > 0, or FA_ERROR_NO_DRIVER / FA_ERROR_NO_DEVICE / FA_ERROR_CUDA with
  * *device_count = 0. `device_count` may be NULL. */
 FA_RUNTIME_API fa_status fa_cuda_available(int *device_count);
+
+/* The chip of the CUDA device kernels load on (the calling thread's current
+ * context's device, else device 0) as "sm_<major><minor>" (e.g. "sm_90"),
+ * written NUL-terminated into `buf` of `n` bytes. FA_ERROR_NO_DRIVER /
+ * FA_ERROR_NO_DEVICE / FA_ERROR_CUDA like fa_cuda_available;
+ * FA_ERROR_INVALID_ARGUMENT when `buf` is NULL or too small (8 bytes are
+ * always enough). */
+FA_RUNTIME_API fa_status fa_cuda_device_chip(char *buf, size_t n);
+
+/*===----------------------------------------------------------------------===*
+ * CUDA memory helpers
+ *
+ * Small conveniences over the driver API (cuMemAlloc_v2, cuMemFree_v2,
+ * cuMemcpyHtoD_v2, cuMemcpyDtoH_v2, cuCtxSynchronize) for programs that
+ * have no CUDA runtime of their own, such as fa-run: they work in the
+ * calling thread's current context, or else in device 0's primary context,
+ * which they retain (for the life of the process) and make current, the
+ * context fa_kernel_load then uses. Programs that already manage device
+ * memory (PyTorch, CuPy, the CUDA runtime) pass their own device pointers
+ * to the launches instead.
+ *===----------------------------------------------------------------------===*/
+
+/* Allocates `bytes` of device memory (at least 256-byte aligned) into *ptr;
+ * *ptr is NULL on failure and for bytes == 0. */
+FA_RUNTIME_API fa_status fa_cuda_malloc(void **ptr, size_t bytes);
+
+/* Frees memory from fa_cuda_malloc; NULL is a no-op. */
+FA_RUNTIME_API fa_status fa_cuda_free(void *ptr);
+
+/* Synchronous copies between host and device memory. */
+FA_RUNTIME_API fa_status fa_cuda_memcpy_htod(void *dst_device,
+                                             const void *src_host,
+                                             size_t bytes);
+FA_RUNTIME_API fa_status fa_cuda_memcpy_dtoh(void *dst_host,
+                                             const void *src_device,
+                                             size_t bytes);
+
+/* Waits for all work in the context (cuCtxSynchronize); an asynchronous
+ * kernel failure (e.g. an illegal address) is reported here as
+ * FA_ERROR_CUDA naming the error. */
+FA_RUNTIME_API fa_status fa_cuda_synchronize(void);
 
 /* Loads the artifact described by the JSON metadata at `metadata_path`
  * (its file names are relative to the metadata's directory) for `device`.

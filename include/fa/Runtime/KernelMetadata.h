@@ -7,31 +7,26 @@
 //
 // The in-memory form of the `fa-kernel/1` JSON metadata that describes an
 // ahead-of-time kernel artifact (docs/artifacts.md), with its reader (used
-// by FARuntime) and writer (used by fa-compile), so both sides share one
-// definition of the schema.
+// by FARuntime) and writer (used by fa-compile and fa-run), so both sides
+// share one definition of the schema.
 //
-// This is a C++ API of the FARuntime library that uses LLVM Support; the C
-// API (FARuntime.h) does not expose it.
+// This is a C++17 API of the FARuntime library that depends on the standard
+// library only (no LLVM); the C API (FARuntime.h) does not expose it.
+// Errors are one-line messages naming the field, returned as
+// std::optional<std::string> (nullopt: no error).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FA_RUNTIME_KERNELMETADATA_H
 #define FA_RUNTIME_KERNELMETADATA_H
 
-#include "llvm/ADT/ArrayRef.h"
-#include "llvm/ADT/SmallVector.h"
-#include "llvm/ADT/StringRef.h"
-#include "llvm/Support/Error.h"
-
 #include <array>
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
-
-namespace llvm {
-class raw_ostream;
-} // namespace llvm
 
 namespace fa {
 namespace runtime {
@@ -58,14 +53,15 @@ enum class ParamRole {
   Input,
 };
 
-llvm::StringRef getOpName(OpKind op);
-llvm::StringRef getDTypeName(DType dtype);
+/// The schema's names: "attention", "f16", "bottom_right", "bool", "kv_lens".
+std::string getOpName(OpKind op);
+std::string getDTypeName(DType dtype);
 /// Bytes per element.
 int64_t getDTypeSize(DType dtype);
-llvm::StringRef getCausalName(Causal causal);
-llvm::StringRef getMaskKindName(MaskKind mask);
-llvm::StringRef getRoleName(ParamRole role);
-std::optional<DType> parseDType(llvm::StringRef name);
+std::string getCausalName(Causal causal);
+std::string getMaskKindName(MaskKind mask);
+std::string getRoleName(ParamRole role);
+std::optional<DType> parseDType(std::string_view name);
 
 /// One dimension of a parameter's shape: a symbol (`B`, `Hq`, `Nq`, `Nk`,
 /// `D`, `Dv`, `Hkv`; `N0`... for softmax) or a fixed size.
@@ -73,7 +69,7 @@ struct ShapeDim {
   std::string symbol;
   int64_t size = -1;
 
-  static ShapeDim sym(llvm::StringRef name) { return {name.str(), -1}; }
+  static ShapeDim sym(std::string name) { return {std::move(name), -1}; }
   static ShapeDim fixed(int64_t size) { return {"", size}; }
   bool isSymbol() const { return !symbol.empty(); }
 };
@@ -83,9 +79,9 @@ struct ParamInfo {
   std::string name;
   ParamRole role = ParamRole::Query;
   DType dtype = DType::F32;
-  llvm::SmallVector<ShapeDim, 4> shape;
+  std::vector<ShapeDim> shape;
 
-  int64_t getRank() const { return shape.size(); }
+  int64_t getRank() const { return static_cast<int64_t>(shape.size()); }
 };
 
 /// Where the artifact runs.
@@ -144,7 +140,7 @@ struct KernelMetadata {
 
   /// The symbols shapes and grid expressions may use, in a fixed order:
   /// attention `B Hq Hkv Nq Nk D Dv block_q block_kv`, softmax `N0 ...`.
-  llvm::SmallVector<std::string> getSymbols() const;
+  std::vector<std::string> getSymbols() const;
   /// The param with `role`, or null.
   const ParamInfo *findParam(ParamRole role) const;
 };
@@ -158,23 +154,32 @@ std::vector<ParamInfo> getCanonicalParams(const KernelMetadata &metadata,
                                           bool maskBroadcastBatch,
                                           bool maskBroadcastHeads);
 
-/// Parses and checks metadata text. Errors name the field, e.g.
-/// "field 'params[2].dtype': expected one of f32, f16, bf16, i32, i8, got
-/// 'f64'".
-llvm::Expected<KernelMetadata> parseKernelMetadata(llvm::StringRef text);
+/// Parses and checks metadata text (strict JSON: no trailing garbage,
+/// duplicate keys or invalid UTF-8; unknown fields are ignored). On failure
+/// returns nullopt and sets `error`, which names the field, e.g. "field
+/// 'params[2].dtype': expected one of f32, f16, bf16, i32, i8, got 'f64'",
+/// or starts with "not valid JSON: line L, column C: ...".
+std::optional<KernelMetadata> parseKernelMetadata(std::string_view text,
+                                                  std::string &error);
 
 /// Checks the semantic rules of the schema (what parseKernelMetadata checks
 /// after reading the fields): verifyKernelSignature, plus the target, the
-/// files and the launch configuration.
-llvm::Error verifyKernelMetadata(const KernelMetadata &metadata);
+/// files and the launch configuration. Returns the first problem, or
+/// nullopt.
+std::optional<std::string> verifyKernelMetadata(const KernelMetadata &metadata);
 
 /// Checks what does not depend on the target: name, symbol, dtype, the op's
 /// attributes, and the params against the op's flags and canonical shapes.
-llvm::Error verifyKernelSignature(const KernelMetadata &metadata);
+/// Returns the first problem, or nullopt.
+std::optional<std::string>
+verifyKernelSignature(const KernelMetadata &metadata);
 
-/// Writes `metadata` as pretty-printed JSON with a fixed field order.
-void writeKernelMetadata(const KernelMetadata &metadata,
-                         llvm::raw_ostream &os);
+/// `metadata` as pretty-printed JSON with a fixed field order (2-space
+/// indent, one field per line, a final newline).
+std::string serializeKernelMetadata(const KernelMetadata &metadata);
+
+/// Writes serializeKernelMetadata(metadata) to `os`.
+void writeKernelMetadata(const KernelMetadata &metadata, std::ostream &os);
 
 /// An integer expression over named symbols, used for grid sizes:
 /// integers, symbols, `+ - * /` (`/` rounds down), parentheses and
@@ -182,13 +187,16 @@ void writeKernelMetadata(const KernelMetadata &metadata,
 class LaunchExpr {
 public:
   /// Parses `text`; symbols must be in `symbols` (their index is what
-  /// `evaluate` takes).
-  static llvm::Expected<LaunchExpr> parse(llvm::StringRef text,
-                                          llvm::ArrayRef<std::string> symbols);
+  /// `evaluate` takes). On failure returns nullopt and sets `error` ("bad
+  /// expression 'X': unknown symbol 'H' ... at offset N").
+  static std::optional<LaunchExpr>
+  parse(std::string_view text, const std::vector<std::string> &symbols,
+        std::string &error);
 
-  /// Evaluates with `values[i]` for symbol i. Fails on division by zero or
-  /// overflow.
-  llvm::Expected<int64_t> evaluate(llvm::ArrayRef<int64_t> values) const;
+  /// Evaluates with `values[i]` for symbol i. Fails (nullopt, `error` set)
+  /// on division by zero, overflow or a missing value.
+  std::optional<int64_t> evaluate(const std::vector<int64_t> &values,
+                                  std::string &error) const;
 
   const std::string &getText() const { return text; }
 

@@ -38,6 +38,7 @@ struct Arity<R (*)(Args...)> {
   static_assert(static_cast<int>(rc::name) == static_cast<int>(name), #name)
 FA_CHECK_VALUE(CUDA_SUCCESS);
 FA_CHECK_VALUE(CUDA_ERROR_INVALID_VALUE);
+FA_CHECK_VALUE(CUDA_ERROR_OUT_OF_MEMORY);
 FA_CHECK_VALUE(CUDA_ERROR_NOT_INITIALIZED);
 FA_CHECK_VALUE(CUDA_ERROR_NO_DEVICE);
 FA_CHECK_VALUE(CUDA_ERROR_INVALID_IMAGE);
@@ -64,6 +65,9 @@ static_assert(sizeof(rc::CUfunction_attribute) ==
               sizeof(CUfunction_attribute));
 static_assert(sizeof(rc::CUcontext) == sizeof(CUcontext));
 static_assert(sizeof(rc::CUstream) == sizeof(CUstream));
+static_assert(sizeof(rc::CUdeviceptr) == sizeof(CUdeviceptr));
+static_assert(std::is_unsigned_v<rc::CUdeviceptr> ==
+              std::is_unsigned_v<CUdeviceptr>);
 
 // The ABI names the runtime resolves exist, with the same arity.
 #define FA_CHECK_ENTRY(field, name)                                            \
@@ -89,6 +93,11 @@ FA_CHECK_ENTRY(cuFuncSetAttribute, cuFuncSetAttribute);
 FA_CHECK_ENTRY(cuLaunchKernel, cuLaunchKernel);
 FA_CHECK_ENTRY(cuGetErrorName, cuGetErrorName);
 FA_CHECK_ENTRY(cuGetErrorString, cuGetErrorString);
+FA_CHECK_ENTRY(cuMemAlloc_v2, cuMemAlloc_v2);
+FA_CHECK_ENTRY(cuMemFree_v2, cuMemFree_v2);
+FA_CHECK_ENTRY(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2);
+FA_CHECK_ENTRY(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2);
+FA_CHECK_ENTRY(cuCtxSynchronize, cuCtxSynchronize);
 #undef FA_CHECK_ENTRY
 #undef FA_CHECK_VALUE
 
@@ -111,6 +120,12 @@ TEST(CudaAbiTest, AbiNames) {
   EXPECT_STREQ(FA_STRINGIFY(cuLaunchKernel), "cuLaunchKernel");
   EXPECT_STREQ(FA_STRINGIFY(cuModuleGetFunction), "cuModuleGetFunction");
   EXPECT_STREQ(FA_STRINGIFY(cuFuncSetAttribute), "cuFuncSetAttribute");
+  // The memory helpers' calls (legacy default stream, no _ptds).
+  EXPECT_STREQ(FA_STRINGIFY(cuMemAlloc), "cuMemAlloc_v2");
+  EXPECT_STREQ(FA_STRINGIFY(cuMemFree), "cuMemFree_v2");
+  EXPECT_STREQ(FA_STRINGIFY(cuMemcpyHtoD), "cuMemcpyHtoD_v2");
+  EXPECT_STREQ(FA_STRINGIFY(cuMemcpyDtoH), "cuMemcpyDtoH_v2");
+  EXPECT_STREQ(FA_STRINGIFY(cuCtxSynchronize), "cuCtxSynchronize");
 }
 
 } // namespace

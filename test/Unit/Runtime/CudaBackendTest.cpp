@@ -67,6 +67,30 @@ TEST_F(NoDriverTest, MissingDriverFromEnvironment) {
   EXPECT_EQ(fa_cuda_available(nullptr), FA_ERROR_NO_DRIVER);
 }
 
+TEST_F(NoDriverTest, HelpersWithoutDriver) {
+  setenv("FA_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  char chip[16] = "junk";
+  EXPECT_EQ(fa_cuda_device_chip(chip, sizeof(chip)), FA_ERROR_NO_DRIVER);
+  EXPECT_STREQ(chip, "");
+  EXPECT_THAT(fa_last_error(), HasSubstr("cannot load the CUDA driver "
+                                         "'/nonexistent/libcuda.so.1'"));
+  void *p = reinterpret_cast<void *>(1);
+  EXPECT_EQ(fa_cuda_malloc(&p, 64), FA_ERROR_NO_DRIVER);
+  EXPECT_EQ(p, nullptr);
+  EXPECT_EQ(fa_cuda_synchronize(), FA_ERROR_NO_DRIVER);
+  char host[4] = {0};
+  EXPECT_EQ(fa_cuda_memcpy_htod(reinterpret_cast<void *>(0x1000), host, 4),
+            FA_ERROR_NO_DRIVER);
+  // Argument checks come first and need no driver.
+  EXPECT_EQ(fa_cuda_device_chip(nullptr, 8), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fa_cuda_malloc(nullptr, 8), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fa_cuda_malloc(&p, 0), FA_SUCCESS);
+  EXPECT_EQ(p, nullptr);
+  EXPECT_EQ(fa_cuda_free(nullptr), FA_SUCCESS);
+  EXPECT_EQ(fa_cuda_memcpy_dtoh(nullptr, host, 4), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fa_cuda_memcpy_dtoh(host, nullptr, 0), FA_SUCCESS);
+}
+
 TEST_F(NoDriverTest, DefaultDriverPath) {
   unsetenv("FA_CUDA_DRIVER");
   if (void *handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
@@ -494,6 +518,71 @@ TEST_F(FakeDriverTest, LaunchPassesGridAndDescriptors) {
                         "4096 bytes of dynamic shared memory) failed: "
                         "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"));
   fa_kernel_destroy(kernel);
+}
+
+TEST_F(FakeDriverTest, DeviceChip) {
+  char chip[8];
+  ASSERT_EQ(fa_cuda_device_chip(chip, sizeof(chip)), FA_SUCCESS)
+      << fa_last_error();
+  EXPECT_STREQ(chip, "sm_80");
+  fake->ccMajor = 9;
+  fake->ccMinor = 0;
+  ASSERT_EQ(fa_cuda_device_chip(chip, sizeof(chip)), FA_SUCCESS);
+  EXPECT_STREQ(chip, "sm_90");
+  fake->ccMajor = 12;
+  ASSERT_EQ(fa_cuda_device_chip(chip, sizeof(chip)), FA_SUCCESS);
+  EXPECT_STREQ(chip, "sm_120");
+  EXPECT_EQ(fa_cuda_device_chip(chip, 6), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("the chip 'sm_120' needs 7 bytes, "
+                                         "but buf has 6"));
+  // A query needs no context and creates none.
+  EXPECT_EQ(fake->currentContext, nullptr);
+  EXPECT_EQ(fake->primaryRetains, 0);
+  fake->deviceCount = 0;
+  EXPECT_EQ(fa_cuda_device_chip(chip, sizeof(chip)), FA_ERROR_NO_DEVICE);
+}
+
+TEST_F(FakeDriverTest, MemoryHelpers) {
+  std::vector<float> host = {1, 2, 3, 4}, back(4, 0);
+  void *device = nullptr;
+  ASSERT_EQ(fa_cuda_malloc(&device, sizeof(float) * 4), FA_SUCCESS)
+      << fa_last_error();
+  ASSERT_NE(device, nullptr);
+  // Device 0's primary context is now current (for fa_kernel_load too).
+  EXPECT_NE(fake->currentContext, nullptr);
+  ASSERT_EQ(fa_cuda_memcpy_htod(device, host.data(), sizeof(float) * 4),
+            FA_SUCCESS);
+  ASSERT_EQ(fa_cuda_synchronize(), FA_SUCCESS);
+  ASSERT_EQ(fa_cuda_memcpy_dtoh(back.data(), device, sizeof(float) * 4),
+            FA_SUCCESS);
+  EXPECT_EQ(back, host);
+  EXPECT_EQ(fa_cuda_free(device), FA_SUCCESS);
+  EXPECT_EQ(fake->allocs, 1);
+  EXPECT_EQ(fake->frees, 1);
+  EXPECT_EQ(fake->copiesToDevice, 1);
+  EXPECT_EQ(fake->copiesToHost, 1);
+  EXPECT_EQ(fake->bytesToDevice, 16u);
+  EXPECT_EQ(fake->syncs, 1);
+
+  // The loaded kernel uses the helpers' context rather than retaining one.
+  void *context = fake->currentContext;
+  int retains = fake->primaryRetains;
+  fa_kernel *kernel = nullptr;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  EXPECT_EQ(fake->primaryRetains, retains);
+  EXPECT_EQ(fake->currentContext, context);
+  fa_kernel_destroy(kernel);
+
+  // Driver failures name the call.
+  fake->allocResult = 2;
+  EXPECT_EQ(fa_cuda_malloc(&device, 1024), FA_ERROR_CUDA);
+  EXPECT_EQ(device, nullptr);
+  EXPECT_THAT(fa_last_error(), HasSubstr("cuMemAlloc_v2(1024 bytes) failed: "
+                                         "CUDA_ERROR_OUT_OF_MEMORY"));
+  fake->syncResult = 700;
+  EXPECT_EQ(fa_cuda_synchronize(), FA_ERROR_CUDA);
+  EXPECT_THAT(fa_last_error(), HasSubstr("cuCtxSynchronize failed: "
+                                         "CUDA_ERROR_ILLEGAL_ADDRESS"));
 }
 
 TEST_F(FakeDriverTest, CppWrapper) {

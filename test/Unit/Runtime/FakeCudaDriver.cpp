@@ -14,15 +14,53 @@
 // Built twice: complete, and with FAKE_CUDA_INCOMPLETE (no cuLaunchKernel)
 // to test the "driver lacks an entry point" path.
 //
+// "Device memory" is host memory from malloc, so the memory helpers copy
+// real bytes; kernels never run. For tools (test/Tools/fa-run), the
+// environment scripts it too: FAKE_CUDA_TRACE=FILE appends one line per
+// module load, launch, allocation, copy and synchronisation to FILE;
+// FAKE_CUDA_CC=9.0 sets the compute capability; FAKE_CUDA_DEVICES=0 the
+// device count.
+//
 //===----------------------------------------------------------------------===//
 
 #include "FakeCudaDriver.h"
 
+#include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace {
 FakeCudaState state;
+
+/// Applies FAKE_CUDA_CC and FAKE_CUDA_DEVICES.
+void applyEnvironment() {
+  if (const char *cc = std::getenv("FAKE_CUDA_CC"))
+    std::sscanf(cc, "%d.%d", &state.ccMajor, &state.ccMinor);
+  if (const char *devices = std::getenv("FAKE_CUDA_DEVICES"))
+    state.deviceCount = std::atoi(devices);
+}
+
+struct EnvironmentInit {
+  EnvironmentInit() { applyEnvironment(); }
+} environmentInit;
+
+/// Appends a line to FAKE_CUDA_TRACE, if set.
+void trace(const char *format, ...) __attribute__((format(printf, 1, 2)));
+void trace(const char *format, ...) {
+  const char *path = std::getenv("FAKE_CUDA_TRACE");
+  if (!path || !*path)
+    return;
+  std::FILE *file = std::fopen(path, "a");
+  if (!file)
+    return;
+  va_list args;
+  va_start(args, format);
+  std::vfprintf(file, format, args);
+  va_end(args);
+  std::fputc('\n', file);
+  std::fclose(file);
+}
 int contextObject, moduleObject, functionObject;
 void *const kContext = &contextObject;
 void *const kModule = &moduleObject;
@@ -40,6 +78,7 @@ void fake_cuda_reset() {
   state.ccMinor = 0;
   state.driverVersion = 12040;
   state.optinSharedBytes = 163 * 1024;
+  applyEnvironment();
 }
 
 int cuInit(unsigned) { return state.initResult; }
@@ -143,6 +182,7 @@ int cuModuleLoadDataEx(void **module, const void *image, unsigned numOptions,
   }
   *module = kModule;
   ++state.modulesLoaded;
+  trace("cuModuleLoadDataEx %s", isCubin ? "cubin" : "ptx");
   return 0;
 }
 
@@ -185,14 +225,63 @@ int cuLaunchKernel(void *, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
   state.launchContext = state.currentContext;
   for (int i = 0; i < state.paramsToRecord && i < 64; ++i)
     std::memcpy(&state.params[i], params[i], sizeof(int64_t));
+  trace("cuLaunchKernel grid [%u, %u, %u] block [%u, %u, %u] shared %u", gx,
+        gy, gz, bx, by, bz, shared);
   return 0;
 }
 #endif
+
+int cuMemAlloc_v2(unsigned long long *ptr, size_t bytes) {
+  if (state.allocResult)
+    return state.allocResult;
+  void *p = std::malloc(bytes ? bytes : 1);
+  if (!p)
+    return 2; // CUDA_ERROR_OUT_OF_MEMORY
+  ++state.allocs;
+  *ptr = reinterpret_cast<unsigned long long>(p);
+  trace("cuMemAlloc_v2 %zu", bytes);
+  return 0;
+}
+
+int cuMemFree_v2(unsigned long long ptr) {
+  ++state.frees;
+  std::free(reinterpret_cast<void *>(ptr));
+  trace("cuMemFree_v2");
+  return 0;
+}
+
+int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t bytes) {
+  ++state.copiesToDevice;
+  state.bytesToDevice += bytes;
+  std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
+  trace("cuMemcpyHtoD_v2 %zu", bytes);
+  return 0;
+}
+
+int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t bytes) {
+  ++state.copiesToHost;
+  state.bytesToHost += bytes;
+  std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
+  trace("cuMemcpyDtoH_v2 %zu", bytes);
+  return 0;
+}
+
+int cuCtxSynchronize() {
+  ++state.syncs;
+  trace("cuCtxSynchronize");
+  return state.syncResult;
+}
 
 int cuGetErrorName(int error, const char **name) {
   switch (error) {
   case 0:
     *name = "CUDA_SUCCESS";
+    return 0;
+  case 2:
+    *name = "CUDA_ERROR_OUT_OF_MEMORY";
+    return 0;
+  case 700:
+    *name = "CUDA_ERROR_ILLEGAL_ADDRESS";
     return 0;
   case 100:
     *name = "CUDA_ERROR_NO_DEVICE";

@@ -23,6 +23,8 @@ struct FakeCudaState {
   const char *jitErrorLog = nullptr;
   int missingFunction = 0;
   int launchResult = 0;
+  int allocResult = 0;
+  int syncResult = 0;
   int paramsToRecord = 0;
   void *currentContext = nullptr;
 
@@ -38,6 +40,9 @@ struct FakeCudaState {
   void **extra = nullptr;
   void *launchContext = nullptr;
   int64_t params[64] = {0};
+  int allocs = 0, frees = 0, copiesToDevice = 0, copiesToHost = 0;
+  int syncs = 0;
+  unsigned long long bytesToDevice = 0, bytesToHost = 0;
 };
 
 extern "C" {

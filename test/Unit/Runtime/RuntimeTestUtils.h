@@ -58,13 +58,12 @@ public:
 
 /// Serializes `md`.
 inline std::string toJson(const KernelMetadata &md) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  writeKernelMetadata(md, os);
-  return text;
+  return serializeKernelMetadata(md);
 }
 
-/// Parses `json`, lets `mutate` edit the top-level object, serializes it.
+/// Parses `json`, lets `mutate` edit the top-level object, serializes it
+/// (with LLVM's JSON library: an independent writer for the runtime's
+/// reader).
 inline std::string
 mutateJson(llvm::StringRef json,
            llvm::function_ref<void(llvm::json::Object &)> mutate) {

@@ -1,0 +1,742 @@
+#!/usr/bin/env python3
+# Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""Checks fa's ahead-of-time attention kernels and times them against
+torch.nn.functional.scaled_dot_product_attention, through FARuntime's C API
+(ctypes, fa_runtime.py). Run by bench/gpu/run.sh on the GPU machine:
+
+    check_and_time.py --lib BUILD/libFARuntime.so --artifacts bench/gpu/artifacts \\
+                      --device cuda --out $OUT
+
+1. Checks. Every `check_*` kernel (bf16/f16/f32, D 64/128, causal none and
+   bottom-right, GQA Hq 8 / Hkv 2, key lengths, LSE) runs on fresh random
+   inputs of several shapes (ragged lengths, Nq > Nk, decode, rows with no
+   key at all); outputs are poisoned with NaN first. O and LSE are compared
+   with an independent float64 reference (numpy, on the host) and, where
+   torch is present, with a float32 reference computed by torch on the same
+   device: O within the dtype's max-abs and relative-L2 tolerances, LSE
+   within 1e-3 relative, and every row with no key exactly O = 0, LSE = -inf.
+2. Timing (needs torch with CUDA). Every `bench_*` kernel (B 1, H 16, D 128,
+   bf16/f16, causal none/bottom-right) at N = 1024, 4096, 8192, 16384: its
+   output is first checked against SDPA's, then both are timed in the same
+   process with CUDA events (warm-up, then the median of several runs sized
+   to the time budget) on torch's current stream. TFLOP/s count 4*B*H*N*N*D
+   FLOPs, halved for causal.
+
+Writes results.md (the tables) and results.json to --out and prints the
+tables last. Exits 1 on any mismatch, unwritten element or failed call; a
+timing row skipped for the time budget is reported, not failed.
+
+--device cpu runs the checks on CPU artifacts (bench/gpu/prepare.sh --cpu)
+with numpy host buffers: a dry run of this script without a GPU.
+--memory runtime uses FARuntime's fa_cuda_malloc/memcpy helpers instead of
+torch for the checks (no torch needed; no timing).
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fa_runtime import FARuntime, FARuntimeError  # noqa: E402
+
+# O tolerances against the references: (max abs error, relative L2 error).
+O_TOLERANCE = {"f32": (2e-3, 1e-3), "f16": (1e-2, 5e-3), "bf16": (2e-2, 1e-2)}
+# LSE: |lse - ref| <= LSE_RTOL * max(1, |ref|).
+LSE_RTOL = 1e-3
+# The torch float32 reference against the float64 one (a sanity check of the
+# references themselves, not of the kernel).
+REFERENCE_AGREEMENT = 1e-4
+
+BENCH_SIZES = (1024, 4096, 8192, 16384)
+
+# Shapes of the checks: (B, Nq, Nk, key lengths or None for all Nk).
+CHECK_CASES = [
+    ("masked batch", 2, 128, 128, [0, 77]),
+    ("ragged", 1, 77, 203, None),
+    ("Nq > Nk", 3, 100, 37, [37, 20, 1]),
+    ("decode", 2, 1, 300, [300, 150]),
+    ("multi-tile", 1, 256, 512, [400]),
+]
+
+
+def log(*args):
+    print(*args, flush=True)
+
+
+# ---------------------------------------------------------------------------
+# Element encodings (numpy; bf16 as uint16 bit patterns)
+# ---------------------------------------------------------------------------
+
+POISON_BITS = {"f32": 0x7FC00000, "f16": 0x7E00, "bf16": 0x7FC0}
+STORAGE = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16,
+           "i32": np.int32}
+
+
+def f32_to_bf16_bits(x):
+    """Rounds float32 values to bf16 (nearest even), as uint16 patterns."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    rounding = ((bits >> 16) & 1) + np.uint32(0x7FFF)
+    return ((bits + rounding) >> 16).astype(np.uint16)
+
+
+def bf16_bits_to_f32(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def quantize(x, dtype):
+    """(storage array, exact float64 values) of float32 data in `dtype`."""
+    if dtype == "f32":
+        raw = np.ascontiguousarray(x, dtype=np.float32)
+        return raw, raw.astype(np.float64)
+    if dtype == "f16":
+        raw = np.ascontiguousarray(x.astype(np.float16))
+        return raw, raw.astype(np.float64)
+    if dtype == "bf16":
+        raw = f32_to_bf16_bits(x)
+        return raw, bf16_bits_to_f32(raw).astype(np.float64)
+    raise ValueError(dtype)
+
+
+def decode(raw, dtype):
+    """Storage array -> float64."""
+    if dtype == "bf16":
+        return bf16_bits_to_f32(raw).astype(np.float64)
+    return raw.astype(np.float64)
+
+
+def poisoned(shape, dtype):
+    raw = np.empty(shape, dtype=STORAGE[dtype])
+    view = {"f32": np.uint32, "f16": np.uint16, "bf16": np.uint16}[dtype]
+    raw.view(view)[...] = POISON_BITS[dtype]
+    return raw
+
+
+# ---------------------------------------------------------------------------
+# References
+# ---------------------------------------------------------------------------
+
+
+def keep_mask(B, Nq, Nk, causal, kv_lens):
+    """[B, 1, Nq, Nk] bool: which keys each query row attends."""
+    keep = np.ones((B, 1, Nq, Nk), dtype=bool)
+    if causal == "bottom_right":
+        keep &= np.tril(np.ones((Nq, Nk), dtype=bool), k=Nk - Nq)[None, None]
+    elif causal == "top_left":
+        keep &= np.tril(np.ones((Nq, Nk), dtype=bool))[None, None]
+    if kv_lens is not None:
+        keep &= (np.arange(Nk)[None, None, None, :] <
+                 np.asarray(kv_lens)[:, None, None, None])
+    return keep
+
+
+def reference_numpy(q, k, v, scale, causal, kv_lens):
+    """float64 O [B,Hq,Nq,Dv] and LSE [B,Hq,Nq]: softmax(scale QK^T + masks)V;
+    query head h reads kv head h // (Hq / Hkv); rows with no key give O = 0
+    and LSE = -inf."""
+    B, Hq, Nq, _ = q.shape
+    Hkv, Nk = k.shape[1], k.shape[2]
+    k = np.repeat(k, Hq // Hkv, axis=1)
+    v = np.repeat(v, Hq // Hkv, axis=1)
+    s = np.einsum("bhqd,bhkd->bhqk", q, k) * scale
+    keep = np.broadcast_to(keep_mask(B, Nq, Nk, causal, kv_lens), s.shape)
+    s = np.where(keep, s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    p = np.where(keep, np.exp(s - m), 0.0)
+    l = p.sum(axis=-1, keepdims=True)
+    has_keys = l > 0
+    o = np.where(has_keys, np.einsum("bhqk,bhkd->bhqd", p, v) /
+                 np.where(has_keys, l, 1.0), 0.0)
+    lse = np.where(has_keys[..., 0],
+                   m[..., 0] + np.log(np.where(has_keys[..., 0], l[..., 0], 1.0)),
+                   -np.inf)
+    return o, lse
+
+
+def reference_torch(torch, q, k, v, scale, causal, kv_lens):
+    """The same in float32 with torch on the tensors' device."""
+    q, k, v = q.float(), k.float(), v.float()
+    B, Hq, Nq, _ = q.shape
+    Hkv, Nk = k.shape[1], k.shape[2]
+    k = k.repeat_interleave(Hq // Hkv, dim=1)
+    v = v.repeat_interleave(Hq // Hkv, dim=1)
+    s = torch.matmul(q, k.transpose(-1, -2)) * scale
+    rows = torch.arange(Nq, device=q.device)[:, None]
+    cols = torch.arange(Nk, device=q.device)[None, :]
+    if causal == "bottom_right":
+        keep = cols <= rows + (Nk - Nq)
+    elif causal == "top_left":
+        keep = cols <= rows
+    else:
+        keep = torch.ones(Nq, Nk, dtype=torch.bool, device=q.device)
+    keep = keep[None, None].expand(B, 1, Nq, Nk)
+    if kv_lens is not None:
+        positions = torch.arange(Nk, device=q.device)[None, None, None, :]
+        keep = keep & (positions < kv_lens.long()[:, None, None, None])
+    s = s.masked_fill(~keep, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.nan_to_num(torch.softmax(s, dim=-1), nan=0.0)
+    return torch.matmul(p, v), lse
+
+
+# ---------------------------------------------------------------------------
+# Memory: where the kernel's operands live
+# ---------------------------------------------------------------------------
+
+
+class HostMemory:
+    """CPU kernels: numpy arrays are the buffers."""
+
+    name = "host (numpy)"
+
+    def put(self, raw):
+        return np.ascontiguousarray(raw).copy()
+
+    def ptr(self, buf):
+        return buf.ctypes.data
+
+    def get(self, buf, dtype):
+        return decode(buf, dtype) if dtype != "i32" else buf.copy()
+
+    def synchronize(self):
+        pass
+
+    def stream(self):
+        return None
+
+
+class RuntimeMemory:
+    """CUDA kernels, device buffers from FARuntime's helpers (no torch)."""
+
+    name = "device (fa_cuda_malloc)"
+
+    def __init__(self, rt):
+        self.rt = rt
+        self.live = []
+
+    def put(self, raw):
+        raw = np.ascontiguousarray(raw)
+        ptr = self.rt.cuda_malloc(raw.nbytes)
+        self.rt.memcpy_htod(ptr, raw.ctypes.data, raw.nbytes)
+        self.live.append(ptr)
+        return (ptr, raw.shape, raw.dtype)
+
+    def ptr(self, buf):
+        return buf[0]
+
+    def get(self, buf, dtype):
+        ptr, shape, storage = buf
+        raw = np.empty(shape, dtype=storage)
+        self.rt.memcpy_dtoh(raw.ctypes.data, ptr, raw.nbytes)
+        return decode(raw, dtype) if dtype != "i32" else raw
+
+    def synchronize(self):
+        self.rt.synchronize()
+
+    def stream(self):
+        return None
+
+    def free_all(self):
+        for ptr in self.live:
+            self.rt.cuda_free(ptr)
+        self.live = []
+
+
+class TorchMemory:
+    """CUDA kernels, torch tensors on the current device and stream."""
+
+    name = "device (torch)"
+
+    def __init__(self, torch):
+        self.torch = torch
+
+    def put(self, raw):
+        torch = self.torch
+        raw = np.ascontiguousarray(raw)
+        if raw.dtype == np.uint16:  # bf16 bit patterns
+            t = torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16)
+        else:
+            t = torch.from_numpy(raw)
+        return t.to("cuda").contiguous()
+
+    def ptr(self, buf):
+        return buf.data_ptr()
+
+    def get(self, buf, dtype):
+        if dtype == "i32":
+            return buf.cpu().numpy()
+        return buf.float().cpu().numpy().astype(np.float64)
+
+    def synchronize(self):
+        self.torch.cuda.synchronize()
+
+    def stream(self):
+        return self.torch.cuda.current_stream().cuda_stream
+
+
+# ---------------------------------------------------------------------------
+# Checks
+# ---------------------------------------------------------------------------
+
+
+def compare(o, lse, ref_o, ref_lse, dtype, what):
+    """Problems of (o, lse) against a reference, and the error figures."""
+    problems = []
+    atol, rtol = O_TOLERANCE[dtype]
+    unwritten = int(np.isnan(o).sum())
+    if unwritten:
+        problems.append(f"{what}: {unwritten} of {o.size} O elements unwritten "
+                        f"or NaN")
+    if not np.isfinite(o).all() and not unwritten:
+        problems.append(f"{what}: O has infinities")
+    masked = ~np.isfinite(ref_lse) if ref_lse is not None else None
+    figures = {}
+    finite = np.isfinite(o)
+    diff = np.where(finite, np.abs(o - ref_o), np.inf)
+    figures["o_max_abs"] = float(diff.max()) if diff.size else 0.0
+    norm = float(np.linalg.norm(ref_o))
+    if not finite.all():
+        figures["o_rel_l2"] = math.inf
+    else:
+        figures["o_rel_l2"] = (float(np.linalg.norm(o - ref_o)) / norm
+                               if norm > 0 else 0.0)
+    if figures["o_max_abs"] > atol:
+        where = np.unravel_index(int(np.argmax(diff)), diff.shape)
+        problems.append(f"{what}: max |O - ref| = {figures['o_max_abs']:.3g} > "
+                        f"{atol:g} at {tuple(int(i) for i in where)} "
+                        f"(got {o[where]:.6g}, expected {ref_o[where]:.6g})")
+    if figures["o_rel_l2"] > rtol:
+        problems.append(f"{what}: |O - ref| / |ref| = {figures['o_rel_l2']:.3g} "
+                        f"> {rtol:g}")
+    if lse is not None:
+        if np.isnan(lse).any():
+            problems.append(f"{what}: {int(np.isnan(lse).sum())} LSE elements "
+                            f"unwritten or NaN")
+        rows = masked
+        figures["masked_rows"] = int(rows.sum())
+        if rows.any():
+            if not np.all(lse[rows] == -np.inf):
+                problems.append(f"{what}: rows with no key must have LSE = -inf, "
+                                f"got e.g. {lse[rows][lse[rows] != -np.inf][:3]}")
+            row_o = o[rows]
+            if not np.all(row_o == 0):
+                worst_o = np.abs(np.nan_to_num(row_o, nan=np.inf)).max()
+                problems.append(f"{what}: rows with no key must have O = 0 "
+                                f"exactly, got max |O| = {worst_o:.3g}")
+        live = ~rows
+        if live.any():
+            err = np.abs(lse[live] - ref_lse[live]) / np.maximum(
+                1.0, np.abs(ref_lse[live]))
+            err = np.where(np.isfinite(err), err, np.inf)
+            figures["lse_rel"] = float(err.max())
+            if figures["lse_rel"] > LSE_RTOL:
+                problems.append(f"{what}: LSE relative error "
+                                f"{figures['lse_rel']:.3g} > {LSE_RTOL:g}")
+        else:
+            figures["lse_rel"] = 0.0
+    return problems, figures
+
+
+def check_kernel(rt, kernel, dtype, mem, torch, seed):
+    """Runs every CHECK_CASES shape; returns (problems, worst figures)."""
+    problems = []
+    worst = {"o_max_abs": 0.0, "o_rel_l2": 0.0, "lse_rel": 0.0,
+             "masked_rows": 0, "torch_o_max_abs": None}
+    Hq, Hkv = kernel.heads, kernel.kv_heads
+    D, Dv = kernel.head_dim, kernel.value_head_dim
+    for index, (label, B, Nq, Nk, lens) in enumerate(CHECK_CASES):
+        what = f"{kernel.name} [{label}: B={B} Nq={Nq} Nk={Nk}]"
+        rng = np.random.default_rng(seed + index)
+        q_raw, q = quantize(rng.standard_normal((B, Hq, Nq, D), np.float32), dtype)
+        k_raw, k = quantize(rng.standard_normal((B, Hkv, Nk, D), np.float32), dtype)
+        v_raw, v = quantize(rng.standard_normal((B, Hkv, Nk, Dv), np.float32), dtype)
+        kv_lens = np.asarray(lens if lens is not None else [Nk] * B, np.int32)
+        bufs = {
+            "q": mem.put(q_raw), "k": mem.put(k_raw), "v": mem.put(v_raw),
+            "o": mem.put(poisoned((B, Hq, Nq, Dv), dtype)),
+        }
+        shapes = {"q": q.shape, "k": k.shape, "v": v.shape, "o": (B, Hq, Nq, Dv)}
+        if kernel.has_kv_lens:
+            bufs["kv_lens"] = mem.put(kv_lens)
+        if kernel.has_lse:
+            bufs["lse"] = mem.put(poisoned((B, Hq, Nq), "f32"))
+        t = lambda name, dt, shape: rt.tensor(mem.ptr(bufs[name]), dt, shape)
+        try:
+            problems += run_case(rt, kernel, dtype, mem, torch, what, bufs, t,
+                                 shapes, (q, k, v, kv_lens), worst)
+        finally:
+            if isinstance(mem, RuntimeMemory):
+                mem.free_all()
+    return problems, worst
+
+
+def run_case(rt, kernel, dtype, mem, torch, what, bufs, t, shapes, inputs,
+             worst):
+    """Launches one case and compares; updates `worst`, returns problems."""
+    q, k, v, kv_lens = inputs
+    B, Hq, Nq, _ = q.shape
+    problems = []
+    try:
+        rt.attention(
+            kernel, t("q", dtype, shapes["q"]), t("k", dtype, shapes["k"]),
+            t("v", dtype, shapes["v"]), o=t("o", dtype, shapes["o"]),
+            kv_lens=t("kv_lens", "i32", (B,)) if kernel.has_kv_lens else None,
+            lse=t("lse", "f32", (B, Hq, Nq)) if kernel.has_lse else None,
+            stream=mem.stream())
+        mem.synchronize()
+    except Exception as e:  # noqa: BLE001 - reported, then fail
+        return [f"{what}: {e}"]
+    o = mem.get(bufs["o"], dtype)
+    lse = mem.get(bufs["lse"], "f32") if kernel.has_lse else None
+    used_lens = kv_lens if kernel.has_kv_lens else None
+    ref_o, ref_lse = reference_numpy(q, k, v, float(np.float32(kernel.scale)),
+                                     kernel.causal, used_lens)
+    found, figures = compare(o, lse, ref_o, ref_lse if kernel.has_lse else None,
+                             dtype, what + " vs float64")
+    problems += found
+    if torch is not None and isinstance(mem, TorchMemory):
+        tref_o, tref_lse = reference_torch(
+            torch, bufs["q"], bufs["k"], bufs["v"],
+            float(np.float32(kernel.scale)), kernel.causal,
+            bufs.get("kv_lens") if kernel.has_kv_lens else None)
+        tref_o = tref_o.cpu().numpy().astype(np.float64)
+        tref_lse = tref_lse.cpu().numpy().astype(np.float64)
+        agree = float(np.abs(tref_o - ref_o).max()) if ref_o.size else 0.0
+        if agree > REFERENCE_AGREEMENT:
+            problems.append(f"{what}: the torch float32 reference disagrees "
+                            f"with the float64 one by {agree:.3g} (a bug in "
+                            f"the references, not the kernel)")
+        found, tfig = compare(o, lse, tref_o,
+                              tref_lse if kernel.has_lse else None, dtype,
+                              what + " vs torch float32")
+        problems += found
+        worst["torch_o_max_abs"] = max(worst["torch_o_max_abs"] or 0.0,
+                                       tfig["o_max_abs"])
+    for key in ("o_max_abs", "o_rel_l2", "lse_rel"):
+        worst[key] = max(worst[key], figures.get(key, 0.0))
+    worst["masked_rows"] += figures.get("masked_rows", 0)
+    return problems
+
+
+# ---------------------------------------------------------------------------
+# Timing
+# ---------------------------------------------------------------------------
+
+
+def median_ms(torch, fn, target_ms, max_reps=50):
+    """Median of per-launch CUDA-event times: 2 warm-ups, one sizing run,
+    then enough runs to fill about target_ms (3 to max_reps)."""
+    for _ in range(2):
+        fn()
+    torch.cuda.synchronize()
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    one = max(start.elapsed_time(end), 1e-3)
+    reps = max(3, min(max_reps, int(target_ms / one)))
+    events = [(torch.cuda.Event(enable_timing=True),
+               torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for s, e in events:
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    times = sorted(s.elapsed_time(e) for s, e in events)
+    return times[len(times) // 2], reps
+
+
+def time_kernel(rt, kernel, dtype, n, torch, target_ms):
+    """Checks the kernel against SDPA at sequence length n, then times both."""
+    F = torch.nn.functional
+    tdtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+    B, H, D = 1, kernel.heads, kernel.head_dim
+    causal = kernel.causal != "none"
+    gen = torch.Generator(device="cuda").manual_seed(n)
+    q = torch.randn(B, H, n, D, device="cuda", dtype=tdtype, generator=gen)
+    k = torch.randn(B, kernel.kv_heads, n, D, device="cuda", dtype=tdtype,
+                    generator=gen)
+    v = torch.randn(B, kernel.kv_heads, n, kernel.value_head_dim, device="cuda",
+                    dtype=tdtype, generator=gen)
+    o = torch.full((B, H, n, kernel.value_head_dim), float("nan"), device="cuda",
+                   dtype=tdtype)
+    tq = rt.tensor(q.data_ptr(), dtype, q.shape)
+    tk = rt.tensor(k.data_ptr(), dtype, k.shape)
+    tv = rt.tensor(v.data_ptr(), dtype, v.shape)
+    to = rt.tensor(o.data_ptr(), dtype, o.shape)
+    stream = torch.cuda.current_stream().cuda_stream
+    gqa = {"enable_gqa": True} if kernel.kv_heads != H else {}
+
+    def ours():
+        rt.attention(kernel, tq, tk, tv, o=to, stream=stream)
+
+    def sdpa():
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                              scale=kernel.scale, **gqa)
+
+    ours()
+    reference = sdpa()
+    torch.cuda.synchronize()
+    unwritten = int(torch.isnan(o).sum().item())
+    max_abs = float((o.float() - reference.float()).abs().max().item())
+    atol = 2 * O_TOLERANCE[dtype][0]
+    problem = None
+    if unwritten:
+        problem = f"{kernel.name} N={n}: {unwritten} O elements unwritten or NaN"
+    elif not max_abs <= atol:
+        problem = (f"{kernel.name} N={n}: max |O - SDPA| = {max_abs:.3g} > "
+                   f"{atol:g}")
+    if problem:
+        return {"problem": problem, "max_abs_vs_sdpa": max_abs}
+    ours_ms, ours_reps = median_ms(torch, ours, target_ms)
+    sdpa_ms, sdpa_reps = median_ms(torch, sdpa, target_ms)
+    flops = 4.0 * B * H * n * n * D * (0.5 if causal else 1.0)
+    del q, k, v, o, reference
+    return {
+        "max_abs_vs_sdpa": max_abs,
+        "ours_ms": ours_ms, "ours_reps": ours_reps,
+        "sdpa_ms": sdpa_ms, "sdpa_reps": sdpa_reps,
+        "ours_tflops": flops / (ours_ms * 1e-3) / 1e12,
+        "sdpa_tflops": flops / (sdpa_ms * 1e-3) / 1e12,
+        "speed_vs_sdpa": sdpa_ms / ours_ms,
+    }
+
+
+# ---------------------------------------------------------------------------
+# Driver
+# ---------------------------------------------------------------------------
+
+
+def load_artifacts(directory, kind, only):
+    """(name, metadata) of the `kind` ('check' or 'bench') kernels."""
+    found = []
+    for entry in sorted(os.listdir(directory)):
+        if not entry.endswith(".json") or entry == "manifest.json":
+            continue
+        path = os.path.join(directory, entry)
+        with open(path) as f:
+            md = json.load(f)
+        if md.get("format") != "fa-kernel/1" or not md["name"].startswith(kind + "_"):
+            continue
+        if only and not re.search(only, md["name"]):
+            continue
+        found.append((path, md))
+    return found
+
+
+def markdown_table(headers, rows):
+    lines = ["| " + " | ".join(headers) + " |",
+             "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def fmt(x, spec=".3g"):
+    return "-" if x is None else format(x, spec)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lib", required=True, help="libFARuntime.so")
+    parser.add_argument("--artifacts", required=True,
+                        help="directory of fa-kernel/1 artifacts")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    parser.add_argument("--memory", choices=("auto", "torch", "runtime"),
+                        default="auto",
+                        help="where operands live (auto: torch on cuda, numpy "
+                             "on cpu)")
+    parser.add_argument("--out", default=None,
+                        help="directory for results.md and results.json")
+    parser.add_argument("--only", default=None, help="regex on kernel names")
+    parser.add_argument("--sizes", default=",".join(map(str, BENCH_SIZES)),
+                        help="sequence lengths to time")
+    parser.add_argument("--skip-timing", action="store_true")
+    parser.add_argument("--budget-s", type=float, default=330.0,
+                        help="stop starting new timing rows after this many "
+                             "seconds (the checks always run)")
+    parser.add_argument("--target-ms", type=float, default=300.0,
+                        help="time spent per timed kernel and size")
+    parser.add_argument("--seed", type=int, default=2026)
+    args = parser.parse_args(argv[1:])
+    started = time.time()
+
+    rt = FARuntime(args.lib)
+    torch = None
+    env = {"device": args.device, "lib": args.lib}
+    if args.device == "cuda":
+        count, why = rt.cuda_available()
+        if not count:
+            log(f"error: no usable CUDA device: {why}")
+            return 1
+        env["chip"] = rt.cuda_device_chip()
+        if args.memory in ("auto", "torch"):
+            try:
+                import torch as torch_module
+                torch = torch_module
+            except ImportError:
+                if args.memory == "torch":
+                    raise
+                log("note: no torch: device buffers from fa_cuda_malloc, no "
+                    "timing")
+        if torch is not None:
+            if not torch.cuda.is_available():
+                log("error: torch sees no CUDA device")
+                return 1
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+            torch.cuda.init()
+            torch.zeros(1, device="cuda")  # the primary context, current
+            env["gpu"] = torch.cuda.get_device_name()
+            env["torch"] = torch.__version__
+            env["cuda"] = torch.version.cuda
+        mem = TorchMemory(torch) if torch is not None else RuntimeMemory(rt)
+    else:
+        mem = HostMemory()
+    manifest_path = os.path.join(args.artifacts, "manifest.json")
+    if os.path.exists(manifest_path):
+        with open(manifest_path) as f:
+            env["artifacts"] = json.load(f)
+    log("environment: " + json.dumps(env))
+
+    failures = []
+    results = {"environment": env, "checks": [], "timing": []}
+    target_kind = "cuda" if args.device == "cuda" else "cpu"
+
+    # 1. Checks.
+    checks = [(p, md) for p, md in load_artifacts(args.artifacts, "check", args.only)
+              if md["target"]["kind"] == target_kind]
+    if not checks:
+        failures.append(f"no {target_kind} check_* kernels in {args.artifacts}")
+    check_rows = []
+    for index, (path, md) in enumerate(checks):
+        name, dtype = md["name"], md["dtype"]
+        try:
+            kernel = rt.load(path, args.device)
+        except FARuntimeError as e:
+            if e.status == "FA_ERROR_UNSUPPORTED_ARCH":
+                log(f"SKIP {name}: {e.message}")
+                check_rows.append([name, dtype, "-", "-", "-", "-", "-",
+                                   "skipped: " + e.message[:60]])
+                continue
+            failures.append(str(e))
+            check_rows.append([name, dtype, "-", "-", "-", "-", "-", "FAIL (load)"])
+            continue
+        t0 = time.time()
+        problems, worst = check_kernel(rt, kernel, dtype, mem, torch,
+                                       args.seed + 100 * index)
+        kernel.close()
+        status = "PASS" if not problems else "FAIL"
+        failures += problems
+        for p in problems[:5]:
+            log("  " + p)
+        log(f"{status} {name}: max|dO| {worst['o_max_abs']:.2e}, rel "
+            f"{worst['o_rel_l2']:.2e}, LSE rel {worst['lse_rel']:.2e}, "
+            f"{worst['masked_rows']} masked rows ({time.time() - t0:.1f} s)")
+        check_rows.append([name, dtype, fmt(worst["o_max_abs"]),
+                           fmt(worst["o_rel_l2"]), fmt(worst["lse_rel"]),
+                           fmt(worst["torch_o_max_abs"]), worst["masked_rows"],
+                           status])
+        results["checks"].append({"name": name, "status": status,
+                                  "problems": problems, **worst})
+
+    # 2. Timing.
+    timing_rows = []
+    benches = [(p, md) for p, md in load_artifacts(args.artifacts, "bench", args.only)
+               if md["target"]["kind"] == target_kind]
+    if args.skip_timing or torch is None or args.device != "cuda":
+        if benches and not args.skip_timing:
+            log("note: timing needs --device cuda and torch; skipped")
+        benches = []
+    kernels = []
+    for path, md in benches:
+        try:
+            kernels.append((md, rt.load(path, "cuda")))
+        except FARuntimeError as e:
+            if e.status == "FA_ERROR_UNSUPPORTED_ARCH":
+                log(f"SKIP {md['name']}: {e.message}")
+                continue
+            failures.append(str(e))
+    sizes = sorted(int(s) for s in args.sizes.split(",") if s)
+    last = {}  # kernel name -> (n, our ms) of its last timed size
+    for n in sizes:  # smallest first, so the budget cuts the largest
+        for md, kernel in kernels:
+            label = [md["name"], md["dtype"], kernel.causal, kernel.target, n]
+            # About 8 launches of ours per row (check, warm-up, sizing,
+            # repeats); predicted from the last size, quadratic in N.
+            predicted_s = 0.0
+            if md["name"] in last:
+                prev_n, prev_ms = last[md["name"]]
+                predicted_s = 8 * prev_ms * (n / prev_n) ** 2 / 1000
+            elapsed = time.time() - started
+            if elapsed + predicted_s > args.budget_s:
+                log(f"SKIP {md['name']} N={n}: {elapsed:.0f} s elapsed + "
+                    f"~{predicted_s:.0f} s predicted > the {args.budget_s:.0f} s "
+                    f"budget")
+                timing_rows.append(label + ["-"] * 5 + ["skipped (budget)"])
+                continue
+            try:
+                r = time_kernel(rt, kernel, md["dtype"], n, torch, args.target_ms)
+            except Exception as e:  # noqa: BLE001
+                r = {"problem": f"{md['name']} N={n}: {e}"}
+            results["timing"].append({"name": md["name"], "n": n, **r})
+            if "problem" in r:
+                failures.append(r["problem"])
+                log("FAIL " + r["problem"])
+                timing_rows.append(label + ["-"] * 5 + ["FAIL"])
+                continue
+            last[md["name"]] = (n, r["ours_ms"])
+            log(f"{md['name']} N={n}: ours {r['ours_ms']:.3f} ms "
+                f"({r['ours_tflops']:.1f} TFLOP/s), SDPA {r['sdpa_ms']:.3f} ms "
+                f"({r['sdpa_tflops']:.1f} TFLOP/s), ratio "
+                f"{r['speed_vs_sdpa']:.3f}")
+            timing_rows.append(label + [
+                f"{r['ours_ms']:.3f}", f"{r['ours_tflops']:.1f}",
+                f"{r['sdpa_ms']:.3f}", f"{r['sdpa_tflops']:.1f}",
+                f"{r['speed_vs_sdpa']:.3f}", f"ok ({r['max_abs_vs_sdpa']:.1e})"])
+    for _, kernel in kernels:
+        kernel.close()
+
+    # Report.
+    lines = ["# fa GPU check and benchmark", "",
+             "Environment: `" + json.dumps(env) + "`", "",
+             f"## Checks ({mem.name}; tolerances on O max-abs/rel-L2: " +
+             ", ".join(f"{d} {a:g}/{r:g}" for d, (a, r) in O_TOLERANCE.items()) +
+             f"; LSE rel {LSE_RTOL:g})", "",
+             markdown_table(["kernel", "dtype", "max abs dO (f64 ref)",
+                             "rel L2 dO", "LSE rel err", "max abs dO (torch f32)",
+                             "rows with no key", "status"], check_rows), ""]
+    if timing_rows:
+        lines += ["## Timing (B=1, D=128; CUDA events, median; TFLOP/s = "
+                  "4*B*H*N*N*D, halved for causal; ratio = SDPA time / ours)", "",
+                  markdown_table(["kernel", "dtype", "causal", "chip", "N",
+                                  "ours ms", "ours TFLOP/s", "SDPA ms",
+                                  "SDPA TFLOP/s", "ratio", "check vs SDPA"],
+                                 timing_rows), ""]
+    lines += [f"Result: {'FAIL' if failures else 'PASS'} "
+              f"({len(failures)} problems) in {time.time() - started:.0f} s", ""]
+    if failures:
+        lines += ["Problems:", ""] + [f"- {p}" for p in failures[:50]] + [""]
+    report = "\n".join(lines)
+    results["failures"] = failures
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "results.md"), "w") as f:
+            f.write(report)
+        with open(os.path.join(args.out, "results.json"), "w") as f:
+            json.dump(results, f, indent=1, default=str)
+    print()
+    print(report, flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

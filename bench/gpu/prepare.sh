@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#
+# Runs on the build machine (LLVM/MLIR, build/bin/fa-compile): compiles the
+# kernels bench/gpu/run.sh checks and times on a GPU machine, ahead of time,
+# into bench/gpu/artifacts/ (git-ignored; carried to the GPU machine).
+#
+#   bench/gpu/prepare.sh            # CUDA artifacts for sm_90 and sm_90a
+#   bench/gpu/prepare.sh --cpu      # also CPU artifacts of the check matrix,
+#                                   # in bench/gpu/artifacts-cpu/ (dry run here)
+#
+# Matrix:
+#   check_<dtype>_d<D>_<causal>_<chip>: dtype bf16/f16/f32, D 64/128, causal
+#     none/bottom_right, Hq 8, Hkv 2 (GQA), key lengths and LSE; checked
+#     against a reference (fully masked rows included).
+#   bench_<dtype>_d128_h16_<causal>_<chip>: dtype bf16/f16, D 128, Hq = Hkv =
+#     16, causal none/bottom_right, no key lengths or LSE; timed against
+#     torch's scaled_dot_product_attention.
+# Each artifact is <name>.json (fa-kernel/1), <name>.ptx, <name>.cubin
+# (where ptxas exists) and <name>.h; manifest.json records the commit.
+#
+# Environment: FA_COMPILE (default build/bin/fa-compile), FA_CHIPS (default
+# "sm_90 sm_90a").
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+FA_COMPILE="${FA_COMPILE:-$ROOT/build/bin/fa-compile}"
+CHIPS="${FA_CHIPS:-sm_90 sm_90a}"
+OUT="$ROOT/bench/gpu/artifacts"
+CPU_OUT="$ROOT/bench/gpu/artifacts-cpu"
+WITH_CPU=0
+for arg in "$@"; do
+  case "$arg" in
+    --cpu) WITH_CPU=1 ;;
+    *) echo "prepare.sh: unknown argument '$arg' (expected --cpu)" >&2; exit 2 ;;
+  esac
+done
+if [[ ! -x "$FA_COMPILE" ]]; then
+  echo "prepare.sh: $FA_COMPILE not found: build it first (ninja -C build fa-compile)" >&2
+  exit 1
+fi
+
+# Writes one kernel; the name says what it is.
+compile() { # NAME DIR ARGS...
+  local name="$1" dir="$2"
+  shift 2
+  if ! "$FA_COMPILE" --op attention "$@" --name "$name" -o "$dir" --quiet; then
+    echo "prepare.sh: fa-compile failed for $name" >&2
+    exit 1
+  fi
+  echo "  $name"
+}
+
+check_matrix() { # TARGET SUFFIX DIR [EXTRA...]
+  local target="$1" suffix="$2" dir="$3"
+  shift 3
+  for dtype in bf16 f16 f32; do
+    for d in 64 128; do
+      for causal in none bottom-right; do
+        compile "check_${dtype}_d${d}_${causal//-/_}_${suffix}" "$dir" \
+          --head-dim "$d" --heads 8 --kv-heads 2 --dtype "$dtype" \
+          --causal "$causal" --kv-lens --lse --target "$target" "$@"
+      done
+    done
+  done
+}
+
+STAGE="$OUT.tmp.$$"
+rm -rf "$STAGE"
+mkdir -p "$STAGE"
+trap 'rm -rf "$STAGE" "$CPU_OUT.tmp.$$"' EXIT
+
+start=$(date +%s)
+for chip in $CHIPS; do
+  echo "== $chip: check matrix"
+  check_matrix "$chip" "$chip" "$STAGE"
+  echo "== $chip: bench kernels"
+  for dtype in bf16 f16; do
+    for causal in none bottom-right; do
+      compile "bench_${dtype}_d128_h16_${causal//-/_}_${chip}" "$STAGE" \
+        --head-dim 128 --heads 16 --kv-heads 16 --dtype "$dtype" \
+        --causal "$causal" --target "$chip"
+    done
+  done
+done
+
+commit="$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)"
+dirty=false
+if ! git -C "$ROOT" diff --quiet HEAD -- lib include tools 2>/dev/null; then
+  dirty=true
+fi
+cat > "$STAGE/manifest.json" <<JSON
+{
+  "format": "fa-bench-gpu/1",
+  "commit": "$commit",
+  "dirty": $dirty,
+  "created": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
+  "chips": "$CHIPS",
+  "ptxas": "$(command -v ptxas || echo none)"
+}
+JSON
+rm -rf "$OUT"
+mv "$STAGE" "$OUT"
+echo "wrote $(ls "$OUT"/*.json | grep -vc manifest) kernels to $OUT ($(du -sh "$OUT" | cut -f1)) in $(( $(date +%s) - start )) s"
+
+if [[ "$WITH_CPU" == 1 ]]; then
+  echo "== cpu: check matrix (dry run of check_and_time.py --device cpu)"
+  rm -rf "$CPU_OUT.tmp.$$"
+  mkdir -p "$CPU_OUT.tmp.$$"
+  check_matrix cpu cpu "$CPU_OUT.tmp.$$" --cpu host
+  rm -rf "$CPU_OUT"
+  mv "$CPU_OUT.tmp.$$" "$CPU_OUT"
+  echo "wrote CPU artifacts to $CPU_OUT"
+fi
