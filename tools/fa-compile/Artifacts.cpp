@@ -199,3 +199,33 @@ void mlir::fa::compile::printKernelSummary(const rt::KernelMetadata &md,
   else
     os << prefix << "Every dim is free; x and y have the same shape.\n";
 }
+
+llvm::LogicalResult
+mlir::fa::compile::printToolDiagnostic(StringRef tool, mlir::Diagnostic &diag) {
+  llvm::raw_ostream &os = llvm::errs();
+  os << tool << ": ";
+  switch (diag.getSeverity()) {
+  case mlir::DiagnosticSeverity::Error:
+    os << "error: ";
+    break;
+  case DiagnosticSeverity::Warning:
+    os << "warning: ";
+    break;
+  case DiagnosticSeverity::Note:
+    os << "note: ";
+    break;
+  case DiagnosticSeverity::Remark:
+    os << "remark: ";
+    break;
+  }
+  Location loc = diag.getLocation();
+  if (auto fileLoc = dyn_cast<FileLineColLoc>(loc))
+    os << fileLoc.getFilename().getValue() << ":" << fileLoc.getLine() << ":"
+       << fileLoc.getColumn() << ": ";
+  else if (!isa<UnknownLoc>(loc))
+    os << loc << ": ";
+  os << diag.str() << "\n";
+  for (Diagnostic &note : diag.getNotes())
+    (void)printToolDiagnostic(tool, note);
+  return success();
+}

@@ -16,6 +16,8 @@
 
 #include "fa/Runtime/KernelMetadata.h"
 
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
@@ -72,6 +74,19 @@ struct CompileOptions {
 OwningOpRef<ModuleOp> buildKernelModule(MLIRContext &ctx,
                                         const ::fa::runtime::KernelMetadata &md);
 
+/// `bufferization.to_tensor %memref restrict [writable]`: how a kernel
+/// function's memref arguments enter the tensor-level fa op.
+Value toTensor(OpBuilder &b, Location loc, Value memref, bool writable);
+
+/// Converts a tensor of i8 to i1 (`x != 0`). Boolean masks cross the kernel
+/// ABI as one byte per element: an i1 memref would be read as packed bits
+/// once the lowering vectorizes the mask reads.
+Value bytesToI1(OpBuilder &b, Location loc, Value bytes);
+
+/// `bufferization.materialize_in_destination %result in writable %memref`:
+/// how a result reaches the kernel function's output memref.
+void materialize(OpBuilder &b, Location loc, Value result, Value memref);
+
 /// Turns each `func.func` of `module` that holds an fa op into a job named
 /// after the function. Functions without an fa op are skipped; anything else
 /// that does not fit (results, non-memref arguments, two fa ops, arguments
@@ -81,6 +96,11 @@ extractKernelJobs(ModuleOp module, const CompileOptions &options);
 
 /// Checks a head dim: a positive multiple of 8, at most 256.
 llvm::Error checkHeadDim(llvm::StringRef what, int64_t value);
+
+/// Prints a diagnostic and its notes as "<tool>: error: <location>:
+/// <message>" (file:line:col for file locations) to stderr; for
+/// ScopedDiagnosticHandler in fa-compile and fa-run.
+LogicalResult printToolDiagnostic(llvm::StringRef tool, Diagnostic &diag);
 
 //===----------------------------------------------------------------------===//
 // Output

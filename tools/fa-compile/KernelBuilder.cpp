@@ -101,15 +101,13 @@ static RankedTensorType getTensorType(Value memref) {
   return RankedTensorType::get(type.getShape(), type.getElementType());
 }
 
-/// `bufferization.to_tensor %memref restrict [writable]`.
-static Value toTensor(OpBuilder &b, Location loc, Value memref, bool writable) {
+Value mlir::fa::compile::toTensor(OpBuilder &b, Location loc, Value memref,
+                                  bool writable) {
   return bufferization::ToTensorOp::create(b, loc, getTensorType(memref),
                                            memref, /*restrict=*/true, writable);
 }
 
-/// Converts a tensor of i8 to i1 (`x != 0`). Masks cross the ABI as bytes:
-/// an i1 memref would be read as packed bits once the lowering vectorizes.
-static Value bytesToI1(OpBuilder &b, Location loc, Value bytes) {
+Value mlir::fa::compile::bytesToI1(OpBuilder &b, Location loc, Value bytes) {
   auto type = cast<RankedTensorType>(bytes.getType());
   auto i1Type = RankedTensorType::get(type.getShape(), b.getI1Type());
   llvm::SmallVector<Value> dynSizes;
@@ -132,9 +130,8 @@ static Value bytesToI1(OpBuilder &b, Location loc, Value bytes) {
   return generic.getResult(0);
 }
 
-/// `bufferization.materialize_in_destination %result in writable %memref`.
-static void materialize(OpBuilder &b, Location loc, Value result,
-                        Value memref) {
+void mlir::fa::compile::materialize(OpBuilder &b, Location loc, Value result,
+                                    Value memref) {
   bufferization::MaterializeInDestinationOp::create(
       b, loc, /*result=*/Type(), result, memref, /*restrict=*/false,
       /*writable=*/true);

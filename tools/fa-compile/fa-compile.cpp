@@ -169,32 +169,7 @@ static bool isIdentifier(StringRef name) {
 
 /// Reports diagnostics as "fa-compile: error: <location>: <message>".
 static LogicalResult printDiagnostic(Diagnostic &diag) {
-  llvm::raw_ostream &os = llvm::errs();
-  os << "fa-compile: ";
-  switch (diag.getSeverity()) {
-  case DiagnosticSeverity::Error:
-    os << "error: ";
-    break;
-  case DiagnosticSeverity::Warning:
-    os << "warning: ";
-    break;
-  case DiagnosticSeverity::Note:
-    os << "note: ";
-    break;
-  case DiagnosticSeverity::Remark:
-    os << "remark: ";
-    break;
-  }
-  Location loc = diag.getLocation();
-  if (auto fileLoc = dyn_cast<FileLineColLoc>(loc))
-    os << fileLoc.getFilename().getValue() << ":" << fileLoc.getLine() << ":"
-       << fileLoc.getColumn() << ": ";
-  else if (!isa<UnknownLoc>(loc))
-    os << loc << ": ";
-  os << diag.str() << "\n";
-  for (Diagnostic &note : diag.getNotes())
-    (void)printDiagnostic(note);
-  return success();
+  return compile::printToolDiagnostic("fa-compile", diag);
 }
 
 //===----------------------------------------------------------------------===//

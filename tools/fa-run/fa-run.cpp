@@ -29,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaRun.h"
+#include "FACompile.h"
 
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/InitAll.h"
@@ -76,6 +77,9 @@
 
 using namespace mlir;
 using namespace mlir::fa;
+using mlir::fa::compile::bytesToI1;
+using mlir::fa::compile::materialize;
+using mlir::fa::compile::toTensor;
 namespace cl = llvm::cl;
 using llvm::Error;
 using llvm::Expected;
@@ -319,28 +323,7 @@ static double millisecondsSince(std::chrono::steady_clock::time_point start) {
 
 /// Reports diagnostics as "fa-run: error: <location>: <message>".
 static LogicalResult printDiagnostic(Diagnostic &diag) {
-  llvm::raw_ostream &os = llvm::errs();
-  os << "fa-run: ";
-  switch (diag.getSeverity()) {
-  case DiagnosticSeverity::Error:
-    os << "error: ";
-    break;
-  case DiagnosticSeverity::Warning:
-    os << "warning: ";
-    break;
-  case DiagnosticSeverity::Note:
-    os << "note: ";
-    break;
-  case DiagnosticSeverity::Remark:
-    os << "remark: ";
-    break;
-  }
-  if (!isa<UnknownLoc>(diag.getLocation()))
-    os << diag.getLocation() << ": ";
-  os << diag.str() << "\n";
-  for (Diagnostic &note : diag.getNotes())
-    (void)printDiagnostic(note);
-  return success();
+  return compile::printToolDiagnostic("fa-run", diag);
 }
 
 /// Lowers `module` with `pipeline` to the LLVM dialect, JIT-compiles it and
@@ -456,49 +439,6 @@ createKernelFunction(OpBuilder &b, ArrayRef<Type> argTypes) {
   Block *body = func.addEntryBlock();
   b.setInsertionPointToStart(body);
   return {std::move(module), body};
-}
-
-/// `bufferization.to_tensor %memref restrict [writable]`.
-static Value toTensor(OpBuilder &b, Location loc, Value memref, bool writable) {
-  return bufferization::ToTensorOp::create(b, loc, getTensorType(memref),
-                                           memref, /*restrict=*/true, writable);
-}
-
-/// Converts a tensor of i8 (NumPy's one-byte bools) to i1 with
-/// `arith.cmpi ne, x, 0` elementwise. Masks cross the ABI as bytes: a scalar
-/// `memref.load` of an i1 memref reads one byte per element, but a
-/// `vector.load` of `vector<8xi1>` becomes `load <8 x i1>`, which LLVM reads
-/// as 8 packed bits, so an i1 memref over NumPy bools would break as soon as
-/// the lowering vectorizes the mask reads.
-static Value bytesToI1(OpBuilder &b, Location loc, Value bytes) {
-  auto type = cast<RankedTensorType>(bytes.getType());
-  auto i1Type = RankedTensorType::get(type.getShape(), b.getI1Type());
-  llvm::SmallVector<Value> dynSizes;
-  for (int64_t i = 0; i < type.getRank(); ++i)
-    if (type.isDynamicDim(i))
-      dynSizes.push_back(tensor::DimOp::create(b, loc, bytes, i));
-  Value empty = tensor::EmptyOp::create(b, loc, i1Type, dynSizes);
-  AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
-  llvm::SmallVector<utils::IteratorType> iterators(
-      type.getRank(), utils::IteratorType::parallel);
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{i1Type}, ValueRange{bytes}, ValueRange{empty},
-      ArrayRef<AffineMap>{identity, identity}, iterators,
-      [](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value zero = arith::ConstantIntOp::create(nb, nloc, 0, 8);
-        Value ne = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::ne,
-                                         args[0], zero);
-        linalg::YieldOp::create(nb, nloc, ne);
-      });
-  return generic.getResult(0);
-}
-
-/// `bufferization.materialize_in_destination %result in writable %memref`.
-static void materialize(OpBuilder &b, Location loc, Value result,
-                        Value memref) {
-  bufferization::MaterializeInDestinationOp::create(
-      b, loc, /*result=*/Type(), result, memref, /*restrict=*/false,
-      /*writable=*/true);
 }
 
 /// Prints `--time` and the summary line.
