@@ -43,60 +43,8 @@ import time
 
 import numpy as np
 
-#===------------------------------------------------------------------------===#
-# Reference
-#===------------------------------------------------------------------------===#
-
-
-def reference(q, k, v, scale, causal, lens, mask, dt):
-    """Attention computed naively in floating type `dt`. Returns (O, LSE,
-    empty) with `empty` marking rows with no attended key."""
-    q, k, v = q.astype(dt), k.astype(dt), v.astype(dt)
-    B, Hq, Nq, _ = q.shape
-    Hkv, Nk = k.shape[1], k.shape[2]
-    group = Hq // Hkv
-    # Query head h reads kv head h // group.
-    k = np.repeat(k, group, axis=1)
-    v = np.repeat(v, group, axis=1)
-    if dt == np.float64:
-        s = np.einsum("bhqd,bhkd->bhqk", q, k)
-    else:
-        # A naive kernel's dot product: one running sum over d in `dt`
-        # (numpy's einsum would sum pairwise, more accurately than a kernel).
-        s = np.zeros((B, Hq, Nq, Nk), dtype=dt)
-        for d in range(q.shape[3]):
-            s += q[:, :, :, d, None] * k[:, :, None, :, d]
-    s = dt(scale) * s
-    keep = np.ones((B, Hq, Nq, Nk), dtype=bool)
-    if mask is not None:
-        if mask.dtype == np.bool_:
-            keep &= mask
-        else:
-            s = s + mask.astype(dt)
-    qi = np.arange(Nq)[:, None]
-    ki = np.arange(Nk)[None, :]
-    if causal == "top-left":
-        keep &= ki <= qi
-    elif causal == "bottom-right":
-        keep &= ki <= qi + (Nk - Nq)
-    if lens is not None:
-        kv_end = np.clip(lens.astype(np.int64), 0, Nk)
-        keep &= ki[None, None] < kv_end[:, None, None, None]
-    s = np.where(keep, s, dt(-np.inf))
-    if Nk == 0:
-        m = np.full((B, Hq, Nq, 1), -np.inf, dtype=dt)
-    else:
-        m = s.max(axis=-1, keepdims=True)
-    empty = ~np.isfinite(m[..., 0]) & (m[..., 0] < 0)
-    m_safe = np.where(np.isfinite(m), m, dt(0))
-    p = np.exp(s - m_safe)
-    l = p.sum(axis=-1)
-    o = np.einsum("bhqk,bhkd->bhqd", p, v)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        o = np.where(empty[..., None], dt(0), o / l[..., None])
-        lse = np.where(empty, dt(-np.inf), m[..., 0] + np.log(l))
-    return o.astype(dt), lse.astype(dt), empty
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))
+from fa_reference import reference  # noqa: E402
 
 #===------------------------------------------------------------------------===#
 # Cases
