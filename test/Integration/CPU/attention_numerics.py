@@ -294,8 +294,11 @@ def main(argv):
     fa_run = argv[1]
     # --promoted: run every tiled case through the GPU path's promoted form
     # (fa-promote-shared) executed on the CPU.
-    extra_flags = [a for a in argv[2:] if a in ("--promoted", "--double-buffer")]
-    filters = [a for a in argv[2:] if a not in ("--promoted", "--double-buffer")]
+    # --cuda: run every tiled case on the GPU (fa-run --device cuda), where
+    # one is present.
+    gpu_flags = ("--promoted", "--double-buffer", "--cuda")
+    extra_flags = [a for a in argv[2:] if a in gpu_flags]
+    filters = [a for a in argv[2:] if a not in gpu_flags]
     cases = [c for c in CASES
              if (not filters or any(f in c["name"] for f in filters))
              and not (extra_flags and c["reference"])]
@@ -315,6 +318,11 @@ def main(argv):
             # 48 KiB (a clear compile error); use 64.
             cases = [dict(c, block_kv=min(c["block_kv"], 64))
                      if c["block_kv"] else c for c in cases]
+        if "--cuda" in extra_flags:
+            # fa-run chooses the GPU tiles itself.
+            cases = [dict(c, name=c["name"].replace("_promoted", "_cuda"),
+                          block_q=None, block_kv=None) for c in cases]
+            extra_flags = ["--device", "cuda"]
     failures = 0
     start = time.time()
     with tempfile.TemporaryDirectory(prefix="fa-attention-") as tmp:
