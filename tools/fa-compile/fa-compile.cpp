@@ -537,6 +537,8 @@ int main(int argc, char **argv) {
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   MLIRContext ctx(registry);
+  // Diagnostics name the kernel; a dump of the op adds noise, not help.
+  ctx.printOpOnDiagnostic(false);
   ctx.loadAllAvailableDialects();
   ScopedDiagnosticHandler diagHandler(&ctx, printDiagnostic);
 

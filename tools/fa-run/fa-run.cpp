@@ -1038,6 +1038,8 @@ int main(int argc, char **argv) {
   registerLLVMDialectTranslation(registry);
   registerAllPasses();
   MLIRContext ctx(registry);
+  // Diagnostics name the kernel; a dump of the op adds noise, not help.
+  ctx.printOpOnDiagnostic(false);
   // Only what the kernel builder creates; the passes load the rest.
   ctx.loadDialect<FADialect, arith::ArithDialect,
                   bufferization::BufferizationDialect, func::FuncDialect,
