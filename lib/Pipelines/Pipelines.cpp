@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -62,10 +63,20 @@ void fa::buildLowerToCPUPipeline(OpPassManager &pm,
 
   // Loops -> LLVM.
   pm.addPass(createConvertLinalgToLoopsPass());
-  pm.addPass(createForallToForLoopPass());
+  // The promoted form shares its workgroup buffers between blocks, so its
+  // block loop stays sequential.
+  bool parallel = options.parallel && !options.promoted;
+  if (parallel)
+    pm.addPass(createForallToParallelLoopPass());
+  else
+    pm.addPass(createForallToForLoopPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createLoopInvariantCodeMotionPass());
+  // scf.parallel -> omp.parallel/omp.wsloop; its bodies sit in
+  // memref.alloca_scope, so finalize-memref-to-llvm runs before scf-to-cf.
+  if (parallel)
+    pm.addPass(createConvertSCFToOpenMPPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertVectorToLLVMPass());
@@ -76,6 +87,8 @@ void fa::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
+  if (parallel)
+    pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }

@@ -5,6 +5,16 @@
 // RUN: fa-opt %s -fa-lower-to-cpu="block-q=16 block-kv=32" | FileCheck %s %{only_llvm}
 // RUN: fa-opt %s -fa-lower-to-cpu="reference=true" | FileCheck %s %{only_llvm}
 // RUN: fa-opt %s -fa-lower-to-cpu | FileCheck %s --check-prefix=NOCOPY
+// RUN: fa-opt %s -fa-lower-to-cpu="parallel=true" | FileCheck %s --check-prefix=OMP
+// RUN: fa-opt %s -fa-lower-to-cpu="parallel=true promoted=true" | FileCheck %s --check-prefix=SEQ
+
+// parallel=true: the (batch, head, query tile) loop becomes an OpenMP
+// worksharing loop; the promoted form stays sequential.
+// OMP-LABEL: llvm.func @fa_kernel(
+// OMP:       omp.parallel
+// OMP:       omp.wsloop
+// OMP:       omp.loop_nest
+// SEQ-NOT:   omp.
 
 // CHECK:     llvm.func @fa_kernel(
 // CHECK:     llvm.intr.exp

@@ -54,6 +54,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -136,6 +137,11 @@ cl::opt<bool> doubleBuffer(
     cl::desc("With --promoted: two K/V slots, tile j+1 copied while tile j "
              "is computed (fa-promote-shared{double-buffer})"),
     cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<bool> parallelRun(
+    "parallel",
+    cl::desc("CPU: run the (batch, head, query tile) loop on OpenMP threads "
+             "(OMP_NUM_THREADS; the promoted form stays sequential)"),
+    cl::sub(attentionCmd), cl::sub(softmaxCmd), cl::cat(runCategory));
 cl::opt<bool> printIRAfterAll(
     "print-ir-after-all",
     cl::desc("Print the kernel module before lowering and after every pass "
@@ -388,6 +394,15 @@ static Error lowerAndRun(ModuleOp module, StringRef pipeline,
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   options.enableGDBNotificationListener = false;
   options.enablePerfNotificationListener = false;
+  // --parallel: the OpenMP runtime the kernel's __kmpc_* calls bind to.
+  SmallVector<StringRef> sharedLibs;
+  if (parallelRun) {
+    if (!llvm::sys::fs::exists(FA_OPENMP_RUNTIME))
+      return makeError("--parallel needs the OpenMP runtime, which is not at "
+                       "'" FA_OPENMP_RUNTIME "' (install libomp-22-dev)");
+    sharedLibs.push_back(FA_OPENMP_RUNTIME);
+  }
+  options.sharedLibPaths = sharedLibs;
   auto engine = ExecutionEngine::create(module, options, std::move(*tm));
   if (!engine)
     return makeError("JIT compilation failed: " +
@@ -455,14 +470,15 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
   return llvm::formatv("fa-lower-to-cpu{{block-q={0} block-kv={1} "
                        "softmax-tile={2} reference={3} promoted={4} "
                        "gpu-block-q={5} gpu-block-kv={6} "
-                       "gpu-double-buffer={7}}",
+                       "gpu-double-buffer={7} parallel={8}}",
                        bq, bkv, tile, referenceLowering ? "true" : "false",
                        promotedLowering ? "true" : "false",
                        // The promoted form picks its own tile sizes unless
                        // they are given explicitly.
                        blockQ.getNumOccurrences() ? bq : 0,
                        blockKV.getNumOccurrences() ? bkv : 0,
-                       doubleBuffer ? "true" : "false")
+                       doubleBuffer ? "true" : "false",
+                       parallelRun ? "true" : "false")
       .str();
 }
 
@@ -1036,6 +1052,7 @@ int main(int argc, char **argv) {
   registerAllDialects(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
   registerAllPasses();
   MLIRContext ctx(registry);
   // Diagnostics name the kernel; a dump of the op adds noise, not help.

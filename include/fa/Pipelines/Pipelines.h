@@ -34,6 +34,13 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::desc("Use the naive lowering (materializes S) instead of the "
                      "tiled online-softmax one"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> parallel{
+      *this, "parallel",
+      llvm::cl::desc("Run the (batch, head, query tile) loop of the tiled "
+                     "and reference lowerings (and softmax's row loop) on "
+                     "OpenMP threads; the module then needs the OpenMP "
+                     "runtime (libomp). The promoted form stays sequential"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> promoted{
       *this, "promoted",
       llvm::cl::desc("Run the GPU path's promoted form (fa-promote-shared: "

@@ -1,4 +1,5 @@
 # RUN: %python %s %fa_run
+# RUN: env OMP_NUM_THREADS=2 %python %s %fa_run --parallel
 # RUN: %python %s %fa_run --promoted
 # RUN: %python %s %fa_run --promoted --double-buffer
 #
@@ -297,8 +298,10 @@ def main(argv):
     # --cuda: run every tiled case on the GPU (fa-run --device cuda), where
     # one is present.
     gpu_flags = ("--promoted", "--double-buffer", "--cuda")
+    # --parallel: the tiled path with OpenMP threads (same cases).
+    parallel = ["--parallel"] if "--parallel" in argv[2:] else []
     extra_flags = [a for a in argv[2:] if a in gpu_flags]
-    filters = [a for a in argv[2:] if a not in gpu_flags]
+    filters = [a for a in argv[2:] if a not in gpu_flags + ("--parallel",)]
     cases = [c for c in CASES
              if (not filters or any(f in c["name"] for f in filters))
              and not (extra_flags and c["reference"])]
@@ -327,7 +330,8 @@ def main(argv):
     start = time.time()
     with tempfile.TemporaryDirectory(prefix="fa-attention-") as tmp:
         for c in cases:
-            ok, summary, elapsed = run_case(fa_run, c, tmp, extra_flags)
+            ok, summary, elapsed = run_case(fa_run, c, tmp,
+                                            extra_flags + parallel)
             failures += not ok
             print("%s %-24s %5.2fs  %s" % ("PASS" if ok else "FAIL", c["name"],
                                           elapsed, summary), flush=True)

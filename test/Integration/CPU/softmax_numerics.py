@@ -1,4 +1,5 @@
 # RUN: %python %s %fa_run
+# RUN: env OMP_NUM_THREADS=2 %python %s %fa_run --parallel
 #
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
@@ -92,7 +93,7 @@ def make_input(c, rng):
     return np.ascontiguousarray(x.astype(c["dtype"]))
 
 
-def run_case(fa_run, c, tmp):
+def run_case(fa_run, c, tmp, extra_flags=()):
     rng = np.random.default_rng(seed_of(c["name"]))
     x = make_input(c, rng)
     xp = os.path.join(tmp, c["name"] + ".x.npy")
@@ -104,6 +105,7 @@ def run_case(fa_run, c, tmp):
         cmd += ["--tile", str(c["tile"])]
     if c["reference"]:
         cmd += ["--reference"]
+    cmd += list(extra_flags)
     start = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     elapsed = time.time() - start
@@ -156,14 +158,16 @@ def main(argv):
         print(__doc__)
         return 2
     fa_run = argv[1]
-    filters = argv[2:]
+    # --parallel: the row loop on OpenMP threads.
+    extra_flags = [a for a in argv[2:] if a == "--parallel"]
+    filters = [a for a in argv[2:] if a != "--parallel"]
     cases = [c for c in CASES
              if not filters or any(f in c["name"] for f in filters)]
     failures = 0
     start = time.time()
     with tempfile.TemporaryDirectory(prefix="fa-softmax-") as tmp:
         for c in cases:
-            ok, summary, elapsed = run_case(fa_run, c, tmp)
+            ok, summary, elapsed = run_case(fa_run, c, tmp, extra_flags)
             failures += not ok
             print("%s %-20s %5.2fs  %s" % ("PASS" if ok else "FAIL", c["name"],
                                           elapsed, summary), flush=True)
