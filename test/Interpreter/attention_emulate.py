@@ -38,7 +38,6 @@ K/V; memory ops in a shuffled thread order.
 Usage: attention_emulate.py FA_EMULATE [SUBSTRING...]
 """
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -48,7 +47,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fa_reference import reference  # noqa: E402
+from fa_reference import reference, save_attention_inputs, seed_of  # noqa: E402
 
 #===------------------------------------------------------------------------===#
 # Rounding helpers
@@ -240,10 +239,6 @@ CASES = [
 #===------------------------------------------------------------------------===#
 
 
-def seed_of(name):
-    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
-
-
 def make_inputs(c, rng):
     B, Hq, Hkv, Nq, Nk, D, Dv = (c[x] for x in
                                  ("B", "Hq", "Hkv", "Nq", "Nk", "D", "Dv"))
@@ -332,23 +327,9 @@ def run_case(fa_emulate, c, tmp):
              for n in ("q", "k", "v", "lens", "mask", "o", "lse")}
     with open(base + ".mlir", "w") as f:
         f.write(kernel_text(c))
-    np.save(paths["q"], q)
-    np.save(paths["k"], k)
-    np.save(paths["v"], v)
-    cmd = [fa_emulate, base + ".mlir", "--check-races", "--q", paths["q"],
-           "--k", paths["k"], "--v", paths["v"], "-o", paths["o"]]
-    if c["lse"]:
-        cmd += ["--lse", paths["lse"]]
-    if lens is not None:
-        np.save(paths["lens"], lens)
-        cmd += ["--kv-lens", paths["lens"]]
-    if mask is not None:
-        np.save(paths["mask"], mask)
-        cmd += ["--mask", paths["mask"]]
-    if c["block_q"] is not None:
-        cmd += ["--block-q", str(c["block_q"])]
-    if c["block_kv"] is not None:
-        cmd += ["--block-kv", str(c["block_kv"])]
+    cmd = [fa_emulate, base + ".mlir", "--check-races"]
+    cmd += save_attention_inputs(paths, q, k, v, lens, mask, c["lse"],
+                                 c["block_q"], c["block_kv"])
     cmd += c["flags"]
     start = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True)

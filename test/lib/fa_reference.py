@@ -14,7 +14,38 @@ Test scripts import it with
     sys.path.insert(0, os.path.join(<test root>, "lib"))
 """
 
+import hashlib
+
 import numpy as np
+
+
+def seed_of(name):
+    """A per-case seed: failures reproduce, and every case differs."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
+
+
+def save_attention_inputs(paths, q, k, v, lens, mask, with_lse,
+                          block_q=None, block_kv=None):
+    """Writes the .npy inputs of one attention case to `paths` and returns
+    the command-line flags `fa-run attention` and `fa-emulate` share."""
+    np.save(paths["q"], q)
+    np.save(paths["k"], k)
+    np.save(paths["v"], v)
+    flags = ["--q", paths["q"], "--k", paths["k"], "--v", paths["v"],
+             "-o", paths["o"]]
+    if with_lse:
+        flags += ["--lse", paths["lse"]]
+    if lens is not None:
+        np.save(paths["lens"], lens)
+        flags += ["--kv-lens", paths["lens"]]
+    if mask is not None:
+        np.save(paths["mask"], mask)
+        flags += ["--mask", paths["mask"]]
+    if block_q is not None:
+        flags += ["--block-q", str(block_q)]
+    if block_kv is not None:
+        flags += ["--block-kv", str(block_kv)]
+    return flags
 
 
 def reference(q, k, v, scale, causal, lens, mask, dt):

@@ -35,7 +35,6 @@ Usage: attention_numerics.py FA_RUN [SUBSTRING...] runs the cases whose name
 contains one of the substrings (all by default).
 """
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -45,7 +44,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))
-from fa_reference import reference  # noqa: E402
+from fa_reference import reference, save_attention_inputs, seed_of  # noqa: E402
 
 #===------------------------------------------------------------------------===#
 # Cases
@@ -157,10 +156,6 @@ CASES = [
 #===------------------------------------------------------------------------===#
 
 
-def seed_of(name):
-    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
-
-
 def make_inputs(c, rng):
     dt = np.dtype(c["dtype"])
     B, Hq, Hkv, Nq, Nk, D, Dv = (c[x] for x in
@@ -193,26 +188,11 @@ def run_case(fa_run, c, tmp, extra_flags=()):
     q, k, v, lens, mask = make_inputs(c, rng)
     paths = {n: os.path.join(tmp, c["name"] + "." + n + ".npy")
              for n in ("q", "k", "v", "lens", "mask", "o", "lse")}
-    np.save(paths["q"], q)
-    np.save(paths["k"], k)
-    np.save(paths["v"], v)
-    cmd = [fa_run, "attention", "--quiet", "--q", paths["q"], "--k",
-           paths["k"], "--v", paths["v"], "-o", paths["o"],
-           "--causal", c["causal"]]
-    if c["lse"]:
-        cmd += ["--lse", paths["lse"]]
-    if lens is not None:
-        np.save(paths["lens"], lens)
-        cmd += ["--kv-lens", paths["lens"]]
-    if mask is not None:
-        np.save(paths["mask"], mask)
-        cmd += ["--mask", paths["mask"]]
+    cmd = [fa_run, "attention", "--quiet", "--causal", c["causal"]]
+    cmd += save_attention_inputs(paths, q, k, v, lens, mask, c["lse"],
+                                 c["block_q"], c["block_kv"])
     if c["scale"] is not None:
         cmd += ["--scale", repr(c["scale"])]
-    if c["block_q"] is not None:
-        cmd += ["--block-q", str(c["block_q"])]
-    if c["block_kv"] is not None:
-        cmd += ["--block-kv", str(c["block_kv"])]
     if c["reference"]:
         cmd += ["--reference"]
     cmd += list(extra_flags)

@@ -22,7 +22,6 @@ Usage: softmax_numerics.py FA_RUN [SUBSTRING...] runs the cases whose name
 contains one of the substrings (all by default).
 """
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -30,6 +29,9 @@ import tempfile
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))
+from fa_reference import seed_of  # noqa: E402
 
 
 def reference(x, dim, dt):
@@ -73,10 +75,6 @@ CASES = [
     case("f16_dim0_inf", (65, 9), dim=0, dtype="float16", neg_inf=0.2,
          inf_rows=2, tile=16),
 ]
-
-
-def seed_of(name):
-    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
 
 
 def make_input(c, rng):
