@@ -141,6 +141,11 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   int64_t staticShared = 0;
   module.walk([&](memref::GlobalOp global) {
     MemRefType type = global.getType();
+    // Workgroup (shared) memory only: address space 3 inside the kernels.
+    auto space = dyn_cast_or_null<IntegerAttr>(type.getMemorySpace());
+    if (!global->getParentOfType<gpu::GPUModuleOp>() || !space ||
+        space.getInt() != 3)
+      return;
     staticShared += type.getNumElements() *
                     ((type.getElementTypeBitWidth() + 7) / 8);
   });
