@@ -17,6 +17,8 @@
 #   bench_<dtype>_d128_h16_<causal>_<chip>: dtype bf16/f16, D 128, Hq = Hkv =
 #     16, causal none/bottom_right, no key lengths or LSE; timed against
 #     torch's scaled_dot_product_attention.
+#   check_tc_* and bench_tc_*: the same bf16/f16 kernels compiled with
+#     --tensor-cores (mma.sync, ldmatrix, cp.async pipeline).
 # Each artifact is <name>.json (fa-kernel/1), <name>.ptx, <name>.cubin
 # (where ptxas exists) and <name>.h; manifest.json records the commit.
 #
@@ -75,12 +77,25 @@ start=$(date +%s)
 for chip in $CHIPS; do
   echo "== $chip: check matrix"
   check_matrix "$chip" "$chip" "$STAGE"
+  echo "== $chip: check matrix, tensor cores"
+  for dtype in bf16 f16; do
+    for d in 64 128; do
+      for causal in none bottom-right; do
+        compile "check_tc_${dtype}_d${d}_${causal//-/_}_${chip}" "$STAGE" \
+          --head-dim "$d" --heads 8 --kv-heads 2 --dtype "$dtype" \
+          --causal "$causal" --kv-lens --lse --target "$chip" --tensor-cores
+      done
+    done
+  done
   echo "== $chip: bench kernels"
   for dtype in bf16 f16; do
     for causal in none bottom-right; do
       compile "bench_${dtype}_d128_h16_${causal//-/_}_${chip}" "$STAGE" \
         --head-dim 128 --heads 16 --kv-heads 16 --dtype "$dtype" \
         --causal "$causal" --target "$chip"
+      compile "bench_tc_${dtype}_d128_h16_${causal//-/_}_${chip}" "$STAGE" \
+        --head-dim 128 --heads 16 --kv-heads 16 --dtype "$dtype" \
+        --causal "$causal" --target "$chip" --tensor-cores
     done
   done
 done

@@ -6,7 +6,16 @@
 //===----------------------------------------------------------------------===//
 //
 // One place that lists the dialects and passes fa's tools use, so that
-// fa-opt, fa-run and embedders register the same set.
+// fa-opt, fa-run and embedders register the same set (docs/embedding.md).
+//
+//   mlir::DialectRegistry registry;
+//   mlir::fa::registerAllDialects(registry);  // dialects + extensions
+//   mlir::fa::registerAllPasses();            // passes + pipelines
+//   mlir::MLIRContext context(registry);
+//
+// An embedder that registers its own dialect list can instead insert
+// fa::FADialect itself and call registerAllExtensions(registry), or only the
+// upstream external models its pipelines need (examples/embed/embed-opt.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,12 +26,20 @@ namespace mlir {
 class DialectRegistry;
 namespace fa {
 
-/// Registers the fa dialect and the upstream dialects (and their interface
-/// extensions) that fa's lowerings produce.
+/// Registers the fa dialect and the upstream dialects that fa's lowerings
+/// produce, plus everything registerAllExtensions registers.
 void registerAllDialects(DialectRegistry &registry);
 
-/// Registers fa's passes and pipelines plus the upstream passes that the
-/// pipelines are made of.
+/// Registers the extensions and external interface models the lowerings
+/// rely on: fa's own (the hook for models fa attaches to its or upstream
+/// ops), upstream's (bufferization, value bounds, inlining, ...; MLIR
+/// registers them apart from the dialects) and the LLVM IR translations that
+/// gpu-module-to-binary uses.
+void registerAllExtensions(DialectRegistry &registry);
+
+/// Registers fa's passes and pipelines (fa-lower-to-cpu, fa-lower-to-nvvm)
+/// plus the upstream passes that the pipelines are made of. Safe to call
+/// more than once.
 void registerAllPasses();
 
 } // namespace fa

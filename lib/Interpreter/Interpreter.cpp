@@ -17,13 +17,17 @@
 #include "fa/Interpreter/Interpreter.h"
 #include "fa/Interpreter/FloatBits.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/SymbolTable.h"
@@ -39,6 +43,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <random>
 #include <tuple>
@@ -192,6 +197,53 @@ const double *getHalfTable() {
   return table.data();
 }
 
+/// The shape of a vector type (empty for scalars and other types).
+SmallVector<int64_t, 4> getVectorShape(Type t) {
+  if (auto vt = dyn_cast<VectorType>(t))
+    return SmallVector<int64_t, 4>(vt.getShape());
+  return {};
+}
+
+/// The number of register slots a value of type `t` takes: one per vector
+/// element, one for everything else.
+uint32_t getNumSlots(Type t) {
+  if (auto vt = dyn_cast<VectorType>(t))
+    return static_cast<uint32_t>(vt.getNumElements());
+  return 1;
+}
+
+/// The scalar type of `t`: its element type for vectors, `t` otherwise.
+Type getScalarType(Type t) {
+  if (auto vt = dyn_cast<VectorType>(t))
+    return vt.getElementType();
+  return t;
+}
+
+/// Row-major strides of `shape`.
+SmallVector<int64_t, 4> getRowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t, 4> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+/// The multi-index of linear element `e` of `shape`.
+SmallVector<int64_t, 4> delinearize(int64_t e, ArrayRef<int64_t> shape) {
+  SmallVector<int64_t, 4> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = e % shape[d];
+    e /= shape[d];
+  }
+  return idx;
+}
+
+unsigned log2Size(size_t s) {
+  unsigned l = 0;
+  while ((size_t(1) << l) < s)
+    ++l;
+  return l;
+}
+
 //===----------------------------------------------------------------------===//
 // Compiled form
 //===----------------------------------------------------------------------===//
@@ -271,15 +323,34 @@ enum class Opc : uint8_t {
   Barrier,
   Shuffle,
   LaunchFunc,
+  DynamicShared,
   // memref
   GetGlobal,
   Load,
   Store,
   Dim,
   MemRefAlias,
-  // scf
+  View,
+  SubView,
+  // vector
+  ConstVec,
+  Move,
+  Reduction,
+  // nvgpu
+  LdMatrix,
+  MmaSync,
+  AsyncCopy,
+  AsyncCommit,
+  AsyncWait,
+  // affine
+  AffineApply,
+  AffineMin,
+  AffineMax,
+  // scf, cf
   For,
   If,
+  Br,
+  CondBr,
 };
 
 struct CRegion;
@@ -300,9 +371,26 @@ struct Instr {
   /// Predicate, dimension, integer constant, shuffle mode, global index.
   int64_t imm = 0;
   double fimm = 0;
+  /// Elementwise ops: the number of elements (1 for scalars). Memory ops:
+  /// the elements accessed per thread.
+  uint32_t n = 1;
+  /// Elementwise ops with a scalar condition (arith.select on vectors).
+  bool scalarCond = false;
   Operation *op = nullptr;
+  /// Operand and result slots: the first slot of each value (scf.for and
+  /// scf.if: every slot of every value).
   SmallVector<uint32_t, 4> in;
   SmallVector<uint32_t, 2> out;
+  /// Move: the source slot of each result element.
+  std::vector<uint32_t> src;
+  /// ConstVec: the value of each element.
+  std::vector<Slot> consts;
+  /// Memory ops: the shape of the vector accessed (empty for scalars);
+  /// alignment in bytes (0: none required).
+  SmallVector<int64_t, 4> vshape;
+  int64_t align = 0;
+  /// Affine ops.
+  AffineMap map;
   std::unique_ptr<CRegion> r0, r1;
 };
 
@@ -312,6 +400,9 @@ struct CRegion {
   std::vector<Instr> body;
   /// The operands of the terminator (scf.yield, gpu.return, func.return).
   SmallVector<uint32_t, 4> yields;
+  /// In a function body of several blocks: the cf.br / cf.cond_br that ends
+  /// the block (null for a return).
+  std::unique_ptr<Instr> branch;
 };
 
 /// A compiled host function or kernel.
@@ -319,7 +410,12 @@ struct CFunction {
   Operation *op = nullptr;
   bool isKernel = false;
   uint32_t numSlots = 0;
+  /// The entry block.
   CRegion body;
+  /// A body of several blocks (unstructured control flow): every block, the
+  /// entry block (`body`) first.
+  std::vector<CRegion *> blocks;
+  std::vector<std::unique_ptr<CRegion>> ownedBlocks;
   /// The types of the function arguments (and their slots: body.args).
   SmallVector<Type> argTypes;
   /// Workgroup globals the kernel uses (index: Instr::imm of GetGlobal).
@@ -339,28 +435,42 @@ public:
   LogicalResult compileFunction(Operation *funcOp, Region &body);
 
 private:
+  /// The first register slot of `v` (a vector takes one per element).
   uint32_t slotOf(Value v) {
     auto [it, inserted] = slots.try_emplace(v, fn.numSlots);
     if (inserted)
-      ++fn.numSlots;
+      fn.numSlots += getNumSlots(v.getType());
     return it->second;
   }
+  /// Appends every slot of `v` to `out`.
+  template <typename Vec> void expand(Value v, Vec &out) {
+    uint32_t base = slotOf(v);
+    for (uint32_t e = 0, n = getNumSlots(v.getType()); e < n; ++e)
+      out.push_back(base + e);
+  }
   LogicalResult compileRegion(Region &region, CRegion &out);
+  LogicalResult compileBlock(Block &block, CRegion &out);
   LogicalResult compileOp(Operation *op, Instr &instr);
   LogicalResult checkScalarType(Operation *op, Type t);
+  /// Scalars, vectors and async tokens (values scf.for and scf.if carry).
+  LogicalResult checkCarriedType(Operation *op, Type t) {
+    if (isa<nvgpu::DeviceAsyncTokenType>(t))
+      return success();
+    return checkScalarType(op, t);
+  }
+  LogicalResult compileVectorOp(Operation *op, Instr &I);
+  LogicalResult compileNVGPUOp(Operation *op, Instr &I);
+  LogicalResult compileMemRefViewOp(Operation *op, Instr &I);
 
   CFunction &fn;
   DenseMap<Value, uint32_t> slots;
   DenseMap<Operation *, unsigned> globalIndex;
+  /// The blocks of a function body of several blocks.
+  DenseMap<Block *, int64_t> blockIndex;
 };
 
 LogicalResult Compiler::compileFunction(Operation *funcOp, Region &body) {
   fn.op = funcOp;
-  if (!body.hasOneBlock())
-    return funcOp->emitOpError()
-           << "has " << body.getBlocks().size()
-           << " blocks; the fa interpreter supports structured control flow "
-              "only (one block per region)";
   if (auto gpuFunc = dyn_cast<gpu::GPUFuncOp>(funcOp)) {
     if (!gpuFunc.getPrivateAttributions().empty())
       return funcOp->emitOpError()
@@ -380,38 +490,93 @@ LogicalResult Compiler::compileFunction(Operation *funcOp, Region &body) {
     for (BlockArgument arg : body.getArguments())
       fn.argTypes.push_back(arg.getType());
   }
-  return compileRegion(body, fn.body);
+  if (body.hasOneBlock())
+    return compileBlock(body.front(), fn.body);
+  // Unstructured control flow: number the blocks, then compile each.
+  for (Block &block : body) {
+    if (fn.blocks.empty()) {
+      fn.blocks.push_back(&fn.body);
+    } else {
+      fn.ownedBlocks.push_back(std::make_unique<CRegion>());
+      fn.blocks.push_back(fn.ownedBlocks.back().get());
+    }
+    blockIndex[&block] = fn.blocks.size() - 1;
+  }
+  for (auto [i, block] : llvm::enumerate(body)) {
+    if (i > 0)
+      for (BlockArgument arg : block.getArguments())
+        if (failed(checkScalarType(funcOp, arg.getType())))
+          return failure();
+    if (failed(compileBlock(block, *fn.blocks[i])))
+      return failure();
+  }
+  return success();
 }
 
 LogicalResult Compiler::checkScalarType(Operation *op, Type t) {
+  if (auto vt = dyn_cast<VectorType>(t)) {
+    if (!vt.isScalable() && vt.getRank() > 0)
+      t = vt.getElementType();
+  }
   if (getFKind(t) || getIntWidth(t))
     return success();
   return op->emitOpError() << "has a value of type " << t
                            << ", which the fa interpreter does not support "
-                              "(scalar integers, index, f16, bf16, f32 and "
-                              "f64 only)";
+                              "(integers, index, f16, bf16, f32 and f64, and "
+                              "fixed-size vectors of them)";
 }
 
 LogicalResult Compiler::compileRegion(Region &region, CRegion &out) {
   if (!region.hasOneBlock())
     return region.getParentOp()->emitOpError()
            << "has a region with " << region.getBlocks().size()
-           << " blocks; the fa interpreter supports structured control flow "
-              "only";
-  Block &block = region.front();
+           << " blocks; the fa interpreter supports unstructured control "
+              "flow (cf.br, cf.cond_br) in function bodies only";
+  return compileBlock(region.front(), out);
+}
+
+LogicalResult Compiler::compileBlock(Block &block, CRegion &out) {
   for (BlockArgument arg : block.getArguments()) {
     // gpu.func workgroup attributions are block arguments too; they were
     // numbered already.
-    out.args.push_back(slotOf(arg));
+    expand(arg, out.args);
   }
   for (Operation &op : block) {
+    if (op.hasTrait<OpTrait::IsTerminator>() &&
+        isa<cf::BranchOp, cf::CondBranchOp>(op)) {
+      if (!blockIndex.count(op.getBlock()))
+        return op.emitOpError()
+               << "is not supported by the fa interpreter outside a "
+                  "function body";
+      auto branch = std::make_unique<Instr>();
+      branch->op = &op;
+      if (auto br = dyn_cast<cf::BranchOp>(op)) {
+        branch->opc = Opc::Br;
+        branch->imm = blockIndex[br.getDest()];
+        for (Value v : br.getDestOperands())
+          expand(v, branch->in);
+      } else {
+        auto cbr = cast<cf::CondBranchOp>(op);
+        branch->opc = Opc::CondBr;
+        branch->in.push_back(slotOf(cbr.getCondition()));
+        branch->imm = blockIndex[cbr.getTrueDest()];
+        branch->align = blockIndex[cbr.getFalseDest()];
+        for (Value v : cbr.getTrueDestOperands())
+          expand(v, branch->in);
+        branch->n = branch->in.size() - 1;
+        for (Value v : cbr.getFalseDestOperands())
+          expand(v, branch->in);
+      }
+      out.branch = std::move(branch);
+      continue;
+    }
     if (op.hasTrait<OpTrait::IsTerminator>()) {
       if (!isa<scf::YieldOp, gpu::ReturnOp, func::ReturnOp>(op))
         return op.emitOpError()
                << "is not supported by the fa interpreter (unstructured "
-                  "control flow)";
+                  "control flow other than cf.br and cf.cond_br)";
       for (Value v : op.getOperands())
-        out.yields.push_back(slotOf(v));
+        expand(v, out.yields);
       continue;
     }
     out.body.emplace_back();
@@ -444,11 +609,13 @@ LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
         return failure();
     return success();
   };
+  if (op->getNumResults() == 1)
+    I.n = getNumSlots(op->getResult(0).getType());
   auto intOp = [&](Opc opc) -> LogicalResult {
     if (failed(checkScalars()))
       return failure();
     I.opc = opc;
-    I.w = getIntWidth(op->getResult(0).getType());
+    I.w = getIntWidth(getScalarType(op->getResult(0).getType()));
     if (!I.w)
       return unsupported("expected an integer or index result");
     return success();
@@ -457,7 +624,7 @@ LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
     if (failed(checkScalars()))
       return failure();
     I.opc = opc;
-    auto fk = getFKind(op->getResult(0).getType());
+    auto fk = getFKind(getScalarType(op->getResult(0).getType()));
     if (!fk)
       return unsupported("expected a float result");
     I.fk = *fk;
@@ -467,7 +634,8 @@ LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
     if (failed(checkScalars()))
       return failure();
     I.opc = opc;
-    Type src = op->getOperand(0).getType(), dst = op->getResult(0).getType();
+    Type src = getScalarType(op->getOperand(0).getType()),
+         dst = getScalarType(op->getResult(0).getType());
     if (auto f = getFKind(src))
       I.fk = *f;
     if (auto f = getFKind(dst))
@@ -480,7 +648,10 @@ LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
   // Kernel-only and host-only ops.
   bool gpuIdOp =
       isa<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp, gpu::GridDimOp,
-          gpu::LaneIdOp, gpu::BarrierOp, gpu::ShuffleOp>(op);
+          gpu::LaneIdOp, gpu::BarrierOp, gpu::ShuffleOp,
+          gpu::DynamicSharedMemoryOp, nvgpu::LdMatrixOp, nvgpu::MmaSyncOp,
+          nvgpu::DeviceAsyncCopyOp, nvgpu::DeviceAsyncCreateGroupOp,
+          nvgpu::DeviceAsyncWaitOp>(op);
   if (gpuIdOp && !fn.isKernel)
     return op->emitOpError() << "outside a gpu.func kernel";
   if (isa<gpu::LaunchFuncOp>(op) && fn.isKernel)
@@ -497,13 +668,36 @@ LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
           I.imm = sext(static_cast<int64_t>(ia.getValue().getZExtValue()), I.w);
           return success();
         }
+        auto toDouble = [](APFloat v) {
+          bool lost = false;
+          v.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+          return v.convertToDouble();
+        };
         if (auto fa = dyn_cast<FloatAttr>(c.getValue())) {
           I.opc = Opc::ConstF;
           I.fk = *getFKind(c.getType());
-          APFloat v = fa.getValue();
-          bool lost = false;
-          v.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
-          I.fimm = v.convertToDouble();
+          I.fimm = toDouble(fa.getValue());
+          return success();
+        }
+        if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue())) {
+          if (!isa<VectorType>(c.getType()))
+            return unsupported("only vector dense constants");
+          I.opc = Opc::ConstVec;
+          Type elt = dense.getElementType();
+          if (isa<FloatType>(elt)) {
+            for (APFloat v : dense.getValues<APFloat>()) {
+              Slot sl;
+              sl.f = toDouble(v);
+              I.consts.push_back(sl);
+            }
+          } else {
+            unsigned w = getIntWidth(elt);
+            for (APInt v : dense.getValues<APInt>()) {
+              Slot sl;
+              sl.i = sext(static_cast<int64_t>(v.getZExtValue()), w);
+              I.consts.push_back(sl);
+            }
+          }
           return success();
         }
         return unsupported("only scalar integer and float constants");
@@ -532,7 +726,7 @@ LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
         if (failed(checkScalars()))
           return failure();
         I.opc = Opc::CmpI;
-        I.w = getIntWidth(c.getLhs().getType());
+        I.w = getIntWidth(getScalarType(c.getLhs().getType()));
         I.imm = static_cast<int64_t>(c.getPredicate());
         return success();
       })
@@ -550,7 +744,7 @@ LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
         if (failed(checkScalars()))
           return failure();
         I.opc = Opc::CmpF;
-        I.fk = *getFKind(c.getLhs().getType());
+        I.fk = *getFKind(getScalarType(c.getLhs().getType()));
         I.imm = static_cast<int64_t>(c.getPredicate());
         return success();
       })
@@ -558,6 +752,7 @@ LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
         if (failed(checkScalars()))
           return failure();
         I.opc = Opc::Select;
+        I.scalarCond = !isa<VectorType>(s.getCondition().getType());
         return success();
       })
       .Case([&](arith::ExtFOp) { return castOp(Opc::ExtF); })
@@ -577,8 +772,9 @@ LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
       .Case([&](arith::IndexCastOp) { return castOp(Opc::IndexCast); })
       .Case([&](arith::IndexCastUIOp) { return castOp(Opc::IndexCastUI); })
       .Case([&](arith::BitcastOp b) -> LogicalResult {
-        bool srcF = static_cast<bool>(getFKind(b.getIn().getType()));
-        bool dstF = static_cast<bool>(getFKind(b.getType()));
+        bool srcF =
+            static_cast<bool>(getFKind(getScalarType(b.getIn().getType())));
+        bool dstF = static_cast<bool>(getFKind(getScalarType(b.getType())));
         return castOp(srcF   ? (dstF ? Opc::BitcastFToF : Opc::BitcastFToI)
                       : dstF ? Opc::BitcastIToF
                              : Opc::BitcastIToI);
@@ -591,7 +787,6 @@ LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
       .Case([&](math::SqrtOp) { return floatOp(Opc::Sqrt); })
       .Case([&](math::RsqrtOp) { return floatOp(Opc::Rsqrt); })
       .Case([&](math::AbsFOp) { return floatOp(Opc::AbsF); })
-      .Case([&](math::FmaOp) { return floatOp(Opc::Fma); })
       .Case([&](math::FloorOp) { return floatOp(Opc::Floor); })
       .Case([&](math::CeilOp) { return floatOp(Opc::Ceil); })
       .Case([&](math::TanhOp) { return floatOp(Opc::Tanh); })
@@ -655,6 +850,8 @@ LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
       .Case([&](gpu::ShuffleOp s) -> LogicalResult {
         if (failed(checkScalars()))
           return failure();
+        if (isa<VectorType>(s.getValue().getType()))
+          return unsupported("vector values");
         I.opc = Opc::Shuffle;
         I.imm = static_cast<int64_t>(s.getMode());
         return success();
@@ -665,8 +862,6 @@ LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
           return unsupported("asynchronous launches");
         if (l.hasClusterSize())
           return unsupported("thread block clusters");
-        if (l.getDynamicSharedMemorySize())
-          return unsupported("dynamic shared memory");
         I.opc = Opc::LaunchFunc;
         return success();
       })
@@ -733,16 +928,25 @@ LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
         I.w = getIntWidth(f.getInductionVar().getType());
         I.flag = f.getUnsignedCmp();
         for (Type t : f.getResultTypes())
-          if (failed(checkScalarType(op, t)))
+          if (failed(checkCarriedType(op, t)))
             return failure();
+        I.in.clear();
+        I.out.clear();
+        for (Value v : op->getOperands())
+          expand(v, I.in);
+        for (Value v : op->getResults())
+          expand(v, I.out);
         I.r0 = std::make_unique<CRegion>();
         return compileRegion(f.getRegion(), *I.r0);
       })
       .Case([&](scf::IfOp i) -> LogicalResult {
         I.opc = Opc::If;
         for (Type t : i.getResultTypes())
-          if (failed(checkScalarType(op, t)))
+          if (failed(checkCarriedType(op, t)))
             return failure();
+        I.out.clear();
+        for (Value v : op->getResults())
+          expand(v, I.out);
         I.r0 = std::make_unique<CRegion>();
         if (failed(compileRegion(i.getThenRegion(), *I.r0)))
           return failure();
@@ -753,7 +957,316 @@ LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
         }
         return success();
       })
+      .Case([&](math::FmaOp) { return floatOp(Opc::Fma); })
+      .Case([&](vector::FMAOp) { return floatOp(Opc::Fma); })
+      .Case<affine::AffineApplyOp, affine::AffineMinOp, affine::AffineMaxOp>(
+          [&](Operation *) -> LogicalResult {
+            if (failed(checkScalars()))
+              return failure();
+            I.opc = isa<affine::AffineApplyOp>(op) ? Opc::AffineApply
+                    : isa<affine::AffineMinOp>(op) ? Opc::AffineMin
+                                                   : Opc::AffineMax;
+            I.map = op->getAttrOfType<AffineMapAttr>("map").getValue();
+            return success();
+          })
+      .Case<gpu::DynamicSharedMemoryOp, memref::ViewOp, memref::SubViewOp>(
+          [&](Operation *) { return compileMemRefViewOp(op, I); })
+      .Case<vector::ExtractOp, vector::InsertOp, vector::FromElementsOp,
+            vector::ShuffleOp, vector::BroadcastOp, vector::ShapeCastOp,
+            vector::TransposeOp, vector::ExtractStridedSliceOp,
+            vector::ReductionOp, vector::LoadOp, vector::StoreOp>(
+          [&](Operation *) { return compileVectorOp(op, I); })
+      .Case<nvgpu::LdMatrixOp, nvgpu::MmaSyncOp, nvgpu::DeviceAsyncCopyOp,
+            nvgpu::DeviceAsyncCreateGroupOp, nvgpu::DeviceAsyncWaitOp>(
+          [&](Operation *) { return compileNVGPUOp(op, I); })
       .Default([&](Operation *) { return unsupported(""); });
+}
+
+LogicalResult Compiler::compileMemRefViewOp(Operation *op, Instr &I) {
+  auto unsupported = [&](const Twine &why) {
+    return op->emitOpError()
+           << "is not supported by the fa interpreter: " << why;
+  };
+  if (auto dyn = dyn_cast<gpu::DynamicSharedMemoryOp>(op)) {
+    auto type = cast<MemRefType>(dyn.getType());
+    if (type.getRank() != 1 || !type.getElementType().isInteger(8))
+      return unsupported("expected a memref<?xi8> result");
+    I.opc = Opc::DynamicShared;
+    return success();
+  }
+  if (auto view = dyn_cast<memref::ViewOp>(op)) {
+    MemRefType type = view.getType();
+    auto ek = getEKind(type.getElementType());
+    if (!ek || !type.getLayout().isIdentity())
+      return unsupported(formatv("a view of type {0}", type).str());
+    I.opc = Opc::View;
+    I.ek = *ek;
+    return success();
+  }
+  auto sub = cast<memref::SubViewOp>(op);
+  if (!getEKind(sub.getType().getElementType()))
+    return unsupported(formatv("element type of {0}", sub.getType()).str());
+  I.opc = Opc::SubView;
+  return success();
+}
+
+LogicalResult Compiler::compileVectorOp(Operation *op, Instr &I) {
+  auto unsupported = [&](const Twine &why) {
+    return op->emitOpError()
+           << "is not supported by the fa interpreter: " << why;
+  };
+  for (Type t : op->getOperandTypes())
+    if (!isa<MemRefType>(t) && failed(checkScalarType(op, t)))
+      return failure();
+  for (Type t : op->getResultTypes())
+    if (failed(checkScalarType(op, t)))
+      return failure();
+  if (op->getNumResults() == 1)
+    I.n = getNumSlots(op->getResult(0).getType());
+  // Pure data movement: every result element is a copy of one source slot.
+  auto linearPosition = [&](ArrayRef<int64_t> pos, ArrayRef<int64_t> shape,
+                            int64_t &off) -> LogicalResult {
+    SmallVector<int64_t, 4> strides = getRowMajorStrides(shape);
+    off = 0;
+    for (auto [d, p] : llvm::enumerate(pos)) {
+      if (ShapedType::isDynamic(p))
+        return unsupported("dynamic positions");
+      if (p < 0 || p >= shape[d])
+        return unsupported(formatv("position {0} of dim {1} (poison or out "
+                                   "of range)",
+                                   p, d)
+                               .str());
+      off += p * strides[d];
+    }
+    return success();
+  };
+  if (auto ex = dyn_cast<vector::ExtractOp>(op)) {
+    int64_t off;
+    if (failed(linearPosition(ex.getStaticPosition(),
+                              ex.getSourceVectorType().getShape(), off)))
+      return failure();
+    I.opc = Opc::Move;
+    uint32_t base = slotOf(ex.getSource());
+    for (uint32_t e = 0; e < I.n; ++e)
+      I.src.push_back(base + off + e);
+    return success();
+  }
+  if (auto ins = dyn_cast<vector::InsertOp>(op)) {
+    int64_t off;
+    if (failed(linearPosition(ins.getStaticPosition(),
+                              ins.getDestVectorType().getShape(), off)))
+      return failure();
+    I.opc = Opc::Move;
+    uint32_t dest = slotOf(ins.getDest()), val = slotOf(ins.getValueToStore());
+    uint32_t nv = getNumSlots(ins.getValueToStore().getType());
+    for (uint32_t e = 0; e < I.n; ++e)
+      I.src.push_back(e >= off && e < off + nv ? val + (e - off) : dest + e);
+    return success();
+  }
+  if (auto fe = dyn_cast<vector::FromElementsOp>(op)) {
+    I.opc = Opc::Move;
+    for (Value v : fe.getElements())
+      I.src.push_back(slotOf(v));
+    return success();
+  }
+  if (auto sh = dyn_cast<vector::ShuffleOp>(op)) {
+    VectorType t1 = sh.getV1VectorType();
+    if (t1.getRank() == 0)
+      return unsupported("0-D operands");
+    int64_t len1 = t1.getShape()[0];
+    int64_t row = t1.getNumElements() / len1;
+    uint32_t b1 = slotOf(sh.getV1()), b2 = slotOf(sh.getV2());
+    I.opc = Opc::Move;
+    for (int64_t m : sh.getMask()) {
+      if (m < 0)
+        return unsupported("poison mask entries");
+      uint32_t base = m < len1 ? b1 + m * row : b2 + (m - len1) * row;
+      for (int64_t e = 0; e < row; ++e)
+        I.src.push_back(base + e);
+    }
+    return success();
+  }
+  if (auto bc = dyn_cast<vector::BroadcastOp>(op)) {
+    SmallVector<int64_t, 4> rs = getVectorShape(bc.getType());
+    SmallVector<int64_t, 4> ss = getVectorShape(bc.getSource().getType());
+    SmallVector<int64_t, 4> sstr = getRowMajorStrides(ss);
+    uint32_t base = slotOf(bc.getSource());
+    size_t lead = rs.size() - ss.size();
+    I.opc = Opc::Move;
+    for (uint32_t e = 0; e < I.n; ++e) {
+      SmallVector<int64_t, 4> idx = delinearize(e, rs);
+      int64_t off = 0;
+      for (size_t d = 0; d < ss.size(); ++d)
+        off += (ss[d] == 1 ? 0 : idx[lead + d]) * sstr[d];
+      I.src.push_back(base + off);
+    }
+    return success();
+  }
+  if (auto sc = dyn_cast<vector::ShapeCastOp>(op)) {
+    I.opc = Opc::Move;
+    uint32_t base = slotOf(sc.getSource());
+    for (uint32_t e = 0; e < I.n; ++e)
+      I.src.push_back(base + e);
+    return success();
+  }
+  if (auto tr = dyn_cast<vector::TransposeOp>(op)) {
+    ArrayRef<int64_t> perm = tr.getPermutation();
+    SmallVector<int64_t, 4> rs = getVectorShape(tr.getType());
+    SmallVector<int64_t, 4> sstr =
+        getRowMajorStrides(tr.getSourceVectorType().getShape());
+    uint32_t base = slotOf(tr.getVector());
+    I.opc = Opc::Move;
+    for (uint32_t e = 0; e < I.n; ++e) {
+      SmallVector<int64_t, 4> idx = delinearize(e, rs);
+      int64_t off = 0;
+      for (size_t d = 0; d < rs.size(); ++d)
+        off += idx[d] * sstr[perm[d]];
+      I.src.push_back(base + off);
+    }
+    return success();
+  }
+  if (auto ss = dyn_cast<vector::ExtractStridedSliceOp>(op)) {
+    SmallVector<int64_t, 4> offsets, strides;
+    for (Attribute a : ss.getOffsets())
+      offsets.push_back(cast<IntegerAttr>(a).getInt());
+    for (Attribute a : ss.getStrides())
+      strides.push_back(cast<IntegerAttr>(a).getInt());
+    SmallVector<int64_t, 4> rs = getVectorShape(ss.getType());
+    SmallVector<int64_t, 4> sstr =
+        getRowMajorStrides(ss.getSourceVectorType().getShape());
+    uint32_t base = slotOf(ss.getSource());
+    I.opc = Opc::Move;
+    for (uint32_t e = 0; e < I.n; ++e) {
+      SmallVector<int64_t, 4> idx = delinearize(e, rs);
+      int64_t off = 0;
+      for (size_t d = 0; d < rs.size(); ++d) {
+        int64_t i = idx[d];
+        if (d < offsets.size())
+          i = offsets[d] + i * strides[d];
+        off += i * sstr[d];
+      }
+      I.src.push_back(base + off);
+    }
+    return success();
+  }
+  if (auto red = dyn_cast<vector::ReductionOp>(op)) {
+    I.opc = Opc::Reduction;
+    I.n = getNumSlots(red.getVector().getType());
+    I.imm = static_cast<int64_t>(red.getKind());
+    I.flag = static_cast<bool>(red.getAcc());
+    Type elt = red.getType();
+    if (auto fk = getFKind(elt))
+      I.fk = *fk;
+    I.w = getIntWidth(elt);
+    using K = vector::CombiningKind;
+    bool isFloatKind = llvm::is_contained(
+        {K::ADD, K::MUL, K::MINNUMF, K::MAXNUMF, K::MINIMUMF, K::MAXIMUMF},
+        red.getKind());
+    if (getFKind(elt) && !isFloatKind)
+      return unsupported("an integer combining kind on floats");
+    return success();
+  }
+  // vector.load / vector.store.
+  Value base = isa<vector::LoadOp>(op) ? cast<vector::LoadOp>(op).getBase()
+                                       : cast<vector::StoreOp>(op).getBase();
+  VectorType vt = isa<vector::LoadOp>(op)
+                      ? cast<vector::LoadOp>(op).getVectorType()
+                      : cast<vector::StoreOp>(op).getVectorType();
+  auto mt = cast<MemRefType>(base.getType());
+  auto ek = getEKind(mt.getElementType());
+  if (!ek)
+    return unsupported(formatv("memrefs of {0}", mt.getElementType()).str());
+  if (vt.getRank() > mt.getRank())
+    return unsupported("a vector of higher rank than the memref");
+  I.opc = isa<vector::LoadOp>(op) ? Opc::Load : Opc::Store;
+  I.ek = *ek;
+  I.vshape.assign(vt.getShape().begin(), vt.getShape().end());
+  I.n = static_cast<uint32_t>(vt.getNumElements());
+  if (auto a = op->getAttrOfType<IntegerAttr>("alignment"))
+    I.align = a.getInt();
+  return success();
+}
+
+LogicalResult Compiler::compileNVGPUOp(Operation *op, Instr &I) {
+  auto unsupported = [&](const Twine &why) {
+    return op->emitOpError()
+           << "is not supported by the fa interpreter: " << why;
+  };
+  if (auto ld = dyn_cast<nvgpu::LdMatrixOp>(op)) {
+    auto mt = cast<MemRefType>(ld.getSrcMemref().getType());
+    Type elt = mt.getElementType();
+    if (!elt.isF16() && !elt.isBF16())
+      return unsupported("element types other than f16 and bf16");
+    if (!isWorkgroupSpace(mt.getMemorySpace()))
+      return unsupported("a source outside workgroup memory");
+    int64_t tiles = ld.getNumTiles();
+    VectorType rt = ld.getRes().getType();
+    if ((tiles != 1 && tiles != 2 && tiles != 4) || rt.getRank() != 2 ||
+        rt.getShape()[0] != tiles || rt.getShape()[1] != 2 ||
+        rt.getElementType() != elt)
+      return unsupported(formatv("numTiles = {0} with result {1} (expected "
+                                 "numTiles 1, 2 or 4 and vector<numTiles x 2 "
+                                 "x {2}>)",
+                                 tiles, rt, elt)
+                             .str());
+    I.opc = Opc::LdMatrix;
+    I.imm = tiles;
+    I.flag = ld.getTranspose();
+    I.ek = *getEKind(elt);
+    I.n = 2 * tiles;
+    return success();
+  }
+  if (auto mma = dyn_cast<nvgpu::MmaSyncOp>(op)) {
+    if (mma.getTf32Enabled())
+      return unsupported("tf32");
+    std::array<int64_t, 3> shape = mma.getMmaShapeAsArray();
+    VectorType a = mma.getMatrixA().getType(), b = mma.getMatrixB().getType(),
+               c = mma.getMatrixC().getType();
+    Type ab = a.getElementType();
+    bool ok = shape[0] == 16 && shape[1] == 8 &&
+              (shape[2] == 16 || shape[2] == 8) &&
+              (ab.isF16() || ab.isBF16()) && b.getElementType() == ab &&
+              (c.getElementType().isF32() || c.getElementType().isF16()) &&
+              c.getShape() == ArrayRef<int64_t>{2, 2} &&
+              a.getShape() == (shape[2] == 16 ? ArrayRef<int64_t>{4, 2}
+                                              : ArrayRef<int64_t>{2, 2}) &&
+              b.getShape() == (shape[2] == 16 ? ArrayRef<int64_t>{2, 2}
+                                              : ArrayRef<int64_t>{1, 2});
+    if (!ok)
+      return unsupported(formatv("mmaShape [{0}, {1}, {2}] on ({3}, {4}, {5}) "
+                                 "(supported: m16n8k16 and m16n8k8 with f16 "
+                                 "or bf16 inputs and f32 or f16 accumulators)",
+                                 shape[0], shape[1], shape[2], a, b, c)
+                             .str());
+    I.opc = Opc::MmaSync;
+    I.imm = shape[2];
+    I.fk = *getFKind(c.getElementType());
+    I.n = 4;
+    return success();
+  }
+  if (auto cp = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op)) {
+    auto dst = cast<MemRefType>(cp.getDst().getType());
+    auto src = cast<MemRefType>(cp.getSrc().getType());
+    if (!isWorkgroupSpace(dst.getMemorySpace()))
+      return unsupported("a destination outside workgroup memory");
+    auto ek = getEKind(dst.getElementType());
+    if (!ek || dst.getElementType() != src.getElementType())
+      return unsupported(formatv("element type {0}", dst.getElementType()));
+    I.opc = Opc::AsyncCopy;
+    I.ek = *ek;
+    I.n = static_cast<uint32_t>(cp.getDstElements().getZExtValue());
+    I.imm = dst.getRank();
+    I.flag = static_cast<bool>(cp.getSrcElements());
+    return success();
+  }
+  if (isa<nvgpu::DeviceAsyncCreateGroupOp>(op)) {
+    I.opc = Opc::AsyncCommit;
+    return success();
+  }
+  auto wait = cast<nvgpu::DeviceAsyncWaitOp>(op);
+  I.opc = Opc::AsyncWait;
+  I.imm = wait.getNumGroups() ? *wait.getNumGroups() : 0;
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -772,19 +1285,31 @@ struct Shadow {
   /// Linear block index of the last write.
   int64_t wBlock = -1;
   Operation *wOp = nullptr, *r0Op = nullptr, *r1Op = nullptr;
+  /// The nvgpu.device_async_copy whose write of this element is pending (not
+  /// yet completed by a device_async_wait), and its thread.
+  Operation *pendOp = nullptr;
+  int32_t pendThread = -1;
 };
 
 /// Storage of one memref: a host buffer or a block's workgroup buffer.
+/// Accesses are byte-addressed (memref.view reinterprets the i8 buffer of
+/// dynamic shared memory); the checks keep one Shadow per granule of
+/// 2^gshift bytes (the size of the buffer's own element type).
 struct Buffer {
   std::string name;
   Type type;
   EKind ek = EKind::F32;
   char *data = nullptr;
   int64_t numElements = 0;
+  unsigned gshift = 0;
   bool shared = false;
   std::vector<char> storage;
   std::vector<Shadow> shadow;
   uint8_t *writtenMask = nullptr;
+
+  int64_t getNumBytes() const {
+    return numElements * static_cast<int64_t>(getEKindSize(ek));
+  }
 
   void poison() {
     size_t size = getEKindSize(ek);
@@ -800,6 +1325,9 @@ struct Buffer {
     case EKind::F64:
       pattern = 0x7FFFFFFFFFFFFFFFull; // NaN
       break;
+    case EKind::I8:
+      pattern = 0xFF; // NaN in every float view of the bytes
+      break;
     default:
       pattern = 0xA5A5A5A5A5A5A5A5ull;
       break;
@@ -809,11 +1337,32 @@ struct Buffer {
   }
 };
 
-/// A memref value: its buffer and descriptor.
+/// A memref value: its buffer and descriptor (offset and strides in
+/// elements of `ek`).
 struct MemRefVal {
   Buffer *buf = nullptr;
+  EKind ek = EKind::F32;
   int64_t offset = 0;
   SmallVector<int64_t, 4> sizes, strides;
+};
+
+/// One nvgpu.device_async_copy in flight: the destination bytes and the
+/// values read from the source when it was issued.
+struct PendingCopy {
+  Operation *op = nullptr;
+  Buffer *dst = nullptr;
+  EKind ek = EKind::F32;
+  int64_t byte = 0;
+  SmallVector<Slot, 8> vals;
+  SmallVector<int64_t, 4> dstIdx;
+};
+
+/// A thread's async copies: not yet committed, and committed groups (oldest
+/// first).
+struct ThreadAsync {
+  std::vector<PendingCopy> uncommitted;
+  std::deque<std::vector<PendingCopy>> groups;
+  bool empty() const { return uncommitted.empty() && groups.empty(); }
 };
 
 /// The execution state of one block (or of the host function: one thread).
@@ -826,6 +1375,10 @@ struct Frame {
   int64_t blockLinear = 0;
   uint32_t blockStartEpoch = 0;
   std::vector<std::unique_ptr<Buffer>> sharedBufs, attribBufs;
+  /// Dynamic shared memory (the launch's dynamicSharedMemorySize bytes).
+  std::unique_ptr<Buffer> dynShared;
+  std::vector<ThreadAsync> async;
+  bool anyAsync = false;
   std::vector<uint8_t> mark;
   uint64_t threadOps = 0;
 
@@ -840,6 +1393,24 @@ std::string formatIndex(ArrayRef<int64_t> idx) {
   llvm::interleaveComma(idx, os);
   os << "]";
   return s;
+}
+
+struct Buffer;
+/// Describes an element access for diagnostics: the buffer and the index in
+/// the view, then the element (or, in a view of another element type, the
+/// byte) of the buffer.
+std::string describeElement(const Buffer &buf, EKind ek, ArrayRef<int64_t> idx,
+                            int64_t lin, int64_t byte);
+
+std::string describeElement(const Buffer &buf, EKind ek, ArrayRef<int64_t> idx,
+                            int64_t lin, int64_t byte) {
+  if (ek == buf.ek)
+    return formatv("{0}{1} (element {2} of {3})", buf.name, formatIndex(idx),
+                   lin, buf.type)
+        .str();
+  return formatv("{0}{1} (byte {2} of {3})", buf.name, formatIndex(idx), byte,
+                 buf.type)
+      .str();
 }
 
 } // namespace
@@ -862,16 +1433,41 @@ public:
   LogicalResult launch(Operation *launchOp, const CFunction &kernel,
                        std::array<int64_t, 3> grid,
                        std::array<int64_t, 3> block,
-                       ArrayRef<MemRefVal> memArgs, ArrayRef<Slot> scalarArgs);
+                       ArrayRef<MemRefVal> memArgs, ArrayRef<Slot> scalarArgs,
+                       int64_t dynamicSharedBytes);
   LogicalResult finish(Location loc);
   FailureOr<std::vector<MemRefVal>> bindHostArgs(Operation *funcOp,
                                                  ArrayRef<Type> argTypes,
                                                  ArrayRef<HostMemRef> args);
 
   LogicalResult exec(Frame &f, const CRegion &region, ArrayRef<int32_t> act);
+  /// Runs a function body (several blocks: branch by branch, in lock step).
+  LogicalResult execBody(Frame &f, const CFunction &fn, ArrayRef<int32_t> act);
   LogicalResult execInstr(Frame &f, const Instr &I, ArrayRef<int32_t> act);
   LogicalResult execMemory(Frame &f, const Instr &I, ArrayRef<int32_t> act);
   LogicalResult execShuffle(Frame &f, const Instr &I, ArrayRef<int32_t> act);
+  LogicalResult execReduction(Frame &f, const Instr &I, ArrayRef<int32_t> act);
+  LogicalResult execView(Frame &f, const Instr &I, ArrayRef<int32_t> act);
+  LogicalResult execLdMatrix(Frame &f, const Instr &I, ArrayRef<int32_t> act);
+  LogicalResult execMma(Frame &f, const Instr &I, ArrayRef<int32_t> act);
+  LogicalResult execAsync(Frame &f, const Instr &I, ArrayRef<int32_t> act);
+  /// Completes `copy`, issued by thread `t`, in the current barrier
+  /// interval.
+  LogicalResult completeCopy(Frame &f, PendingCopy &copy, int32_t t);
+  /// Drops every copy still in flight at the end of a block.
+  void dropPendingCopies(Frame &f);
+  /// Requires every lane of the warps in `act` to be active.
+  LogicalResult checkFullWarps(Frame &f, const Instr &I, ArrayRef<int32_t> act,
+                               StringRef what);
+  /// The value of `slot`, which must be the same in every thread of `act`.
+  FailureOr<int64_t> getUniform(Frame &f, const Instr &I, uint32_t slot,
+                                ArrayRef<int32_t> act, StringRef what);
+  /// Checks that thread `t` may access `size` bytes at `byte` of `buf`
+  /// (bounds are checked by the caller), runs the race, initialization and
+  /// pending-copy checks, and records the access. Fails on a hard error.
+  LogicalResult touch(Frame &f, const Instr &I, Buffer &buf, int64_t byte,
+                      unsigned size, int32_t t, bool isWrite,
+                      llvm::function_ref<std::string()> where);
 
   std::string describeThread(const Frame &f, int32_t t) const {
     std::string s = formatv("thread {0}", t).str();
@@ -888,11 +1484,12 @@ public:
         .str();
   }
 
-  /// Records an access for the checks; reports what they find.
-  void checkRead(Frame &f, const Instr &I, Buffer &buf, int64_t lin, int32_t t,
-                 ArrayRef<int64_t> idx);
-  void checkWrite(Frame &f, const Instr &I, Buffer &buf, int64_t lin, int32_t t,
-                  ArrayRef<int64_t> idx);
+  /// Records an access of one shadow granule for the checks; reports what
+  /// they find (returns whether something was found).
+  bool checkRead(Frame &f, const Instr &I, Buffer &buf, Shadow &s, int32_t t,
+                 llvm::function_ref<std::string()> where, bool quiet);
+  bool checkWrite(Frame &f, const Instr &I, Buffer &buf, Shadow &s, int32_t t,
+                  llvm::function_ref<std::string()> where, bool quiet);
   /// Reports one finding unless the same pair of ops was reported already
   /// or the report budget is spent.
   void report(int kind, Operation *second, Operation *first,
@@ -910,6 +1507,8 @@ public:
   uint32_t launchId = 0;
   /// The buffers of the host function's arguments.
   std::vector<std::unique_ptr<Buffer>> hostBuffers;
+  /// Stands for the copy op when a wait completes it (for the checks).
+  Instr completionInstr;
 };
 
 } // namespace fa
@@ -1023,9 +1622,11 @@ InterpreterImpl::bindHostArgs(Operation *funcOp, ArrayRef<Type> argTypes,
     buf->ek = *ek;
     buf->data = static_cast<char *>(arg.data);
     buf->numElements = arg.numElements;
+    buf->gshift = log2Size(getEKindSize(*ek));
     buf->writtenMask = arg.writtenMask;
     MemRefVal v;
     v.buf = buf.get();
+    v.ek = *ek;
     v.offset = arg.offset;
     v.sizes.assign(arg.sizes.begin(), arg.sizes.end());
     v.strides.assign(arg.strides.begin(), arg.strides.end());
@@ -1052,7 +1653,7 @@ LogicalResult InterpreterImpl::runHost(func::FuncOp host,
   for (auto [slot, val] : llvm::zip(fn->body.args, *vals))
     f.mems[slot] = val;
   int32_t thread0 = 0;
-  if (failed(exec(f, fn->body, ArrayRef<int32_t>(thread0))))
+  if (failed(execBody(f, *fn, ArrayRef<int32_t>(thread0))))
     return failure();
   return finish(host.getLoc());
 }
@@ -1074,12 +1675,10 @@ LogicalResult InterpreterImpl::finish(Location loc) {
   return success();
 }
 
-LogicalResult InterpreterImpl::launch(Operation *launchOp,
-                                      const CFunction &kernel,
-                                      std::array<int64_t, 3> grid,
-                                      std::array<int64_t, 3> block,
-                                      ArrayRef<MemRefVal> memArgs,
-                                      ArrayRef<Slot> scalarArgs) {
+LogicalResult InterpreterImpl::launch(
+    Operation *launchOp, const CFunction &kernel, std::array<int64_t, 3> grid,
+    std::array<int64_t, 3> block, ArrayRef<MemRefVal> memArgs,
+    ArrayRef<Slot> scalarArgs, int64_t dynamicSharedBytes) {
   auto gpuFunc = cast<gpu::GPUFuncOp>(kernel.op);
   // CUDA's limits; an empty grid launches nothing (as FARuntime does).
   static constexpr int64_t gridLimits[3] = {2147483647, 65535, 65535};
@@ -1093,6 +1692,9 @@ LogicalResult InterpreterImpl::launch(Operation *launchOp,
                 "x [0, 65535] and block sizes at least 1";
   }
   int64_t numThreads = block[0] * block[1] * block[2];
+  if (dynamicSharedBytes < 0 || dynamicSharedBytes > (int64_t(1) << 30))
+    return launchOp->emitOpError() << "launches with " << dynamicSharedBytes
+                                   << " bytes of dynamic shared memory";
   if (numThreads > 1024)
     return launchOp->emitOpError() << "launches blocks of " << numThreads
                                    << " threads; at most 1024 are supported";
@@ -1134,6 +1736,7 @@ LogicalResult InterpreterImpl::launch(Operation *launchOp,
     buf->type = type;
     buf->ek = *getEKind(type.getElementType());
     buf->numElements = type.getNumElements();
+    buf->gshift = log2Size(getEKindSize(buf->ek));
     buf->shared = true;
     buf->storage.assign(
         static_cast<size_t>(buf->numElements) * getEKindSize(buf->ek) + 8, 0);
@@ -1144,6 +1747,7 @@ LogicalResult InterpreterImpl::launch(Operation *launchOp,
   auto describe = [](MemRefType type, Buffer *buf) {
     MemRefVal v;
     v.buf = buf;
+    v.ek = buf->ek;
     v.sizes.assign(type.getShape().begin(), type.getShape().end());
     int64_t offset;
     SmallVector<int64_t> strides;
@@ -1160,6 +1764,15 @@ LogicalResult InterpreterImpl::launch(Operation *launchOp,
         makeShared(("workgroup attribution " + Twine(i)).str(), attrib.second));
     f.mems[attrib.first] = describe(attrib.second, f.attribBufs.back().get());
   }
+  {
+    MLIRContext *ctx = gpuFunc.getContext();
+    auto type = MemRefType::get(
+        {dynamicSharedBytes}, IntegerType::get(ctx, 8),
+        MemRefLayoutAttrInterface(),
+        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+    f.dynShared = makeShared("dynamic shared memory", type);
+  }
+  f.async.assign(numThreads, ThreadAsync());
 
   std::vector<int32_t> all(numThreads);
   for (int32_t t = 0; t < numThreads; ++t)
@@ -1175,9 +1788,11 @@ LogicalResult InterpreterImpl::launch(Operation *launchOp,
           buf->poison();
         for (auto &buf : f.attribBufs)
           buf->poison();
+        f.dynShared->poison();
         ++stats.blocks;
-        if (failed(exec(f, kernel.body, all)))
+        if (failed(execBody(f, kernel, all)))
           return failure();
+        dropPendingCopies(f);
       }
     }
   }
@@ -1202,6 +1817,58 @@ LogicalResult InterpreterImpl::exec(Frame &f, const CRegion &region,
       return failure();
   }
   return success();
+}
+
+LogicalResult InterpreterImpl::execBody(Frame &f, const CFunction &fn,
+                                        ArrayRef<int32_t> act) {
+  if (fn.blocks.empty())
+    return exec(f, fn.body, act);
+  const CRegion *block = fn.blocks.front();
+  SmallVector<Slot, 16> tmp;
+  while (true) {
+    if (failed(exec(f, *block, act)))
+      return failure();
+    const Instr *br = block->branch.get();
+    if (!br)
+      return success();
+    f.threadOps += act.size();
+    if (f.threadOps > opts.maxThreadOpsPerBlock)
+      return br->op->emitOpError() << "exceeds the interpreter's limit of "
+                                   << opts.maxThreadOpsPerBlock
+                                   << " thread-ops per block (a runaway loop?)";
+    int64_t dest = br->imm;
+    ArrayRef<uint32_t> operands = br->in;
+    if (br->opc == Opc::CondBr) {
+      const Slot *C = f.reg(br->in[0]);
+      bool taken = C[act[0]].i != 0;
+      for (int32_t t : act)
+        if ((C[t].i != 0) != taken)
+          return br->op->emitOpError()
+                 << "branches divergently: " << describeThread(f, act[0])
+                 << " goes to the " << (taken ? "true" : "false")
+                 << " successor, " << describeThread(f, t) << " to the "
+                 << (taken ? "false" : "true")
+                 << " one; the fa interpreter runs unstructured control "
+                    "flow only when it is uniform across the active threads";
+      operands = operands.drop_front();
+      if (taken) {
+        operands = operands.take_front(br->n);
+      } else {
+        operands = operands.drop_front(br->n);
+        dest = br->align;
+      }
+    }
+    const CRegion *next = fn.blocks[dest];
+    // Through a temporary: a block may pass its own arguments permuted.
+    for (int32_t t : act) {
+      tmp.clear();
+      for (uint32_t s : operands)
+        tmp.push_back(f.reg(s)[t]);
+      for (auto [k, s] : llvm::enumerate(next->args))
+        f.reg(s)[t] = tmp[k];
+    }
+    block = next;
+  }
 }
 
 namespace {
@@ -1455,6 +2122,50 @@ uint64_t floatToBits(double x, FKind k) {
   return 0;
 }
 
+/// Evaluates an affine expression; nullopt for a division by a value that
+/// is not positive.
+std::optional<int64_t> evalAffine(AffineExpr e, ArrayRef<int64_t> dims,
+                                  ArrayRef<int64_t> syms) {
+  switch (e.getKind()) {
+  case AffineExprKind::Constant:
+    return cast<AffineConstantExpr>(e).getValue();
+  case AffineExprKind::DimId:
+    return dims[cast<AffineDimExpr>(e).getPosition()];
+  case AffineExprKind::SymbolId:
+    return syms[cast<AffineSymbolExpr>(e).getPosition()];
+  default:
+    break;
+  }
+  auto bin = cast<AffineBinaryOpExpr>(e);
+  std::optional<int64_t> l = evalAffine(bin.getLHS(), dims, syms);
+  std::optional<int64_t> r = evalAffine(bin.getRHS(), dims, syms);
+  if (!l || !r)
+    return std::nullopt;
+  int64_t x = *l, y = *r;
+  switch (e.getKind()) {
+  case AffineExprKind::Add:
+    return static_cast<int64_t>(static_cast<uint64_t>(x) +
+                                static_cast<uint64_t>(y));
+  case AffineExprKind::Mul:
+    return static_cast<int64_t>(static_cast<uint64_t>(x) *
+                                static_cast<uint64_t>(y));
+  case AffineExprKind::Mod:
+    if (y <= 0)
+      return std::nullopt;
+    return ((x % y) + y) % y;
+  case AffineExprKind::FloorDiv:
+    if (y <= 0)
+      return std::nullopt;
+    return x / y - ((x % y != 0 && x < 0) ? 1 : 0);
+  case AffineExprKind::CeilDiv:
+    if (y <= 0)
+      return std::nullopt;
+    return x / y + ((x % y != 0 && x > 0) ? 1 : 0);
+  default:
+    return std::nullopt;
+  }
+}
+
 /// Converts a float to a w-bit integer rounding toward zero; NaN and
 /// out-of-range values (poison in LLVM) saturate.
 int64_t fpToInt(double x, unsigned w, bool isSigned) {
@@ -1487,47 +2198,57 @@ LogicalResult InterpreterImpl::execInstr(Frame &f, const Instr &I,
 
 #define FA_INT_BINOP(EXPR)                                                     \
   {                                                                            \
-    const Slot *A = R(I.in[0]), *B = R(I.in[1]);                               \
-    Slot *Res = R(I.out[0]);                                                   \
-    for (int32_t t : act) {                                                    \
-      int64_t x = A[t].i, y = B[t].i;                                          \
-      uint64_t ux = zext(x, w), uy = zext(y, w);                               \
-      (void)ux;                                                                \
-      (void)uy;                                                                \
-      Res[t].i = sext(static_cast<int64_t>(EXPR), w);                          \
+    for (uint32_t e = 0; e < I.n; ++e) {                                       \
+      const Slot *A = R(I.in[0] + e), *B = R(I.in[1] + e);                     \
+      Slot *Res = R(I.out[0] + e);                                             \
+      for (int32_t t : act) {                                                  \
+        int64_t x = A[t].i, y = B[t].i;                                        \
+        uint64_t ux = zext(x, w), uy = zext(y, w);                             \
+        (void)ux;                                                              \
+        (void)uy;                                                              \
+        Res[t].i = sext(static_cast<int64_t>(EXPR), w);                        \
+      }                                                                        \
     }                                                                          \
     return success();                                                          \
   }
 #define FA_FLOAT_BINOP(EXPR)                                                   \
   {                                                                            \
-    const Slot *A = R(I.in[0]), *B = R(I.in[1]);                               \
-    Slot *Res = R(I.out[0]);                                                   \
     const FKind k = I.fk;                                                      \
-    for (int32_t t : act) {                                                    \
-      double x = A[t].f, y = B[t].f;                                           \
-      Res[t].f = roundF(k, (EXPR));                                            \
+    for (uint32_t e = 0; e < I.n; ++e) {                                       \
+      const Slot *A = R(I.in[0] + e), *B = R(I.in[1] + e);                     \
+      Slot *Res = R(I.out[0] + e);                                             \
+      for (int32_t t : act) {                                                  \
+        double x = A[t].f, y = B[t].f;                                         \
+        Res[t].f = roundF(k, (EXPR));                                          \
+      }                                                                        \
     }                                                                          \
     return success();                                                          \
   }
 #define FA_FLOAT_UNOP(EXPR)                                                    \
   {                                                                            \
-    const Slot *A = R(I.in[0]);                                                \
-    Slot *Res = R(I.out[0]);                                                   \
     const FKind k = I.fk;                                                      \
     (void)k;                                                                   \
-    for (int32_t t : act) {                                                    \
-      double x = A[t].f;                                                       \
-      Res[t].f = (EXPR);                                                       \
+    for (uint32_t e = 0; e < I.n; ++e) {                                       \
+      const Slot *A = R(I.in[0] + e);                                          \
+      Slot *Res = R(I.out[0] + e);                                             \
+      for (int32_t t : act) {                                                  \
+        double x = A[t].f;                                                     \
+        Res[t].f = (EXPR);                                                     \
+      }                                                                        \
     }                                                                          \
     return success();                                                          \
   }
 #define FA_CAST(EXPR)                                                          \
   {                                                                            \
-    const Slot *A = R(I.in[0]);                                                \
-    for (int32_t t : act) {                                                    \
-      Slot a = A[t];                                                           \
-      (void)a;                                                                 \
-      EXPR;                                                                    \
+    for (uint32_t e = 0; e < I.n; ++e) {                                       \
+      const Slot *A = R(I.in[0] + e);                                          \
+      Slot *Res = R(I.out[0] + e);                                             \
+      (void)Res;                                                               \
+      for (int32_t t : act) {                                                  \
+        Slot a = A[t];                                                         \
+        (void)a;                                                               \
+        EXPR;                                                                  \
+      }                                                                        \
     }                                                                          \
     return success();                                                          \
   }
@@ -1535,15 +2256,17 @@ LogicalResult InterpreterImpl::execInstr(Frame &f, const Instr &I,
   // Integer division: zero divisors (and signed overflow) are immediate
   // undefined behavior, reported.
   auto checkDivisor = [&](bool isSigned) -> LogicalResult {
-    const Slot *A = R(I.in[0]), *B = R(I.in[1]);
-    for (int32_t t : act) {
-      if (B[t].i == 0)
-        return I.op->emitOpError()
-               << "divides by zero in " << describeThread(f, t);
-      if (isSigned && w == 64 &&
-          A[t].i == std::numeric_limits<int64_t>::min() && B[t].i == -1)
-        return I.op->emitOpError()
-               << "overflows (INT64_MIN / -1) in " << describeThread(f, t);
+    for (uint32_t e = 0; e < I.n; ++e) {
+      const Slot *A = R(I.in[0] + e), *B = R(I.in[1] + e);
+      for (int32_t t : act) {
+        if (B[t].i == 0)
+          return I.op->emitOpError()
+                 << "divides by zero in " << describeThread(f, t);
+        if (isSigned && w == 64 &&
+            A[t].i == std::numeric_limits<int64_t>::min() && B[t].i == -1)
+          return I.op->emitOpError()
+                 << "overflows (INT64_MIN / -1) in " << describeThread(f, t);
+      }
     }
     return success();
   };
@@ -1616,11 +2339,13 @@ LogicalResult InterpreterImpl::execInstr(Frame &f, const Instr &I,
   case Opc::ShRUI:
     FA_INT_BINOP(uy >= w ? 0 : ux >> uy)
   case Opc::CmpI: {
-    const Slot *A = R(I.in[0]), *B = R(I.in[1]);
-    Slot *Res = R(I.out[0]);
     auto p = static_cast<arith::CmpIPredicate>(I.imm);
-    for (int32_t t : act)
-      Res[t].i = cmpI(p, A[t].i, B[t].i, w) ? -1 : 0;
+    for (uint32_t e = 0; e < I.n; ++e) {
+      const Slot *A = R(I.in[0] + e), *B = R(I.in[1] + e);
+      Slot *Res = R(I.out[0] + e);
+      for (int32_t t : act)
+        Res[t].i = cmpI(p, A[t].i, B[t].i, w) ? -1 : 0;
+    }
     return success();
   }
   case Opc::AddF:
@@ -1646,56 +2371,122 @@ LogicalResult InterpreterImpl::execInstr(Frame &f, const Instr &I,
   case Opc::AbsF:
     FA_FLOAT_UNOP(std::fabs(x))
   case Opc::CmpF: {
-    const Slot *A = R(I.in[0]), *B = R(I.in[1]);
-    Slot *Res = R(I.out[0]);
     auto p = static_cast<arith::CmpFPredicate>(I.imm);
-    for (int32_t t : act)
-      Res[t].i = cmpF(p, A[t].f, B[t].f) ? -1 : 0;
+    for (uint32_t e = 0; e < I.n; ++e) {
+      const Slot *A = R(I.in[0] + e), *B = R(I.in[1] + e);
+      Slot *Res = R(I.out[0] + e);
+      for (int32_t t : act)
+        Res[t].i = cmpF(p, A[t].f, B[t].f) ? -1 : 0;
+    }
     return success();
   }
   case Opc::Select: {
-    const Slot *C = R(I.in[0]), *A = R(I.in[1]), *B = R(I.in[2]);
+    for (uint32_t e = 0; e < I.n; ++e) {
+      const Slot *C = R(I.in[0] + (I.scalarCond ? 0 : e)), *A = R(I.in[1] + e),
+                 *B = R(I.in[2] + e);
+      Slot *Res = R(I.out[0] + e);
+      for (int32_t t : act)
+        Res[t] = C[t].i ? A[t] : B[t];
+    }
+    return success();
+  }
+  case Opc::ConstVec: {
+    for (uint32_t e = 0; e < I.n; ++e) {
+      Slot *Res = R(I.out[0] + e);
+      for (int32_t t : act)
+        Res[t] = I.consts[e];
+    }
+    return success();
+  }
+  case Opc::Move: {
+    for (uint32_t e = 0; e < I.n; ++e) {
+      const Slot *A = R(I.src[e]);
+      Slot *Res = R(I.out[0] + e);
+      for (int32_t t : act)
+        Res[t] = A[t];
+    }
+    return success();
+  }
+  case Opc::Reduction:
+    return execReduction(f, I, act);
+  case Opc::DynamicShared: {
+    MemRefVal v;
+    v.buf = f.dynShared.get();
+    v.ek = EKind::I8;
+    v.sizes = {f.dynShared->numElements};
+    v.strides = {1};
+    f.mems[I.out[0]] = std::move(v);
+    return success();
+  }
+  case Opc::View:
+  case Opc::SubView:
+    return execView(f, I, act);
+  case Opc::LdMatrix:
+    return execLdMatrix(f, I, act);
+  case Opc::MmaSync:
+    return execMma(f, I, act);
+  case Opc::AsyncCopy:
+  case Opc::AsyncCommit:
+  case Opc::AsyncWait:
+    return execAsync(f, I, act);
+  case Opc::AffineApply:
+  case Opc::AffineMin:
+  case Opc::AffineMax: {
+    unsigned nd = I.map.getNumDims();
+    SmallVector<int64_t, 4> dims(nd), syms(I.map.getNumSymbols());
     Slot *Res = R(I.out[0]);
-    for (int32_t t : act)
-      Res[t] = C[t].i ? A[t] : B[t];
+    for (int32_t t : act) {
+      for (unsigned k = 0; k < I.in.size(); ++k)
+        (k < nd ? dims[k] : syms[k - nd]) = R(I.in[k])[t].i;
+      std::optional<int64_t> best;
+      for (AffineExpr expr : I.map.getResults()) {
+        std::optional<int64_t> v = evalAffine(expr, dims, syms);
+        if (!v)
+          return I.op->emitOpError()
+                 << "divides by zero (or by a negative value) in "
+                 << describeThread(f, t);
+        if (!best || (I.opc == Opc::AffineMin && *v < *best) ||
+            (I.opc == Opc::AffineMax && *v > *best))
+          best = v;
+      }
+      Res[t].i = *best;
+    }
     return success();
   }
   case Opc::ExtF:
-    FA_CAST(R(I.out[0])[t] = a)
+    FA_CAST(Res[t] = a)
   case Opc::TruncF:
-    FA_CAST(R(I.out[0])[t].f = roundF(I.fk2, a.f))
+    FA_CAST(Res[t].f = roundF(I.fk2, a.f))
   case Opc::SIToFP:
-    FA_CAST(R(I.out[0])[t].f =
-                I.fk2 == FKind::F32
-                    ? static_cast<double>(static_cast<float>(a.i))
-                    : roundF(I.fk2, static_cast<double>(a.i)))
+    FA_CAST(Res[t].f = I.fk2 == FKind::F32
+                           ? static_cast<double>(static_cast<float>(a.i))
+                           : roundF(I.fk2, static_cast<double>(a.i)))
   case Opc::UIToFP:
-    FA_CAST(R(I.out[0])[t].f =
+    FA_CAST(Res[t].f =
                 I.fk2 == FKind::F32
                     ? static_cast<double>(static_cast<float>(zext(a.i, I.w2)))
                     : roundF(I.fk2, static_cast<double>(zext(a.i, I.w2))))
   case Opc::FPToSI:
-    FA_CAST(R(I.out[0])[t].i = fpToInt(a.f, w, true))
+    FA_CAST(Res[t].i = fpToInt(a.f, w, true))
   case Opc::FPToUI:
-    FA_CAST(R(I.out[0])[t].i = fpToInt(a.f, w, false))
+    FA_CAST(Res[t].i = fpToInt(a.f, w, false))
   case Opc::ExtSI:
-    FA_CAST(R(I.out[0])[t].i = a.i)
+    FA_CAST(Res[t].i = a.i)
   case Opc::ExtUI:
-    FA_CAST(R(I.out[0])[t].i = sext(static_cast<int64_t>(zext(a.i, I.w2)), w))
+    FA_CAST(Res[t].i = sext(static_cast<int64_t>(zext(a.i, I.w2)), w))
   case Opc::TruncI:
   case Opc::IndexCast:
   case Opc::BitcastIToI:
-    FA_CAST(R(I.out[0])[t].i = sext(a.i, w))
+    FA_CAST(Res[t].i = sext(a.i, w))
   case Opc::IndexCastUI:
-    FA_CAST(R(I.out[0])[t].i =
+    FA_CAST(Res[t].i =
                 w > I.w2 ? static_cast<int64_t>(zext(a.i, I.w2)) : sext(a.i, w))
   case Opc::BitcastIToF:
-    FA_CAST(R(I.out[0])[t].f = bitsToFloat(zext(a.i, I.w2), I.fk2))
+    FA_CAST(Res[t].f = bitsToFloat(zext(a.i, I.w2), I.fk2))
   case Opc::BitcastFToF:
-    FA_CAST(R(I.out[0])[t].f = bitsToFloat(floatToBits(a.f, I.fk), I.fk2))
+    FA_CAST(Res[t].f = bitsToFloat(floatToBits(a.f, I.fk), I.fk2))
   case Opc::BitcastFToI:
-    FA_CAST(R(I.out[0])[t].i =
-                sext(static_cast<int64_t>(floatToBits(a.f, I.fk)), w))
+    FA_CAST(Res[t].i = sext(static_cast<int64_t>(floatToBits(a.f, I.fk)), w))
   case Opc::Exp2:
     FA_FLOAT_UNOP(mathF(k, x, ::exp2f, [](double v) { return std::exp2(v); }))
   case Opc::Exp:
@@ -1715,15 +2506,17 @@ LogicalResult InterpreterImpl::execInstr(Frame &f, const Instr &I,
   case Opc::Tanh:
     FA_FLOAT_UNOP(mathF(k, x, ::tanhf, [](double v) { return std::tanh(v); }))
   case Opc::Fma: {
-    const Slot *A = R(I.in[0]), *B = R(I.in[1]), *C = R(I.in[2]);
-    Slot *Res = R(I.out[0]);
-    for (int32_t t : act) {
-      if (I.fk == FKind::F32)
-        Res[t].f =
-            std::fma(static_cast<float>(A[t].f), static_cast<float>(B[t].f),
-                     static_cast<float>(C[t].f));
-      else
-        Res[t].f = roundF(I.fk, std::fma(A[t].f, B[t].f, C[t].f));
+    for (uint32_t e = 0; e < I.n; ++e) {
+      const Slot *A = R(I.in[0] + e), *B = R(I.in[1] + e), *C = R(I.in[2] + e);
+      Slot *Res = R(I.out[0] + e);
+      for (int32_t t : act) {
+        if (I.fk == FKind::F32)
+          Res[t].f =
+              std::fma(static_cast<float>(A[t].f), static_cast<float>(B[t].f),
+                       static_cast<float>(C[t].f));
+        else
+          Res[t].f = roundF(I.fk, std::fma(A[t].f, B[t].f, C[t].f));
+      }
     }
     return success();
   }
@@ -1797,6 +2590,7 @@ LogicalResult InterpreterImpl::execInstr(Frame &f, const Instr &I,
     Buffer *buf = f.sharedBufs[I.imm].get();
     MemRefVal v;
     v.buf = buf;
+    v.ek = buf->ek;
     auto type = cast<MemRefType>(buf->type);
     v.sizes.assign(type.getShape().begin(), type.getShape().end());
     SmallVector<int64_t> strides;
@@ -1940,8 +2734,14 @@ LogicalResult InterpreterImpl::execInstr(Frame &f, const Instr &I,
       else
         scalarArgs.push_back(R(slotOfOperand(v))[act[0]]);
     }
-    return launch(I.op, k, grid, block, memArgs, scalarArgs);
+    int64_t dynBytes = 0;
+    if (Value d = launchOp.getDynamicSharedMemorySize())
+      dynBytes = sizeOf(d);
+    return launch(I.op, k, grid, block, memArgs, scalarArgs, dynBytes);
   }
+  case Opc::Br:
+  case Opc::CondBr:
+    break;
   }
 #undef FA_INT_BINOP
 #undef FA_FLOAT_BINOP
@@ -2028,16 +2828,14 @@ namespace {
 enum ReportKind { kRAW, kWAW, kWAR, kCrossBlock, kUninit };
 } // namespace
 
-void InterpreterImpl::checkRead(Frame &f, const Instr &I, Buffer &buf,
-                                int64_t lin, int32_t t, ArrayRef<int64_t> idx) {
-  Shadow &s = buf.shadow[lin];
-  auto where = [&]() {
-    return formatv("{0}{1} (element {2} of {3})", buf.name, formatIndex(idx),
-                   lin, buf.type)
-        .str();
-  };
-  if (buf.shared && opts.checkUninitializedShared &&
+bool InterpreterImpl::checkRead(Frame &f, const Instr &I, Buffer &buf,
+                                Shadow &s, int32_t t,
+                                llvm::function_ref<std::string()> where,
+                                bool quiet) {
+  bool found = false;
+  if (!quiet && buf.shared && opts.checkUninitializedShared &&
       s.wEpoch < f.blockStartEpoch) {
+    found = true;
     ++stats.uninitializedReads;
     report(
         kUninit, I.op, nullptr,
@@ -2051,8 +2849,10 @@ void InterpreterImpl::checkRead(Frame &f, const Instr &I, Buffer &buf,
         [] { return std::string(); });
   }
   if (!opts.checkRaces)
-    return;
-  if (s.wEpoch == epoch && s.wThread != t) {
+    return found;
+  if (quiet) {
+  } else if (s.wEpoch == epoch && s.wThread != t) {
+    found = true;
     ++stats.races;
     report(
         kRAW, I.op, s.wOp,
@@ -2066,6 +2866,7 @@ void InterpreterImpl::checkRead(Frame &f, const Instr &I, Buffer &buf,
         [&] { return formatv("the write by thread {0}", s.wThread).str(); });
   } else if (!buf.shared && s.wLaunch == launchId && s.wBlock >= 0 &&
              s.wBlock != f.blockLinear) {
+    found = true;
     ++stats.races;
     report(
         kCrossBlock, I.op, s.wOp,
@@ -2091,19 +2892,17 @@ void InterpreterImpl::checkRead(Frame &f, const Instr &I, Buffer &buf,
     s.r1 = t;
     s.r1Op = I.op;
   }
+  return found;
 }
 
-void InterpreterImpl::checkWrite(Frame &f, const Instr &I, Buffer &buf,
-                                 int64_t lin, int32_t t,
-                                 ArrayRef<int64_t> idx) {
-  Shadow &s = buf.shadow[lin];
-  if (opts.checkRaces) {
-    auto where = [&]() {
-      return formatv("{0}{1} (element {2} of {3})", buf.name, formatIndex(idx),
-                     lin, buf.type)
-          .str();
-    };
+bool InterpreterImpl::checkWrite(Frame &f, const Instr &I, Buffer &buf,
+                                 Shadow &s, int32_t t,
+                                 llvm::function_ref<std::string()> where,
+                                 bool quiet) {
+  bool found = false;
+  if (opts.checkRaces && !quiet) {
     if (s.wEpoch == epoch && s.wThread != t) {
+      found = true;
       ++stats.races;
       report(
           kWAW, I.op, s.wOp,
@@ -2119,6 +2918,7 @@ void InterpreterImpl::checkWrite(Frame &f, const Instr &I, Buffer &buf,
           });
     } else if (!buf.shared && s.wLaunch == launchId && s.wBlock >= 0 &&
                s.wBlock != f.blockLinear) {
+      found = true;
       ++stats.races;
       report(
           kCrossBlock, I.op, s.wOp,
@@ -2134,7 +2934,7 @@ void InterpreterImpl::checkWrite(Frame &f, const Instr &I, Buffer &buf,
                 .str();
           });
     }
-    if (s.rEpoch == epoch) {
+    if (!found && s.rEpoch == epoch) {
       int32_t other = -1;
       Operation *otherOp = nullptr;
       if (s.r0 >= 0 && s.r0 / 32 != t / 32) {
@@ -2145,6 +2945,7 @@ void InterpreterImpl::checkWrite(Frame &f, const Instr &I, Buffer &buf,
         otherOp = s.r1Op;
       }
       if (other >= 0) {
+        found = true;
         ++stats.races;
         report(
             kWAR, I.op, otherOp,
@@ -2164,6 +2965,35 @@ void InterpreterImpl::checkWrite(Frame &f, const Instr &I, Buffer &buf,
   s.wOp = I.op;
   s.wLaunch = launchId;
   s.wBlock = f.blockLinear;
+  return found;
+}
+
+LogicalResult InterpreterImpl::touch(Frame &f, const Instr &I, Buffer &buf,
+                                     int64_t byte, unsigned size, int32_t t,
+                                     bool isWrite,
+                                     llvm::function_ref<std::string()> where) {
+  if (buf.shadow.empty())
+    return success();
+  int64_t g0 = byte >> buf.gshift, g1 = (byte + size - 1) >> buf.gshift;
+  bool found = false;
+  for (int64_t g = g0; g <= g1; ++g) {
+    Shadow &s = buf.shadow[g];
+    if (s.pendOp) {
+      InFlightDiagnostic d =
+          I.op->emitOpError()
+          << (isWrite ? "writes " : "reads ") << where() << " in "
+          << describeThread(f, t) << " while the '" << s.pendOp->getName()
+          << "' of thread " << s.pendThread << " to it (at "
+          << s.pendOp->getLoc()
+          << ") is still pending: no nvgpu.device_async_wait of that "
+             "thread has completed the copy's group";
+      d.attachNote(s.pendOp->getLoc()) << "the pending copy";
+      return failure();
+    }
+    found |= isWrite ? checkWrite(f, I, buf, s, t, where, found)
+                     : checkRead(f, I, buf, s, t, where, found);
+  }
+  return success();
 }
 
 LogicalResult InterpreterImpl::execMemory(Frame &f, const Instr &I,
@@ -2173,8 +3003,11 @@ LogicalResult InterpreterImpl::execMemory(Frame &f, const Instr &I,
   const MemRefVal &m = f.mems[I.in[memOperand]];
   Buffer &buf = *m.buf;
   const size_t rank = m.sizes.size();
-  const size_t esize = getEKindSize(buf.ek);
-  const bool isFloat = isFloatEKind(buf.ek);
+  const EKind ek = m.ek;
+  const size_t esize = getEKindSize(ek);
+  const bool isFloat = isFloatEKind(ek);
+  const int64_t numBytes = buf.getNumBytes();
+  const size_t bufESize = getEKindSize(buf.ek);
   if (!buf.shared && opts.checkRaces && buf.shadow.empty() && isStore)
     buf.shadow.resize(buf.numElements);
   const bool track = !buf.shadow.empty();
@@ -2188,42 +3021,577 @@ LogicalResult InterpreterImpl::execMemory(Frame &f, const Instr &I,
   SmallVector<const Slot *, 4> idxRegs;
   for (size_t k = 0; k < rank; ++k)
     idxRegs.push_back(f.reg(I.in[memOperand + 1 + k]));
-  const Slot *Val = isStore ? f.reg(I.in[0]) : nullptr;
-  Slot *Res = isStore ? nullptr : f.reg(I.out[0]);
+  // The offsets of each vector element in the trailing dims.
+  const size_t vrank = I.vshape.size();
+  SmallVector<int64_t, 16> voff;
+  for (uint32_t e = 0; e < I.n && vrank; ++e)
+    llvm::append_range(voff, delinearize(e, I.vshape));
+  const uint32_t valSlot = isStore ? I.in[0] : I.out[0];
   SmallVector<int64_t, 4> idx(rank);
 
   for (int32_t t : act) {
-    int64_t lin = m.offset;
-    bool oob = false;
-    for (size_t k = 0; k < rank; ++k) {
-      idx[k] = idxRegs[k][t].i;
-      if (idx[k] < 0 || idx[k] >= m.sizes[k])
-        oob = true;
-      lin += idx[k] * m.strides[k];
-    }
-    if (oob || lin < 0 || lin >= buf.numElements)
-      return I.op->emitOpError()
-             << "out-of-bounds " << (isStore ? "write" : "read") << " of "
-             << buf.name << " (" << buf.type << ") at index "
-             << formatIndex(idx) << " (sizes " << formatIndex(m.sizes)
-             << ") in " << describeThread(f, t);
-    char *p = buf.data + lin * static_cast<int64_t>(esize);
-    if (isStore) {
-      if (track)
-        checkWrite(f, I, buf, lin, t, idx);
-      storeElem(p, buf.ek, Val[t]);
-      if (buf.writtenMask)
-        buf.writtenMask[lin] = 1;
-    } else {
-      if (track)
-        checkRead(f, I, buf, lin, t, idx);
-      if (isFloat)
-        Res[t].f = loadElem(p, buf.ek);
-      else
-        Res[t].i = loadInt(p, buf.ek);
+    for (uint32_t e = 0; e < I.n; ++e) {
+      int64_t lin = m.offset;
+      bool oob = false;
+      for (size_t k = 0; k < rank; ++k) {
+        idx[k] = idxRegs[k][t].i;
+        if (vrank && k >= rank - vrank)
+          idx[k] += voff[e * vrank + (k - (rank - vrank))];
+        if (idx[k] < 0 || idx[k] >= m.sizes[k])
+          oob = true;
+        lin += idx[k] * m.strides[k];
+      }
+      int64_t byte = lin * static_cast<int64_t>(esize);
+      if (oob || byte < 0 || byte + static_cast<int64_t>(esize) > numBytes)
+        return I.op->emitOpError()
+               << "out-of-bounds " << (isStore ? "write" : "read") << " of "
+               << buf.name << " (" << buf.type << ") at index "
+               << formatIndex(idx) << " (sizes " << formatIndex(m.sizes)
+               << ") in " << describeThread(f, t);
+      if (e == 0 && I.align && byte % I.align != 0)
+        return I.op->emitOpError()
+               << "accesses " << buf.name << " at index " << formatIndex(idx)
+               << ", byte offset " << byte << ", which is not a multiple of "
+               << "its alignment " << I.align << " in " << describeThread(f, t);
+      char *p = buf.data + byte;
+      if (track) {
+        auto where = [&]() { return describeElement(buf, ek, idx, lin, byte); };
+        if (failed(touch(f, I, buf, byte, esize, t, isStore, where)))
+          return failure();
+      }
+      Slot *v = f.reg(valSlot + e) + t;
+      if (isStore) {
+        storeElem(p, ek, *v);
+        if (buf.writtenMask)
+          buf.writtenMask[byte / static_cast<int64_t>(bufESize)] = 1;
+      } else if (isFloat) {
+        v->f = loadElem(p, ek);
+      } else {
+        v->i = loadInt(p, ek);
+      }
     }
   }
   return success();
+}
+
+LogicalResult InterpreterImpl::checkFullWarps(Frame &f, const Instr &I,
+                                              ArrayRef<int32_t> act,
+                                              StringRef what) {
+  std::fill(f.mark.begin(), f.mark.end(), 0);
+  for (int32_t t : act)
+    f.mark[t] = 1;
+  for (int32_t t : act) {
+    if (t % 32 != 0 && f.mark[t - 1])
+      continue;
+    int32_t base = t - t % 32;
+    for (int32_t l = base; l < base + 32; ++l)
+      if (l >= static_cast<int32_t>(f.numThreads) || !f.mark[l])
+        return I.op->emitOpError()
+               << "executed by lane " << t % 32 << " of warp " << t / 32
+               << " of block (" << f.blockId[0] << ", " << f.blockId[1] << ", "
+               << f.blockId[2] << ") while lane " << l % 32
+               << " of that warp is "
+               << (l >= static_cast<int32_t>(f.numThreads) ? "missing"
+                                                           : "inactive")
+               << "; " << what << " needs all 32 lanes";
+  }
+  return success();
+}
+
+FailureOr<int64_t> InterpreterImpl::getUniform(Frame &f, const Instr &I,
+                                               uint32_t slot,
+                                               ArrayRef<int32_t> act,
+                                               StringRef what) {
+  const Slot *V = f.reg(slot);
+  int64_t v = V[act[0]].i;
+  for (int32_t t : act)
+    if (V[t].i != v) {
+      I.op->emitOpError() << "has a thread-dependent " << what << " (" << v
+                          << " in thread " << act[0] << ", " << V[t].i
+                          << " in thread " << t
+                          << "); the fa interpreter needs memref descriptors "
+                             "to be uniform";
+      return failure();
+    }
+  return v;
+}
+
+LogicalResult InterpreterImpl::execReduction(Frame &f, const Instr &I,
+                                             ArrayRef<int32_t> act) {
+  using K = vector::CombiningKind;
+  auto kind = static_cast<K>(I.imm);
+  const bool isFloat = I.w == 0;
+  const unsigned w = I.w;
+  Slot *Res = f.reg(I.out[0]);
+  for (int32_t t : act) {
+    uint32_t first = 0;
+    Slot acc;
+    if (I.flag) {
+      acc = f.reg(I.in[1])[t];
+    } else {
+      acc = f.reg(I.in[0])[t];
+      first = 1;
+    }
+    for (uint32_t e = first; e < I.n; ++e) {
+      Slot x = f.reg(I.in[0] + e)[t];
+      if (isFloat) {
+        double a = acc.f, b = x.f, r;
+        switch (kind) {
+        case K::ADD:
+          r = a + b;
+          break;
+        case K::MUL:
+          r = a * b;
+          break;
+        case K::MAXNUMF:
+          r = maxNumF(a, b);
+          break;
+        case K::MINNUMF:
+          r = minNumF(a, b);
+          break;
+        case K::MAXIMUMF:
+          r = maximumF(a, b);
+          break;
+        default:
+          r = minimumF(a, b);
+          break;
+        }
+        acc.f = roundF(I.fk, r);
+        continue;
+      }
+      int64_t a = acc.i, b = x.i;
+      uint64_t ua = zext(a, w), ub = zext(b, w);
+      uint64_t r;
+      switch (kind) {
+      case K::ADD:
+        r = ua + ub;
+        break;
+      case K::MUL:
+        r = ua * ub;
+        break;
+      case K::MINSI:
+        r = static_cast<uint64_t>(std::min(a, b));
+        break;
+      case K::MAXSI:
+        r = static_cast<uint64_t>(std::max(a, b));
+        break;
+      case K::MINUI:
+        r = std::min(ua, ub);
+        break;
+      case K::MAXUI:
+        r = std::max(ua, ub);
+        break;
+      case K::AND:
+        r = ua & ub;
+        break;
+      case K::OR:
+        r = ua | ub;
+        break;
+      case K::XOR:
+        r = ua ^ ub;
+        break;
+      default:
+        return I.op->emitOpError()
+               << "has a combining kind the fa interpreter does not support "
+                  "on integers";
+      }
+      acc.i = sext(static_cast<int64_t>(r), w);
+    }
+    Res[t] = acc;
+  }
+  return success();
+}
+
+LogicalResult InterpreterImpl::execView(Frame &f, const Instr &I,
+                                        ArrayRef<int32_t> act) {
+  const MemRefVal &src = f.mems[I.in[0]];
+  MemRefVal v;
+  v.buf = src.buf;
+  if (I.opc == Opc::View) {
+    auto view = cast<memref::ViewOp>(I.op);
+    FailureOr<int64_t> shift = getUniform(f, I, I.in[1], act, "byte shift");
+    if (failed(shift))
+      return failure();
+    MemRefType type = view.getType();
+    v.ek = I.ek;
+    size_t esize = getEKindSize(I.ek);
+    unsigned next = 2;
+    for (int64_t d : type.getShape()) {
+      if (ShapedType::isDynamic(d)) {
+        FailureOr<int64_t> size = getUniform(f, I, I.in[next++], act, "size");
+        if (failed(size))
+          return failure();
+        d = *size;
+      }
+      v.sizes.push_back(d);
+    }
+    v.strides = SmallVector<int64_t, 4>(getRowMajorStrides(v.sizes));
+    int64_t byte =
+        src.offset * static_cast<int64_t>(getEKindSize(src.ek)) + *shift;
+    int64_t count = 1;
+    for (int64_t d : v.sizes)
+      count *= d;
+    if (*shift < 0 || byte % static_cast<int64_t>(esize) != 0 ||
+        byte + count * static_cast<int64_t>(esize) > src.buf->getNumBytes())
+      return I.op->emitOpError()
+             << "views " << count * static_cast<int64_t>(esize)
+             << " bytes at byte shift " << *shift << " of " << src.buf->name
+             << " (" << src.buf->getNumBytes() << " bytes)"
+             << "; the view must lie inside the buffer and be aligned to its "
+                "element size";
+    v.offset = byte / static_cast<int64_t>(esize);
+    f.mems[I.out[0]] = std::move(v);
+    return success();
+  }
+  auto sub = cast<memref::SubViewOp>(I.op);
+  v.ek = src.ek;
+  unsigned next = 1;
+  auto take = [&](ArrayRef<int64_t> statics, SmallVector<int64_t, 4> &out,
+                  StringRef what) -> LogicalResult {
+    for (int64_t x : statics) {
+      if (ShapedType::isDynamic(x)) {
+        FailureOr<int64_t> val = getUniform(f, I, I.in[next++], act, what);
+        if (failed(val))
+          return failure();
+        x = *val;
+      }
+      out.push_back(x);
+    }
+    return success();
+  };
+  SmallVector<int64_t, 4> offsets, sizes, strides;
+  if (failed(take(sub.getStaticOffsets(), offsets, "offset")) ||
+      failed(take(sub.getStaticSizes(), sizes, "size")) ||
+      failed(take(sub.getStaticStrides(), strides, "stride")))
+    return failure();
+  llvm::SmallBitVector dropped = sub.getDroppedDims();
+  v.offset = src.offset;
+  for (size_t d = 0; d < offsets.size(); ++d) {
+    if (offsets[d] < 0 || sizes[d] < 0 ||
+        (sizes[d] > 0 &&
+         offsets[d] + (sizes[d] - 1) * strides[d] >= src.sizes[d]))
+      return I.op->emitOpError()
+             << "takes offset " << offsets[d] << ", size " << sizes[d]
+             << " and stride " << strides[d] << " in dim " << d << " of "
+             << src.buf->name << " (size " << src.sizes[d]
+             << "): out of bounds";
+    v.offset += offsets[d] * src.strides[d];
+    if (dropped.test(d))
+      continue;
+    v.sizes.push_back(sizes[d]);
+    v.strides.push_back(src.strides[d] * strides[d]);
+  }
+  f.mems[I.out[0]] = std::move(v);
+  return success();
+}
+
+/// The linear index (in elements of the view) of a run of `count` elements
+/// along the last dim of `m` starting at `idx`; fails if any of them is out
+/// of bounds.
+static bool getRun(const MemRefVal &m, ArrayRef<int64_t> idx, int64_t count,
+                   int64_t esize, int64_t &lin) {
+  const size_t rank = m.sizes.size();
+  lin = m.offset;
+  for (size_t k = 0; k < rank; ++k) {
+    int64_t hi = idx[k] + (k + 1 == rank ? count - 1 : 0);
+    if (idx[k] < 0 || hi >= m.sizes[k])
+      return false;
+    lin += idx[k] * m.strides[k];
+  }
+  if (count == 0)
+    return true;
+  int64_t last = lin + (count - 1) * m.strides[rank - 1];
+  return std::min(lin, last) >= 0 &&
+         (std::max(lin, last) + 1) * esize <= m.buf->getNumBytes();
+}
+
+LogicalResult InterpreterImpl::execLdMatrix(Frame &f, const Instr &I,
+                                            ArrayRef<int32_t> act) {
+  if (failed(checkFullWarps(f, I, act, "nvgpu.ldmatrix (ldmatrix.sync)")))
+    return failure();
+  const MemRefVal &m = f.mems[I.in[0]];
+  Buffer &buf = *m.buf;
+  const size_t rank = m.sizes.size();
+  const int64_t tiles = I.imm;
+  const bool trans = I.flag;
+  const int64_t step = m.strides[rank - 1];
+  const bool isHalf = I.ek == EKind::F16;
+  const double *halfTable = getHalfTable();
+  SmallVector<int64_t, 4> idx(rank);
+  double M[4][8][8];
+  for (int32_t base : act) {
+    if (base % 32 != 0)
+      continue;
+    for (int64_t i = 0; i < tiles; ++i) {
+      for (int64_t r = 0; r < 8; ++r) {
+        int32_t t = base + static_cast<int32_t>(8 * i + r);
+        for (size_t k = 0; k < rank; ++k)
+          idx[k] = f.reg(I.in[1 + k])[t].i;
+        int64_t lin;
+        if (!getRun(m, idx, 8, 2, lin))
+          return I.op->emitOpError()
+                 << "out-of-bounds read of " << buf.name << " (" << buf.type
+                 << ") at index " << formatIndex(idx) << " (sizes "
+                 << formatIndex(m.sizes) << "): the 8 elements of row " << r
+                 << " of matrix " << i << ", whose address is given by "
+                 << describeThread(f, t);
+        int64_t byte = lin * 2;
+        if (byte % 16 != 0)
+          return I.op->emitOpError()
+                 << "row " << r << " of matrix " << i << " at " << buf.name
+                 << formatIndex(idx) << " (byte offset " << byte
+                 << "), given by " << describeThread(f, t)
+                 << ", is not 16-byte aligned";
+        auto where = [&]() {
+          return describeElement(buf, I.ek, idx, lin, byte) + " (a row of 8)";
+        };
+        if (step == 1) {
+          if (failed(touch(f, I, buf, byte, 16, t, false, where)))
+            return failure();
+        } else {
+          for (int64_t c = 0; c < 8; ++c)
+            if (failed(
+                    touch(f, I, buf, (lin + c * step) * 2, 2, t, false, where)))
+              return failure();
+        }
+        for (int64_t c = 0; c < 8; ++c) {
+          uint16_t bits;
+          std::memcpy(&bits, buf.data + (lin + c * step) * 2, 2);
+          if (isHalf) {
+            M[i][r][c] = halfTable[bits];
+          } else {
+            uint32_t w = static_cast<uint32_t>(bits) << 16;
+            float v;
+            std::memcpy(&v, &w, 4);
+            M[i][r][c] = v;
+          }
+        }
+      }
+    }
+    for (int32_t l = 0; l < 32; ++l) {
+      int32_t row = l / 4;
+      for (int64_t i = 0; i < tiles; ++i)
+        for (int32_t j = 0; j < 2; ++j) {
+          int32_t col = 2 * (l % 4) + j;
+          f.reg(I.out[0] + 2 * i + j)[base + l].f =
+              trans ? M[i][col][row] : M[i][row][col];
+        }
+    }
+  }
+  return success();
+}
+
+LogicalResult InterpreterImpl::execMma(Frame &f, const Instr &I,
+                                       ArrayRef<int32_t> act) {
+  if (failed(checkFullWarps(f, I, act, "nvgpu.mma.sync (mma.sync)")))
+    return failure();
+  const bool k16 = I.imm == 16;
+  const int K = k16 ? 16 : 8;
+  double A[16][16], B[16][8], C[16][8];
+  for (int32_t base : act) {
+    if (base % 32 != 0)
+      continue;
+    for (int32_t l = 0; l < 32; ++l) {
+      int32_t g = l / 4, tq = l % 4, t = base + l;
+      for (int e = 0; e < (k16 ? 8 : 4); ++e) {
+        int row = g + 8 * ((e / 2) % 2), col = 2 * tq + e % 2 + 8 * (e / 4);
+        A[row][col] = f.reg(I.in[0] + e)[t].f;
+      }
+      for (int e = 0; e < (k16 ? 4 : 2); ++e)
+        B[2 * tq + e % 2 + 8 * (e / 2)][g] = f.reg(I.in[1] + e)[t].f;
+      for (int e = 0; e < 4; ++e)
+        C[g + 8 * (e / 2)][2 * tq + e % 2] = f.reg(I.in[2] + e)[t].f;
+    }
+    for (int32_t l = 0; l < 32; ++l) {
+      int32_t g = l / 4, tq = l % 4, t = base + l;
+      for (int e = 0; e < 4; ++e) {
+        int row = g + 8 * (e / 2), col = 2 * tq + e % 2;
+        double acc = C[row][col];
+        for (int k = 0; k < K; ++k)
+          acc += A[row][k] * B[k][col];
+        f.reg(I.out[0] + e)[t].f = roundF(I.fk, acc);
+      }
+    }
+  }
+  return success();
+}
+
+LogicalResult InterpreterImpl::execAsync(Frame &f, const Instr &I,
+                                         ArrayRef<int32_t> act) {
+  if (I.opc == Opc::AsyncCommit) {
+    for (int32_t t : act) {
+      ThreadAsync &a = f.async[t];
+      a.groups.push_back(std::move(a.uncommitted));
+      a.uncommitted.clear();
+      f.reg(I.out[0])[t].i = 0;
+    }
+    f.anyAsync = true;
+    return success();
+  }
+  if (I.opc == Opc::AsyncWait) {
+    for (int32_t t : act) {
+      ThreadAsync &a = f.async[t];
+      while (static_cast<int64_t>(a.groups.size()) > I.imm) {
+        for (PendingCopy &copy : a.groups.front())
+          if (failed(completeCopy(f, copy, t)))
+            return failure();
+        a.groups.pop_front();
+      }
+    }
+    return success();
+  }
+  // nvgpu.device_async_copy: dst, dst indices, src, src indices,
+  // [srcElements].
+  const unsigned rd = static_cast<unsigned>(I.imm);
+  const MemRefVal &dst = f.mems[I.in[0]];
+  const MemRefVal &src = f.mems[I.in[1 + rd]];
+  const unsigned rs = static_cast<unsigned>(src.sizes.size());
+  const size_t esize = getEKindSize(I.ek);
+  const int64_t n = I.n;
+  const int64_t bytes = n * static_cast<int64_t>(esize);
+  if (bytes != 4 && bytes != 8 && bytes != 16)
+    return I.op->emitOpError()
+           << "copies " << bytes << " bytes; cp.async copies 4, 8 or 16";
+  SmallVector<int64_t, 4> di(rd), si(rs);
+  const int64_t esz = static_cast<int64_t>(esize);
+  for (int32_t t : act) {
+    for (unsigned k = 0; k < rd; ++k)
+      di[k] = f.reg(I.in[1 + k])[t].i;
+    for (unsigned k = 0; k < rs; ++k)
+      si[k] = f.reg(I.in[2 + rd + k])[t].i;
+    int64_t srcElems = I.flag ? f.reg(I.in[2 + rd + rs])[t].i : n;
+    if (srcElems < 0 || srcElems > n)
+      return I.op->emitOpError()
+             << "has srcElements = " << srcElems << " in "
+             << describeThread(f, t) << "; it must be in [0, " << n << "]";
+    PendingCopy copy;
+    copy.op = I.op;
+    copy.dst = dst.buf;
+    copy.ek = I.ek;
+    copy.dstIdx.assign(di.begin(), di.end());
+    // Read the source now (it is global memory the kernel only reads); the
+    // elements past srcElements are not read.
+    int64_t slin = 0;
+    if (srcElems > 0) {
+      if (!getRun(src, si, srcElems, esz, slin))
+        return I.op->emitOpError()
+               << "out-of-bounds read of " << src.buf->name << " ("
+               << src.buf->type << ") at index " << formatIndex(si)
+               << " (sizes " << formatIndex(src.sizes) << ", " << srcElems
+               << " elements) in " << describeThread(f, t);
+      if ((slin * esz) % bytes != 0)
+        return I.op->emitOpError()
+               << "reads " << src.buf->name << formatIndex(si)
+               << " at byte offset " << slin * esz << ", not aligned to the "
+               << bytes << "-byte copy, in " << describeThread(f, t);
+    }
+    const int64_t sstep = src.strides[rs - 1];
+    for (int64_t e = 0; e < n; ++e) {
+      Slot v;
+      v.i = 0;
+      if (e < srcElems) {
+        int64_t lin = slin + e * sstep;
+        int64_t byte = lin * esz;
+        if (!src.buf->shadow.empty()) {
+          auto where = [&]() {
+            SmallVector<int64_t, 4> idx(si);
+            idx[rs - 1] += e;
+            return describeElement(*src.buf, I.ek, idx, lin, byte);
+          };
+          if (failed(touch(f, I, *src.buf, byte, esize, t, false, where)))
+            return failure();
+        }
+        if (isFloatEKind(I.ek))
+          v.f = loadElem(src.buf->data + byte, I.ek);
+        else
+          v.i = loadInt(src.buf->data + byte, I.ek);
+      } else if (isFloatEKind(I.ek)) {
+        v.f = 0.0;
+      }
+      copy.vals.push_back(v);
+    }
+    // Claim the destination (contiguous: the verifier requires a unit
+    // innermost stride).
+    int64_t dlin;
+    if (!getRun(dst, di, n, esz, dlin))
+      return I.op->emitOpError()
+             << "out-of-bounds write of " << dst.buf->name << " ("
+             << dst.buf->type << ") at index " << formatIndex(di) << " (sizes "
+             << formatIndex(dst.sizes) << ", " << n << " elements) in "
+             << describeThread(f, t);
+    int64_t dbyte = dlin * esz;
+    if (dbyte % bytes != 0)
+      return I.op->emitOpError()
+             << "writes " << dst.buf->name << formatIndex(di)
+             << " at byte offset " << dbyte << ", not aligned to the " << bytes
+             << "-byte copy, in " << describeThread(f, t);
+    if (dst.strides[rd - 1] != 1)
+      return I.op->emitOpError()
+             << "writes a destination whose innermost stride is "
+             << dst.strides[rd - 1] << "; cp.async needs contiguous elements";
+    copy.byte = dbyte;
+    auto where = [&]() {
+      return describeElement(*dst.buf, I.ek, di, dlin, dbyte) +
+             formatv(" (a copy of {0} elements)", n).str();
+    };
+    if (failed(touch(f, I, *dst.buf, dbyte, bytes, t, true, where)))
+      return failure();
+    for (int64_t g = dbyte >> dst.buf->gshift,
+                 g1 = (dbyte + bytes - 1) >> dst.buf->gshift;
+         g <= g1; ++g) {
+      dst.buf->shadow[g].pendOp = I.op;
+      dst.buf->shadow[g].pendThread = t;
+    }
+    f.async[t].uncommitted.push_back(std::move(copy));
+    f.reg(I.out[0])[t].i = 0;
+  }
+  f.anyAsync = true;
+  return success();
+}
+
+LogicalResult InterpreterImpl::completeCopy(Frame &f, PendingCopy &copy,
+                                            int32_t t) {
+  Buffer &buf = *copy.dst;
+  const int64_t esize = static_cast<int64_t>(getEKindSize(copy.ek));
+  const int64_t bytes = esize * static_cast<int64_t>(copy.vals.size());
+  for (int64_t g = copy.byte >> buf.gshift,
+               g1 = (copy.byte + bytes - 1) >> buf.gshift;
+       g <= g1; ++g)
+    buf.shadow[g].pendOp = nullptr;
+  completionInstr.op = copy.op;
+  auto where = [&]() {
+    return formatv("{0}{1} (completing a copy of {2} elements)", buf.name,
+                   formatIndex(copy.dstIdx), copy.vals.size())
+        .str();
+  };
+  if (failed(touch(f, completionInstr, buf, copy.byte, bytes, t, true, where)))
+    return failure();
+  for (size_t e = 0; e < copy.vals.size(); ++e)
+    storeElem(buf.data + copy.byte + static_cast<int64_t>(e) * esize, copy.ek,
+              copy.vals[e]);
+  return success();
+}
+
+void InterpreterImpl::dropPendingCopies(Frame &f) {
+  if (!f.anyAsync)
+    return;
+  auto drop = [&](PendingCopy &copy) {
+    Buffer &buf = *copy.dst;
+    int64_t esize = static_cast<int64_t>(getEKindSize(copy.ek));
+    int64_t end = copy.byte + esize * static_cast<int64_t>(copy.vals.size());
+    for (int64_t g = copy.byte >> buf.gshift; g <= (end - 1) >> buf.gshift; ++g)
+      buf.shadow[g].pendOp = nullptr;
+  };
+  for (ThreadAsync &a : f.async) {
+    for (PendingCopy &c : a.uncommitted)
+      drop(c);
+    for (auto &group : a.groups)
+      for (PendingCopy &c : group)
+        drop(c);
+    a.uncommitted.clear();
+    a.groups.clear();
+  }
+  f.anyAsync = false;
 }
 
 //===----------------------------------------------------------------------===//
@@ -2273,7 +3641,8 @@ LogicalResult Interpreter::runHostFunction(StringRef name,
 LogicalResult Interpreter::runKernel(Operation *kernel,
                                      std::array<int64_t, 3> grid,
                                      std::array<int64_t, 3> block,
-                                     ArrayRef<HostMemRef> args) {
+                                     ArrayRef<HostMemRef> args,
+                                     int64_t dynamicSharedBytes) {
   FailureOr<const CFunction *> fn = impl->getCompiled(kernel);
   if (failed(fn))
     return failure();
@@ -2283,7 +3652,8 @@ LogicalResult Interpreter::runKernel(Operation *kernel,
       impl->bindHostArgs(kernel, (*fn)->argTypes, args);
   if (failed(vals))
     return failure();
-  if (failed(impl->launch(kernel, **fn, grid, block, *vals, {})))
+  if (failed(impl->launch(kernel, **fn, grid, block, *vals, {},
+                          dynamicSharedBytes)))
     return failure();
   return impl->finish(kernel->getLoc());
 }

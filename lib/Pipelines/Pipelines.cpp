@@ -25,6 +25,25 @@
 
 using namespace mlir;
 
+namespace {
+/// Rejects an unknown `cpu-kernel` with a diagnostic.
+struct CheckCPUOptionsPass
+    : public PassWrapper<CheckCPUOptionsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckCPUOptionsPass)
+  explicit CheckCPUOptionsPass(std::string kernel) : kernel(std::move(kernel)) {}
+  StringRef getArgument() const final { return "fa-check-cpu-options"; }
+  void runOnOperation() override {
+    if (kernel == "vector" || kernel == "tiled")
+      return;
+    emitError(getOperation().getLoc())
+        << "fa-lower-to-cpu: cpu-kernel must be 'vector' or 'tiled', got '"
+        << kernel << "'";
+    signalPassFailure();
+  }
+  std::string kernel;
+};
+} // namespace
+
 void fa::buildLowerToCPUPipeline(OpPassManager &pm,
                                  const LowerToCPUOptions &options) {
   // fa ops -> tiled loops on tensors (or the naive reference, or the GPU
@@ -39,10 +58,31 @@ void fa::buildLowerToCPUPipeline(OpPassManager &pm,
   }
   if (options.reference)
     pm.addPass(createFADecomposeReferencePass());
+  pm.addPass(std::make_unique<CheckCPUOptionsPass>(options.cpuKernel));
+  // Kernel-form attention -> the vectorized kernel (on memrefs); whatever
+  // is left takes the tiled path.
+  if (options.cpuKernel == "vector" && !options.promoted &&
+      !options.reference) {
+    FACpuAttentionPassOptions cpuOpts;
+    cpuOpts.vectorWidth = options.vectorWidth;
+    cpuOpts.blockQ = options.cpuBlockQ > 0 ? int64_t(options.cpuBlockQ)
+                                           : 4 * options.vectorWidth;
+    cpuOpts.blockKV = options.cpuBlockKV;
+    cpuOpts.parallel = options.parallel;
+    // Register blocks sized for the register file: 32 vector registers with
+    // AVX-512 (6 x 4 and 4 x 4 accumulators), 16 below (2 x 4 and 2 x 4).
+    if (options.vectorWidth < 16) {
+      cpuOpts.keyRows = 2;
+      cpuOpts.pvRows = 2;
+    }
+    pm.addPass(createFACpuAttentionPass(cpuOpts));
+  }
   pm.addPass(createFATileAttentionPass(
       FATileAttentionPassOptions{options.blockQ, options.blockKV}));
-  pm.addPass(
-      createFAOnlineSoftmaxPass(FAOnlineSoftmaxPassOptions{options.softmaxTile}));
+  FAOnlineSoftmaxPassOptions softmaxOpts;
+  softmaxOpts.tileSize = options.softmaxTile;
+  softmaxOpts.vectorWidth = options.vectorWidth;
+  pm.addPass(createFAOnlineSoftmaxPass(softmaxOpts));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
@@ -99,6 +139,15 @@ bool fa::isSupportedChip(StringRef chip) {
 
 void fa::buildMapToGPUPipeline(OpPassManager &pm,
                                const LowerToNVVMOptions &options) {
+  // Tensor-core kernels for the eligible functions; the others stay for
+  // the SIMT path below.
+  if (options.tensorCores) {
+    FAMapToTensorCoresPassOptions tcOpts;
+    tcOpts.blockQ = options.tcBlockQ;
+    tcOpts.blockKV = options.tcBlockKV;
+    tcOpts.stages = options.tcStages;
+    pm.addPass(createFAMapToTensorCoresPass(tcOpts));
+  }
   FAPromoteSharedPassOptions promoteOpts;
   promoteOpts.blockQ = options.blockQ;
   promoteOpts.blockKV = options.blockKV;
@@ -173,6 +222,8 @@ void fa::buildNVVMCodegenPipeline(OpPassManager &pm,
   nvvm.cubinFeatures = options.features;
   nvvm.cubinFormat = options.format;
   nvvm.optLevel = options.optLevel;
+  // bf16 mma.sync of the tensor-core kernels: upstream cannot lower it.
+  pm.addPass(createFALegalizeMmaBF16Pass());
   gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
 }
 

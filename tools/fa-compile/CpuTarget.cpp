@@ -247,22 +247,29 @@ Error mlir::fa::compile::emitCpuArtifacts(KernelJob &job,
   rt::KernelMetadata &md = job.metadata;
   ModuleOp module = *job.module;
 
-  // fa ops -> LLVM dialect.
+  Expected<std::unique_ptr<llvm::TargetMachine>> tm =
+      createTargetMachine(options.cpu);
+  if (!tm)
+    return tm.takeError();
+
+  // fa ops -> LLVM dialect. The vector kernels use the target's widest
+  // f32 vectors: 16 lanes with AVX-512, else 8 (AVX2, or two SSE halves).
   PassManager pm(module.getContext());
   LowerToCPUOptions lowering;
   lowering.blockQ = options.blockQ;
   lowering.blockKV = options.blockKV;
   lowering.softmaxTile = options.softmaxTile;
+  const llvm::MCSubtargetInfo *sti = (*tm)->getMCSubtargetInfo();
+  bool avx512 = sti && sti->getTargetTriple().isX86() &&
+                sti->checkFeatures("+avx512f");
+  lowering.vectorWidth = avx512 ? 16 : 8;
+  lowering.cpuBlockQ = avx512 ? 64 : 32;
   buildLowerToCPUPipeline(pm, lowering);
   if (failed(pm.run(module)))
     return makeError("lowering kernel '" + md.name +
                      "' with fa-lower-to-cpu failed");
 
   // LLVM dialect -> optimized LLVM IR -> object.
-  Expected<std::unique_ptr<llvm::TargetMachine>> tm =
-      createTargetMachine(options.cpu);
-  if (!tm)
-    return tm.takeError();
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext, md.name);

@@ -62,6 +62,9 @@ struct CompileOptions {
   /// GPU tile sizes (0: chosen by fa-promote-shared from the shared-memory
   /// budget); set from --block-q / --block-kv when given explicitly.
   int64_t gpuBlockQ = 0, gpuBlockKV = 0;
+  /// GPU: tensor-core kernels (fa-map-to-tensor-cores) for the eligible
+  /// f16/bf16 attention kernels; the others keep the SIMT path.
+  bool tensorCores = false;
 };
 
 //===----------------------------------------------------------------------===//

@@ -5,11 +5,13 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The GPU path of fa-compile: fa-promote-shared and fa-map-to-gpu (which
-// fix the launch configuration), then the NVVM code generation down to
-// PTX; `<name>.cubin` from ptxas where it exists; a C header; metadata with
-// the launch configuration. The driver has validated the options and the
-// chip name (options.target) before calling this.
+// The GPU path of fa-compile: fa-map-to-tensor-cores where enabled,
+// fa-promote-shared and fa-map-to-gpu (which fix the launch configuration,
+// incl. the dynamic shared memory of the tensor-core kernels), then the
+// NVVM code generation down to PTX; `<name>.cubin` from ptxas where it
+// exists; a C header; metadata with the launch configuration. The driver
+// has validated the options and the chip name (options.target) before
+// calling this.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +22,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -122,6 +125,13 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   nvvm.features = llvm::formatv("+ptx{0}", *ptx).str();
   nvvm.blockQ = options.gpuBlockQ;
   nvvm.blockKV = options.gpuBlockKV;
+  // Tensor-core kernels (fa-map-to-tensor-cores) for the eligible f16/bf16
+  // kernels; the others keep the SIMT path.
+  nvvm.tensorCores = options.tensorCores;
+  if (options.gpuBlockQ > 0)
+    nvvm.tcBlockQ = options.gpuBlockQ;
+  if (options.gpuBlockKV > 0)
+    nvvm.tcBlockKV = options.gpuBlockKV;
 
   // Promotion and mapping fix the launch configuration.
   PassManager mapping(module.getContext());
@@ -150,6 +160,23 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
                     ((type.getElementTypeBitWidth() + 7) / 8);
   });
 
+  // Dynamic workgroup memory, as the host launches the kernel.
+  int64_t dynamicShared = 0;
+  WalkResult dynWalk = module.walk([&](gpu::LaunchFuncOp launch) {
+    Value size = launch.getDynamicSharedMemorySize();
+    if (!size)
+      return WalkResult::advance();
+    std::optional<int64_t> bytes = getConstantIntValue(size);
+    if (!bytes)
+      return WalkResult::interrupt();
+    dynamicShared = std::max(dynamicShared, *bytes);
+    return WalkResult::advance();
+  });
+  if (dynWalk.wasInterrupted())
+    return makeError("kernel '" + md.name +
+                     "': the launch's dynamic shared memory size is not a "
+                     "constant");
+
   // Kernels -> PTX.
   PassManager codegen(module.getContext());
   buildNVVMCodegenPipeline(codegen, nvvm);
@@ -174,7 +201,7 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   launch.block = {getInt("threads"), 1, 1};
   launch.grid = {"ceil(Nq/block_q)", "Hq", "B"};
   launch.staticSharedBytes = staticShared;
-  launch.dynamicSharedBytes = 0;
+  launch.dynamicSharedBytes = dynamicShared;
   md.launch = launch;
 
   md.files.ptx = md.name + ".ptx";

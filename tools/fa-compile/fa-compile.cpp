@@ -91,6 +91,12 @@ cl::opt<int64_t> blockQ("block-q", cl::desc("Query rows per tile"),
 cl::opt<int64_t> blockKV("block-kv", cl::desc("Keys per key/value tile"),
                          cl::value_desc("N"), cl::init(64),
                          cl::cat(compileCategory));
+cl::opt<bool> tensorCores(
+    "tensor-cores",
+    cl::desc("GPU targets: f16/bf16 attention on tensor cores (mma.sync fed "
+             "by ldmatrix, cp.async K/V pipeline); f32 and head dims that "
+             "are not multiples of 16 keep the SIMT kernel"),
+    cl::init(false), cl::cat(compileCategory));
 cl::opt<int64_t> softmaxTile("softmax-tile",
                              cl::desc("Row elements per softmax tile"),
                              cl::value_desc("N"), cl::init(256),
@@ -208,6 +214,7 @@ static Error checkCommonOptions(CompileOptions &options) {
   options.cc = ccName;
   options.blockQ = blockQ;
   options.blockKV = blockKV;
+  options.tensorCores = tensorCores;
   if (blockQ.getNumOccurrences())
     options.gpuBlockQ = blockQ;
   if (blockKV.getNumOccurrences())

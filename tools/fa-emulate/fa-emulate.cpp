@@ -19,7 +19,9 @@
 // is already mapped, in which case --arg-roles names the role of each
 // argument of the host function. The host function runs under the
 // interpreter too: its gpu.launch_func computes the grid from the memref
-// descriptors of the inputs.
+// descriptors of the inputs. With --grid (and --block, --dynamic-shared),
+// --kernel names a gpu.func kernel of a mapped module that runs over that
+// grid directly (--arg-roles then names its arguments).
 //
 // Outputs are poisoned with NaN first, every element must have been written
 // by the kernel, and the files are written atomically, only when the run
@@ -28,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/FA.h"
+#include "fa/Emulate/Emulate.h"
 #include "fa/InitAll.h"
 #include "fa/Interpreter/FloatBits.h"
 #include "fa/Interpreter/Interpreter.h"
@@ -157,6 +160,23 @@ cl::opt<std::string> dumpMapped(
     cl::desc("Write the mapped module here; diagnostics then point into "
              "this file"),
     cl::value_desc("file"), cl::cat(emulateCategory));
+cl::opt<bool> tensorCores(
+    "tensor-cores",
+    cl::desc("Map with fa-map-to-tensor-cores first (the default pipeline's "
+             "tensor-cores option: mma.sync kernels for f16/bf16)"),
+    cl::cat(emulateCategory));
+cl::list<int64_t> gridSizes(
+    "grid",
+    cl::desc("Run the gpu.func kernel named by --kernel over this grid "
+             "(x[,y[,z]]) instead of a host function"),
+    cl::CommaSeparated, cl::cat(emulateCategory));
+cl::list<int64_t>
+    blockSizes("block", cl::desc("With --grid: threads per block (x[,y[,z]])"),
+               cl::CommaSeparated, cl::cat(emulateCategory));
+cl::opt<int64_t> dynamicShared(
+    "dynamic-shared",
+    cl::desc("With --grid: bytes of dynamic shared memory per block"),
+    cl::init(0), cl::cat(emulateCategory));
 cl::opt<bool> printTimes("time",
                          cl::desc("Print times and counters (to stderr)"),
                          cl::cat(emulateCategory));
@@ -290,14 +310,13 @@ FailureOr<SmallVector<Role>> parseRoles(StringRef text, std::string &error) {
 //===----------------------------------------------------------------------===//
 
 /// The storage of one kernel argument: element bytes in the memref's element
-/// type, plus the written-element mask of outputs.
+/// type.
 struct ArgBuffer {
   Role role;
   std::string file;
   MemRefType type;
   SmallVector<int64_t, 4> shape;
   std::vector<char> bytes;
-  std::vector<uint8_t> written;
 };
 
 size_t elementSize(Type t) {
@@ -392,9 +411,46 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   if (!module)
     return fail("cannot parse '" + inputPath + "'");
 
+  // A bare kernel over an explicit grid.
+  const bool bare = gridSizes.getNumOccurrences() > 0;
+  EmulationLaunch launch;
+  if (bare) {
+    auto dims = [](const cl::list<int64_t> &list, StringRef flag,
+                   std::array<int64_t, 3> &out) -> bool {
+      if (list.empty() || list.size() > 3) {
+        fail(Twine(flag) + " takes 1 to 3 comma-separated sizes");
+        return false;
+      }
+      out = {1, 1, 1};
+      for (auto [i, v] : llvm::enumerate(list))
+        out[i] = v;
+      return true;
+    };
+    if (kernelName.empty())
+      return fail("--grid: name the gpu.func kernel with --kernel");
+    if (!dims(gridSizes, "--grid", launch.grid))
+      return 1;
+    if (!blockSizes.getNumOccurrences())
+      return fail("--grid needs --block");
+    if (!dims(blockSizes, "--block", launch.block))
+      return 1;
+    if (argRoles.empty())
+      return fail("--grid: pass --arg-roles for the kernel's arguments");
+    launch.bareKernel = true;
+    launch.dynamicSharedBytes = dynamicShared;
+  } else if (blockSizes.getNumOccurrences() ||
+             dynamicShared.getNumOccurrences()) {
+    return fail("--block and --dynamic-shared apply with --grid only");
+  }
+
   // The kernel function.
   func::FuncOp func;
-  if (!kernelName.empty()) {
+  Operation *kernel = nullptr;
+  if (bare) {
+    kernel = lookupKernel(*module, kernelName);
+    if (!kernel)
+      return fail(inputPath + ": no gpu.func kernel @" + kernelName);
+  } else if (!kernelName.empty()) {
     func = module->lookupSymbol<func::FuncOp>(kernelName);
     if (!func)
       return fail(inputPath + ": no func.func @" + kernelName);
@@ -415,11 +471,14 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
                   "with --kernel");
     func = candidates.front();
   }
-  std::string funcName = func.getSymName().str();
+  std::string funcName = bare ? kernelName.getValue() : func.getSymName().str();
+  unsigned numArgs = bare ? cast<FunctionOpInterface>(kernel).getNumArguments()
+                          : func.getNumArguments();
 
   // The argument roles.
   SmallVector<AttentionOp> attentions;
-  func.walk([&](AttentionOp op) { attentions.push_back(op); });
+  if (func)
+    func.walk([&](AttentionOp op) { attentions.push_back(op); });
   SmallVector<Role> roles;
   std::string error;
   if (!argRoles.empty()) {
@@ -439,10 +498,10 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
                                     : " holds several fa.attention ops") +
                 "; pass --arg-roles");
   }
-  if (roles.size() != func.getNumArguments())
+  if (roles.size() != numArgs)
     return fail(formatv("--arg-roles names {0} roles but @{1} has {2} "
                         "arguments",
-                        roles.size(), funcName, func.getNumArguments())
+                        roles.size(), funcName, numArgs)
                     .str());
   for (Role r : {Role::Q, Role::K, Role::V, Role::O})
     if (!llvm::is_contained(roles, r))
@@ -453,55 +512,34 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   module->walk([&](gpu::GPUModuleOp) { mapped = true; });
   OwningOpRef<ModuleOp> kernelModule;
   llvm::SourceMgr mappedMgr;
-  if (!attentions.empty() || !mapped) {
-    PassManager pm(&ctx);
-    if (!pipelineText.empty()) {
-      // The pass manager is anchored on builtin.module already.
-      StringRef text = StringRef(pipelineText).trim();
-      if (text.consume_front("builtin.module(") && text.consume_back(")"))
-        text = text.trim();
-      else
-        text = StringRef(pipelineText).trim();
-      if (failed(parsePassPipeline(text, pm, llvm::errs())))
-        return fail("--pipeline: cannot parse '" + pipelineText + "'");
-    } else {
-      LowerToNVVMOptions options;
-      options.blockQ = blockQ;
-      options.blockKV = blockKV;
-      options.warps = numWarps;
-      buildMapToGPUPipeline(pm, options);
-    }
-    if (failed(pm.run(*module)))
-      return fail(inputPath + ": mapping @" + funcName + " to the GPU failed");
-    // Re-parse the mapped module so that diagnostics point into its text
-    // (the --dump-mapped file, or "<mapped>") rather than at the
-    // fa.attention every mapped op was created from.
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    module->print(os);
-    if (!dumpMapped.empty()) {
-      std::string err;
-      auto out = openOutputFile(dumpMapped, &err);
-      if (!out)
-        return fail(err);
-      out->os() << text;
-      out->keep();
-    }
-    mappedMgr.AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBufferCopy(
-            text, dumpMapped.empty() ? "<mapped>" : dumpMapped.getValue()),
-        llvm::SMLoc());
-    kernelModule = parseSourceFile<ModuleOp>(mappedMgr, ParserConfig(&ctx));
+  if (!bare && (!attentions.empty() || !mapped)) {
+    EmulationMapOptions mapOptions;
+    mapOptions.pipeline = pipelineText;
+    mapOptions.lowering.blockQ = blockQ;
+    mapOptions.lowering.blockKV = blockKV;
+    mapOptions.lowering.warps = numWarps;
+    mapOptions.lowering.tensorCores = tensorCores;
+    mapOptions.dumpPath = dumpMapped;
+    kernelModule = mapForEmulation(*module, mapOptions, mappedMgr, error);
     if (!kernelModule)
-      return fail("cannot re-parse the mapped module");
+      return fail(inputPath + ": @" + funcName + ": " + error);
   } else {
     if (!dumpMapped.empty())
       return fail("--dump-mapped: " + inputPath + " is mapped already");
     kernelModule = std::move(module);
   }
-  func::FuncOp host = kernelModule->lookupSymbol<func::FuncOp>(funcName);
-  if (!host)
-    return fail("the mapped module has no @" + funcName);
+  SmallVector<Type> argTypes;
+  if (bare) {
+    kernel = lookupKernel(*kernelModule, kernelName);
+    llvm::append_range(argTypes,
+                       cast<FunctionOpInterface>(kernel).getArgumentTypes());
+  } else {
+    func::FuncOp host = kernelModule->lookupSymbol<func::FuncOp>(funcName);
+    if (!host)
+      return fail("the mapped module has no @" + funcName);
+    llvm::append_range(argTypes, host.getArgumentTypes());
+  }
+  launch.function = funcName;
   auto t1 = Clock::now();
 
   // Inputs.
@@ -524,7 +562,7 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
       return false;
     }
     unsigned idx = llvm::find(roles, role) - roles.begin();
-    auto type = dyn_cast<MemRefType>(host.getArgument(idx).getType());
+    auto type = dyn_cast<MemRefType>(argTypes[idx]);
     if (!type) {
       fail(
           formatv("argument {0} of @{1} is not a memref", idx, funcName).str());
@@ -604,7 +642,7 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   for (auto [i, role] : llvm::enumerate(roles)) {
     ArgBuffer &buf = buffers[i];
     buf.role = role;
-    buf.type = cast<MemRefType>(host.getArgument(i).getType());
+    buf.type = cast<MemRefType>(argTypes[i]);
     Type elt = buf.type.getElementType();
     std::optional<NpyArray> *input = role == Role::Q        ? &q
                                      : role == Role::K      ? &k
@@ -649,22 +687,22 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
     for (int64_t s : buf.shape)
       n *= s;
     buf.bytes.assign(static_cast<size_t>(n) * elementSize(elt), 0);
-    buf.written.assign(static_cast<size_t>(n), 0);
     poisonOutput(buf);
   }
 
-  SmallVector<HostMemRef> args;
+  SmallVector<EmulationBuffer> args;
   for (ArgBuffer &buf : buffers) {
-    std::string name = buf.role == Role::Q        ? "Q"
-                       : buf.role == Role::K      ? "K"
-                       : buf.role == Role::V      ? "V"
-                       : buf.role == Role::KvLens ? "kv_lens"
-                       : buf.role == Role::Mask   ? "mask"
-                       : buf.role == Role::O      ? "O"
-                                                  : "LSE";
-    HostMemRef m = HostMemRef::getDense(name, buf.bytes.data(), buf.shape);
-    if (buf.role == Role::O || buf.role == Role::Lse)
-      m.writtenMask = buf.written.data();
+    EmulationBuffer m;
+    m.name = buf.role == Role::Q        ? "Q"
+             : buf.role == Role::K      ? "K"
+             : buf.role == Role::V      ? "V"
+             : buf.role == Role::KvLens ? "kv_lens"
+             : buf.role == Role::Mask   ? "mask"
+             : buf.role == Role::O      ? "O"
+                                        : "LSE";
+    m.data = buf.bytes.data();
+    m.shape = buf.shape;
+    m.isOutput = buf.role == Role::O || buf.role == Role::Lse;
     args.push_back(std::move(m));
   }
 
@@ -675,11 +713,11 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   options.shuffleMemoryOrder = shuffleOrder;
   options.seed = seed;
   options.maxReports = maxReports;
-  Interpreter interpreter(*kernelModule, options);
   auto t2 = Clock::now();
-  LogicalResult result = interpreter.runHostFunction(funcName, args);
+  InterpreterStats stats;
+  LogicalResult result =
+      runEmulation(*kernelModule, launch, args, options, error, &stats);
   auto t3 = Clock::now();
-  const InterpreterStats &stats = interpreter.getStats();
   if (printTimes) {
     auto secs = [](auto a, auto b) {
       return std::chrono::duration<double>(b - a).count();
@@ -691,27 +729,7 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
         stats.threadOps, stats.barriers);
   }
   if (failed(result))
-    return fail("the kernel failed under the interpreter; no output written");
-
-  // Every output element must have been written.
-  for (ArgBuffer &buf : buffers) {
-    if (buf.written.empty())
-      continue;
-    size_t missing = llvm::count(buf.written, 0);
-    if (!missing)
-      continue;
-    size_t first = llvm::find(buf.written, 0) - buf.written.begin();
-    SmallVector<int64_t, 4> idx(buf.shape.size());
-    for (size_t d = buf.shape.size(), rest = first; d-- > 0;) {
-      idx[d] = static_cast<int64_t>(rest % buf.shape[d]);
-      rest /= buf.shape[d];
-    }
-    return fail(formatv("the kernel left {0} of the {1} elements of {2} "
-                        "unwritten (the first at {3}); no output written",
-                        missing, buf.written.size(),
-                        buf.role == Role::O ? "O" : "LSE", formatShape(idx))
-                    .str());
-  }
+    return fail(error);
 
   for (ArgBuffer &buf : buffers) {
     bool isOutput = buf.role == Role::O || buf.role == Role::Lse;

@@ -136,6 +136,7 @@ mlir::fa::run::runAttentionOnCuda(MLIRContext &ctx, rt::KernelMetadata md,
   compileOptions.target = result.chip;
   compileOptions.gpuBlockQ = options.gpuBlockQ;
   compileOptions.gpuBlockKV = options.gpuBlockKV;
+  compileOptions.tensorCores = options.tensorCores;
   Expected<std::unique_ptr<compile::ArtifactStage>> stage =
       compile::ArtifactStage::create();
   if (!stage)

@@ -53,6 +53,8 @@ struct CudaRunOptions {
   std::string chip;
   /// GPU tile sizes; 0 lets fa-promote-shared choose.
   int64_t gpuBlockQ = 0, gpuBlockKV = 0;
+  /// Tensor-core kernels for eligible f16/bf16 attention.
+  bool tensorCores = false;
   /// Where the PTX and metadata go; empty: a temporary directory, removed
   /// afterwards.
   std::string artifactsDir;

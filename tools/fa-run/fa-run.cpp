@@ -10,7 +10,8 @@
 //   fa-run attention --q Q.npy --k K.npy --v V.npy -o O.npy [--lse LSE.npy]
 //                    [--causal none|top-left|bottom-right] [--kv-lens L.npy]
 //                    [--mask M.npy] [--scale S] [--block-q N] [--block-kv N]
-//                    [--device cpu|cuda|auto] [--chip sm_XX] [--artifacts DIR]
+//                    [--device cpu|cuda|emulate|auto] [--chip sm_XX]
+//                    [--artifacts DIR]
 //   fa-run softmax --x X.npy -o Y.npy [--dim D] [--tile N]
 //
 // Every input is validated (files, dtypes, ranks, dims) before anything is
@@ -24,7 +25,10 @@
 // With --device cuda (or auto, when a CUDA device is present) the attention
 // kernel goes through fa-compile's GPU path instead (fa-lower-to-nvvm, PTX
 // and fa-kernel/1 metadata in a directory) and runs through FARuntime on
-// device buffers (CudaRun.cpp).
+// device buffers (CudaRun.cpp). With --device emulate it is mapped to the
+// final GPU IR (fa-promote-shared + fa-map-to-gpu, as fa-emulate does) and
+// run on the CPU under the SIMT interpreter of fa/Interpreter, with its race,
+// bounds and initialization checks (lib/Emulate, shared with fa-emulate).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +36,7 @@
 #include "FACompile.h"
 
 #include "fa/Dialect/FA/IR/FA.h"
+#include "fa/Emulate/Emulate.h"
 #include "fa/InitAll.h"
 #include "fa/Runtime/FARuntime.h"
 #include "fa/Runtime/KernelMetadata.h"
@@ -65,6 +70,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -108,10 +114,19 @@ cl::opt<std::string> outputPath("o", cl::desc("Output .npy file"),
 cl::opt<std::string> deviceName(
     "device",
     cl::desc("Where to run the kernel: cpu (JIT, the default), cuda (PTX "
-             "through FARuntime and the CUDA driver; attention only) or auto "
-             "(cuda when a CUDA device is present, else the CPU with a note)"),
-    cl::value_desc("cpu|cuda|auto"), cl::init("cpu"), cl::sub(attentionCmd),
-    cl::sub(softmaxCmd), cl::cat(runCategory));
+             "through FARuntime and the CUDA driver; attention only), "
+             "emulate (the GPU kernel's final IR under fa's SIMT interpreter "
+             "on the CPU, with race and bounds checks; attention only) or "
+             "auto (cuda when a CUDA device is present, else the CPU with a "
+             "note)"),
+    cl::value_desc("cpu|cuda|emulate|auto"), cl::init("cpu"),
+    cl::sub(attentionCmd), cl::sub(softmaxCmd), cl::cat(runCategory));
+cl::opt<bool> tensorCores(
+    "tensor-cores",
+    cl::desc("GPU kernels (--device cuda, emulate, auto): f16/bf16 attention "
+             "on tensor cores (fa-map-to-tensor-cores: mma.sync fed by "
+             "ldmatrix, cp.async K/V pipeline); f32 keeps the SIMT kernel"),
+    cl::sub(attentionCmd), cl::cat(runCategory));
 cl::opt<std::string> chipName(
     "chip",
     cl::desc("With --device cuda: the chip to compile for (sm_80, sm_86, "
@@ -137,6 +152,12 @@ cl::opt<bool> doubleBuffer(
     cl::desc("With --promoted: two K/V slots, tile j+1 copied while tile j "
              "is computed (fa-promote-shared{double-buffer})"),
     cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<std::string> cpuKernel(
+    "cpu-kernel",
+    cl::desc("CPU attention kernel: vector (fa-cpu-attention, the default) "
+             "or tiled (fa-tile-attention)"),
+    cl::value_desc("kind"), cl::init("vector"), cl::sub(attentionCmd),
+    cl::cat(runCategory));
 cl::opt<bool> parallelRun(
     "parallel",
     cl::desc("CPU: run the (batch, head, query tile) loop on OpenMP threads "
@@ -470,7 +491,8 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
   return llvm::formatv("fa-lower-to-cpu{{block-q={0} block-kv={1} "
                        "softmax-tile={2} reference={3} promoted={4} "
                        "gpu-block-q={5} gpu-block-kv={6} "
-                       "gpu-double-buffer={7} parallel={8}}",
+                       "gpu-double-buffer={7} parallel={8} "
+                       "cpu-kernel={9}}",
                        bq, bkv, tile, referenceLowering ? "true" : "false",
                        promotedLowering ? "true" : "false",
                        // The promoted form picks its own tile sizes unless
@@ -478,12 +500,12 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
                        blockQ.getNumOccurrences() ? bq : 0,
                        blockKV.getNumOccurrences() ? bkv : 0,
                        doubleBuffer ? "true" : "false",
-                       parallelRun ? "true" : "false")
+                       parallelRun ? "true" : "false", cpuKernel.getValue())
       .str();
 }
 
 /// Where the kernel runs, once --device is resolved.
-enum class Device { Cpu, Cuda };
+enum class Device { Cpu, Cuda, Emulate };
 
 /// The options that only the CPU (JIT) path has, given on the command line.
 static llvm::SmallVector<StringRef> getCpuOnlyOptions() {
@@ -494,6 +516,8 @@ static llvm::SmallVector<StringRef> getCpuOnlyOptions() {
     given.push_back("--promoted");
   if (doubleBuffer)
     given.push_back("--double-buffer");
+  if (cpuKernel.getNumOccurrences())
+    given.push_back("--cpu-kernel");
   if (printIRAfterAll)
     given.push_back("--print-ir-after-all");
   if (!dumpLLVMDialect.empty())
@@ -505,9 +529,13 @@ static llvm::SmallVector<StringRef> getCpuOnlyOptions() {
 /// error); `auto` takes one when present and otherwise runs on the CPU with
 /// a one-line note. `op` is "attention" or "softmax".
 static Expected<Device> resolveDevice(StringRef op) {
-  if (deviceName != "cpu" && deviceName != "cuda" && deviceName != "auto")
-    return makeError("--device must be cpu, cuda or auto, got '" +
+  if (deviceName != "cpu" && deviceName != "cuda" && deviceName != "auto" &&
+      deviceName != "emulate")
+    return makeError("--device must be cpu, cuda, emulate or auto, got '" +
                      deviceName + "'");
+  if (deviceName == "cpu" && tensorCores)
+    return makeError("--tensor-cores applies to --device cuda, emulate or "
+                     "auto only");
   bool cudaOnlyOption = chipName.getNumOccurrences() ||
                         artifactsDir.getNumOccurrences();
   if (deviceName == "cpu") {
@@ -518,6 +546,20 @@ static Expected<Device> resolveDevice(StringRef op) {
     return Device::Cpu;
   }
   llvm::SmallVector<StringRef> cpuOnly = getCpuOnlyOptions();
+  if (deviceName == "emulate") {
+    if (op == "softmax")
+      return makeError("--device emulate: softmax has no GPU kernel yet; use "
+                       "--device cpu");
+    if (cudaOnlyOption)
+      return makeError(
+          Twine(chipName.getNumOccurrences() ? "--chip" : "--artifacts") +
+          " applies to --device cuda or auto only");
+    if (!cpuOnly.empty())
+      return makeError("--device emulate: " + llvm::join(cpuOnly, ", ") +
+                       (cpuOnly.size() == 1 ? " applies" : " apply") +
+                       " to the CPU only");
+    return Device::Emulate;
+  }
   if (deviceName == "cuda") {
     if (op == "softmax")
       return makeError("--device cuda: softmax has no GPU kernel yet; use "
@@ -849,6 +891,7 @@ static Error runAttention(MLIRContext &ctx) {
     options.chip = chipName;
     options.gpuBlockQ = blockQ.getNumOccurrences() ? blockQ.getValue() : 0;
     options.gpuBlockKV = blockKV.getNumOccurrences() ? blockKV.getValue() : 0;
+    options.tensorCores = tensorCores;
     options.artifactsDir = artifactsDir;
     Expected<run::CudaRunResult> ran =
         run::runAttentionOnCuda(ctx, md, operands, options);
@@ -935,6 +978,58 @@ static Error runAttention(MLIRContext &ctx) {
   if (lse)
     materialize(b, loc, attention.getLseResult(), lseMem);
   func::ReturnOp::create(b, loc);
+
+  if (*device == Device::Emulate) {
+    // fa-emulate's default mapping, then the interpreter on the host
+    // function, which launches the kernel over its grid.
+    auto start = std::chrono::steady_clock::now();
+    EmulationMapOptions mapOptions;
+    mapOptions.lowering.blockQ =
+        blockQ.getNumOccurrences() ? blockQ.getValue() : 0;
+    mapOptions.lowering.blockKV =
+        blockKV.getNumOccurrences() ? blockKV.getValue() : 0;
+    mapOptions.lowering.tensorCores = tensorCores;
+    if (blockQ.getNumOccurrences())
+      mapOptions.lowering.tcBlockQ = blockQ.getValue();
+    if (blockKV.getNumOccurrences())
+      mapOptions.lowering.tcBlockKV = blockKV.getValue();
+    llvm::SourceMgr mappedMgr;
+    std::string error;
+    OwningOpRef<ModuleOp> mapped =
+        mapForEmulation(*module, mapOptions, mappedMgr, error);
+    if (!mapped)
+      return makeError("--device emulate: " + error);
+    double compileMs = millisecondsSince(start);
+    llvm::SmallVector<EmulationBuffer> buffers;
+    auto add = [&](StringRef name, NpyArray &array, bool isOutput) {
+      EmulationBuffer buf;
+      buf.name = name.str();
+      buf.data = array.getData();
+      buf.shape.assign(array.getShape().begin(), array.getShape().end());
+      buf.isOutput = isOutput;
+      buffers.push_back(std::move(buf));
+    };
+    add("Q", q->array, false);
+    add("K", k->array, false);
+    add("V", v->array, false);
+    if (lens)
+      add("kv_lens", lens->array, false);
+    if (mask)
+      add("mask", mask->array, false);
+    add("O", out, true);
+    if (lse)
+      add("LSE", *lse, true);
+    InterpreterOptions options;
+    options.checkRaces = true;
+    EmulationLaunch launch;
+    launch.function = "fa_kernel";
+    start = std::chrono::steady_clock::now();
+    if (failed(runEmulation(*mapped, launch, buffers, options, error)))
+      return makeError("--device emulate: " + error);
+    return finish(compileMs, millisecondsSince(start),
+                  tensorCores ? "emulate (SIMT interpreter, tensor cores)"
+                              : "emulate (SIMT interpreter)");
+  }
 
   // Run.
   llvm::SmallVector<MemRefDescriptor> descriptors;

@@ -14,17 +14,39 @@
 // Execution model:
 //
 // * One block at a time; the threads of the block run in lock step. Every
-//   SSA value holds one value per thread and every op executes for all
-//   threads of an active set together.
+//   SSA value holds one value per thread (a vector one per element and
+//   thread) and every op executes for all threads of an active set
+//   together.
 // * Divergence: `scf.if` runs its regions under complementary thread sets
 //   (then first); `scf.for` with per-thread bounds iterates while any
 //   thread of the set is in range, each thread keeping its own induction
-//   variable and iter_args. Unstructured control flow (`cf`, multi-block
-//   regions) is rejected.
+//   variable and iter_args. Unstructured control flow (`cf.br`,
+//   `cf.cond_br`) is supported in function bodies when every branch is
+//   uniform across the active threads; a divergent branch is an error.
 // * `gpu.barrier` requires every thread of the block to be active (a
 //   barrier in divergent code is an error) and starts a new barrier
 //   interval. `gpu.shuffle` (width 32) acts on the 32 lanes of each warp
 //   with the PTX `shfl.sync` semantics and requires all of them active.
+// * Tensor cores, from the PTX ISA's fragment definitions (all 32 lanes of
+//   the warp active): `nvgpu.ldmatrix` (x1/x2/x4, .trans, f16/bf16; lanes
+//   8i..8i+7 give the row addresses of matrix i, each row 16-byte aligned
+//   and in bounds; lane l gets row l/4, columns 2(l%4)+{0,1}), and
+//   `nvgpu.mma.sync` m16n8k16 / m16n8k8 with f16 or bf16 inputs and f32 or
+//   f16 accumulators (g = lane/4, t = lane%4: a0,a1 row g cols 2t,2t+1;
+//   a2,a3 row g+8; a4..a7 cols +8; b0,b1 k = 2t,2t+1 col g; b2,b3 k + 8;
+//   c0,c1 row g cols 2t,2t+1; c2,c3 row g+8); products are exact in double,
+//   accumulated in double and rounded once per element.
+// * Async copies: `nvgpu.device_async_copy` reads its source when issued
+//   (elements past srcElements are zero-filled) and stays pending per
+//   thread until that thread's `device_async_wait {numGroups = N}` retires
+//   its group (every group but the N most recently committed by
+//   `device_async_create_group`; tokens are ignored, as in the PTX
+//   lowering). Reading or writing an element of a pending copy is an error
+//   naming both ops; the completion counts as a write by the copying
+//   thread in the wait's barrier interval.
+// * Dynamic shared memory (the launch's dynamicSharedMemorySize bytes) is a
+//   byte buffer viewed through `memref.view`; `memref.subview` and
+//   `memref.view` need thread-uniform operands.
 // * Memory: global memrefs are host buffers with their descriptors;
 //   workgroup globals and workgroup attributions are per-block buffers,
 //   poisoned (NaN for floats) at the start of every block. Every index is
@@ -145,10 +167,12 @@ public:
 
   /// Runs the kernel `kernel` (a `gpu.func` with the `kernel` attribute)
   /// over `grid` blocks of `block` threads on `args` (one per kernel
-  /// argument; memrefs only).
+  /// argument; memrefs only), with `dynamicSharedBytes` bytes of dynamic
+  /// shared memory per block.
   LogicalResult runKernel(Operation *kernel, std::array<int64_t, 3> grid,
                           std::array<int64_t, 3> block,
-                          ArrayRef<HostMemRef> args);
+                          ArrayRef<HostMemRef> args,
+                          int64_t dynamicSharedBytes = 0);
 
   /// Checks that every op reachable from the host function `name` (and the
   /// kernels it launches) is supported, reporting the first that is not.

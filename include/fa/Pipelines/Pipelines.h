@@ -41,6 +41,26 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
                      "OpenMP threads; the module then needs the OpenMP "
                      "runtime (libomp). The promoted form stays sequential"),
       llvm::cl::init(false)};
+  PassOptions::Option<std::string> cpuKernel{
+      *this, "cpu-kernel",
+      llvm::cl::desc("Attention kernel in kernel form: 'vector' (fa-cpu-"
+                     "attention: register-blocked SIMD micro-kernels) or "
+                     "'tiled' (fa-tile-attention: linalg per tile). Other "
+                     "forms always take the tiled path"),
+      llvm::cl::init("vector")};
+  PassOptions::Option<int64_t> vectorWidth{
+      *this, "vector-width",
+      llvm::cl::desc("fa-cpu-attention and the softmax: f32 lanes per vector "
+                     "(16: AVX-512, 8: AVX2)"),
+      llvm::cl::init(16)};
+  PassOptions::Option<int64_t> cpuBlockQ{
+      *this, "cpu-block-q",
+      llvm::cl::desc("fa-cpu-attention query rows per tile (0: four "
+                     "vectors, 4 * vector-width)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> cpuBlockKV{
+      *this, "cpu-block-kv",
+      llvm::cl::desc("fa-cpu-attention keys per tile"), llvm::cl::init(64)};
   PassOptions::Option<bool> promoted{
       *this, "promoted",
       llvm::cl::desc("Run the GPU path's promoted form (fa-promote-shared: "
@@ -91,6 +111,24 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       *this, "double-buffer",
       llvm::cl::desc("Two K/V slots: copy tile j+1 while tile j is computed"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> tensorCores{
+      *this, "tensor-cores",
+      llvm::cl::desc("Run fa-map-to-tensor-cores first: f16/bf16 kernels "
+                     "with head dims multiples of 16 get mma.sync/ldmatrix/"
+                     "cp.async kernels, the others the SIMT path"),
+      llvm::cl::init(false)};
+  PassOptions::Option<int64_t> tcBlockQ{
+      *this, "tc-block-q",
+      llvm::cl::desc("fa-map-to-tensor-cores block-q (16 rows per warp)"),
+      llvm::cl::init(64)};
+  PassOptions::Option<int64_t> tcBlockKV{
+      *this, "tc-block-kv",
+      llvm::cl::desc("fa-map-to-tensor-cores block-kv (0: automatic)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> tcStages{
+      *this, "tc-stages",
+      llvm::cl::desc("fa-map-to-tensor-cores cp.async pipeline stages"),
+      llvm::cl::init(2)};
 };
 
 /// The chips `fa-lower-to-nvvm` accepts.

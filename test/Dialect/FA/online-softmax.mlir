@@ -1,4 +1,50 @@
-// RUN: fa-opt %s -split-input-file -fa-online-softmax="tile-size=64" | FileCheck %s
+// RUN: fa-opt %s -split-input-file -fa-online-softmax="tile-size=64 vector-width=0" | FileCheck %s
+// RUN: fa-opt %s -split-input-file -fa-online-softmax="tile-size=40" | FileCheck %s --check-prefix=VEC
+// RUN: not fa-opt %s -fa-online-softmax="vector-width=-1" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: error: fa-online-softmax: vector-width must be 0 (scalar) or positive, got -1
+
+// Vectorized (softmax dim innermost): tiles rounded up to whole vectors
+// (40 -> 48 = 3 x 16). Sweep 1 over the full tiles reads in bounds and
+// keeps the max and the sum per lane, rescaling the sum by
+// exp(m_old - m_new) per lane (a polynomial: multiply-adds and exponent bits);
+// a masked tail tile follows; the lanes are combined once. Sweep 2 writes
+// exp(x - M) * (1 / L) a vector at a time, then a masked tail vector.
+// VEC-LABEL: func.func @rows
+//       VEC:   scf.forall
+//       VEC:     %[[N:.*]] = tensor.dim
+//       VEC:     %[[FULL:.*]] = arith.divui %[[N]], %c48
+//       VEC:     %[[SW:.*]]:2 = scf.for %{{.*}} = %{{.*}} to %[[FULL]] {{.*}} -> (vector<16xf32>, vector<16xf32>) {
+//       VEC:       vector.transfer_read {{.*}} {in_bounds = [true]} : tensor<?xf32>, vector<16xf32>
+//       VEC:       vector.transfer_read {{.*}} {in_bounds = [true]} : tensor<?xf32>, vector<16xf32>
+//       VEC:       vector.transfer_read {{.*}} {in_bounds = [true]} : tensor<?xf32>, vector<16xf32>
+//   VEC-NOT:       vector.transfer_read
+//       VEC:       arith.maximumf
+//       VEC:       arith.shli
+//   VEC-NOT:       math.exp
+//       VEC:       scf.yield
+//       VEC:     %[[TAIL:.*]]:2 = scf.if
+//       VEC:       vector.transfer_read %{{.*}}[%{{.*}}], %{{.*}} : tensor<?xf32>, vector<16xf32>
+//       VEC:     %[[M:.*]] = vector.reduction <maximumf>, %[[TAIL]]#0
+//       VEC:     %[[L:.*]] = vector.reduction <add>
+//       VEC:     %[[EMPTY:.*]] = arith.cmpf oeq, %[[L]]
+//       VEC:     %[[INV:.*]] = arith.divf %{{.*}}, %[[L]]
+//       VEC:     arith.select %[[EMPTY]], %{{.*}}, %[[INV]]
+//       VEC:     scf.for {{.*}} -> (tensor<?xf32>) {
+//       VEC:       vector.transfer_read {{.*}} {in_bounds = [true]}
+//       VEC:       arith.shli
+//       VEC:       vector.transfer_write {{.*}} {in_bounds = [true]} : vector<16xf32>, tensor<?xf32>
+//       VEC:     scf.if
+//       VEC:       vector.transfer_write %{{.*}}, %{{.*}}[%{{.*}}] : vector<16xf32>, tensor<?xf32>
+//       VEC:     scf.forall.in_parallel
+//       VEC:       tensor.parallel_insert_slice
+
+// Softmax along a middle dim keeps the scalar form.
+// VEC-LABEL: func.func @middle_dim_f16
+//   VEC-NOT:   vector.transfer_read
+//       VEC:   linalg.generic
+// VEC-LABEL: func.func @one_row
+//       VEC:   vector.transfer_read
 
 // Softmax over the last dim: one row per forall iteration; sweep 1 keeps a
 // running max and a running sum rescaled by exp(m_old - m_new); sweep 2

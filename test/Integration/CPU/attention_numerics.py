@@ -2,6 +2,7 @@
 # RUN: env OMP_NUM_THREADS=2 %python %s %fa_run --parallel
 # RUN: %python %s %fa_run --promoted
 # RUN: %python %s %fa_run --promoted --double-buffer
+# RUN: %python %s %fa_run --tiled
 #
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
@@ -149,6 +150,17 @@ CASES = [
          causal="bottom-right", lens=[100, 31]),
     case("f16_float_mask_large", Nq=45, Nk=77, dtype="float16", mag=8.0,
          mask="float", block_q=16, block_kv=32),
+    # Several query and key tiles of the vector kernel with tails, a value
+    # dim that is not a multiple of the vector width, GQA and both
+    # alignments, key lengths cutting a tile.
+    case("vec_tiles_tl", B=2, Hq=4, Hkv=2, Nq=200, Nk=333, D=128, Dv=72,
+         causal="top-left", lens=[333, 150]),
+    case("vec_tiles_br", B=1, Hq=2, Hkv=1, Nq=150, Nk=290, D=24, Dv=40,
+         causal="bottom-right", lens=[201]),
+    case("vec_bool_mask_tiles", B=1, Hq=2, Hkv=2, Nq=130, Nk=270, D=32,
+         mask="bool", mask_shape="1HQK"),
+    case("vec_f16_d256", B=1, Hq=2, Hkv=1, Nq=70, Nk=140, D=256,
+         dtype="float16", causal="bottom-right"),
 ]
 
 #===------------------------------------------------------------------------===#
@@ -278,10 +290,14 @@ def main(argv):
     # --cuda: run every tiled case on the GPU (fa-run --device cuda), where
     # one is present.
     gpu_flags = ("--promoted", "--double-buffer", "--cuda")
-    # --parallel: the tiled path with OpenMP threads (same cases).
+    # --parallel: the CPU path with OpenMP threads (same cases).
     parallel = ["--parallel"] if "--parallel" in argv[2:] else []
+    # --tiled: the linalg-per-tile lowering (fa-tile-attention) instead of
+    # the default vector kernel (fa-cpu-attention).
+    tiled = ["--cpu-kernel", "tiled"] if "--tiled" in argv[2:] else []
     extra_flags = [a for a in argv[2:] if a in gpu_flags]
-    filters = [a for a in argv[2:] if a not in gpu_flags + ("--parallel",)]
+    filters = [a for a in argv[2:]
+               if a not in gpu_flags + ("--parallel", "--tiled")]
     cases = [c for c in CASES
              if (not filters or any(f in c["name"] for f in filters))
              and not (extra_flags and c["reference"])]
@@ -311,7 +327,7 @@ def main(argv):
     with tempfile.TemporaryDirectory(prefix="fa-attention-") as tmp:
         for c in cases:
             ok, summary, elapsed = run_case(fa_run, c, tmp,
-                                            extra_flags + parallel)
+                                            extra_flags + parallel + tiled)
             failures += not ok
             print("%s %-24s %5.2fs  %s" % ("PASS" if ok else "FAIL", c["name"],
                                           elapsed, summary), flush=True)

@@ -8,7 +8,12 @@ spills and no stack frame.
 
 For head dims 64, 96 and 128, f16/bf16/f32, causal none and bottom-right,
 sm_80 and sm_90 (36 kernels), and for every head dim 8, 16, ..., 256 with a
-different value head dim, f16 and f32, on sm_80 (64 kernels), and double-buffered K/V for D 64 and 128 (4 kernels):
+different value head dim, f16 and f32, on sm_80 (64 kernels), and double-buffered K/V for D 64 and 128 (4 kernels);
+and the tensor-core kernels (tensor-cores=true): D 64/96/128 x f16/bf16 x
+causal none/bottom-right x sm_80/sm_90 with GQA, key lengths and LSE (24),
+boolean and additive masks (4), 3 stages (2) and other head dims (6), whose
+PTX must also hold mma.sync m16n8k16, ldmatrix (plain and .trans) and
+cp.async with its commit/wait:
 lower a kernel function with `fa-lower-to-nvvm`, take the
 PTX out of the gpu.binary, check it has the expected instructions (shared
 buffers, bar.sync, warp shuffles, the kernel entry) and run
@@ -43,6 +48,51 @@ func.func @fa_attention(%q: memref<?x8x?x{d}x{t}>, %k: memref<?x2x?x{d}x{t}>, %v
 """
 
 
+# A kernel with a mask (bool: i8 in memory, converted to i1; additive: the
+# element type) and no key lengths / LSE, for the tensor-core matrix.
+KERNEL_MASK = """
+func.func @fa_attention(%q: memref<?x8x?x{d}x{t}>, %k: memref<?x8x?x{d}x{t}>, %v: memref<?x8x?x{dv}x{t}>,
+                        %mask: memref<?x1x?x?x{mt}>, %o: memref<?x8x?x{dv}x{t}>) {{
+  %qt = bufferization.to_tensor %q restrict : memref<?x8x?x{d}x{t}> to tensor<?x8x?x{d}x{t}>
+  %kt = bufferization.to_tensor %k restrict : memref<?x8x?x{d}x{t}> to tensor<?x8x?x{d}x{t}>
+  %vt = bufferization.to_tensor %v restrict : memref<?x8x?x{dv}x{t}> to tensor<?x8x?x{dv}x{t}>
+  %mb = bufferization.to_tensor %mask restrict : memref<?x1x?x?x{mt}> to tensor<?x1x?x?x{mt}>
+{convert}  %ot = bufferization.to_tensor %o restrict writable : memref<?x8x?x{dv}x{t}> to tensor<?x8x?x{dv}x{t}>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<?x8x?x{d}x{t}>, tensor<?x8x?x{d}x{t}>, tensor<?x8x?x{dv}x{t}>)
+         mask({mname} : tensor<?x1x?x?x{mtt}>) outs(%ot : tensor<?x8x?x{dv}x{t}>) causal({causal}) -> tensor<?x8x?x{dv}x{t}>
+  bufferization.materialize_in_destination %r in writable %o : (tensor<?x8x?x{dv}x{t}>, memref<?x8x?x{dv}x{t}>) -> ()
+  return
+}}
+"""
+
+BOOL_CONVERT = """  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %d0 = tensor.dim %mb, %c0 : tensor<?x1x?x?xi8>
+  %d2 = tensor.dim %mb, %c2 : tensor<?x1x?x?xi8>
+  %d3 = tensor.dim %mb, %c3 : tensor<?x1x?x?xi8>
+  %e = tensor.empty(%d0, %d2, %d3) : tensor<?x1x?x?xi1>
+  %mt = linalg.generic {indexing_maps = [affine_map<(a, b, c, d) -> (a, b, c, d)>, affine_map<(a, b, c, d) -> (a, b, c, d)>],
+                        iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+        ins(%mb : tensor<?x1x?x?xi8>) outs(%e : tensor<?x1x?x?xi1>) {
+  ^bb0(%x: i8, %y: i1):
+    %z = arith.constant 0 : i8
+    %ne = arith.cmpi ne, %x, %z : i8
+    linalg.yield %ne : i1
+  } -> tensor<?x1x?x?xi1>
+"""
+
+
+def kernel_text(d, dv, t, causal, variant):
+    if variant == "bool_mask":
+        return KERNEL_MASK.format(d=d, dv=dv, t=t, causal=causal, mt="i8",
+                                  mtt="i1", mname="%mt", convert=BOOL_CONVERT)
+    if variant == "add_mask":
+        return KERNEL_MASK.format(d=d, dv=dv, t=t, causal=causal, mt=t,
+                                  mtt=t, mname="%mb", convert="")
+    return KERNEL.format(d=d, dv=dv, t=t, causal=causal)
+
+
 def extract_ptx(mlir_text):
     m = re.search(r'assembly = "((?:[^"\\]|\\.)*)"', mlir_text)
     if not m:
@@ -56,24 +106,47 @@ def main(argv):
     failures = 0
     configs = []
     with tempfile.TemporaryDirectory(prefix="fa-ptxas-") as tmp:
-        configs = [(chip, d, d, t, causal, "")
+        configs = [(chip, d, d, t, causal, "", "")
                    for chip in ("sm_80", "sm_90") for d in (64, 96, 128)
                    for t in ("f16", "bf16", "f32")
                    for causal in ("none", "bottom_right")]
         # Every head dim the GPU path accepts, V's differing from Q/K's.
-        configs += [("sm_80", d, 264 - d if d != 128 else 128, t, "none", "")
+        configs += [("sm_80", d, 264 - d if d != 128 else 128, t, "none", "", "")
                     for d in range(8, 257, 8) for t in ("f16", "f32")]
         # Double-buffered K/V.
-        configs += [(chip, d, d, "bf16", "bottom_right", " double-buffer=true")
+        configs += [(chip, d, d, "bf16", "bottom_right", " double-buffer=true", "")
                     for chip in ("sm_80", "sm_90") for d in (64, 128)]
-        for chip, d, dv, t, causal, extra in configs:
+        # Tensor cores (fa-map-to-tensor-cores): GQA with key lengths and
+        # LSE at D 64/96/128, f16/bf16, causal none/bottom-right, then the
+        # mask variants, 3 stages and the other head dims.
+        tc = " tensor-cores=true"
+        configs += [(chip, d, d, t, causal, tc, "")
+                    for chip in ("sm_80", "sm_90") for d in (64, 96, 128)
+                    for t in ("f16", "bf16")
+                    for causal in ("none", "bottom_right")]
+        configs += [(chip, 128, 128, t, causal, tc, variant)
+                    for chip in ("sm_80", "sm_90")
+                    for t, causal, variant in (("f16", "none", "bool_mask"),
+                                               ("bf16", "top_left", "add_mask"))]
+        configs += [(chip, 128, 128, "f16", "bottom_right",
+                     tc + " tc-stages=3", "")
+                    for chip in ("sm_80", "sm_90")]
+        configs += [("sm_80", d, dv, "bf16", "none", tc, "")
+                    for d, dv in ((16, 16), (32, 48), (80, 80), (160, 160),
+                                  (256, 256), (64, 128))]
+        for chip, d, dv, t, causal, extra, variant in configs:
             if True:
                 if True:
                     if True:
-                        name = f"{chip}_d{d}_dv{dv}_{t}_{causal}" + ("_db" if extra else "")
+                        tensor_cores = "tensor-cores" in extra
+                        name = (f"{chip}_d{d}_dv{dv}_{t}_{causal}"
+                                + ("_db" if "double" in extra else "")
+                                + ("_tc" if tensor_cores else "")
+                                + ("_s3" if "stages=3" in extra else "")
+                                + (f"_{variant}" if variant else ""))
                         src = os.path.join(tmp, name + ".mlir")
                         with open(src, "w") as f:
-                            f.write(KERNEL.format(d=d, dv=dv, t=t, causal=causal))
+                            f.write(kernel_text(d, dv, t, causal, variant))
                         lowered = subprocess.run(
                             [fa_opt, src, f"-fa-lower-to-nvvm=chip={chip}{extra}"],
                             capture_output=True, text=True)
@@ -86,9 +159,22 @@ def main(argv):
                         if ptx is None:
                             problems.append("no PTX in the gpu.binary")
                         else:
-                            for needle in (f".target {chip}", ".entry fa_attention",
-                                           ".shared .align 16", "bar.sync",
-                                           "shfl.sync.bfly", "shfl.sync.idx"):
+                            needles = (f".target {chip}", ".entry fa_attention",
+                                       ".shared .align 16", "bar.sync",
+                                       "shfl.sync.bfly", "shfl.sync.idx")
+                            if tensor_cores:
+                                mma = ("mma.sync.aligned.m16n8k16.row.col.f32."
+                                       f"{t}.{t}.f32")
+                                needles = (f".target {chip}", ".entry fa_attention",
+                                           ".shared .align 16 .b8 __dynamic_shmem__0",
+                                           "bar.sync", "ex2.approx.f32",
+                                           "shfl.sync.bfly", mma,
+                                           "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+                                           "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+                                           "cp.async.cg.shared.global",
+                                           "cp.async.commit_group",
+                                           "cp.async.wait_group")
+                            for needle in needles:
                                 if needle not in ptx:
                                     problems.append(f"PTX lacks '{needle}'")
                         if problems:

@@ -583,6 +583,456 @@ func.func @attn(%q: memref<?x2x?x64xf32>, %k: memref<?x2x?x64xf32>,
 }
 )";
 
+//===----------------------------------------------------------------------===//
+// Tensor-core and async-copy ops
+//===----------------------------------------------------------------------===//
+
+/// Fills a 16x16 f16 shared tile with value(r, c) = r * 16 + c (exact in
+/// f16) from one warp: lane l writes row l / 2, columns 8 (l % 2) .. + 7.
+const char *fillTile = R"(
+    %c2 = arith.constant 2 : index
+    %c8 = arith.constant 8 : index
+    %c16 = arith.constant 16 : index
+    %l = gpu.lane_id
+    %r = arith.divui %l, %c2 : index
+    %h = arith.remui %l, %c2 : index
+    %c0 = arith.muli %h, %c8 : index
+    %r16 = arith.muli %r, %c16 : index
+    %base = arith.addi %r16, %c0 : index
+    %bi = arith.index_cast %base : index to i32
+    %bf = arith.sitofp %bi : i32 to f16
+    %iota = arith.constant dense<[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]> : vector<8xf16>
+    %bv = vector.broadcast %bf : f16 to vector<8xf16>
+    %vals = arith.addf %bv, %iota : vector<8xf16>
+    %s = memref.get_global @tile : memref<16x16xf16, #gpu.address_space<workgroup>>
+    vector.store %vals, %s[%r, %c0] {alignment = 16 : i64} : memref<16x16xf16, #gpu.address_space<workgroup>>, vector<8xf16>
+    gpu.barrier
+)";
+
+const char *tileGlobal = "memref.global \"private\" @tile : "
+                         "memref<16x16xf16, #gpu.address_space<workgroup>> "
+                         "{alignment = 16 : i64}";
+
+TEST_F(InterpreterTest, LdMatrixFollowsThePTXFragmentLayout) {
+  // x4, A-operand addresses (row = lane % 16, col = (lane / 16) * 8): lane
+  // l gets a_e = tile[g + 8 ((e / 2) % 2)][2t + e % 2 + 8 (e / 4)] with g =
+  // l / 4, t = l % 4; x2.trans with rows k = lane % 16, col 0: lane l gets
+  // b_e = tile[2t + e % 2 + 8 (e / 2)][g] (the B operand of a column-major
+  // tile). out[l * 12 + e]: the 8 values of x4 then the 4 of x2.trans.
+  std::string body = std::string(fillTile) + R"(
+    %c12 = arith.constant 12 : index
+    %ar = arith.remui %l, %c16 : index
+    %aq = arith.divui %l, %c16 : index
+    %ac = arith.muli %aq, %c8 : index
+    %a = nvgpu.ldmatrix %s[%ar, %ac] {numTiles = 4 : i32, transpose = false} : memref<16x16xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+    %z = arith.constant 0 : index
+    %b = nvgpu.ldmatrix %s[%ar, %z] {numTiles = 2 : i32, transpose = true} : memref<16x16xf16, #gpu.address_space<workgroup>> -> vector<2x2xf16>
+    %af = arith.extf %a : vector<4x2xf16> to vector<4x2xf32>
+    %bf2 = arith.extf %b : vector<2x2xf16> to vector<2x2xf32>
+    %a1 = vector.shape_cast %af : vector<4x2xf32> to vector<8xf32>
+    %b1 = vector.shape_cast %bf2 : vector<2x2xf32> to vector<4xf32>
+    %o = arith.muli %l, %c12 : index
+    vector.store %a1, %out[%o] : memref<384xf32>, vector<8xf32>
+    %o8 = arith.addi %o, %c8 : index
+    vector.store %b1, %out[%o8] : memref<384xf32>, vector<4xf32>)";
+  std::vector<float> out(384, -1.0f);
+  InterpreterOptions options;
+  options.checkRaces = true;
+  ASSERT_TRUE(succeeded(
+      run(tileGlobal, "memref<384xf32>", body, 32, out.data(), 384, options)))
+      << allDiags();
+  for (int l = 0; l < 32; ++l) {
+    int g = l / 4, t = l % 4;
+    for (int e = 0; e < 8; ++e)
+      EXPECT_EQ(out[l * 12 + e],
+                16 * (g + 8 * ((e / 2) % 2)) + 2 * t + e % 2 + 8 * (e / 4))
+          << "lane " << l << " a" << e;
+    for (int e = 0; e < 4; ++e)
+      EXPECT_EQ(out[l * 12 + 8 + e], 16 * (2 * t + e % 2 + 8 * (e / 2)) + g)
+          << "lane " << l << " b" << e;
+  }
+}
+
+TEST_F(InterpreterTest, MmaSyncComputesTheMatrixProduct) {
+  // A = tile (16x16, row-major), B[k][n] = tile[k][n] for n < 8 (loaded with
+  // ldmatrix.trans), C[i][j] = 0.5: D = A B + C, scattered from the
+  // accumulator layout (c_e: row g + 8 (e / 2), col 2t + e % 2) into
+  // out[16 * row + col]... as a 16x8 row-major matrix.
+  std::string body = std::string(fillTile) + R"(
+    %ar = arith.remui %l, %c16 : index
+    %aq = arith.divui %l, %c16 : index
+    %ac = arith.muli %aq, %c8 : index
+    %a = nvgpu.ldmatrix %s[%ar, %ac] {numTiles = 4 : i32, transpose = false} : memref<16x16xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+    %z = arith.constant 0 : index
+    %b = nvgpu.ldmatrix %s[%ar, %z] {numTiles = 2 : i32, transpose = true} : memref<16x16xf16, #gpu.address_space<workgroup>> -> vector<2x2xf16>
+    %cc = arith.constant dense<0.5> : vector<2x2xf32>
+    %d = nvgpu.mma.sync (%a, %b, %cc) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+    %c4 = arith.constant 4 : index
+    %g = arith.divui %l, %c4 : index
+    %t = arith.remui %l, %c4 : index
+    %t2 = arith.muli %t, %c2 : index
+    %g8 = arith.muli %g, %c8 : index
+    %o0 = arith.addi %g8, %t2 : index
+    %c64 = arith.constant 64 : index
+    %o1 = arith.addi %o0, %c64 : index
+    %d0 = vector.extract %d[0] : vector<2xf32> from vector<2x2xf32>
+    %d1 = vector.extract %d[1] : vector<2xf32> from vector<2x2xf32>
+    vector.store %d0, %out[%o0] : memref<128xf32>, vector<2xf32>
+    vector.store %d1, %out[%o1] : memref<128xf32>, vector<2xf32>)";
+  std::vector<float> out(128, -1.0f);
+  ASSERT_TRUE(
+      succeeded(run(tileGlobal, "memref<128xf32>", body, 32, out.data(), 128)))
+      << allDiags();
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) {
+      double acc = 0.5;
+      for (int k = 0; k < 16; ++k)
+        acc += (16.0 * i + k) * (16.0 * k + j);
+      EXPECT_EQ(out[8 * i + j], static_cast<float>(acc)) << i << ", " << j;
+    }
+}
+
+TEST_F(InterpreterTest, MmaSyncM16N8K8) {
+  // m16n8k8: A = tile[:, 0:8] (ldmatrix x2: a0,a1 row g, a2,a3 row g + 8,
+  // cols 2t, 2t + 1), B[k][n] = tile[k][n] for k, n < 8 (ldmatrix x1.trans:
+  // b0,b1 k = 2t, 2t + 1, col g), C = 0.
+  std::string body = std::string(fillTile) + R"(
+    %ar = arith.remui %l, %c16 : index
+    %z = arith.constant 0 : index
+    %a = nvgpu.ldmatrix %s[%ar, %z] {numTiles = 2 : i32, transpose = false} : memref<16x16xf16, #gpu.address_space<workgroup>> -> vector<2x2xf16>
+    %b = nvgpu.ldmatrix %s[%ar, %z] {numTiles = 1 : i32, transpose = true} : memref<16x16xf16, #gpu.address_space<workgroup>> -> vector<1x2xf16>
+    %cc = arith.constant dense<0.0> : vector<2x2xf32>
+    %d = nvgpu.mma.sync (%a, %b, %cc) {mmaShape = [16, 8, 8]} : (vector<2x2xf16>, vector<1x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+    %c4 = arith.constant 4 : index
+    %g = arith.divui %l, %c4 : index
+    %t = arith.remui %l, %c4 : index
+    %t2 = arith.muli %t, %c2 : index
+    %g8 = arith.muli %g, %c8 : index
+    %o0 = arith.addi %g8, %t2 : index
+    %c64 = arith.constant 64 : index
+    %o1 = arith.addi %o0, %c64 : index
+    %d0 = vector.extract %d[0] : vector<2xf32> from vector<2x2xf32>
+    %d1 = vector.extract %d[1] : vector<2xf32> from vector<2x2xf32>
+    vector.store %d0, %out[%o0] : memref<128xf32>, vector<2xf32>
+    vector.store %d1, %out[%o1] : memref<128xf32>, vector<2xf32>)";
+  std::vector<float> out(128, -1.0f);
+  ASSERT_TRUE(
+      succeeded(run(tileGlobal, "memref<128xf32>", body, 32, out.data(), 128)))
+      << allDiags();
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 8; ++k)
+        acc += (16.0 * i + k) * (16.0 * k + j);
+      EXPECT_EQ(out[8 * i + j], static_cast<float>(acc)) << i << ", " << j;
+    }
+}
+
+TEST_F(InterpreterTest, AsyncCopiesArePendingUntilTheirGroupIsWaited) {
+  // Thread t copies out[4t .. 4t + 1] (srcElements 2 of 4: the rest is
+  // zero-filled) to shared s[4t ..]; after the wait it reads its own copy
+  // back into out[128 + 4t ..].
+  const char *globals = "memref.global \"private\" @s : memref<128xf32, "
+                        "#gpu.address_space<workgroup>> {alignment = 16 : "
+                        "i64}";
+  auto body = [](StringRef betweenCopyAndRead) {
+    return (R"(
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c128 = arith.constant 128 : index
+    %t = gpu.thread_id x
+    %i = arith.muli %t, %c4 : index
+    %s = memref.get_global @s : memref<128xf32, #gpu.address_space<workgroup>>
+    %tok = nvgpu.device_async_copy %out[%i], %s[%i], 4, %c2 {bypassL1} : memref<256xf32> to memref<128xf32, #gpu.address_space<workgroup>>
+    %g = nvgpu.device_async_create_group %tok
+    %e = nvgpu.device_async_create_group
+)" + betweenCopyAndRead +
+            R"(
+    %v = vector.load %s[%i] : memref<128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+    %o = arith.addi %i, %c128 : index
+    vector.store %v, %out[%o] : memref<256xf32>, vector<4xf32>)")
+        .str();
+  };
+  InterpreterOptions options;
+  options.checkRaces = true;
+  // wait 1 leaves the empty second group pending: the copy is complete.
+  std::vector<float> out(256);
+  for (int i = 0; i < 256; ++i)
+    out[i] = static_cast<float>(i);
+  ASSERT_TRUE(succeeded(run(globals, "memref<256xf32>",
+                            body("    nvgpu.device_async_wait %g "
+                                 "{numGroups = 1 : i32}"),
+                            32, out.data(), 256, options)))
+      << allDiags();
+  for (int t = 0; t < 32; ++t)
+    for (int e = 0; e < 4; ++e)
+      EXPECT_EQ(out[128 + 4 * t + e], e < 2 ? 4.0f * t + e : 0.0f) << t;
+  // wait 2 leaves both groups pending: reading the copy is an error naming
+  // both ops.
+  EXPECT_TRUE(failed(run(globals, "memref<256xf32>",
+                         body("    nvgpu.device_async_wait %g "
+                              "{numGroups = 2 : i32}"),
+                         32, out.data(), 256, options)));
+  EXPECT_TRUE(diagContains("'vector.load' op reads @s[0]"));
+  EXPECT_TRUE(diagContains("while the 'nvgpu.device_async_copy' of thread 0 "
+                           "to it"))
+      << allDiags();
+  EXPECT_TRUE(diagContains("note: the pending copy")) << allDiags();
+  // A barrier does not complete a copy.
+  EXPECT_TRUE(failed(run(globals, "memref<256xf32>", body("    gpu.barrier"),
+                         32, out.data(), 256, options)));
+  EXPECT_TRUE(diagContains("is still pending")) << allDiags();
+}
+
+TEST_F(InterpreterTest, CompletedCopiesRaceWithoutABarrier) {
+  // Thread t waits for its copy to s[4t ..], then reads s[4 (t ^ 1) ..],
+  // which thread t ^ 1 completed in the same barrier interval.
+  const char *globals = "memref.global \"private\" @s : memref<128xf32, "
+                        "#gpu.address_space<workgroup>> {alignment = 16 : "
+                        "i64}";
+  const char *body = R"(
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c128 = arith.constant 128 : index
+    %t = gpu.thread_id x
+    %i = arith.muli %t, %c4 : index
+    %s = memref.get_global @s : memref<128xf32, #gpu.address_space<workgroup>>
+    %tok = nvgpu.device_async_copy %out[%i], %s[%i], 4 : memref<256xf32> to memref<128xf32, #gpu.address_space<workgroup>>
+    %g = nvgpu.device_async_create_group %tok
+    nvgpu.device_async_wait %g
+    %n = arith.xori %t, %c1 : index
+    %j = arith.muli %n, %c4 : index
+    %v = vector.load %s[%j] : memref<128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+    %o = arith.addi %i, %c128 : index
+    vector.store %v, %out[%o] : memref<256xf32>, vector<4xf32>)";
+  std::vector<float> out(256, 1.0f);
+  InterpreterOptions options;
+  options.checkRaces = true;
+  EXPECT_TRUE(failed(
+      run(globals, "memref<256xf32>", body, 32, out.data(), 256, options)));
+  EXPECT_TRUE(diagContains("wrote in the same barrier interval")) << allDiags();
+}
+
+TEST_F(InterpreterTest, DynamicSharedMemoryViews) {
+  // Two f32 views of the launch's dynamic shared memory, the second 512
+  // bytes in, and a subview of it; a view past the end is an error.
+  const char *src = R"(
+module attributes {gpu.container_module} {
+gpu.module @m {
+  gpu.func @k(%out: memref<128xf32>) kernel {
+    %z = arith.constant 0 : index
+    %sh = arith.constant 512 : index
+    %c64 = arith.constant 64 : index
+    %c127 = arith.constant 127 : index
+    %t = gpu.thread_id x
+    %d = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+    %a = memref.view %d[%z][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<128xf32, #gpu.address_space<workgroup>>
+    %b = memref.view %d[%sh][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<128xf32, #gpu.address_space<workgroup>>
+    %ti = arith.index_cast %t : index to i32
+    %tf = arith.sitofp %ti : i32 to f32
+    memref.store %tf, %b[%t] : memref<128xf32, #gpu.address_space<workgroup>>
+    gpu.barrier
+    %r = arith.subi %c127, %t : index
+    %v = memref.load %b[%r] : memref<128xf32, #gpu.address_space<workgroup>>
+    %sub = memref.subview %b[64] [64] [1] : memref<128xf32, #gpu.address_space<workgroup>> to memref<64xf32, strided<[1], offset: 64>, #gpu.address_space<workgroup>>
+    %q = arith.remui %t, %c64 : index
+    %w = memref.load %sub[%q] : memref<64xf32, strided<[1], offset: 64>, #gpu.address_space<workgroup>>
+    %x = arith.addf %v, %w : f32
+    memref.store %x, %out[%t] : memref<128xf32>
+    gpu.return
+  }
+}
+}
+)";
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    diags.push_back(d.str());
+    return success();
+  });
+  module = parseSourceString<ModuleOp>(src, &ctx);
+  ASSERT_TRUE(module);
+  Operation *kernel = nullptr;
+  module->walk([&](gpu::GPUFuncOp f) { kernel = f; });
+  std::vector<float> out(128, -1.0f);
+  HostMemRef arg = HostMemRef::getDense("out", out.data(), {128});
+  InterpreterOptions options;
+  options.checkRaces = true;
+  {
+    Interpreter interp(*module, options);
+    ASSERT_TRUE(succeeded(
+        interp.runKernel(kernel, {1, 1, 1}, {128, 1, 1}, {arg}, 1024)))
+        << allDiags();
+  }
+  for (int t = 0; t < 128; ++t)
+    EXPECT_EQ(out[t], (127 - t) + (64 + t % 64)) << t;
+  // 1000 bytes: the second view (512 + 512 bytes) does not fit.
+  Interpreter interp(*module, options);
+  EXPECT_TRUE(
+      failed(interp.runKernel(kernel, {1, 1, 1}, {128, 1, 1}, {arg}, 1000)));
+  EXPECT_TRUE(diagContains("'memref.view' op views 512 bytes at byte shift "
+                           "512 of dynamic shared memory (1000 bytes)"))
+      << allDiags();
+}
+
+TEST_F(InterpreterTest, VectorDataMovementAndReductions) {
+  // Per thread t (x = [t, t+1, ..., t+7] as vector<2x4xf32>):
+  //   out[16t + 0..3]  = extract x[1]                  -> t+4 .. t+7
+  //   out[16t + 4..7]  = shuffle rows [1, 0] of x, row 0 of the result
+  //                      with element 2 replaced by 100 (vector.insert)
+  //   out[16t + 8..9]  = extract_strided_slice x[0, 1:3]  -> t+1, t+2
+  //   out[16t + 10]    = reduction <maxnumf> of x        -> t+7
+  //   out[16t + 11]    = reduction <add> of x, acc 0.5   -> 8t+28.5
+  //   out[16t + 12..13] = transpose(x)[3, 0..1]          -> t+3, t+7
+  //   out[16t + 14..15] = broadcast(t) : vector<2xf32> + [0.25, 0.5]
+  const char *body = R"(
+    %c16 = arith.constant 16 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %c10 = arith.constant 10 : index
+    %c11 = arith.constant 11 : index
+    %c12 = arith.constant 12 : index
+    %c14 = arith.constant 14 : index
+    %t = gpu.thread_id x
+    %ti = arith.index_cast %t : index to i32
+    %tf = arith.sitofp %ti : i32 to f32
+    %iota = arith.constant dense<[[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]]> : vector<2x4xf32>
+    %tb = vector.broadcast %tf : f32 to vector<2x4xf32>
+    %x = arith.addf %tb, %iota : vector<2x4xf32>
+    %o = arith.muli %t, %c16 : index
+    %r1 = vector.extract %x[1] : vector<4xf32> from vector<2x4xf32>
+    vector.store %r1, %out[%o] : memref<1024xf32>, vector<4xf32>
+    %sw = vector.shuffle %x, %x [1, 0] : vector<2x4xf32>, vector<2x4xf32>
+    %hundred = arith.constant 100.0 : f32
+    %ins = vector.insert %hundred, %sw[0, 2] : f32 into vector<2x4xf32>
+    %row0 = vector.extract %ins[0] : vector<4xf32> from vector<2x4xf32>
+    %o4 = arith.addi %o, %c4 : index
+    vector.store %row0, %out[%o4] : memref<1024xf32>, vector<4xf32>
+    %sl = vector.extract_strided_slice %x {offsets = [0, 1], sizes = [1, 2], strides = [1, 1]} : vector<2x4xf32> to vector<1x2xf32>
+    %sl1 = vector.shape_cast %sl : vector<1x2xf32> to vector<2xf32>
+    %o8 = arith.addi %o, %c8 : index
+    vector.store %sl1, %out[%o8] : memref<1024xf32>, vector<2xf32>
+    %flat = vector.shape_cast %x : vector<2x4xf32> to vector<8xf32>
+    %mx = vector.reduction <maxnumf>, %flat : vector<8xf32> into f32
+    %half = arith.constant 0.5 : f32
+    %sum = vector.reduction <add>, %flat, %half : vector<8xf32> into f32
+    %o10 = arith.addi %o, %c10 : index
+    %o11 = arith.addi %o, %c11 : index
+    memref.store %mx, %out[%o10] : memref<1024xf32>
+    memref.store %sum, %out[%o11] : memref<1024xf32>
+    %tr = vector.transpose %x, [1, 0] : vector<2x4xf32> to vector<4x2xf32>
+    %tr3 = vector.extract %tr[3] : vector<2xf32> from vector<4x2xf32>
+    %o12 = arith.addi %o, %c12 : index
+    vector.store %tr3, %out[%o12] : memref<1024xf32>, vector<2xf32>
+    %b2 = vector.broadcast %tf : f32 to vector<2xf32>
+    %q = arith.constant dense<[0.25, 0.5]> : vector<2xf32>
+    %bq = arith.addf %b2, %q : vector<2xf32>
+    %o14 = arith.addi %o, %c14 : index
+    vector.store %bq, %out[%o14] : memref<1024xf32>, vector<2xf32>)";
+  std::vector<float> out(1024, -1.0f);
+  ASSERT_TRUE(
+      succeeded(run("", "memref<1024xf32>", body, 64, out.data(), 1024)))
+      << allDiags();
+  for (int t = 0; t < 64; ++t) {
+    const float *o = &out[16 * t];
+    float x = static_cast<float>(t);
+    std::vector<float> expected = {
+        x + 4, x + 5, x + 6, x + 7,         x + 4, x + 5, 100,      x + 7,
+        x + 1, x + 2, x + 7, 8 * x + 28.5f, x + 3, x + 7, x + .25f, x + .5f};
+    for (int e = 0; e < 16; ++e)
+      EXPECT_EQ(o[e], expected[e]) << "thread " << t << " element " << e;
+  }
+}
+
+TEST_F(InterpreterTest, AffineApplyMinMax) {
+  // out[3t] = (t floordiv 4) * 8 + t mod 4 - 2; out[3t + 1] = min(t, 40 - t,
+  // 17); out[3t + 2] = max(t ceildiv 3, 5).
+  const char *body = R"(
+    %c3 = arith.constant 3 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c40 = arith.constant 40 : index
+    %t = gpu.thread_id x
+    %a = affine.apply affine_map<(d0)[s0] -> ((d0 floordiv 4) * 8 + d0 mod 4 - s0)>(%t)[%c2]
+    %b = affine.min affine_map<(d0)[s0] -> (d0, s0 - d0, 17)>(%t)[%c40]
+    %c = affine.max affine_map<(d0) -> (d0 ceildiv 3, 5)>(%t)
+    %o = arith.muli %t, %c3 : index
+    %o1 = arith.addi %o, %c1 : index
+    %o2 = arith.addi %o, %c2 : index
+    %ai = arith.index_cast %a : index to i64
+    %bi = arith.index_cast %b : index to i64
+    %ci = arith.index_cast %c : index to i64
+    memref.store %ai, %out[%o] : memref<96xi64>
+    memref.store %bi, %out[%o1] : memref<96xi64>
+    memref.store %ci, %out[%o2] : memref<96xi64>)";
+  std::vector<int64_t> out(96, -1);
+  ASSERT_TRUE(succeeded(run("", "memref<96xi64>", body, 32, out.data(), 96)))
+      << allDiags();
+  for (int64_t t = 0; t < 32; ++t) {
+    EXPECT_EQ(out[3 * t], (t / 4) * 8 + t % 4 - 2) << t;
+    EXPECT_EQ(out[3 * t + 1], std::min({t, 40 - t, int64_t(17)})) << t;
+    EXPECT_EQ(out[3 * t + 2], std::max((t + 2) / 3, int64_t(5))) << t;
+  }
+}
+
+TEST_F(InterpreterTest, UniformUnstructuredControlFlow) {
+  // A cf loop whose trip count is uniform (out[t] = t + 3 * 5, with the
+  // block arguments swapped on the back edge once), then a cond_br on the
+  // thread id: divergent, an error.
+  auto src = [](StringRef cond) {
+    return (R"(
+module attributes {gpu.container_module} {
+gpu.module @m {
+  gpu.func @k(%out: memref<64xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c5 = arith.constant 5.0 : f32
+    %z = arith.constant 0.0 : f32
+    %t = gpu.thread_id x
+    cf.br ^loop(%c0, %z, %z : index, f32, f32)
+  ^loop(%i: index, %a: f32, %b: f32):
+    %a2 = arith.addf %a, %c5 : f32
+    %i2 = arith.addi %i, %c1 : index
+    %more = arith.cmpi ult, %i2, )" +
+            cond + R"( : index
+    cf.cond_br %more, ^loop(%i2, %b, %a2 : index, f32, f32), ^done(%a2, %b : f32, f32)
+  ^done(%x: f32, %y: f32):
+    %s = arith.addf %x, %y : f32
+    %ti = arith.index_cast %t : index to i32
+    %tf = arith.sitofp %ti : i32 to f32
+    %r = arith.addf %s, %tf : f32
+    memref.store %r, %out[%t] : memref<64xf32>
+    gpu.return
+  }
+}
+}
+)")
+        .str();
+  };
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    diags.push_back(d.str());
+    return success();
+  });
+  std::vector<float> out(64, -1.0f);
+  HostMemRef arg = HostMemRef::getDense("out", out.data(), {64});
+  for (bool divergent : {false, true}) {
+    module = parseSourceString<ModuleOp>(src(divergent ? "%t" : "%c3"), &ctx);
+    ASSERT_TRUE(module);
+    Operation *kernel = nullptr;
+    module->walk([&](gpu::GPUFuncOp f) { kernel = f; });
+    Interpreter interp(*module);
+    LogicalResult r = interp.runKernel(kernel, {1, 1, 1}, {64, 1, 1}, {arg});
+    if (!divergent) {
+      ASSERT_TRUE(succeeded(r)) << allDiags();
+      for (int t = 0; t < 64; ++t)
+        EXPECT_EQ(out[t], 15.0f + t) << t;
+    } else {
+      EXPECT_TRUE(failed(r));
+      EXPECT_TRUE(diagContains("'cf.cond_br' op branches divergently"))
+          << allDiags();
+    }
+  }
+}
+
 class MappedAttentionTest : public InterpreterTest {
 protected:
   static constexpr int64_t B = 1, H = 2, Nq = 20, Nk = 70, D = 64;

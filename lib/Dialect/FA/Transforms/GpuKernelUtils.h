@@ -63,6 +63,33 @@ FailureOr<KernelConfig> chooseConfig(AttentionOp op, int64_t blockQ,
                                      int64_t budget, bool doubleBuffer,
                                      std::string &error);
 
+/// Tile sizes of one tensor-core (mma.sync) kernel.
+struct TensorCoreConfig {
+  /// Query rows per block (16 per warp) and keys per K/V tile.
+  int64_t blockQ = 64, blockKV = 64;
+  /// K/V tiles in flight (cp.async pipeline depth).
+  int64_t stages = 2;
+  int64_t headDim = 0, valueDim = 0;
+
+  int64_t numWarps() const { return blockQ / 16; }
+  int64_t numThreads() const { return numWarps() * kWarpSize; }
+  /// Dynamic workgroup memory: Q, then `stages` K tiles, then `stages` V
+  /// tiles, 16-bit elements, rows padded by 8 elements.
+  int64_t sharedBytes() const;
+};
+
+/// Whether fa-map-to-tensor-cores handles `op`: f16/bf16 Q, K, V, head dims
+/// multiples of 16 up to 256, an f16/bf16/f32 output.
+bool isTensorCoreEligible(AttentionOp op);
+
+/// Validates the tensor-core tile sizes for `op` (block-kv 0 = automatic),
+/// or explains in `error` why they do not work.
+FailureOr<TensorCoreConfig> chooseTensorCoreConfig(AttentionOp op,
+                                                   int64_t blockQ,
+                                                   int64_t blockKV,
+                                                   int64_t stages,
+                                                   std::string &error);
+
 } // namespace gpukernel
 } // namespace fa
 } // namespace mlir

@@ -99,3 +99,67 @@ Value lowering::maskedProduct(OpBuilder &b, Location loc, Value p, Value v) {
 Value lowering::loopIndex(OpBuilder &b, Location loc, int64_t dim) {
   return linalg::IndexOp::create(b, loc, dim);
 }
+
+Value lowering::buildFastExp(OpBuilder &b, Location loc, Value x) {
+  auto vt = dyn_cast<VectorType>(x.getType());
+  Type i32 = b.getI32Type();
+  Type intType = vt ? Type(VectorType::get(vt.getShape(), i32)) : i32;
+  auto cf = [&](float v) -> Value {
+    if (vt)
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(vt, b.getF32FloatAttr(v)));
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  };
+  auto ci = [&](int32_t v) -> Value {
+    if (vt)
+      return arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(cast<ShapedType>(intType),
+                                 b.getI32IntegerAttr(v)));
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+  };
+  // p * q + r, contractible: one FMA where the target has them, a multiply
+  // and an add (not a libm fmaf call, as math.fma would be) elsewhere.
+  auto contract = arith::FastMathFlagsAttr::get(b.getContext(),
+                                                arith::FastMathFlags::contract);
+  auto fma = [&](Value p, Value q, Value r) -> Value {
+    Value m = arith::MulFOp::create(b, loc, p, q, contract);
+    return arith::AddFOp::create(b, loc, m, r, contract);
+  };
+  // Range reduction: x = n ln2 + r, |r| <= ln2 / 2 (Cody-Waite, two
+  // parts). n = round(x log2(e)) by adding 1.5 * 2^23: the sum's low
+  // mantissa bits are n (no rounding instruction, no float -> int
+  // conversion). Lanes outside [lo, hi] compute garbage that the selects
+  // at the end replace.
+  const float lo = -87.3365447505531f, hi = 88.0f;
+  const float magic = 12582912.0f; // 1.5 * 2^23
+  Value t = fma(x, cf(1.44269504088896341f), cf(magic));
+  Value fx = arith::SubFOp::create(b, loc, t, cf(magic));
+  Value n = arith::SubIOp::create(
+      b, loc, arith::BitcastOp::create(b, loc, intType, t),
+      ci(0x4B400000)); // the bits of 1.5 * 2^23
+  Value r = fma(fx, cf(-0.693359375f), x);
+  r = fma(fx, cf(2.12194440e-4f), r);
+  // exp(r) = 1 + r + r^2 P(r) (Cephes expf coefficients).
+  Value p = cf(1.9875691500e-4f);
+  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                  1.6666665459e-1f, 5.0000001201e-1f})
+    p = fma(p, r, cf(c));
+  Value r2 = arith::MulFOp::create(b, loc, r, r);
+  Value y = arith::AddFOp::create(b, loc, fma(p, r2, r), cf(1.0f));
+  // 2^n from the exponent bits.
+  Value bits = arith::ShLIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, n, ci(127)), ci(23));
+  Value pow2 = arith::BitcastOp::create(b, loc, x.getType(), bits);
+  Value res = arith::MulFOp::create(b, loc, y, pow2);
+  // Below the range (incl. -inf): 0. Above: +inf. NaN stays NaN.
+  Value under =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, cf(lo));
+  res = arith::SelectOp::create(b, loc, under, cf(0.0f), res);
+  Value over =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, cf(hi));
+  res = arith::SelectOp::create(
+      b, loc, over, cf(std::numeric_limits<float>::infinity()), res);
+  Value nan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+  return arith::SelectOp::create(b, loc, nan, x, res);
+}

@@ -56,6 +56,12 @@ Value guardedLogSumExp(OpBuilder &b, Location loc, Value m, Value l);
 /// value row holds NaN or inf.
 Value maskedProduct(OpBuilder &b, Location loc, Value p, Value v);
 
+/// exp(x) for f32 scalars or vectors of f32 in plain arith ops (contractible
+/// multiply-adds, integer exponent bits): a Cephes-style polynomial, ~1 ulp on
+/// [-87.3, 88], exactly 0 below (incl. -inf), +inf above 88, NaN kept. Unlike
+/// math.exp on vectors it needs no libm call per lane.
+Value buildFastExp(OpBuilder &b, Location loc, Value x);
+
 /// The index `i` as an f32-free index value from linalg.index.
 Value loopIndex(OpBuilder &b, Location loc, int64_t dim);
 

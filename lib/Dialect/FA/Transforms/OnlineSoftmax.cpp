@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
@@ -42,14 +43,22 @@ using namespace mlir::fa::lowering;
 namespace {
 
 struct OnlineSoftmaxPattern final : OpRewritePattern<SoftmaxOp> {
-  OnlineSoftmaxPattern(MLIRContext *ctx, int64_t tileSize)
-      : OpRewritePattern<SoftmaxOp>(ctx), tileSize(tileSize) {}
+  OnlineSoftmaxPattern(MLIRContext *ctx, int64_t tileSize,
+                       int64_t vectorWidth)
+      : OpRewritePattern<SoftmaxOp>(ctx), tileSize(tileSize),
+        vectorWidth(vectorWidth) {}
 
   LogicalResult matchAndRewrite(SoftmaxOp op,
                                 PatternRewriter &rewriter) const override;
 
 private:
+  /// Both sweeps on vectors (softmax dim innermost); returns the row of the
+  /// result written into `rowOut`.
+  Value buildVectorRow(OpBuilder &b, Location loc, Value row, Value rowOut,
+                       Value rowLen, Type elt) const;
+
   int64_t tileSize;
+  int64_t vectorWidth;
 };
 
 } // namespace
@@ -110,6 +119,20 @@ OnlineSoftmaxPattern::matchAndRewrite(SoftmaxOp op,
   auto rowType = RankedTensorType::get({type.getDimSize(dim)}, elt);
   Value row = tensor::ExtractSliceOp::create(b, loc, rowType, input, offsets,
                                              sizes, strides);
+
+  if (vectorWidth > 0 && dim == rank - 1) {
+    Value rowLenV = getValueOrCreateConstantIndexOp(b, loc, rowLen);
+    Value rowOutInit = tensor::ExtractSliceOp::create(
+        b, loc, rowType, forall.getRegionIterArgs()[0], offsets, sizes,
+        strides);
+    Value y = buildVectorRow(b, loc, row, rowOutInit, rowLenV, elt);
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    tensor::ParallelInsertSliceOp::create(b, loc, y,
+                                          forall.getRegionIterArgs()[0],
+                                          offsets, sizes, strides);
+    rewriter.replaceOp(op, forall.getResults());
+    return success();
+  }
 
   // Sweep 1: running max and running sum over tiles of the row.
   Value rowLenV = getValueOrCreateConstantIndexOp(b, loc, rowLen);
@@ -178,9 +201,167 @@ OnlineSoftmaxPattern::matchAndRewrite(SoftmaxOp op,
   return success();
 }
 
+Value OnlineSoftmaxPattern::buildVectorRow(OpBuilder &b, Location loc,
+                                           Value row, Value rowOut,
+                                           Value rowLen, Type elt) const {
+  const int64_t vw = vectorWidth;
+  const int64_t chunks = std::max<int64_t>(1, llvm::divideCeil(tileSize, vw));
+  const int64_t tile = chunks * vw;
+  const float inf = std::numeric_limits<float>::infinity();
+  Type f32 = b.getF32Type();
+  auto vf32 = VectorType::get({vw}, f32);
+  auto velt = VectorType::get({vw}, elt);
+  auto cIdx = [&](OpBuilder &nb, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(nb, loc, v);
+  };
+  auto splat = [&](OpBuilder &nb, float v) -> Value {
+    return arith::ConstantOp::create(
+        nb, loc, DenseElementsAttr::get(vf32, nb.getF32FloatAttr(v)));
+  };
+  // A chunk of the row at `at` as f32 lanes; past the end: -inf.
+  auto read = [&](OpBuilder &nb, Value at, bool inBounds) -> Value {
+    Value pad = arith::ConstantOp::create(
+        nb, loc, nb.getFloatAttr(elt, -std::numeric_limits<double>::infinity()));
+    Value v = vector::TransferReadOp::create(nb, loc, velt, row, ValueRange{at},
+                                             pad, ArrayRef<bool>{inBounds});
+    if (elt != f32)
+      v = arith::ExtFOp::create(nb, loc, vf32, v);
+    return v;
+  };
+  auto maxF = [&](OpBuilder &nb, Value x, Value y) -> Value {
+    return arith::MaximumFOp::create(nb, loc, x, y);
+  };
+  auto addF = [&](OpBuilder &nb, Value x, Value y) -> Value {
+    return arith::AddFOp::create(nb, loc, x, y);
+  };
+  auto guard = [&](OpBuilder &nb, Value m) -> Value {
+    Value isInf = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OEQ, m,
+                                        splat(nb, -inf));
+    return arith::SelectOp::create(nb, loc, isInf, splat(nb, 0.0f), m);
+  };
+  // One tile of sweep 1 at t0: per-lane max, rescale and sum.
+  auto tileStep = [&](OpBuilder &nb, Value t0, Value m, Value l,
+                      bool inBounds) -> std::pair<Value, Value> {
+    SmallVector<Value> xs;
+    for (int64_t c = 0; c < chunks; ++c)
+      xs.push_back(read(
+          nb, arith::AddIOp::create(nb, loc, t0, cIdx(nb, c * vw)), inBounds));
+    // Tree reductions keep the dependency chains short.
+    SmallVector<Value> mx(xs);
+    while (mx.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i + 1 < mx.size(); i += 2)
+        next.push_back(maxF(nb, mx[i], mx[i + 1]));
+      if (mx.size() % 2)
+        next.push_back(mx.back());
+      mx = next;
+    }
+    Value mNew = maxF(nb, m, mx[0]);
+    Value mUse = guard(nb, mNew);
+    SmallVector<Value> es;
+    for (Value x : xs)
+      es.push_back(
+          buildFastExp(nb, loc, arith::SubFOp::create(nb, loc, x, mUse)));
+    while (es.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i + 1 < es.size(); i += 2)
+        next.push_back(addF(nb, es[i], es[i + 1]));
+      if (es.size() % 2)
+        next.push_back(es.back());
+      es = next;
+    }
+    Value alpha =
+        buildFastExp(nb, loc, arith::SubFOp::create(nb, loc, m, mUse));
+    Value lNew = arith::AddFOp::create(
+        nb, loc, arith::MulFOp::create(nb, loc, l, alpha), es[0]);
+    return {mNew, lNew};
+  };
+
+  // Sweep 1 over the full tiles (in bounds), then the tail tile (masked).
+  Value c0 = cIdx(b, 0), c1 = cIdx(b, 1);
+  Value fullTiles = arith::DivUIOp::create(b, loc, rowLen, cIdx(b, tile));
+  auto sweep = scf::ForOp::create(
+      b, loc, c0, fullTiles, c1, ValueRange{splat(b, -inf), splat(b, 0.0f)},
+      [&](OpBuilder &lb, Location, Value t, ValueRange iter) {
+        Value t0 = arith::MulIOp::create(lb, loc, t, cIdx(lb, tile));
+        auto [m, l] = tileStep(lb, t0, iter[0], iter[1], /*inBounds=*/true);
+        scf::YieldOp::create(lb, loc, ValueRange{m, l});
+      });
+  Value tailStart = arith::MulIOp::create(b, loc, fullTiles, cIdx(b, tile));
+  Value hasTail = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                        tailStart, rowLen);
+  auto tailIf = scf::IfOp::create(
+      b, loc, hasTail,
+      [&](OpBuilder &ib, Location) {
+        auto [m, l] = tileStep(ib, tailStart, sweep.getResult(0),
+                               sweep.getResult(1), /*inBounds=*/false);
+        scf::YieldOp::create(ib, loc, ValueRange{m, l});
+      },
+      [&](OpBuilder &ib, Location) {
+        scf::YieldOp::create(ib, loc, sweep.getResults());
+      });
+  Value mLanes = tailIf.getResult(0), lLanes = tailIf.getResult(1);
+
+  // Combine the lanes: M = max(m), L = sum(l * exp(m - M)).
+  Value m = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF,
+                                        mLanes);
+  Value mB = vector::BroadcastOp::create(b, loc, vf32, m);
+  Value mUseB = guard(b, mB);
+  Value scaled = arith::MulFOp::create(
+      b, loc, lLanes,
+      buildFastExp(b, loc, arith::SubFOp::create(b, loc, mLanes, mUseB)));
+  Value l = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                        scaled);
+
+  // Sweep 2: y = exp(x - M) / L; L == 0 (an all -inf row) gives zeros.
+  Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l,
+                                      arith::ConstantOp::create(
+                                          b, loc, b.getF32FloatAttr(0.0f)));
+  Value inv = arith::DivFOp::create(
+      b, loc, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f)), l);
+  inv = arith::SelectOp::create(
+      b, loc, empty, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f)),
+      inv);
+  Value invB = vector::BroadcastOp::create(b, loc, vf32, inv);
+  auto writeChunk = [&](OpBuilder &nb, Value at, Value out,
+                        bool inBounds) -> Value {
+    Value x = read(nb, at, inBounds);
+    Value e = buildFastExp(nb, loc, arith::SubFOp::create(nb, loc, x, mUseB));
+    Value y = arith::MulFOp::create(nb, loc, e, invB);
+    if (elt != f32)
+      y = arith::TruncFOp::create(nb, loc, velt, y);
+    return vector::TransferWriteOp::create(nb, loc, y, out, ValueRange{at},
+                                           ArrayRef<bool>{inBounds})
+        .getResult();
+  };
+  Value fullChunks = arith::DivUIOp::create(b, loc, rowLen, cIdx(b, vw));
+  auto write = scf::ForOp::create(
+      b, loc, c0, fullChunks, c1, ValueRange{rowOut},
+      [&](OpBuilder &lb, Location, Value c, ValueRange iter) {
+        Value at = arith::MulIOp::create(lb, loc, c, cIdx(lb, vw));
+        scf::YieldOp::create(lb, loc,
+                             writeChunk(lb, at, iter[0], /*inBounds=*/true));
+      });
+  Value chunkTail = arith::MulIOp::create(b, loc, fullChunks, cIdx(b, vw));
+  Value hasChunkTail = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ult, chunkTail, rowLen);
+  auto writeTail = scf::IfOp::create(
+      b, loc, hasChunkTail,
+      [&](OpBuilder &ib, Location) {
+        scf::YieldOp::create(ib, loc,
+                             writeChunk(ib, chunkTail, write.getResult(0),
+                                        /*inBounds=*/false));
+      },
+      [&](OpBuilder &ib, Location) {
+        scf::YieldOp::create(ib, loc, write.getResult(0));
+      });
+  return writeTail.getResult(0);
+}
+
 void fa::populateFAOnlineSoftmaxPatterns(RewritePatternSet &patterns,
                                          int64_t tileSize) {
-  patterns.add<OnlineSoftmaxPattern>(patterns.getContext(), tileSize);
+  patterns.add<OnlineSoftmaxPattern>(patterns.getContext(), tileSize,
+                                     /*vectorWidth=*/16);
 }
 
 namespace {
@@ -198,7 +379,14 @@ void FAOnlineSoftmaxPass::runOnOperation() {
         << static_cast<int64_t>(tileSize);
     return signalPassFailure();
   }
+  if (vectorWidth < 0) {
+    mlir::emitError(getOperation()->getLoc())
+        << "fa-online-softmax: vector-width must be 0 (scalar) or positive, "
+           "got "
+        << static_cast<int64_t>(vectorWidth);
+    return signalPassFailure();
+  }
   RewritePatternSet patterns(&getContext());
-  populateFAOnlineSoftmaxPatterns(patterns, tileSize);
+  patterns.add<OnlineSoftmaxPattern>(&getContext(), tileSize, vectorWidth);
   walkAndApplyPatterns(getOperation(), std::move(patterns));
 }

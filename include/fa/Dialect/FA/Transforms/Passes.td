@@ -61,15 +61,25 @@ def FAOnlineSoftmaxPass : Pass<"fa-online-softmax"> {
     keeps a running max `m` and a running sum `l`, rescaling `l` by
     `exp(m_old - m_new)` whenever the max grows; the second writes
     `exp(x - m) / l`. A row that is entirely `-inf` gives zeros.
+
+    When the softmax dim is the innermost one (and `vector-width` > 0) both
+    sweeps work on `vector<Wxf32>` values read with `vector.transfer_read`
+    (full tiles in bounds, one masked tail): sweep 1 keeps the running max
+    and sum per lane (one rescale per lane and tile) and combines the lanes
+    at the end; `exp` is a polynomial on vectors (no libm calls). Other dims
+    use scalar `linalg.generic` loops.
   }];
   let options = [
     Option<"tileSize", "tile-size", "int64_t", /*default=*/"256",
            "Elements of a row per tile of the first sweep">,
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
+           "f32 lanes per vector when the softmax dim is the innermost one "
+           "(0: scalar linalg.generic loops)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
-    "::mlir::tensor::TensorDialect"
+    "::mlir::tensor::TensorDialect", "::mlir::vector::VectorDialect"
   ];
 }
 
@@ -174,6 +184,200 @@ def FAMapToGPUPass : Pass<"fa-map-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect"
+  ];
+}
+
+def FAMapToTensorCoresPass : Pass<"fa-map-to-tensor-cores", "::mlir::ModuleOp"> {
+  let summary = "Map f16/bf16 attention kernels onto mma.sync tensor cores";
+  let description = [{
+    Turns each eligible kernel function (the form `fa-promote-shared`
+    accepts) directly into a `gpu.func` kernel in a new `gpu.module`
+    (`<function>_kernels`), launched like the kernels of `fa-map-to-gpu`:
+    grid (ceil(Nq / block_q), Hq, B), the function's memref arguments as the
+    kernel parameters in order, and `fa.gpu_config` on the function
+    (block_q, block_kv, threads, stages, dynamic_shared_bytes,
+    tensor_cores). The kernel has the FlashAttention-2 structure, fully
+    unrolled over mma fragments:
+
+    * `block-q / 16` warps, each owning 16 query rows;
+    * Q, `stages` K tiles and `stages` V tiles in one dynamic workgroup
+      buffer (`gpu.dynamic_shared_memory` + `memref.view`, its size on the
+      launch), rows padded by 16 bytes against bank conflicts;
+    * a `stages`-deep `cp.async` pipeline (`nvgpu.device_async_copy`, one
+      group per K/V tile, rows past the sequence end zero-filled through
+      `srcElements`);
+    * S = Q K^T and O += P V as `nvgpu.mma.sync` m16n8k16 (f32
+      accumulation) fed by `nvgpu.ldmatrix` (V transposed); P is reused
+      from registers as the A operand;
+    * the online softmax on the accumulator layout: row max over the quad
+      with `gpu.shuffle xor` 1 and 2, per-lane row sums reduced after the
+      loop, `exp2` with log2(e) folded into the scale, the m = -inf guard;
+    * key lengths and causality bound the KV loop; only the tile holding
+      kv_end and the tiles crossing the causal diagonal are masked; boolean
+      and additive masks are read per fragment element;
+    * O (in the op's element type) and LSE stored from the fragments; empty
+      rows give O = 0 and LSE = -inf.
+
+    Eligible: f16 or bf16 Q/K/V, head dims D and Dv multiples of 16 up to
+    256, every `fa.attention` feature. Other kernel functions are left
+    untouched for the SIMT path.
+  }];
+  let options = [
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"64",
+           "Query rows per block (16 per warp, up to 128)">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
+           "Keys per K/V tile, a multiple of 16 (0: 64, or 32 for head dims "
+           "above 128)">,
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "K/V tiles in the cp.async pipeline (2 to 4)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
+def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
+  let summary = "Lower kernel-form fa.attention to a register-blocked, "
+                "vectorized CPU kernel";
+  let description = [{
+    Rewrites each `fa.attention` in kernel form (operands read from memrefs
+    through `bufferization.to_tensor`, results written to memrefs through
+    `bufferization.materialize_in_destination`, the form `fa-run` and
+    `fa-compile` build) into memref-level loops on `vector<Wxf32>` values
+    (W = `vector-width`: 16 for AVX-512, 8 for AVX2):
+
+    * an `scf.forall` over (batch, query head, query tile of `block-q`
+      rows); its f32 scratch buffers (`memref.alloca`, 64-byte aligned) sit
+      before the loop, or with `parallel` in the loop body, where every
+      OpenMP iteration gets its own (convert-scf-to-openmp wraps the body in
+      an alloca scope);
+    * per query tile, Q is packed transposed and pre-scaled (Q^T, f32),
+      one query per vector lane;
+    * per key/value tile (`block-kv` keys, only the tiles below
+      `kv_end = min(Nk, clamp(kv_lens[b]), causal end)`), f16/bf16 K and V
+      are packed as f32 rows (converted while packing); f32 K, and f32 V
+      whose Dv is a multiple of W, are read in place;
+    * S^T = K (scale Q)^T by a register-blocked micro-kernel: `key-rows`
+      keys x (`block-q` / W) query vectors of accumulators carried as
+      `scf.for` iter_args over d, each step broadcasting K[j][d] and doing
+      `vector.fma` with the Q^T row d;
+    * the online softmax per lane, with no horizontal reductions: masks
+      (boolean -> -inf, additive, causal per lane) and the running max in
+      one sweep over the key rows, then P = exp(S - m) and its sum in a
+      second; `exp` is a polynomial on vectors (no libm calls); m = -inf is
+      replaced by 0 before the subtraction;
+    * O += P V by a second micro-kernel: `pv-rows` query rows x
+      `pv-vectors` vectors of Dv, the accumulators first rescaled by
+      alpha = exp(m_old - m_new), each step broadcasting P[r][j] and doing
+      `vector.fma` with the V row j; with a mask, keys with p = 0 are
+      skipped by a select, so NaN or inf in their V rows cannot leak;
+    * the epilogue writes O = acc / l (O = 0 when l = 0) in the element
+      type and LSE = m + log(l) (-inf when l = 0).
+
+    Functions not in kernel form are left for `fa-tile-attention` unless
+    `require-kernel-form` is set.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
+           "f32 lanes per vector (16: AVX-512, 8: AVX2)">,
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"64",
+           "Query rows per tile (a multiple of vector-width and pv-rows)">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"64",
+           "Keys per key/value tile">,
+    Option<"keyRows", "key-rows", "int64_t", /*default=*/"6",
+           "Keys per register block of the S micro-kernel">,
+    Option<"pvRows", "pv-rows", "int64_t", /*default=*/"4",
+           "Query rows per register block of the P V micro-kernel">,
+    Option<"pvVectors", "pv-vectors", "int64_t", /*default=*/"4",
+           "Vectors of Dv per register block of the P V micro-kernel">,
+    Option<"parallel", "parallel", "bool", /*default=*/"false",
+           "The forall will run in parallel: scratch buffers per iteration "
+           "(scf-forall-to-parallel and convert-scf-to-openmp make each "
+           "iteration an alloca scope) instead of one set before the loop">,
+    Option<"requireKernelForm", "require-kernel-form", "bool",
+           /*default=*/"false",
+           "Fail on an fa.attention that is not in kernel form instead of "
+           "leaving it">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+def FARaiseAttentionPass : Pass<"fa-raise-attention"> {
+  let summary = "Raise attention written in linalg on tensors to fa.attention";
+  let description = [{
+    Recognizes scaled dot-product attention as front ends emit it on
+    tensors and replaces the whole chain with one `fa.attention`:
+
+    * `S = Q K^T`: `linalg.matmul`, `linalg.batch_matmul` or a contraction
+      `linalg.generic` with 0, 1 or 2 batch dims (`[N, D]`, `[B*H, N, D]`,
+      `[B, H, N, D]`), initialized with zero; K^T either in the indexing
+      maps or as a `linalg.transpose` swapping K's last two dims;
+    * an optional scale: `S * c`, `c * S` or `S / c` with `c` a constant
+      (a scalar captured by a `linalg.generic`, a splat constant tensor or
+      a `linalg.fill` of a constant, e.g. through `linalg.mul`/`linalg.div`)
+      -> the `scale` attribute (1 when absent, 1/c for a division);
+    * an optional mask applied after the scale: `S + M` (`linalg.add` or a
+      generic `addf`) -> additive `mask`, or `select(Mb, S, -inf)` with an
+      `i1` tensor `Mb` (`arith.select` on tensors or inside a generic) ->
+      boolean `mask`; in a generic the mask may be broadcast over leading
+      batch dims (dropped from its indexing map, or read at 0 from a unit
+      dim), not over queries or keys;
+    * `P = softmax(S)` over the last dim: `linalg.softmax` or the
+      max / sub+exp / sum / div generics of its upstream decomposition
+      (also with the subtraction and the exponential as two generics; the
+      max from `-inf` with `maximumf` or `maxnumf`, or from NaN with
+      `maxnumf`);
+    * `O = P V` (zero-initialized, V indexed `[.., Nk, Dv]`).
+
+    Rank-3 operands `[B*H, N, D]` become `[B*H, 1, N, D]` (and rank-2
+    `[1, 1, N, D]`) through `tensor.expand_shape`; the result is collapsed
+    back. Every intermediate must be used only by the next step of the
+    chain. Anything that does not match exactly is left alone: another
+    reduction dim, an extra use of S or P, a non-constant scale, a scale
+    applied after the mask, softmax over another dim, element type changes
+    (mixed-precision contractions), dynamic head dims or head counts.
+
+    Numerics: fa.attention accumulates in f32 and uses an online softmax, so
+    results differ from the chain in rounding. They also differ for a query
+    row whose keys are all masked (all `-inf` after the mask): the chain
+    computes `exp(-inf - -inf)` and gives NaN, fa.attention gives 0
+    (DESIGN.md). Raising masked chains therefore turns NaN rows into zero
+    rows; `allow-masked-rows=false` restricts raising to chains without a
+    mask, where no row can be fully masked.
+  }];
+  let options = [
+    Option<"allowMaskedRows", "allow-masked-rows", "bool", /*default=*/"true",
+           "Also raise chains with a mask (fully masked rows become 0 "
+           "instead of NaN)">,
+  ];
+  let dependentDialects = [
+    "::mlir::fa::FADialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def FALegalizeMmaBF16Pass : Pass<"fa-legalize-mma-bf16", "::mlir::ModuleOp"> {
+  let summary = "Rewrite bf16 nvgpu.mma.sync into nvvm.mma.sync for NVVM";
+  let description = [{
+    The upstream NVGPU-to-NVVM conversion cannot lower `nvgpu.mma.sync` with
+    bf16 operands ("failed to deduce operand PTX types"): PTX takes bf16
+    fragments as packed 32-bit registers. This pass, run right before the
+    NVVM code generation, rewrites each such m16n8k16 op into
+    `nvvm.mma.sync` on `i32` operands (each `vector<2xbf16>` row bitcast to
+    one `i32`) with explicit bf16 multiplicand types, row/col layouts and f32
+    accumulators. Other ops are left alone. The kernels the interpreter runs
+    (before this pass) keep `nvgpu.mma.sync`.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::vector::VectorDialect"
   ];
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 namespace mlir {
+class DialectRegistry;
 class RewritePatternSet;
 namespace fa {
 
@@ -35,6 +36,22 @@ void populateFAOnlineSoftmaxPatterns(RewritePatternSet &patterns,
 
 /// fa.attention and fa.softmax -> the naive computation on full tensors.
 void populateFADecomposeReferencePatterns(RewritePatternSet &patterns);
+
+/// Options of the raising patterns.
+struct RaiseAttentionOptions {
+  /// Also raise chains with a mask. fa.attention gives O = 0 for a query row
+  /// whose keys are all masked where the naive chain gives NaN.
+  bool allowMaskedRows = true;
+};
+
+/// Attention written in linalg (Q.K^T, optional constant scale and mask,
+/// last-dim softmax or its decomposition, P.V) -> one fa.attention.
+void populateRaiseAttentionPatterns(RewritePatternSet &patterns,
+                                    RaiseAttentionOptions options = {});
+
+/// Attaches TilingInterface external models to fa.attention (parallel dims
+/// B, Hq, Nq) and fa.softmax (every dim but the normalized one parallel).
+void registerTilingInterfaceExternalModels(DialectRegistry &registry);
 
 } // namespace fa
 } // namespace mlir

@@ -1,0 +1,719 @@
+//===- CpuAttention.cpp - register-blocked vector attention for CPUs ------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Lowers fa.attention in kernel form (memref arguments -> to_tensor ->
+// fa.attention -> materialize_in_destination) to memref-level loops on
+// explicit SIMD vectors. The score tile is computed transposed (S^T: keys x
+// queries) so that every query owns one vector lane: the online softmax
+// (running max, rescale, running sum) is then purely elementwise across
+// lanes and needs no horizontal reductions. See the pass description in
+// Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FA/IR/FA.h"
+#include "fa/Dialect/FA/Transforms/Passes.h"
+
+#include "GpuKernelUtils.h"
+#include "LoweringUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Iterators.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <limits>
+
+namespace mlir {
+namespace fa {
+#define GEN_PASS_DEF_FACPUATTENTIONPASS
+#include "fa/Dialect/FA/Transforms/Passes.h.inc"
+} // namespace fa
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::fa;
+using namespace mlir::fa::gpukernel;
+
+namespace {
+
+/// Tile and register-block sizes of one kernel.
+struct CpuKernelConfig {
+  /// f32 lanes per vector.
+  int64_t vw = 16;
+  /// Query rows per tile (a multiple of vw and of pvRows).
+  int64_t blockQ = 64;
+  /// Keys per key/value tile.
+  int64_t blockKV = 64;
+  /// Keys per register block of the S^T micro-kernel.
+  int64_t keyRows = 6;
+  /// Query rows per register block of the P V micro-kernel.
+  int64_t pvRows = 4;
+  /// Vectors of Dv per register block of the P V micro-kernel.
+  int64_t pvVectors = 4;
+  /// The forall will run in parallel (scratch per iteration).
+  bool parallel = false;
+};
+
+/// Builds the kernel for one fa.attention.
+class CpuKernelBuilder {
+public:
+  CpuKernelBuilder(AttentionOp op, const KernelOperands &args,
+                   const CpuKernelConfig &cfg)
+      : op(op), args(args), cfg(cfg), loc(op.getLoc()) {}
+
+  /// Emits the kernel before `op`; the caller erases the tensor-level ops.
+  void build();
+
+private:
+  // Small builders.
+  Value cIdx(OpBuilder &b, int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  }
+  Value cF32(OpBuilder &b, float v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value splatF32(OpBuilder &b, float v) {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vecType, b.getF32FloatAttr(v)));
+  }
+  Value bcast(OpBuilder &b, Value scalar) {
+    return vector::BroadcastOp::create(b, loc, vecType, scalar);
+  }
+  Value add(OpBuilder &b, Value x, Value y) {
+    return arith::AddIOp::create(b, loc, x, y);
+  }
+  Value mul(OpBuilder &b, Value x, Value y) {
+    return arith::MulIOp::create(b, loc, x, y);
+  }
+  Value sub(OpBuilder &b, Value x, Value y) {
+    return arith::SubIOp::create(b, loc, x, y);
+  }
+  Value minI(OpBuilder &b, Value x, Value y) {
+    return arith::MinSIOp::create(b, loc, x, y);
+  }
+  Value maxI(OpBuilder &b, Value x, Value y) {
+    return arith::MaxSIOp::create(b, loc, x, y);
+  }
+  Value toF32(OpBuilder &b, Value v) {
+    Type t = v.getType();
+    Type f32 = b.getF32Type();
+    if (auto vt = dyn_cast<VectorType>(t)) {
+      if (vt.getElementType().isF32())
+        return v;
+      return arith::ExtFOp::create(b, loc, VectorType::get(vt.getShape(), f32),
+                                   v);
+    }
+    if (t.isF32())
+      return v;
+    return arith::ExtFOp::create(b, loc, f32, v);
+  }
+  Value vload(OpBuilder &b, Value mem, ValueRange idx) {
+    return vector::LoadOp::create(b, loc, vecType, mem, idx);
+  }
+  void vstore(OpBuilder &b, Value v, Value mem, ValueRange idx) {
+    vector::StoreOp::create(b, loc, v, mem, idx);
+  }
+  Value fma(OpBuilder &b, Value x, Value y, Value acc) {
+    return vector::FMAOp::create(b, loc, x, y, acc);
+  }
+  /// A 64-byte aligned f32 scratch buffer on the stack.
+  Value scratch(OpBuilder &b, ArrayRef<int64_t> shape) {
+    return memref::AllocaOp::create(
+        b, loc, MemRefType::get(shape, b.getF32Type()), ValueRange{},
+        b.getI64IntegerAttr(64));
+  }
+  /// scf.for lb..ub step 1 without iter_args.
+  void loop(OpBuilder &b, Value lb, Value ub,
+            function_ref<void(OpBuilder &, Value)> body) {
+    scf::ForOp::create(b, loc, lb, ub, cIdx(b, 1), ValueRange{},
+                       [&](OpBuilder &lb2, Location, Value i, ValueRange) {
+                         body(lb2, i);
+                         scf::YieldOp::create(lb2, loc);
+                       });
+  }
+  /// Reads `count` elements of the innermost dim of a 4-d memref row at
+  /// `idx` as a vector<vw x f32>, padding past the end with `pad` (of the
+  /// element type).
+  Value readRow(OpBuilder &b, Value mem, ValueRange idx, int64_t col,
+                int64_t rowLen) {
+    auto memType = cast<MemRefType>(mem.getType());
+    Type elt = memType.getElementType();
+    auto vt = VectorType::get({cfg.vw}, elt);
+    SmallVector<Value> at(idx);
+    at.push_back(cIdx(b, col));
+    bool inBounds = col + cfg.vw <= rowLen;
+    Value pad = arith::ConstantOp::create(b, loc, b.getZeroAttr(elt));
+    Value v = vector::TransferReadOp::create(b, loc, vt, mem, at, pad,
+                                             ArrayRef<bool>{inBounds});
+    return toF32(b, v);
+  }
+  /// Fills an f32 scratch buffer whose innermost dim is a multiple of vw.
+  void fill(OpBuilder &b, Value mem, float value) {
+    auto shape = cast<MemRefType>(mem.getType()).getShape();
+    Value v = splatF32(b, value);
+    if (shape.size() == 1) {
+      for (int64_t c = 0; c < shape[0]; c += cfg.vw)
+        vstore(b, v, mem, {cIdx(b, c)});
+      return;
+    }
+    loop(b, cIdx(b, 0), cIdx(b, shape[0]), [&](OpBuilder &lb, Value r) {
+      for (int64_t c = 0; c < shape[1]; c += cfg.vw)
+        vstore(lb, v, mem, {r, cIdx(lb, c)});
+    });
+  }
+
+  // Kernel stages.
+  void allocScratch(OpBuilder &b);
+  void buildTile(OpBuilder &b, ValueRange ivs);
+  void buildKVStep(OpBuilder &b, Value j);
+  void buildScores(OpBuilder &b, Value k0, Value kCols);
+  void buildSoftmax(OpBuilder &b, Value k0, Value kCols);
+  void buildPV(OpBuilder &b, Value k0, Value kCols, bool guardMasked);
+  void buildEpilogue(OpBuilder &b);
+
+  AttentionOp op;
+  KernelOperands args;
+  CpuKernelConfig cfg;
+  Location loc;
+  VectorType vecType;
+  Type elt;
+  int64_t headDim = 0, valueDim = 0, headDimPad = 0, valueDimPad = 0;
+  int64_t group = 1, keyRowsPad = 0;
+  /// f32 K (and V with Dv a multiple of the vector width) are read in place
+  /// instead of being packed per tile.
+  bool directK = false, directV = false;
+  float scale = 1.0f;
+  CausalKind causal = CausalKind::none;
+  bool maskIsBoolean = false, maskBroadcastsBatch = false,
+       maskBroadcastsHeads = false;
+
+  // Per tile.
+  Value batch, head, kvHead, q0, qRows, nq, nk, diagOffset, kvEnd;
+  Value qT, kP, vP, sT, mT, oAcc, mBuf, lBuf, aBuf;
+};
+
+} // namespace
+
+void CpuKernelBuilder::build() {
+  OpBuilder b(op);
+  auto qType = cast<RankedTensorType>(op.getQuery().getType());
+  auto vType = cast<RankedTensorType>(op.getValue().getType());
+  elt = qType.getElementType();
+  headDim = qType.getDimSize(3);
+  valueDim = vType.getDimSize(3);
+  headDimPad = llvm::divideCeil(headDim, cfg.vw) * cfg.vw;
+  valueDimPad = llvm::divideCeil(valueDim, cfg.vw) * cfg.vw;
+  keyRowsPad = llvm::divideCeil(cfg.blockKV, cfg.keyRows) * cfg.keyRows;
+  group = op.getGroupSize();
+  scale = op.getEffectiveScale();
+  causal = op.getCausal();
+  vecType = VectorType::get({cfg.vw}, b.getF32Type());
+  directK = elt.isF32();
+  directV = elt.isF32() && valueDim % cfg.vw == 0;
+  if (args.mask) {
+    auto mType = cast<MemRefType>(args.mask.getType());
+    maskIsBoolean = !isa<FloatType>(mType.getElementType());
+    maskBroadcastsBatch = mType.getDimSize(0) == 1;
+    maskBroadcastsHeads = mType.getDimSize(1) == 1;
+  }
+
+  Value gB = memref::DimOp::create(b, loc, args.q, 0);
+  Value gNq = memref::DimOp::create(b, loc, args.q, 2);
+  Value tiles = arith::CeilDivUIOp::create(b, loc, gNq, cIdx(b, cfg.blockQ));
+  auto forall = scf::ForallOp::create(
+      b, loc,
+      ArrayRef<OpFoldResult>{gB, b.getIndexAttr(qType.getDimSize(1)), tiles},
+      ValueRange{}, std::nullopt);
+  OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
+  // Scratch: for a sequential loop, one set before the loop; for a
+  // parallel one, a set per iteration (each OpenMP iteration body becomes
+  // an alloca scope, so threads never share buffers and the stack does not
+  // grow). A loop that is not an allocation scope (scf.for, what
+  // scf-forall-to-for makes of the forall) must not hold allocas.
+  if (cfg.parallel) {
+    allocScratch(fb);
+  } else {
+    OpBuilder ab(forall);
+    allocScratch(ab);
+  }
+  buildTile(fb, forall.getInductionVars());
+}
+
+void CpuKernelBuilder::allocScratch(OpBuilder &b) {
+  int64_t bq = cfg.blockQ;
+  qT = scratch(b, {headDim, bq});
+  if (!directK)
+    kP = scratch(b, {keyRowsPad, headDimPad});
+  if (!directV)
+    vP = scratch(b, {cfg.blockKV, valueDimPad});
+  sT = scratch(b, {keyRowsPad, bq});
+  if (args.mask)
+    mT = scratch(b, {cfg.blockKV, bq});
+  oAcc = scratch(b, {bq, valueDimPad});
+  mBuf = scratch(b, {bq});
+  lBuf = scratch(b, {bq});
+  aBuf = scratch(b, {bq});
+}
+
+void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
+  batch = ivs[0];
+  head = ivs[1];
+  kvHead = group == 1 ? head
+                      : Value(arith::DivUIOp::create(b, loc, head,
+                                                     cIdx(b, group)));
+  nq = memref::DimOp::create(b, loc, args.q, 2);
+  nk = memref::DimOp::create(b, loc, args.k, 2);
+  q0 = mul(b, ivs[2], cIdx(b, cfg.blockQ));
+  qRows = minI(b, cIdx(b, cfg.blockQ), sub(b, nq, q0));
+  diagOffset = causal == CausalKind::bottom_right ? sub(b, nk, nq)
+                                                  : cIdx(b, 0);
+
+  // Keys past kvEnd are never visited (key lengths and causality).
+  Value zero = cIdx(b, 0);
+  kvEnd = nk;
+  if (args.kvLens) {
+    Value len = memref::LoadOp::create(b, loc, args.kvLens, ValueRange{batch});
+    Value lenIdx = arith::IndexCastOp::create(b, loc, b.getIndexType(), len);
+    kvEnd = minI(b, maxI(b, lenIdx, zero), kvEnd);
+  }
+  if (causal != CausalKind::none) {
+    Value end = add(b, add(b, q0, qRows), diagOffset);
+    kvEnd = minI(b, maxI(b, end, zero), kvEnd);
+  }
+
+  // Scratch (f32): Q^T (scaled), the K and V tiles, S^T / P^T, the additive
+  // mask tile (transposed), the output accumulator and the row state.
+  int64_t bq = cfg.blockQ;
+  fill(b, mBuf, -std::numeric_limits<float>::infinity());
+  fill(b, lBuf, 0.0f);
+  fill(b, oAcc, 0.0f);
+  // Rows of the K tile past the keys are read by the last register block;
+  // keep them finite.
+  if (kP)
+    fill(b, kP, 0.0f);
+  if (mT)
+    fill(b, mT, 0.0f);
+
+  // Q^T, scaled; lanes past the query rows are 0.
+  Value scaleC = cF32(b, scale);
+  loop(b, zero, qRows, [&](OpBuilder &lb, Value r) {
+    Value q = add(lb, q0, r);
+    loop(lb, cIdx(lb, 0), cIdx(lb, headDim), [&](OpBuilder &ib, Value d) {
+      Value x = memref::LoadOp::create(ib, loc, args.q,
+                                       ValueRange{batch, head, q, d});
+      Value xs = arith::MulFOp::create(ib, loc, toF32(ib, x), scaleC);
+      memref::StoreOp::create(ib, loc, xs, qT, ValueRange{d, r});
+    });
+  });
+  loop(b, qRows, cIdx(b, bq), [&](OpBuilder &lb, Value r) {
+    loop(lb, cIdx(lb, 0), cIdx(lb, headDim), [&](OpBuilder &ib, Value d) {
+      memref::StoreOp::create(ib, loc, cF32(ib, 0.0f), qT, ValueRange{d, r});
+    });
+  });
+
+  Value numKV = arith::CeilDivUIOp::create(b, loc, kvEnd,
+                                           cIdx(b, cfg.blockKV));
+  loop(b, zero, numKV, [&](OpBuilder &lb, Value j) { buildKVStep(lb, j); });
+  buildEpilogue(b);
+}
+
+void CpuKernelBuilder::buildKVStep(OpBuilder &b, Value j) {
+  Value k0 = mul(b, j, cIdx(b, cfg.blockKV));
+  Value kCols = minI(b, cIdx(b, cfg.blockKV), sub(b, kvEnd, k0));
+  Value zero = cIdx(b, 0);
+
+  // Pack the K and V tiles as f32 rows (vectorized copies), unless they
+  // are read in place.
+  if (kP || vP)
+    loop(b, zero, kCols, [&](OpBuilder &lb, Value jj) {
+      Value key = add(lb, k0, jj);
+      if (kP)
+        for (int64_t c = 0; c < headDimPad; c += cfg.vw)
+          vstore(lb, readRow(lb, args.k, {batch, kvHead, key}, c, headDim),
+                 kP, {jj, cIdx(lb, c)});
+      if (vP)
+        for (int64_t c = 0; c < valueDimPad; c += cfg.vw)
+          vstore(lb, readRow(lb, args.v, {batch, kvHead, key}, c, valueDim),
+                 vP, {jj, cIdx(lb, c)});
+    });
+
+  // The mask tile, transposed, as an additive f32 (0 / -inf for booleans).
+  if (mT) {
+    Value mb = maskBroadcastsBatch ? zero : batch;
+    Value mh = maskBroadcastsHeads ? zero : head;
+    loop(b, zero, qRows, [&](OpBuilder &lb, Value r) {
+      Value q = add(lb, q0, r);
+      loop(lb, cIdx(lb, 0), kCols, [&](OpBuilder &ib, Value jj) {
+        Value x = memref::LoadOp::create(ib, loc, args.mask,
+                                         ValueRange{mb, mh, q, add(ib, k0, jj)});
+        Value f;
+        if (maskIsBoolean) {
+          Value keep = arith::CmpIOp::create(
+              ib, loc, arith::CmpIPredicate::ne, x,
+              arith::ConstantOp::create(ib, loc, ib.getZeroAttr(x.getType())));
+          f = arith::SelectOp::create(
+              ib, loc, keep, cF32(ib, 0.0f),
+              cF32(ib, -std::numeric_limits<float>::infinity()));
+        } else {
+          f = toF32(ib, x);
+        }
+        memref::StoreOp::create(ib, loc, f, mT, ValueRange{jj, r});
+      });
+    });
+  }
+
+  buildScores(b, k0, kCols);
+  buildSoftmax(b, k0, kCols);
+  buildPV(b, k0, kCols, /*guardMasked=*/static_cast<bool>(args.mask));
+}
+
+void CpuKernelBuilder::buildScores(OpBuilder &b, Value k0, Value kCols) {
+  // S^T[j][r] = sum_d K[j][d] * (scale Q)[r][d]: a register block of
+  // keyRows keys x (blockQ / vw) query vectors, accumulated over d in
+  // vector iter_args (broadcast K[j][d], FMA with the Q^T row d).
+  int64_t qVecs = cfg.blockQ / cfg.vw;
+  int64_t kr = cfg.keyRows;
+  Value numBlocks = arith::CeilDivUIOp::create(b, loc, kCols, cIdx(b, kr));
+  loop(b, cIdx(b, 0), numBlocks, [&](OpBuilder &lb, Value kb) {
+    Value j0 = mul(lb, kb, cIdx(lb, kr));
+    // In place: the key rows of the block, clamped to the last key (rows
+    // past kCols are computed but never used).
+    SmallVector<Value> keyIdx;
+    if (!kP) {
+      Value last = sub(lb, kvEnd, cIdx(lb, 1));
+      for (int64_t i = 0; i < kr; ++i)
+        keyIdx.push_back(
+            minI(lb, add(lb, add(lb, k0, j0), cIdx(lb, i)), last));
+    }
+    SmallVector<Value> inits(kr * qVecs, splatF32(lb, 0.0f));
+    auto dLoop = scf::ForOp::create(
+        lb, loc, cIdx(lb, 0), cIdx(lb, headDim), cIdx(lb, 1), inits,
+        [&](OpBuilder &db, Location, Value d, ValueRange acc) {
+          SmallVector<Value> qv;
+          for (int64_t v = 0; v < qVecs; ++v)
+            qv.push_back(vload(db, qT, {d, cIdx(db, v * cfg.vw)}));
+          SmallVector<Value> next;
+          for (int64_t i = 0; i < kr; ++i) {
+            Value kx =
+                kP ? Value(memref::LoadOp::create(
+                         db, loc, kP, ValueRange{add(db, j0, cIdx(db, i)), d}))
+                   : Value(memref::LoadOp::create(
+                         db, loc, args.k,
+                         ValueRange{batch, kvHead, keyIdx[i], d}));
+            Value kb2 = bcast(db, kx);
+            for (int64_t v = 0; v < qVecs; ++v)
+              next.push_back(fma(db, kb2, qv[v], acc[i * qVecs + v]));
+          }
+          scf::YieldOp::create(db, loc, next);
+        });
+    for (int64_t i = 0; i < kr; ++i)
+      for (int64_t v = 0; v < qVecs; ++v)
+        vstore(lb, dLoop.getResult(i * qVecs + v), sT,
+               {add(lb, j0, cIdx(lb, i)), cIdx(lb, v * cfg.vw)});
+  });
+}
+
+void CpuKernelBuilder::buildSoftmax(OpBuilder &b, Value k0, Value kCols) {
+  // Each query is a lane: the running max, the rescale and the running sum
+  // are elementwise over the key rows of S^T.
+  int64_t qVecs = cfg.blockQ / cfg.vw;
+  float inf = std::numeric_limits<float>::infinity();
+  Value zero = cIdx(b, 0);
+  auto idxVec = VectorType::get({cfg.vw}, b.getIndexType());
+
+  // Pass 1: masks (-inf) and the tile max per lane.
+  SmallVector<Value> maxInit(qVecs, splatF32(b, -inf));
+  auto maxLoop = scf::ForOp::create(
+      b, loc, zero, kCols, cIdx(b, 1), maxInit,
+      [&](OpBuilder &lb, Location, Value jj, ValueRange vmax) {
+        SmallVector<Value> next;
+        Value threshold;
+        if (causal != CausalKind::none) {
+          // Query q keeps key k when k <= q + offset, i.e. lane r keeps key
+          // k0 + jj when r >= k0 + jj - q0 - offset.
+          threshold = sub(lb, sub(lb, add(lb, k0, jj), q0), diagOffset);
+        }
+        for (int64_t v = 0; v < qVecs; ++v) {
+          Value col = cIdx(lb, v * cfg.vw);
+          Value s = vload(lb, sT, {jj, col});
+          bool changed = false;
+          if (mT) {
+            Value m = vload(lb, mT, {jj, col});
+            if (maskIsBoolean) {
+              Value drop = arith::CmpFOp::create(lb, loc,
+                                                 arith::CmpFPredicate::OEQ, m,
+                                                 splatF32(lb, -inf));
+              s = arith::SelectOp::create(lb, loc, drop, splatF32(lb, -inf),
+                                          s);
+            } else {
+              s = arith::AddFOp::create(lb, loc, s, m);
+            }
+            changed = true;
+          }
+          if (threshold) {
+            Value lanes = vector::StepOp::create(lb, loc, idxVec);
+            lanes = arith::AddIOp::create(
+                lb, loc, lanes,
+                vector::BroadcastOp::create(lb, loc, idxVec, col));
+            Value keep = arith::CmpIOp::create(
+                lb, loc, arith::CmpIPredicate::sge, lanes,
+                vector::BroadcastOp::create(lb, loc, idxVec, threshold));
+            s = arith::SelectOp::create(lb, loc, keep, s, splatF32(lb, -inf));
+            changed = true;
+          }
+          if (changed)
+            vstore(lb, s, sT, {jj, col});
+          next.push_back(arith::MaximumFOp::create(lb, loc, vmax[v], s));
+        }
+        scf::YieldOp::create(lb, loc, next);
+      });
+
+  // m_new = max(m_old, tile max); alpha = exp(m_old - m_use), where m_use
+  // is m_new with -inf (nothing attended yet) replaced by 0.
+  SmallVector<Value> mUse;
+  for (int64_t v = 0; v < qVecs; ++v) {
+    Value col = cIdx(b, v * cfg.vw);
+    Value mOld = vload(b, mBuf, {col});
+    Value mNew = arith::MaximumFOp::create(b, loc, mOld, maxLoop.getResult(v));
+    Value isInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew,
+                                        splatF32(b, -inf));
+    Value use =
+        arith::SelectOp::create(b, loc, isInf, splatF32(b, 0.0f), mNew);
+    Value alpha = lowering::buildFastExp(
+        b, loc, arith::SubFOp::create(b, loc, mOld, use));
+    vstore(b, mNew, mBuf, {col});
+    vstore(b, alpha, aBuf, {col});
+    mUse.push_back(use);
+  }
+
+  // Pass 2: P = exp(S - m_use) in place, and its sum per lane.
+  SmallVector<Value> sumInit(qVecs, splatF32(b, 0.0f));
+  auto sumLoop = scf::ForOp::create(
+      b, loc, zero, kCols, cIdx(b, 1), sumInit,
+      [&](OpBuilder &lb, Location, Value jj, ValueRange sum) {
+        SmallVector<Value> next;
+        for (int64_t v = 0; v < qVecs; ++v) {
+          Value col = cIdx(lb, v * cfg.vw);
+          Value s = vload(lb, sT, {jj, col});
+          Value p = lowering::buildFastExp(
+              lb, loc, arith::SubFOp::create(lb, loc, s, mUse[v]));
+          vstore(lb, p, sT, {jj, col});
+          next.push_back(arith::AddFOp::create(lb, loc, sum[v], p));
+        }
+        scf::YieldOp::create(lb, loc, next);
+      });
+  // l = alpha * l + sum(P).
+  for (int64_t v = 0; v < qVecs; ++v) {
+    Value col = cIdx(b, v * cfg.vw);
+    Value l = vload(b, lBuf, {col});
+    Value a = vload(b, aBuf, {col});
+    vstore(b, fma(b, a, l, sumLoop.getResult(v)), lBuf, {col});
+  }
+}
+
+void CpuKernelBuilder::buildPV(OpBuilder &b, Value k0, Value kCols,
+                               bool guardMasked) {
+  // acc[r] = alpha[r] * acc[r] + sum_j P^T[j][r] * V[j]: a register block of
+  // pvRows query rows x pvVectors vectors of Dv, accumulated over the keys
+  // (broadcast P^T[j][r], FMA with the V row j).
+  int64_t rows = cfg.pvRows;
+  Value numBlocks = arith::CeilDivUIOp::create(b, loc, qRows, cIdx(b, rows));
+  int64_t dvVecs = valueDimPad / cfg.vw;
+  loop(b, cIdx(b, 0), numBlocks, [&](OpBuilder &lb, Value rb) {
+    Value r0 = mul(lb, rb, cIdx(lb, rows));
+    SmallVector<Value> rowIdx, alphas;
+    for (int64_t i = 0; i < rows; ++i) {
+      rowIdx.push_back(add(lb, r0, cIdx(lb, i)));
+      alphas.push_back(bcast(
+          lb, memref::LoadOp::create(lb, loc, aBuf, ValueRange{rowIdx[i]})));
+    }
+    for (int64_t g0 = 0; g0 < dvVecs; g0 += cfg.pvVectors) {
+      int64_t nv = std::min(cfg.pvVectors, dvVecs - g0);
+      SmallVector<Value> inits;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t v = 0; v < nv; ++v)
+          inits.push_back(arith::MulFOp::create(
+              lb, loc,
+              vload(lb, oAcc, {rowIdx[i], cIdx(lb, (g0 + v) * cfg.vw)}),
+              alphas[i]));
+      auto kLoop = scf::ForOp::create(
+          lb, loc, cIdx(lb, 0), kCols, cIdx(lb, 1), inits,
+          [&](OpBuilder &kb, Location, Value jj, ValueRange acc) {
+            SmallVector<Value> vv;
+            Value key = vP ? Value() : add(kb, k0, jj);
+            for (int64_t v = 0; v < nv; ++v) {
+              Value col = cIdx(kb, (g0 + v) * cfg.vw);
+              vv.push_back(vP ? vload(kb, vP, {jj, col})
+                              : vload(kb, args.v, {batch, kvHead, key, col}));
+            }
+            SmallVector<Value> next;
+            for (int64_t i = 0; i < rows; ++i) {
+              Value p = memref::LoadOp::create(kb, loc, sT,
+                                               ValueRange{jj, rowIdx[i]});
+              Value pb = bcast(kb, p);
+              Value isZero;
+              if (guardMasked)
+                isZero = arith::CmpFOp::create(kb, loc,
+                                               arith::CmpFPredicate::OEQ, p,
+                                               cF32(kb, 0.0f));
+              for (int64_t v = 0; v < nv; ++v) {
+                Value a = acc[i * nv + v];
+                Value n = fma(kb, pb, vv[v], a);
+                // A masked key (p == 0) must not let a NaN or inf in its V
+                // row through 0 * NaN.
+                if (guardMasked)
+                  n = arith::SelectOp::create(kb, loc, isZero, a, n);
+                next.push_back(n);
+              }
+            }
+            scf::YieldOp::create(kb, loc, next);
+          });
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t v = 0; v < nv; ++v)
+          vstore(lb, kLoop.getResult(i * nv + v), oAcc,
+                 {rowIdx[i], cIdx(lb, (g0 + v) * cfg.vw)});
+    }
+  });
+}
+
+void CpuKernelBuilder::buildEpilogue(OpBuilder &b) {
+  // O = acc / l and LSE = m + log(l); a row with nothing attended (l == 0)
+  // gives O = 0 and LSE = -inf.
+  float inf = std::numeric_limits<float>::infinity();
+  loop(b, cIdx(b, 0), qRows, [&](OpBuilder &lb, Value r) {
+    Value q = add(lb, q0, r);
+    Value l = memref::LoadOp::create(lb, loc, lBuf, ValueRange{r});
+    Value empty = arith::CmpFOp::create(lb, loc, arith::CmpFPredicate::OEQ, l,
+                                        cF32(lb, 0.0f));
+    Value inv = arith::DivFOp::create(lb, loc, cF32(lb, 1.0f), l);
+    Value invB = bcast(lb, inv);
+    Value emptyB = vector::BroadcastOp::create(
+        lb, loc, VectorType::get({cfg.vw}, lb.getI1Type()), empty);
+    for (int64_t c = 0; c < valueDimPad; c += cfg.vw) {
+      Value a = vload(lb, oAcc, {r, cIdx(lb, c)});
+      Value o = arith::SelectOp::create(lb, loc, emptyB, splatF32(lb, 0.0f),
+                                        arith::MulFOp::create(lb, loc, a, invB));
+      if (!elt.isF32())
+        o = arith::TruncFOp::create(lb, loc, VectorType::get({cfg.vw}, elt), o);
+      bool inBounds = c + cfg.vw <= valueDim;
+      vector::TransferWriteOp::create(
+          lb, loc, o, args.o, ValueRange{batch, head, q, cIdx(lb, c)},
+          ArrayRef<bool>{inBounds});
+    }
+    if (args.lse) {
+      Value m = memref::LoadOp::create(lb, loc, mBuf, ValueRange{r});
+      Value lse = arith::AddFOp::create(lb, loc, m,
+                                        math::LogOp::create(lb, loc, l));
+      lse = arith::SelectOp::create(lb, loc, empty, cF32(lb, -inf), lse);
+      memref::StoreOp::create(lb, loc, lse, args.lse,
+                              ValueRange{batch, head, q});
+    }
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct FACpuAttentionPass final
+    : fa::impl::FACpuAttentionPassBase<FACpuAttentionPass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+} // namespace
+
+/// Erases the tensor-level ops the kernel left without uses (the
+/// to_tensor reads, the i8 -> i1 mask conversion, dims of them).
+static void eraseDeadTensorOps(Region &region) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    SmallVector<Operation *> dead;
+    region.walk<WalkOrder::PostOrder, mlir::ReverseIterator>([&](Operation *o) {
+      if (!o->use_empty() || o->getNumResults() == 0)
+        return;
+      if (isa<bufferization::ToTensorOp>(o) || isOpTriviallyDead(o))
+        dead.push_back(o);
+    });
+    for (Operation *o : dead) {
+      o->erase();
+      changed = true;
+    }
+  }
+}
+
+void FACpuAttentionPass::runOnOperation() {
+  CpuKernelConfig cfg;
+  cfg.vw = vectorWidth;
+  cfg.blockQ = blockQ;
+  cfg.blockKV = blockKV;
+  cfg.keyRows = keyRows;
+  cfg.pvRows = pvRows;
+  cfg.pvVectors = pvVectors;
+  cfg.parallel = parallel;
+  Location loc = getOperation()->getLoc();
+  if (cfg.vw <= 0 || cfg.blockKV <= 0 || cfg.keyRows <= 0 ||
+      cfg.pvRows <= 0 || cfg.pvVectors <= 0) {
+    mlir::emitError(loc) << "fa-cpu-attention: vector-width, block-kv, "
+                            "key-rows, pv-rows and pv-vectors must be "
+                            "positive";
+    return signalPassFailure();
+  }
+  if (cfg.blockQ <= 0 || cfg.blockQ % cfg.vw != 0 ||
+      cfg.blockQ % cfg.pvRows != 0) {
+    mlir::emitError(loc) << "fa-cpu-attention: block-q must be a positive "
+                            "multiple of vector-width ("
+                         << cfg.vw << ") and of pv-rows (" << cfg.pvRows
+                         << "), got " << cfg.blockQ;
+    return signalPassFailure();
+  }
+
+  SmallVector<AttentionOp> ops;
+  getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
+  for (AttentionOp op : ops) {
+    FailureOr<KernelOperands> args = matchKernelForm(op);
+    if (failed(args)) {
+      if (requireKernelForm) {
+        op.emitError() << "fa-cpu-attention: operands must come from memrefs "
+                          "through bufferization.to_tensor and results go "
+                          "to memrefs through "
+                          "bufferization.materialize_in_destination";
+        return signalPassFailure();
+      }
+      // Left for fa-tile-attention.
+      continue;
+    }
+    SmallVector<Operation *> users;
+    for (Value r : op->getResults())
+      for (Operation *u : r.getUsers())
+        users.push_back(u);
+    for (Operation *u : users) {
+      if (!isa<bufferization::MaterializeInDestinationOp>(u) ||
+          !u->use_empty()) {
+        op.emitError() << "fa-cpu-attention: a result is used by '"
+                       << u->getName()
+                       << "'; expected only materialize_in_destination";
+        return signalPassFailure();
+      }
+    }
+    CpuKernelBuilder(op, *args, cfg).build();
+    for (Operation *u : users)
+      u->erase();
+    Region *region = op->getParentRegion();
+    op->erase();
+    eraseDeadTensorOps(*region);
+  }
+}

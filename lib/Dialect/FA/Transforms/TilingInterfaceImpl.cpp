@@ -1,0 +1,411 @@
+//===- TilingInterfaceImpl.cpp - TilingInterface for fa ops ---------------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// External TilingInterface models, so that upstream tiling
+// (transform.structured.tile_using_forall / tile_using_for, scf tiling
+// utilities) can distribute fa ops.
+//
+// fa.attention: the iteration domain is (B, Hq, Nq), all parallel. The
+// reduction over keys and the head dim Dv are not part of the domain and are
+// never tiled. A tile (b0 +: tb, h0 +: th, q0 +: tq) computes O[b, h, q, :]
+// and LSE[b, h, q] from slices of Q, the mask, kv_lens and the K/V heads it
+// reads:
+//
+//  * Heads under GQA (g = Hq / Hkv > 1): query heads [h0, h0 + th) read key/
+//    value heads [h0 / g, (h0 + th - 1) / g]. The tile size along Hq must be
+//    static and either a multiple of g (K/V heads [h0/g, th/g)) or a divisor
+//    of g (one K/V head h0/g); offsets are multiples of the tile size, as the
+//    scf tiling utilities produce. Anything else fails with a diagnostic.
+//  * Causality depends on the absolute query index and on Nq and Nk, so a
+//    query tile cannot keep the attribute as it is:
+//      - bottom_right keeps k <= q + Nk - Nq. For the tile's rows
+//        q = q0 + i this is k <= i + Nk' - tq with
+//        Nk' = q0 + tq + Nk - Nq <= Nk: the tiled op stays bottom_right over
+//        the first max(Nk', 0) keys (K, V and the mask's key dim sliced).
+//        Nk' <= 0 means every row of the tile is fully masked; the tiled op
+//        has no keys and gives O = 0, LSE = -inf as the untiled one does.
+//      - top_left keeps k <= q = i + q0, i.e. bottom_right with
+//        Nk' = q0 + tq keys. When Nq <= Nk is known statically, Nk' <= Nk
+//        and K, V and the mask are sliced. Otherwise they are sliced to
+//        min(Nk, Nk') keys and zero-padded to Nk', and the padded keys are
+//        removed through kv_lens' = min(kv_lens, Nk) (Nk without kv_lens).
+//    A tile covering all of Nq keeps the op's causality and keys unchanged.
+//
+// fa.softmax: the iteration domain is the input's shape; the normalized
+// dimension is a reduction and cannot be tiled (a tile must cover it
+// entirely), every other dim is parallel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FA/IR/FA.h"
+#include "fa/Dialect/FA/Transforms/Transforms.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Interfaces/TilingInterface.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// True when (offset, size) covers dim `dim` of `source` entirely: offset 0
+/// and a size equal to the static dim, or the `tensor.dim` of that dim (what
+/// the tiling utilities pass for an untiled loop of the iteration domain).
+static bool coversDim(OpFoldResult offset, OpFoldResult size, Value source,
+                      int64_t dim) {
+  if (!isConstantIntValue(offset, 0))
+    return false;
+  auto type = cast<RankedTensorType>(source.getType());
+  if (!type.isDynamicDim(dim))
+    return isConstantIntValue(size, type.getDimSize(dim));
+  auto value = dyn_cast<Value>(size);
+  if (!value)
+    return false;
+  auto dimOp = value.getDefiningOp<tensor::DimOp>();
+  if (!dimOp)
+    return false;
+  std::optional<int64_t> index = dimOp.getConstantIndex();
+  return index && *index == dim && dimOp.getSource() == source;
+}
+
+namespace {
+/// Collects the extract_slice ops a tiled implementation creates.
+struct Slicer {
+  OpBuilder &b;
+  Location loc;
+  SmallVector<Operation *> slices;
+
+  Value slice(Value source, ArrayRef<OpFoldResult> offsets,
+              ArrayRef<OpFoldResult> sizes) {
+    auto type = cast<RankedTensorType>(source.getType());
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    auto op = tensor::ExtractSliceOp::create(b, loc, source, offsets, sizes,
+                                             strides);
+    slices.push_back(op);
+    return op.getResult();
+  }
+
+  /// Offsets 0 and full sizes except for the given dims.
+  SmallVector<OpFoldResult> fullSizes(Value source) {
+    return tensor::getMixedSizes(b, loc, source);
+  }
+};
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// fa.attention
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct AttentionTilingModel final
+    : TilingInterface::ExternalModel<AttentionTilingModel, AttentionOp> {
+  SmallVector<utils::IteratorType> getLoopIteratorTypes(Operation *) const {
+    return SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel);
+  }
+
+  SmallVector<Range> getIterationDomain(Operation *op, OpBuilder &b) const {
+    auto attention = cast<AttentionOp>(op);
+    Location loc = op->getLoc();
+    SmallVector<Range> domain;
+    for (int64_t d = 0; d < 3; ++d)
+      domain.push_back(
+          Range{b.getIndexAttr(0),
+                tensor::getMixedSize(b, loc, attention.getQuery(), d),
+                b.getIndexAttr(1)});
+    return domain;
+  }
+
+  FailureOr<TilingResult>
+  getTiledImplementation(Operation *op, OpBuilder &b,
+                         ArrayRef<OpFoldResult> offsets,
+                         ArrayRef<OpFoldResult> sizes) const;
+
+  LogicalResult
+  getResultTilePosition(Operation *op, OpBuilder &b, unsigned resultNumber,
+                        ArrayRef<OpFoldResult> offsets,
+                        ArrayRef<OpFoldResult> sizes,
+                        SmallVector<OpFoldResult> &resultOffsets,
+                        SmallVector<OpFoldResult> &resultSizes) const {
+    auto attention = cast<AttentionOp>(op);
+    resultOffsets.assign(offsets.begin(), offsets.begin() + 3);
+    resultSizes.assign(sizes.begin(), sizes.begin() + 3);
+    if (resultNumber == 0) {
+      auto oType = cast<RankedTensorType>(attention.getOutput().getType());
+      resultOffsets.push_back(b.getIndexAttr(0));
+      resultSizes.push_back(b.getIndexAttr(oType.getDimSize(3)));
+    }
+    return success();
+  }
+
+  FailureOr<TilingResult>
+  generateResultTileValue(Operation *op, OpBuilder &b, unsigned resultNumber,
+                          ArrayRef<OpFoldResult> offsets,
+                          ArrayRef<OpFoldResult> sizes) const {
+    auto attention = cast<AttentionOp>(op);
+    // O's head dim is not in the iteration domain: only whole rows of O.
+    if (resultNumber == 0 &&
+        !coversDim(offsets[3], sizes[3], attention.getOutput(), 3))
+      return failure();
+    return getTiledImplementation(op, b, offsets.take_front(3),
+                                  sizes.take_front(3));
+  }
+};
+} // namespace
+
+FailureOr<TilingResult> AttentionTilingModel::getTiledImplementation(
+    Operation *op, OpBuilder &b, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes) const {
+  auto attention = cast<AttentionOp>(op);
+  Location loc = op->getLoc();
+  Slicer s{b, loc, {}};
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  OpFoldResult b0 = offsets[0], h0 = offsets[1], q0 = offsets[2];
+  OpFoldResult tb = sizes[0], th = sizes[1], tq = sizes[2];
+
+  Value query = attention.getQuery(), key = attention.getKey(),
+        value = attention.getValue();
+  auto qType = cast<RankedTensorType>(query.getType());
+  auto kType = cast<RankedTensorType>(key.getType());
+  auto vType = cast<RankedTensorType>(value.getType());
+  int64_t hq = qType.getDimSize(1), hkv = kType.getDimSize(1);
+  int64_t group = attention.getGroupSize();
+
+  // Key/value heads read by query heads [h0, h0 + th).
+  OpFoldResult kvH0 = h0, kvTh = th;
+  if (group != 1) {
+    AffineExpr d0 = b.getAffineDimExpr(0);
+    std::optional<int64_t> thC = getConstantIntValue(th);
+    std::optional<int64_t> h0C = getConstantIntValue(h0);
+    if (coversDim(h0, th, query, 1)) {
+      kvH0 = zero;
+      kvTh = b.getIndexAttr(hkv);
+    } else if (thC && *thC > 0 && *thC % group == 0 &&
+               (!h0C || *h0C % group == 0)) {
+      kvH0 = affine::makeComposedFoldedAffineApply(b, loc, d0.floorDiv(group),
+                                                   {h0});
+      kvTh = b.getIndexAttr(*thC / group);
+    } else if (thC && *thC > 0 && group % *thC == 0 &&
+               (!h0C || *h0C % *thC == 0)) {
+      kvH0 = affine::makeComposedFoldedAffineApply(b, loc, d0.floorDiv(group),
+                                                   {h0});
+      kvTh = one;
+    } else {
+      return op->emitOpError("cannot tile query heads (Hq = ")
+             << hq << ", Hkv = " << hkv
+             << "): under grouped-query attention the tile size along Hq "
+                "must be static and a multiple or a divisor of Hq / Hkv = "
+             << group << ", and divide Hq";
+    }
+  }
+
+  // Keys the tile needs, and the causality of the tiled op.
+  OpFoldResult nq = tensor::getMixedSize(b, loc, query, 2);
+  OpFoldResult nk = tensor::getMixedSize(b, loc, key, 2);
+  CausalKind causal = attention.getCausal();
+  bool sliceKeys = false, padKeys = false;
+  OpFoldResult keys = nk;       // keys of the tiled op
+  OpFoldResult keptKeys = nk;   // keys sliced from K/V (<= keys)
+  if (causal != CausalKind::none && !coversDim(q0, tq, query, 2)) {
+    AffineExpr d0, d1, d2, d3;
+    bindDims(b.getContext(), d0, d1, d2, d3);
+    if (causal == CausalKind::bottom_right) {
+      // max(0, q0 + tq + Nk - Nq).
+      keys = affine::makeComposedFoldedAffineMax(
+          b, loc,
+          AffineMap::get(4, 0, {b.getAffineConstantExpr(0), d0 + d1 + d2 - d3},
+                         b.getContext()),
+          {q0, tq, nk, nq});
+      keptKeys = keys;
+      sliceKeys = true;
+    } else {
+      // top_left: q0 + tq keys, bottom_right.
+      keys = affine::makeComposedFoldedAffineApply(b, loc, d0 + d1, {q0, tq});
+      sliceKeys = true;
+      bool nqLeNk = !qType.isDynamicDim(2) && !kType.isDynamicDim(2) &&
+                    qType.getDimSize(2) <= kType.getDimSize(2);
+      if (nqLeNk) {
+        keptKeys = keys;
+      } else {
+        keptKeys = affine::makeComposedFoldedAffineMin(
+            b, loc, AffineMap::get(2, 0, {d0, d1}, b.getContext()),
+            {keys, nk});
+        padKeys = true;
+      }
+      causal = CausalKind::bottom_right;
+    }
+  }
+
+  // Q, O, LSE: the tile.
+  int64_t dq = qType.getDimSize(3), dk = kType.getDimSize(3),
+          dv = vType.getDimSize(3);
+  Value q = s.slice(query, {b0, h0, q0, zero}, {tb, th, tq, b.getIndexAttr(dq)});
+  Value o = s.slice(attention.getOutput(), {b0, h0, q0, zero},
+                    {tb, th, tq, b.getIndexAttr(dv)});
+  Value lse;
+  if (Value l = attention.getLse())
+    lse = s.slice(l, {b0, h0, q0}, {tb, th, tq});
+
+  // K, V: the batch tile, the K/V heads, the needed keys.
+  Value k = s.slice(key, {b0, kvH0, zero, zero},
+                    {tb, kvTh, keptKeys, b.getIndexAttr(dk)});
+  Value v = s.slice(value, {b0, kvH0, zero, zero},
+                    {tb, kvTh, keptKeys, b.getIndexAttr(dv)});
+
+  // Mask: broadcast dims (static 1) stay whole.
+  Value mask;
+  if (Value m = attention.getMask()) {
+    auto mType = cast<RankedTensorType>(m.getType());
+    OpFoldResult mb0 = b0, mtb = tb, mh0 = h0, mth = th;
+    if (mType.getDimSize(0) == 1) {
+      mb0 = zero;
+      mtb = one;
+    }
+    if (mType.getDimSize(1) == 1) {
+      mh0 = zero;
+      mth = one;
+    }
+    OpFoldResult mKeys =
+        sliceKeys ? keptKeys : tensor::getMixedSize(b, loc, m, 3);
+    mask = s.slice(m, {mb0, mh0, q0, zero}, {mtb, mth, tq, mKeys});
+  }
+
+  // Key lengths: the batch tile.
+  Value lens;
+  if (Value l = attention.getKvLens())
+    lens = s.slice(l, {b0}, {tb});
+
+  if (padKeys) {
+    // Zero keys up to `keys`, removed by kv_lens' = min(kv_lens, Nk).
+    AffineExpr d0, d1;
+    bindDims(b.getContext(), d0, d1);
+    OpFoldResult high =
+        affine::makeComposedFoldedAffineApply(b, loc, d0 - d1, {keys, keptKeys});
+    auto pad = [&](Value t, int64_t dim) -> Value {
+      auto type = cast<RankedTensorType>(t.getType());
+      SmallVector<OpFoldResult> lows(type.getRank(), zero);
+      SmallVector<OpFoldResult> highs(type.getRank(), zero);
+      highs[dim] = high;
+      SmallVector<int64_t> shape(type.getShape());
+      shape[dim] = ShapedType::kDynamic;
+      Type elt = type.getElementType();
+      Value padValue = arith::ConstantOp::create(b, loc, b.getZeroAttr(elt));
+      return tensor::PadOp::create(
+          b, loc, RankedTensorType::get(shape, elt), t, lows, highs, padValue);
+    };
+    k = pad(k, 2);
+    v = pad(v, 2);
+    if (mask)
+      mask = pad(mask, 3);
+    Type i32 = b.getI32Type();
+    Value nkIndex = getValueOrCreateConstantIndexOp(b, loc, nk);
+    Value nkI32 = arith::IndexCastOp::create(b, loc, i32, nkIndex);
+    Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{tb},
+                                          i32);
+    if (lens) {
+      auto map = b.getMultiDimIdentityMap(1);
+      lens = linalg::GenericOp::create(
+                 b, loc, empty.getType(), ValueRange{lens}, ValueRange{empty},
+                 ArrayRef<AffineMap>{map, map},
+                 ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
+                 [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                   Value m = arith::MinSIOp::create(nb, nloc, args[0], nkI32);
+                   linalg::YieldOp::create(nb, nloc, m);
+                 })
+                 .getResult(0);
+    } else {
+      lens = linalg::FillOp::create(b, loc, ValueRange{nkI32},
+                                    ValueRange{empty})
+                 .getResult(0);
+    }
+  }
+
+  SmallVector<Type> resultTypes = {o.getType()};
+  if (lse)
+    resultTypes.push_back(lse.getType());
+  auto tiled = AttentionOp::create(
+      b, loc, resultTypes, q, k, v, lens, mask, o, lse,
+      attention.getScaleAttr(), CausalKindAttr::get(b.getContext(), causal));
+  return TilingResult{{tiled}, SmallVector<Value>(tiled->getResults()),
+                      s.slices};
+}
+
+//===----------------------------------------------------------------------===//
+// fa.softmax
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct SoftmaxTilingModel final
+    : TilingInterface::ExternalModel<SoftmaxTilingModel, SoftmaxOp> {
+  SmallVector<utils::IteratorType> getLoopIteratorTypes(Operation *op) const {
+    auto softmax = cast<SoftmaxOp>(op);
+    int64_t rank = cast<RankedTensorType>(softmax.getInput().getType()).getRank();
+    SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+    iters[softmax.getDimension()] = utils::IteratorType::reduction;
+    return iters;
+  }
+
+  SmallVector<Range> getIterationDomain(Operation *op, OpBuilder &b) const {
+    auto softmax = cast<SoftmaxOp>(op);
+    SmallVector<Range> domain;
+    for (OpFoldResult size :
+         tensor::getMixedSizes(b, op->getLoc(), softmax.getInput()))
+      domain.push_back(Range{b.getIndexAttr(0), size, b.getIndexAttr(1)});
+    return domain;
+  }
+
+  FailureOr<TilingResult>
+  getTiledImplementation(Operation *op, OpBuilder &b,
+                         ArrayRef<OpFoldResult> offsets,
+                         ArrayRef<OpFoldResult> sizes) const {
+    auto softmax = cast<SoftmaxOp>(op);
+    int64_t dim = softmax.getDimension();
+    if (!coversDim(offsets[dim], sizes[dim], softmax.getInput(), dim))
+      return op->emitOpError("cannot tile the normalized dimension ")
+             << dim << ": a tile must cover whole rows";
+    Slicer s{b, op->getLoc(), {}};
+    Value in = s.slice(softmax.getInput(), offsets, sizes);
+    Value out = s.slice(softmax.getOutput(), offsets, sizes);
+    auto tiled = SoftmaxOp::create(b, op->getLoc(), in.getType(), in, out,
+                                   softmax.getDimension());
+    return TilingResult{{tiled}, SmallVector<Value>(tiled->getResults()),
+                        s.slices};
+  }
+
+  LogicalResult
+  getResultTilePosition(Operation *, OpBuilder &, unsigned,
+                        ArrayRef<OpFoldResult> offsets,
+                        ArrayRef<OpFoldResult> sizes,
+                        SmallVector<OpFoldResult> &resultOffsets,
+                        SmallVector<OpFoldResult> &resultSizes) const {
+    resultOffsets.assign(offsets.begin(), offsets.end());
+    resultSizes.assign(sizes.begin(), sizes.end());
+    return success();
+  }
+
+  FailureOr<TilingResult>
+  generateResultTileValue(Operation *op, OpBuilder &b, unsigned,
+                          ArrayRef<OpFoldResult> offsets,
+                          ArrayRef<OpFoldResult> sizes) const {
+    return getTiledImplementation(op, b, offsets, sizes);
+  }
+};
+} // namespace
+
+void fa::registerTilingInterfaceExternalModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, FADialect *) {
+    AttentionOp::attachInterface<AttentionTilingModel>(*ctx);
+    SoftmaxOp::attachInterface<SoftmaxTilingModel>(*ctx);
+  });
+}

@@ -1,0 +1,206 @@
+// RUN: fa-opt %s -split-input-file -fa-cpu-attention -verify-diagnostics | FileCheck %s
+// RUN: fa-opt %s -split-input-file -fa-cpu-attention="parallel=true" -verify-diagnostics | FileCheck %s --check-prefix=PAR
+// RUN: fa-opt %s -split-input-file -fa-cpu-attention="vector-width=8 block-q=32 key-rows=3 pv-rows=4 pv-vectors=2" -verify-diagnostics | FileCheck %s --check-prefix=AVX2
+
+// A kernel function with f16 inputs, GQA (Hq = 4, Hkv = 2), key lengths, a
+// boolean mask (i8 bytes, as fa-run passes it), bottom-right causality,
+// Dv = 24 != D = 40 and LSE. The tensor-level body disappears; f32 scratch
+// buffers (64-byte aligned) are allocated once before the loop: Q^T
+// (D x block-q), the K tile (key rows rounded up to key-rows = 6, D padded
+// to 48), the V tile (Dv padded to 32), S^T (keys x queries), the mask
+// tile, the O accumulator and m, l, alpha per query.
+// CHECK-LABEL: func.func @kernel
+//  CHECK-SAME:   (%[[Q:[a-z0-9]+]]: memref<?x4x?x40xf16>, %[[K:[a-z0-9]+]]: memref<?x2x?x40xf16>, %[[V:[a-z0-9]+]]: memref<?x2x?x24xf16>, %[[LENS:[a-z0-9]+]]: memref<?xi32>, %[[MASK:[a-z0-9]+]]: memref<1x1x?x?xi8>, %[[O:[a-z0-9]+]]: memref<?x4x?x24xf16>, %[[LSE:[a-z0-9]+]]: memref<?x4x?xf32>)
+//   CHECK-NOT:   fa.attention
+//   CHECK-NOT:   bufferization.
+//       CHECK:   %[[QT:.*]] = memref.alloca() {alignment = 64 : i64} : memref<40x64xf32>
+//       CHECK:   %[[KP:.*]] = memref.alloca() {alignment = 64 : i64} : memref<66x48xf32>
+//       CHECK:   %[[VP:.*]] = memref.alloca() {alignment = 64 : i64} : memref<64x32xf32>
+//       CHECK:   %[[ST:.*]] = memref.alloca() {alignment = 64 : i64} : memref<66x64xf32>
+//       CHECK:   %[[MT:.*]] = memref.alloca() {alignment = 64 : i64} : memref<64x64xf32>
+//       CHECK:   %[[ACC:.*]] = memref.alloca() {alignment = 64 : i64} : memref<64x32xf32>
+//       CHECK:   %[[M:.*]] = memref.alloca() {alignment = 64 : i64} : memref<64xf32>
+//       CHECK:   %[[L:.*]] = memref.alloca() {alignment = 64 : i64} : memref<64xf32>
+//       CHECK:   %[[A:.*]] = memref.alloca() {alignment = 64 : i64} : memref<64xf32>
+//       CHECK:   scf.forall (%[[B:.*]], %[[H:.*]], %[[QB:.*]]) in (%{{.*}}, 4, %{{.*}}) {
+//   CHECK-NOT:     memref.alloca
+//       CHECK:     %[[HKV:.*]] = arith.divui %[[H]], %c2
+// Key lengths and causality bound the key loop (kv_end).
+//       CHECK:     memref.load %[[LENS]][%[[B]]]
+//       CHECK:     arith.minsi
+//       CHECK:     %[[KVEND:.*]] = arith.minsi
+// Q^T, scaled, converted to f32.
+//       CHECK:     memref.load %[[Q]][%[[B]], %[[H]],
+//       CHECK:     arith.extf %{{.*}} : f16 to f32
+//       CHECK:     memref.store %{{.*}}, %[[QT]][
+//       CHECK:     %[[NKV:.*]] = arith.ceildivui %[[KVEND]], %c64
+//       CHECK:     scf.for %{{.*}} = %{{.*}} to %[[NKV]]
+// The K and V tiles: vector reads (masked past D), converted to f32.
+//       CHECK:       vector.transfer_read %[[K]][%[[B]], %[[HKV]], %{{.*}}, %c0{{.*}}]{{.*}}in_bounds = [true]{{.*}} : memref<?x2x?x40xf16>, vector<16xf16>
+//       CHECK:       arith.extf %{{.*}} : vector<16xf16> to vector<16xf32>
+//       CHECK:       vector.store %{{.*}}, %[[KP]]
+//       CHECK:       vector.transfer_read %[[K]][%[[B]], %[[HKV]], %{{.*}}, %c32{{[_0-9]*}}], %{{[a-z0-9_]+}} : memref<?x2x?x40xf16>, vector<16xf16>
+//       CHECK:       vector.transfer_read %[[V]][%[[B]], %[[HKV]], %{{.*}}, %c16{{[_0-9]*}}], %{{[a-z0-9_]+}} : memref<?x2x?x24xf16>, vector<16xf16>
+//       CHECK:       vector.store %{{.*}}, %[[VP]]
+// The mask tile, transposed: false -> -inf.
+//       CHECK:       memref.load %[[MASK]][%c0{{.*}}, %c0{{.*}}, %{{.*}}, %{{.*}}] : memref<1x1x?x?xi8>
+//       CHECK:       arith.cmpi ne
+//       CHECK:       memref.store %{{.*}}, %[[MT]]
+// S^T micro-kernel: 6 keys x 4 query vectors in iter_args over d.
+//       CHECK:       scf.for %[[D:.*]] = %{{.*}} to %c40{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+//       CHECK:         %[[QV:.*]] = vector.load %[[QT]][%[[D]], %c0{{.*}}] : memref<40x64xf32>, vector<16xf32>
+//       CHECK:         %[[KX:.*]] = memref.load %[[KP]][%{{.*}}, %[[D]]]
+//       CHECK:         %[[KB:.*]] = vector.broadcast %[[KX]] : f32 to vector<16xf32>
+//       CHECK:         vector.fma %[[KB]], %[[QV]], %{{.*}} : vector<16xf32>
+// 24 FMAs per step.
+// CHECK-COUNT-23:      vector.fma
+//       CHECK:         scf.yield
+//       CHECK:       vector.store %{{.*}}, %[[ST]]
+// Softmax sweep 1: mask, causal per lane (vector.step), running max.
+//       CHECK:       scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+//       CHECK:         vector.load %[[MT]]
+//       CHECK:         arith.cmpf oeq
+//       CHECK:         arith.select
+//       CHECK:         vector.step : vector<16xindex>
+//       CHECK:         arith.cmpi sge
+//       CHECK:         arith.select
+//       CHECK:         vector.store %{{.*}}, %[[ST]]
+//       CHECK:         arith.maximumf
+// m_new, the -inf guard, alpha = exp(m_old - m_use) as a polynomial.
+//       CHECK:       vector.load %[[M]]
+//       CHECK:       arith.maximumf
+//       CHECK:       arith.cmpf oeq
+//       CHECK:       arith.select
+//       CHECK:       arith.subf
+//       CHECK:       arith.mulf {{.*}} fastmath<contract>
+//       CHECK:       arith.bitcast %{{.*}} : vector<16xf32> to vector<16xi32>
+//       CHECK:       arith.shli
+//       CHECK:       arith.bitcast %{{.*}} : vector<16xi32> to vector<16xf32>
+//       CHECK:       vector.store %{{.*}}, %[[A]]
+// Sweep 2: P = exp(S - m) in place and its sum.
+//       CHECK:       scf.for
+//       CHECK:         arith.shli
+//       CHECK:         vector.store %{{.*}}, %[[ST]]
+//       CHECK:         arith.addf
+// l = alpha * l + sum.
+//       CHECK:       vector.load %[[L]]
+//       CHECK:       vector.fma
+//       CHECK:       vector.store %{{.*}}, %[[L]]
+// P V micro-kernel: accumulators rescaled by alpha, then per key a
+// broadcast of P and FMAs with the V row; masked keys (p == 0) skipped.
+//       CHECK:       memref.load %[[A]]
+//       CHECK:       vector.load %[[ACC]]
+//       CHECK:       arith.mulf
+//       CHECK:       scf.for {{.*}} iter_args(
+//       CHECK:         vector.load %[[VP]]
+//       CHECK:         memref.load %[[ST]]
+//       CHECK:         arith.cmpf oeq
+//       CHECK:         vector.fma
+//       CHECK:         arith.select
+//       CHECK:       vector.store %{{.*}}, %[[ACC]]
+// Epilogue: O = acc / l (0 when l == 0) as f16, LSE = m + log(l) (-inf).
+//       CHECK:     scf.for
+//       CHECK:       memref.load %[[L]]
+//       CHECK:       arith.cmpf oeq
+//       CHECK:       arith.divf
+//       CHECK:       vector.load %[[ACC]]
+//       CHECK:       arith.select
+//       CHECK:       arith.truncf %{{.*}} : vector<16xf32> to vector<16xf16>
+//       CHECK:       vector.transfer_write %{{.*}}, %[[O]][%[[B]], %[[H]], %{{.*}}, %c0{{[_0-9]*}}] {in_bounds = [true]} : vector<16xf16>, memref<?x4x?x24xf16>
+//       CHECK:       vector.transfer_write %{{.*}}, %[[O]][%[[B]], %[[H]], %{{.*}}, %c16{{[_0-9]*}}] : vector<16xf16>, memref<?x4x?x24xf16>
+//       CHECK:       math.log
+//       CHECK:       memref.store %{{.*}}, %[[LSE]][%[[B]], %[[H]], %{{.*}}]
+
+// parallel=true: the scratch buffers are allocated in the loop body (one
+// set per OpenMP iteration).
+// PAR-LABEL: func.func @kernel
+//   PAR-NOT:   memref.alloca
+//       PAR:   scf.forall
+//       PAR:     memref.alloca() {alignment = 64 : i64} : memref<40x64xf32>
+
+// AVX2 configuration: 8 lanes, 3 keys x 4 query vectors, P V with 4 rows x
+// 2 vectors (Dv = 24 is 3 vectors: a group of 2 and a group of 1).
+// AVX2-LABEL: func.func @kernel
+//       AVX2:   memref.alloca() {alignment = 64 : i64} : memref<40x32xf32>
+//       AVX2:   memref.alloca() {alignment = 64 : i64} : memref<66x40xf32>
+//       AVX2:   scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+//       AVX2:   scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+//       AVX2:   scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+func.func @kernel(%q: memref<?x4x?x40xf16>, %k: memref<?x2x?x40xf16>, %v: memref<?x2x?x24xf16>,
+                  %lens: memref<?xi32>, %mask: memref<1x1x?x?xi8>,
+                  %o: memref<?x4x?x24xf16>, %lse: memref<?x4x?xf32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<?x4x?x40xf16> to tensor<?x4x?x40xf16>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x?x40xf16> to tensor<?x2x?x40xf16>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x?x24xf16> to tensor<?x2x?x24xf16>
+  %lt = bufferization.to_tensor %lens restrict : memref<?xi32> to tensor<?xi32>
+  %mt = bufferization.to_tensor %mask restrict : memref<1x1x?x?xi8> to tensor<1x1x?x?xi8>
+  %c0 = arith.constant 0 : i8
+  %i2 = arith.constant 2 : index
+  %i3 = arith.constant 3 : index
+  %n2 = tensor.dim %mt, %i2 : tensor<1x1x?x?xi8>
+  %n3 = tensor.dim %mt, %i3 : tensor<1x1x?x?xi8>
+  %e = tensor.empty(%n2, %n3) : tensor<1x1x?x?xi1>
+  %mb = linalg.generic {indexing_maps = [affine_map<(a, b, c, d) -> (a, b, c, d)>, affine_map<(a, b, c, d) -> (a, b, c, d)>],
+                        iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%mt : tensor<1x1x?x?xi8>) outs(%e : tensor<1x1x?x?xi1>) {
+  ^bb0(%x: i8, %y: i1):
+    %t = arith.cmpi ne, %x, %c0 : i8
+    linalg.yield %t : i1
+  } -> tensor<1x1x?x?xi1>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x4x?x24xf16> to tensor<?x4x?x24xf16>
+  %st = bufferization.to_tensor %lse restrict writable : memref<?x4x?xf32> to tensor<?x4x?xf32>
+  %r:2 = fa.attention ins(%qt, %kt, %vt : tensor<?x4x?x40xf16>, tensor<?x2x?x40xf16>, tensor<?x2x?x24xf16>)
+           kv_lens(%lt : tensor<?xi32>) mask(%mb : tensor<1x1x?x?xi1>)
+           outs(%ot : tensor<?x4x?x24xf16>, %st : tensor<?x4x?xf32>) causal(bottom_right)
+           -> tensor<?x4x?x24xf16>, tensor<?x4x?xf32>
+  bufferization.materialize_in_destination %r#0 in restrict writable %o : (tensor<?x4x?x24xf16>, memref<?x4x?x24xf16>) -> ()
+  bufferization.materialize_in_destination %r#1 in restrict writable %lse : (tensor<?x4x?xf32>, memref<?x4x?xf32>) -> ()
+  return
+}
+
+// -----
+
+// f32 without masks or causality: K and V are read in place (no K/V
+// tiles; K rows of the last register block clamped to the last key), no
+// mask tile, no guard on the P V products, no lane comparisons; outputs
+// written without conversion.
+// CHECK-LABEL: func.func @plain
+//  CHECK-SAME:   (%{{[a-z0-9]+}}: memref<1x2x?x32xf32>, %[[K:[a-z0-9]+]]: memref<1x2x?x32xf32>, %[[V:[a-z0-9]+]]: memref<1x2x?x32xf32>,
+//       CHECK:   memref.alloca() {alignment = 64 : i64} : memref<32x64xf32>
+//       CHECK:   memref.alloca() {alignment = 64 : i64} : memref<66x64xf32>
+//       CHECK:   memref.alloca() {alignment = 64 : i64} : memref<64x32xf32>
+//       CHECK:   memref.alloca() {alignment = 64 : i64} : memref<64xf32>
+//       CHECK:   scf.forall
+//   CHECK-NOT:   vector.step
+//   CHECK-NOT:   arith.truncf
+//       CHECK:     arith.minsi
+//       CHECK:     scf.for {{.*}} -> (vector<16xf32>
+//       CHECK:       memref.load %[[K]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x2x?x32xf32>
+//       CHECK:     scf.for {{.*}} -> (vector<16xf32>
+//       CHECK:       vector.load %[[V]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x2x?x32xf32>, vector<16xf32>
+//   CHECK-NOT:       arith.select
+//       CHECK:       scf.yield
+//       CHECK:   vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<16xf32>, memref<1x2x?x32xf32>
+func.func @plain(%q: memref<1x2x?x32xf32>, %k: memref<1x2x?x32xf32>, %v: memref<1x2x?x32xf32>, %o: memref<1x2x?x32xf32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<1x2x?x32xf32> to tensor<1x2x?x32xf32>
+  %kt = bufferization.to_tensor %k restrict : memref<1x2x?x32xf32> to tensor<1x2x?x32xf32>
+  %vt = bufferization.to_tensor %v restrict : memref<1x2x?x32xf32> to tensor<1x2x?x32xf32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<1x2x?x32xf32> to tensor<1x2x?x32xf32>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<1x2x?x32xf32>, tensor<1x2x?x32xf32>, tensor<1x2x?x32xf32>)
+           outs(%ot : tensor<1x2x?x32xf32>) -> tensor<1x2x?x32xf32>
+  bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x2x?x32xf32>, memref<1x2x?x32xf32>) -> ()
+  return
+}
+
+// -----
+
+// Not in kernel form (tensor arguments): left for fa-tile-attention.
+// CHECK-LABEL: func.func @tensors
+//       CHECK:   fa.attention
+// PAR-LABEL: func.func @tensors
+// AVX2-LABEL: func.func @tensors
+func.func @tensors(%q: tensor<1x1x8x16xf32>, %k: tensor<1x1x8x16xf32>, %v: tensor<1x1x8x16xf32>, %o: tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32> {
+  %r = fa.attention ins(%q, %k, %v : tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>)
+           outs(%o : tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32>
+  return %r : tensor<1x1x8x16xf32>
+}

@@ -1,0 +1,329 @@
+# RUN: %python %s %fa_opt
+#
+# Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""End-to-end test of fa-raise-attention.
+
+Each case writes attention as front ends emit it in linalg (seeded random
+inputs embedded as constants, an @main that calls it and prints the result),
+then
+  * raised: fa-opt --fa-raise-attention must leave exactly one fa.attention
+    and none of the chain; the module is lowered with --fa-lower-to-cpu and
+    run by mlir-runner;
+  * un-raised: the same module (linalg.softmax decomposed) is lowered the
+    same way and run;
+and both are compared with the float64 reference of test/lib/fa_reference.py
+(relative Frobenius error below 2e-5; printMemrefF32 prints 6 digits). Rows
+whose keys are all masked must be exactly 0 in the raised result and are NaN
+in the un-raised one: the documented difference.
+"""
+
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
+sys.path.insert(0, os.path.join(HERE, "Inputs"))
+from fa_reference import reference, seed_of  # noqa: E402
+from mlir_exec import (PRINT_DECL, constant, execute, fa_opt, print_call,  # noqa: E402
+                       rel_err, tensor_type)
+
+FA_OPT = sys.argv[1]
+DECOMPOSE = ["--transform-preload-library=transform-library-paths=" +
+             os.path.join(HERE, "Inputs", "decompose_softmax.mlir"),
+             "--transform-interpreter"]
+
+
+def tt(shape):
+    return tensor_type(shape, "f32")
+
+
+def bmm3d(bh, nq, nk, d, dv, scale):
+    """[B*H, N, D]: batch_matmul with linalg.transpose of K, a scalar
+    multiply in a generic, linalg.softmax, batch_matmul."""
+    q, k, v = (bh, nq, d), (bh, nk, d), (bh, nk, dv)
+    s, kt, o = (bh, nq, nk), (bh, d, nk), (bh, nq, dv)
+    body = f"""
+  func.func @attn(%q: {tt(q)}, %k: {tt(k)}, %v: {tt(v)}) -> {tt(o)} {{
+    %zero = arith.constant 0.0 : f32
+    %c = arith.constant {scale!r} : f32
+    %kt0 = tensor.empty() : {tt(kt)}
+    %kt = linalg.transpose ins(%k : {tt(k)}) outs(%kt0 : {tt(kt)}) permutation = [0, 2, 1]
+    %s0 = tensor.empty() : {tt(s)}
+    %sf = linalg.fill ins(%zero : f32) outs(%s0 : {tt(s)}) -> {tt(s)}
+    %s = linalg.batch_matmul ins(%q, %kt : {tt(q)}, {tt(kt)}) outs(%sf : {tt(s)}) -> {tt(s)}
+    %ss = linalg.generic {{indexing_maps = [affine_map<(a, b, c) -> (a, b, c)>, affine_map<(a, b, c) -> (a, b, c)>],
+                          iterator_types = ["parallel", "parallel", "parallel"]}}
+        ins(%s : {tt(s)}) outs(%s0 : {tt(s)}) {{
+    ^bb0(%in: f32, %out: f32):
+      %m = arith.mulf %in, %c : f32
+      linalg.yield %m : f32
+    }} -> {tt(s)}
+    %p = linalg.softmax dimension(2) ins(%ss : {tt(s)}) outs(%s0 : {tt(s)}) -> {tt(s)}
+    %o0 = tensor.empty() : {tt(o)}
+    %of = linalg.fill ins(%zero : f32) outs(%o0 : {tt(o)}) -> {tt(o)}
+    %o = linalg.batch_matmul ins(%p, %v : {tt(s)}, {tt(v)}) outs(%of : {tt(o)}) -> {tt(o)}
+    return %o : {tt(o)}
+  }}
+"""
+    return body, [q, k, v], o
+
+
+def generic4d_mask(b, h, nq, nk, d, dv, scale, broadcast=False):
+    """[B, H, N, D] contraction generics (K^T in the maps), linalg.mul by a
+    splat constant, linalg.add of a float mask (with `broadcast`, a generic
+    add of an [Nq, Nk] mask broadcast over B and H), linalg.softmax(3)."""
+    q, k, v, s = (b, h, nq, d), (b, h, nk, d), (b, h, nk, dv), (b, h, nq, nk)
+    m = (nq, nk) if broadcast else s
+    o = (b, h, nq, dv)
+    if broadcast:
+        e4 = "affine_map<(b, h, m, n) -> (b, h, m, n)>"
+        add = f"""%sm = linalg.generic {{indexing_maps = [{e4}, affine_map<(b, h, m, n) -> (m, n)>, {e4}],
+                           iterator_types = ["parallel", "parallel", "parallel", "parallel"]}}
+        ins(%ss, %mask : {tt(s)}, {tt(m)}) outs(%s0 : {tt(s)}) {{
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = arith.addf %x, %y : f32
+      linalg.yield %r : f32
+    }} -> {tt(s)}"""
+    else:
+        add = (f"%sm = linalg.add ins(%ss, %mask : {tt(s)}, {tt(m)}) "
+               f"outs(%s0 : {tt(s)}) -> {tt(s)}")
+    maps_qk = ("affine_map<(b, h, m, n, k) -> (b, h, m, k)>, "
+               "affine_map<(b, h, m, n, k) -> (b, h, n, k)>, "
+               "affine_map<(b, h, m, n, k) -> (b, h, m, n)>")
+    maps_pv = ("affine_map<(b, h, m, n, k) -> (b, h, m, k)>, "
+               "affine_map<(b, h, m, n, k) -> (b, h, k, n)>, "
+               "affine_map<(b, h, m, n, k) -> (b, h, m, n)>")
+    iters = '["parallel", "parallel", "parallel", "parallel", "reduction"]'
+    body = f"""
+  func.func @attn(%q: {tt(q)}, %k: {tt(k)}, %v: {tt(v)}, %mask: {tt(m)}) -> {tt(o)} {{
+    %zero = arith.constant 0.0 : f32
+    %c = arith.constant dense<{scale!r}> : {tt(s)}
+    %s0 = tensor.empty() : {tt(s)}
+    %sf = linalg.fill ins(%zero : f32) outs(%s0 : {tt(s)}) -> {tt(s)}
+    %s = linalg.generic {{indexing_maps = [{maps_qk}], iterator_types = {iters}}}
+        ins(%q, %k : {tt(q)}, {tt(k)}) outs(%sf : {tt(s)}) {{
+    ^bb0(%x: f32, %y: f32, %acc: f32):
+      %m = arith.mulf %x, %y : f32
+      %r = arith.addf %acc, %m : f32
+      linalg.yield %r : f32
+    }} -> {tt(s)}
+    %ss = linalg.mul ins(%s, %c : {tt(s)}, {tt(s)}) outs(%s0 : {tt(s)}) -> {tt(s)}
+    {add}
+    %p = linalg.softmax dimension(3) ins(%sm : {tt(s)}) outs(%s0 : {tt(s)}) -> {tt(s)}
+    %o0 = tensor.empty() : {tt(o)}
+    %of = linalg.fill ins(%zero : f32) outs(%o0 : {tt(o)}) -> {tt(o)}
+    %o = linalg.generic {{indexing_maps = [{maps_pv}], iterator_types = {iters}}}
+        ins(%p, %v : {tt(s)}, {tt(v)}) outs(%of : {tt(o)}) {{
+    ^bb0(%x: f32, %y: f32, %acc: f32):
+      %m = arith.mulf %x, %y : f32
+      %r = arith.addf %acc, %m : f32
+      linalg.yield %r : f32
+    }} -> {tt(o)}
+    return %o : {tt(o)}
+  }}
+"""
+    return body, [q, k, v, m], o
+
+
+def matmul2d_select(nq, nk, d, dv, divisor, split_exp=False):
+    """[N, D]: matmul with linalg.transpose of K, linalg.div by a filled
+    constant, select(mask, S, -inf) in a generic, and the decomposed softmax
+    (max with maximumf from -inf, sub+exp (or, with `split_exp`, a sub
+    generic then an exp generic), sum, div)."""
+    q, k, v, s, kt, o = (nq, d), (nk, d), (nk, dv), (nq, nk), (d, nk), (nq, dv)
+    mt = tensor_type(s, "i1")
+    id2_ = "affine_map<(a, b) -> (a, b)>"
+    row_ = "affine_map<(a, b) -> (a)>"
+    if split_exp:
+        exp_ops = f"""    %sub = linalg.generic {{indexing_maps = [{id2_}, {row_}, {id2_}], iterator_types = ["parallel", "parallel"]}}
+        ins(%x, %max : {tt(s)}, {tt((nq,))}) outs(%s0 : {tt(s)}) {{
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %t = arith.subf %in, %in1 : f32
+      linalg.yield %t : f32
+    }} -> {tt(s)}
+    %e = linalg.generic {{indexing_maps = [{id2_}, {id2_}], iterator_types = ["parallel", "parallel"]}}
+        ins(%sub : {tt(s)}) outs(%s0 : {tt(s)}) {{
+    ^bb0(%in: f32, %out: f32):
+      %ex = math.exp %in : f32
+      linalg.yield %ex : f32
+    }} -> {tt(s)}
+"""
+    else:
+        exp_ops = f"""    %e = linalg.generic {{indexing_maps = [{id2_}, {row_}, {id2_}], iterator_types = ["parallel", "parallel"]}}
+        ins(%x, %max : {tt(s)}, {tt((nq,))}) outs(%s0 : {tt(s)}) {{
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %t = arith.subf %in, %in1 : f32
+      %ex = math.exp %t : f32
+      linalg.yield %ex : f32
+    }} -> {tt(s)}
+"""
+    id2 = "affine_map<(a, b) -> (a, b)>"
+    row = "affine_map<(a, b) -> (a)>"
+    body = f"""
+  func.func @attn(%q: {tt(q)}, %k: {tt(k)}, %v: {tt(v)}, %mask: {mt}) -> {tt(o)} {{
+    %zero = arith.constant 0.0 : f32
+    %dv = arith.constant {divisor!r} : f32
+    %ninf = arith.constant 0xFF800000 : f32
+    %kt0 = tensor.empty() : {tt(kt)}
+    %kt = linalg.transpose ins(%k : {tt(k)}) outs(%kt0 : {tt(kt)}) permutation = [1, 0]
+    %s0 = tensor.empty() : {tt(s)}
+    %sf = linalg.fill ins(%zero : f32) outs(%s0 : {tt(s)}) -> {tt(s)}
+    %s = linalg.matmul ins(%q, %kt : {tt(q)}, {tt(kt)}) outs(%sf : {tt(s)}) -> {tt(s)}
+    %cf = linalg.fill ins(%dv : f32) outs(%s0 : {tt(s)}) -> {tt(s)}
+    %ss = linalg.div ins(%s, %cf : {tt(s)}, {tt(s)}) outs(%s0 : {tt(s)}) -> {tt(s)}
+    %x = linalg.generic {{indexing_maps = [{id2}, {id2}, {id2}], iterator_types = ["parallel", "parallel"]}}
+        ins(%mask, %ss : {mt}, {tt(s)}) outs(%s0 : {tt(s)}) {{
+    ^bb0(%keep: i1, %in: f32, %out: f32):
+      %r = arith.select %keep, %in, %ninf : f32
+      linalg.yield %r : f32
+    }} -> {tt(s)}
+    %r0 = tensor.empty() : {tt((nq,))}
+    %mi = linalg.fill ins(%ninf : f32) outs(%r0 : {tt((nq,))}) -> {tt((nq,))}
+    %max = linalg.generic {{indexing_maps = [{id2}, {row}], iterator_types = ["parallel", "reduction"]}}
+        ins(%x : {tt(s)}) outs(%mi : {tt((nq,))}) {{
+    ^bb0(%in: f32, %out: f32):
+      %m = arith.maximumf %in, %out : f32
+      linalg.yield %m : f32
+    }} -> {tt((nq,))}
+{exp_ops}    %si = linalg.fill ins(%zero : f32) outs(%r0 : {tt((nq,))}) -> {tt((nq,))}
+    %sum = linalg.generic {{indexing_maps = [{id2}, {row}], iterator_types = ["parallel", "reduction"]}}
+        ins(%e : {tt(s)}) outs(%si : {tt((nq,))}) {{
+    ^bb0(%in: f32, %out: f32):
+      %a = arith.addf %in, %out : f32
+      linalg.yield %a : f32
+    }} -> {tt((nq,))}
+    %p = linalg.generic {{indexing_maps = [{id2}, {row}, {id2}], iterator_types = ["parallel", "parallel"]}}
+        ins(%e, %sum : {tt(s)}, {tt((nq,))}) outs(%s0 : {tt(s)}) {{
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %t = arith.divf %in, %in1 : f32
+      linalg.yield %t : f32
+    }} -> {tt(s)}
+    %o0 = tensor.empty() : {tt(o)}
+    %of = linalg.fill ins(%zero : f32) outs(%o0 : {tt(o)}) -> {tt(o)}
+    %o = linalg.matmul ins(%p, %v : {tt(s)}, {tt(v)}) outs(%of : {tt(o)}) -> {tt(o)}
+    return %o : {tt(o)}
+  }}
+"""
+    return body, [q, k, v, s], o
+
+
+def module(body, arrays, out_shape):
+    names = [f"a{i}" for i in range(len(arrays))]
+    consts = "".join(constant(n, a) for n, a in zip(names, arrays))
+    types = ", ".join(tensor_type(a.shape, "i1" if a.dtype == np.bool_ else "f32")
+                      for a in arrays)
+    args = ", ".join("%" + n for n in names)
+    return ("module {\n" + PRINT_DECL + body +
+            "  func.func @main() {\n" + consts +
+            f"    %out = func.call @attn({args}) : ({types}) -> {tt(out_shape)}\n" +
+            print_call("%out", out_shape) + "    return\n  }\n}\n")
+
+
+def check(name, body, arrays, out_shape, ref_o, empty, workdir):
+    text = module(body, arrays, out_shape)
+    raised = fa_opt(FA_OPT, text, ["--fa-raise-attention"], workdir, name + ".raise")
+    attn = raised.split("func.func @main")[0]
+    failures = []
+    if attn.count("fa.attention") != 1:
+        failures.append(f"{name}: expected one fa.attention after raising, got "
+                        f"{attn.count('fa.attention')}")
+    for op in ("linalg.softmax", "linalg.batch_matmul", "linalg.matmul",
+               "linalg.generic", "linalg.transpose"):
+        if op in attn:
+            failures.append(f"{name}: {op} left after raising")
+    [o_raised] = execute(FA_OPT, raised, workdir, name + ".raised")
+    unraised_text = fa_opt(FA_OPT, text, DECOMPOSE, workdir, name + ".decompose")
+    [o_naive] = execute(FA_OPT, unraised_text, workdir, name + ".naive")
+    ref = ref_o.reshape(out_shape).astype(np.float64)
+    empty = empty.reshape(out_shape[:-1])
+    full = ~empty
+    for label, o in (("raised", o_raised), ("un-raised", o_naive)):
+        err = rel_err(o[full], ref[full])
+        print(f"{name} {label}: rel err {err:.2e}")
+        if not err < 2e-5:
+            failures.append(f"{name}: {label} rel err {err:.2e} >= 2e-5")
+    if empty.any():
+        if not np.all(o_raised[empty] == 0):
+            failures.append(f"{name}: raised fully masked rows are not 0")
+        if not np.all(np.isnan(o_naive[empty])):
+            failures.append(f"{name}: un-raised fully masked rows are not NaN "
+                            "(the documented difference disappeared?)")
+        print(f"{name}: {int(empty.sum())} fully masked rows: raised 0, "
+              "un-raised NaN")
+    if np.isnan(o_raised[full]).any():
+        failures.append(f"{name}: NaN in raised output")
+    return failures
+
+
+def main():
+    failures = []
+    with tempfile.TemporaryDirectory() as workdir:
+        # bmm3d: B*H = 3, Nq = 37, Nk = 53, D = 16, Dv = 8.
+        rng = np.random.default_rng(seed_of("raise.bmm3d"))
+        bh, nq, nk, d, dv = 3, 37, 53, 16, 8
+        q = rng.standard_normal((bh, nq, d), dtype=np.float32)
+        k = rng.standard_normal((bh, nk, d), dtype=np.float32)
+        v = rng.standard_normal((bh, nk, dv), dtype=np.float32)
+        scale = 0.3
+        body, _, o_shape = bmm3d(bh, nq, nk, d, dv, scale)
+        ref, _, empty = reference(q[:, None], k[:, None], v[:, None], scale,
+                                  "none", None, None, np.float64)
+        failures += check("bmm3d", body, [q, k, v], o_shape, ref, empty, workdir)
+
+        # generic4d_mask: B = 2, H = 2, Nq = 19, Nk = 29, an additive mask
+        # with -inf entries and one fully masked row per (b, h).
+        rng = np.random.default_rng(seed_of("raise.generic4d"))
+        b, h, nq, nk, d, dv = 2, 2, 19, 29, 8, 12
+        q = rng.standard_normal((b, h, nq, d), dtype=np.float32)
+        k = rng.standard_normal((b, h, nk, d), dtype=np.float32)
+        v = rng.standard_normal((b, h, nk, dv), dtype=np.float32)
+        mask = rng.standard_normal((b, h, nq, nk), dtype=np.float32)
+        mask[rng.random((b, h, nq, nk)) < 0.3] = -np.inf
+        mask[:, :, 5, :] = -np.inf
+        scale = 0.4
+        body, _, o_shape = generic4d_mask(b, h, nq, nk, d, dv, scale)
+        ref, _, empty = reference(q, k, v, scale, "none", None, mask,
+                                  np.float64)
+        failures += check("generic4d_mask", body, [q, k, v, mask], o_shape,
+                          ref, empty, workdir)
+        # The same with an [Nq, Nk] mask broadcast over B and H.
+        mask2 = np.ascontiguousarray(mask[0, 0])
+        body, _, o_shape = generic4d_mask(b, h, nq, nk, d, dv, scale,
+                                          broadcast=True)
+        ref, _, empty = reference(q, k, v, scale, "none", None,
+                                  mask2[None, None], np.float64)
+        failures += check("generic4d_broadcast_mask", body, [q, k, v, mask2],
+                          o_shape, ref, empty, workdir)
+
+        # matmul2d_select: Nq = 33, Nk = 41, a boolean mask with two fully
+        # masked rows; S / 5.
+        rng = np.random.default_rng(seed_of("raise.matmul2d"))
+        nq, nk, d, dv = 33, 41, 16, 16
+        q = rng.standard_normal((nq, d), dtype=np.float32)
+        k = rng.standard_normal((nk, d), dtype=np.float32)
+        v = rng.standard_normal((nk, dv), dtype=np.float32)
+        keep = rng.random((nq, nk)) < 0.6
+        keep[3, :] = False
+        keep[30, :] = False
+        body, _, o_shape = matmul2d_select(nq, nk, d, dv, 5.0)
+        ref, _, empty = reference(q[None, None], k[None, None], v[None, None],
+                                  1.0 / 5.0, "none", None,
+                                  keep[None, None], np.float64)
+        failures += check("matmul2d_select", body, [q, k, v, keep], o_shape,
+                          ref, empty, workdir)
+        body, _, o_shape = matmul2d_select(nq, nk, d, dv, 5.0, split_exp=True)
+        failures += check("matmul2d_select_split_exp", body, [q, k, v, keep],
+                          o_shape, ref, empty, workdir)
+
+    if failures:
+        print("FAILED:\n  " + "\n  ".join(failures))
+        sys.exit(1)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
