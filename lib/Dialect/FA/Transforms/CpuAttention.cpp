@@ -376,7 +376,28 @@ void CpuKernelBuilder::buildKVStep(OpBuilder &b, Value j) {
 
   buildScores(b, k0, kCols);
   buildSoftmax(b, k0, kCols);
-  buildPV(b, k0, kCols, /*guardMasked=*/static_cast<bool>(args.mask));
+  // Keys with p == 0 that a mask or causality excludes must not let a NaN
+  // or inf in their V rows through 0 * NaN. With a mask every tile is
+  // guarded; with causality only the tiles that cross the diagonal (some
+  // key of the tile is past the first row's last key).
+  if (args.mask || causal == CausalKind::none) {
+    buildPV(b, k0, kCols, /*guardMasked=*/static_cast<bool>(args.mask));
+    return;
+  }
+  Value lastKey = sub(b, add(b, k0, kCols), cIdx(b, 1));
+  Value crosses = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::sgt, sub(b, sub(b, lastKey, q0), diagOffset),
+      zero);
+  scf::IfOp::create(
+      b, loc, crosses,
+      [&](OpBuilder &tb, Location) {
+        buildPV(tb, k0, kCols, /*guardMasked=*/true);
+        scf::YieldOp::create(tb, loc);
+      },
+      [&](OpBuilder &eb, Location) {
+        buildPV(eb, k0, kCols, /*guardMasked=*/false);
+        scf::YieldOp::create(eb, loc);
+      });
 }
 
 void CpuKernelBuilder::buildScores(OpBuilder &b, Value k0, Value kCols) {
