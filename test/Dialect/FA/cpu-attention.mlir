@@ -204,3 +204,33 @@ func.func @tensors(%q: tensor<1x1x8x16xf32>, %k: tensor<1x1x8x16xf32>, %v: tenso
            outs(%o : tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32>
   return %r : tensor<1x1x8x16xf32>
 }
+
+// -----
+
+// Causality without a mask: only the key tiles that cross the diagonal
+// (last key of the tile past the first query row's last key, i.e.
+// k0 + cols - 1 - q0 - (Nk - Nq) > 0) run the P V micro-kernel that skips
+// p == 0 keys (so NaN/inf in excluded V rows cannot leak); full tiles run
+// the unguarded one.
+// CHECK-LABEL: func.func @causal
+//       CHECK:   scf.forall
+//       CHECK:     arith.cmpi sgt
+//       CHECK:     scf.if
+//       CHECK:       scf.for {{.*}} -> (vector<16xf32>
+//       CHECK:         arith.cmpf oeq
+//       CHECK:         vector.fma
+//       CHECK:         arith.select
+//       CHECK:     } else {
+//       CHECK:       scf.for {{.*}} -> (vector<16xf32>
+//   CHECK-NOT:         arith.select
+//       CHECK:         scf.yield
+func.func @causal(%q: memref<1x2x?x32xf32>, %k: memref<1x2x?x32xf32>, %v: memref<1x2x?x32xf32>, %o: memref<1x2x?x32xf32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<1x2x?x32xf32> to tensor<1x2x?x32xf32>
+  %kt = bufferization.to_tensor %k restrict : memref<1x2x?x32xf32> to tensor<1x2x?x32xf32>
+  %vt = bufferization.to_tensor %v restrict : memref<1x2x?x32xf32> to tensor<1x2x?x32xf32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<1x2x?x32xf32> to tensor<1x2x?x32xf32>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<1x2x?x32xf32>, tensor<1x2x?x32xf32>, tensor<1x2x?x32xf32>)
+           outs(%ot : tensor<1x2x?x32xf32>) causal(bottom_right) -> tensor<1x2x?x32xf32>
+  bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x2x?x32xf32>, memref<1x2x?x32xf32>) -> ()
+  return
+}
