@@ -319,7 +319,9 @@ def check(c, q, k, v, lens, mask, o, lse):
                                     ": " + "; ".join(problems))
 
 
-def run_case(fa_emulate, c, tmp):
+def prepare_case(c, tmp):
+    """Writes the kernel text of case `c` and returns its seeded inputs, the
+    file name prefix and the .npy paths."""
     rng = np.random.default_rng(seed_of(c["name"]))
     q, k, v, lens, mask = make_inputs(c, rng)
     base = os.path.join(tmp, c["name"])
@@ -327,9 +329,30 @@ def run_case(fa_emulate, c, tmp):
              for n in ("q", "k", "v", "lens", "mask", "o", "lse")}
     with open(base + ".mlir", "w") as f:
         f.write(kernel_text(c))
+    return (q, k, v, lens, mask), base, paths
+
+
+def check_outputs(c, inputs, paths):
+    """Reads the outputs of a run of case `c` back and checks their dtype,
+    shape and values against the reference; returns (ok, summary)."""
+    q, k, v, lens, mask = inputs
+    o = np.load(paths["o"])
+    lse = np.load(paths["lse"]) if c["lse"] else None
+    expected_dtype = np.float16 if c["dtype"] == "float16" else np.float32
+    if o.dtype != expected_dtype or o.shape != (c["B"], c["Hq"], c["Nq"],
+                                                c["Dv"]):
+        return False, "O is %s %s" % (o.dtype, o.shape)
+    if c["dtype"] == "bfloat16" and not np.array_equal(
+            round_bf16(o), o, equal_nan=True):
+        return False, "bf16 O holds values that are not bfloat16"
+    return check(c, q, k, v, lens, mask, o, lse)
+
+
+def run_case(fa_emulate, c, tmp):
+    inputs, base, paths = prepare_case(c, tmp)
     cmd = [fa_emulate, base + ".mlir", "--check-races"]
-    cmd += save_attention_inputs(paths, q, k, v, lens, mask, c["lse"],
-                                 c["block_q"], c["block_kv"])
+    cmd += save_attention_inputs(paths, *inputs, c["lse"], c["block_q"],
+                                 c["block_kv"])
     cmd += c["flags"]
     start = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -337,16 +360,7 @@ def run_case(fa_emulate, c, tmp):
     if proc.returncode != 0:
         return False, "fa-emulate failed (exit %d): %s" % (
             proc.returncode, proc.stderr.strip()), elapsed
-    o = np.load(paths["o"])
-    lse = np.load(paths["lse"]) if c["lse"] else None
-    expected_dtype = np.float16 if c["dtype"] == "float16" else np.float32
-    if o.dtype != expected_dtype or o.shape != (c["B"], c["Hq"], c["Nq"],
-                                                c["Dv"]):
-        return False, "O is %s %s" % (o.dtype, o.shape), elapsed
-    if c["dtype"] == "bfloat16" and not np.array_equal(
-            round_bf16(o), o, equal_nan=True):
-        return False, "bf16 O holds values that are not bfloat16", elapsed
-    ok, summary = check(c, q, k, v, lens, mask, o, lse)
+    ok, summary = check_outputs(c, inputs, paths)
     return ok, summary, elapsed
 
 

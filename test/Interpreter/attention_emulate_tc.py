@@ -42,9 +42,9 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from attention_emulate import (case, check, kernel_text,  # noqa: E402
-                               make_inputs, round_bf16)
-from fa_reference import save_attention_inputs, seed_of  # noqa: E402
+from attention_emulate import (case, check, check_outputs,  # noqa: E402
+                               prepare_case)
+from fa_reference import save_attention_inputs  # noqa: E402
 
 PIPELINE = "builtin.module(fa-map-to-tensor-cores{%s},canonicalize,cse)"
 
@@ -105,17 +105,11 @@ CASES = [
 
 
 def run_case(fa_emulate, c, tmp):
-    rng = np.random.default_rng(seed_of(c["name"]))
-    q, k, v, lens, mask = make_inputs(c, rng)
-    base = os.path.join(tmp, c["name"])
-    paths = {n: base + "." + n + ".npy"
-             for n in ("q", "k", "v", "lens", "mask", "o", "lse")}
-    with open(base + ".mlir", "w") as f:
-        f.write(kernel_text(c))
+    inputs, base, paths = prepare_case(c, tmp)
     mapped = base + ".mapped.mlir"
     cmd = [fa_emulate, base + ".mlir", "--check-races",
            "--pipeline", PIPELINE % c["tc_opts"], "--dump-mapped", mapped]
-    cmd += save_attention_inputs(paths, q, k, v, lens, mask, c["lse"])
+    cmd += save_attention_inputs(paths, *inputs, c["lse"])
     cmd += c["flags"]
     start = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -129,16 +123,7 @@ def run_case(fa_emulate, c, tmp):
                    "nvgpu.device_async_copy", "tensor_cores"):
         if needle not in text:
             return False, "the mapped kernel lacks '%s'" % needle, elapsed
-    o = np.load(paths["o"])
-    lse = np.load(paths["lse"]) if c["lse"] else None
-    expected_dtype = np.float16 if c["dtype"] == "float16" else np.float32
-    if o.dtype != expected_dtype or o.shape != (c["B"], c["Hq"], c["Nq"],
-                                                c["Dv"]):
-        return False, "O is %s %s" % (o.dtype, o.shape), elapsed
-    if c["dtype"] == "bfloat16" and not np.array_equal(
-            round_bf16(o), o, equal_nan=True):
-        return False, "bf16 O holds values that are not bfloat16", elapsed
-    ok, summary = check(c, q, k, v, lens, mask, o, lse)
+    ok, summary = check_outputs(c, inputs, paths)
     return ok, summary, elapsed
 
 
@@ -166,14 +151,9 @@ MUTANT = tc("mutant", dtype="float16", Hq=2, Hkv=1, Nq=70, Nk=150,
 def run_mutations(fa_emulate, tmp):
     """Each mutation must make fa-emulate fail or the comparison fail."""
     c = MUTANT
-    rng = np.random.default_rng(seed_of(c["name"]))
-    q, k, v, lens, mask = make_inputs(c, rng)
-    base = os.path.join(tmp, c["name"])
-    paths = {n: base + "." + n + ".npy"
-             for n in ("q", "k", "v", "lens", "mask", "o", "lse")}
-    with open(base + ".mlir", "w") as f:
-        f.write(kernel_text(c))
-    flags = save_attention_inputs(paths, q, k, v, lens, mask, c["lse"])
+    inputs, base, paths = prepare_case(c, tmp)
+    q, k, v, lens, mask = inputs
+    flags = save_attention_inputs(paths, *inputs, c["lse"])
     mapped = base + ".mapped.mlir"
     proc = subprocess.run([fa_emulate, base + ".mlir", "--pipeline",
                            PIPELINE % "", "--dump-mapped", mapped] + flags,
