@@ -247,33 +247,30 @@ Value OnlineSoftmaxPattern::buildVectorRow(OpBuilder &b, Location loc,
       xs.push_back(read(
           nb, arith::AddIOp::create(nb, loc, t0, cIdx(nb, c * vw)), inBounds));
     // Tree reductions keep the dependency chains short.
-    SmallVector<Value> mx(xs);
-    while (mx.size() > 1) {
-      SmallVector<Value> next;
-      for (size_t i = 0; i + 1 < mx.size(); i += 2)
-        next.push_back(maxF(nb, mx[i], mx[i + 1]));
-      if (mx.size() % 2)
-        next.push_back(mx.back());
-      mx = next;
-    }
-    Value mNew = maxF(nb, m, mx[0]);
+    auto treeReduce = [](SmallVector<Value> vals, auto combine) {
+      while (vals.size() > 1) {
+        SmallVector<Value> next;
+        for (size_t i = 0; i + 1 < vals.size(); i += 2)
+          next.push_back(combine(vals[i], vals[i + 1]));
+        if (vals.size() % 2)
+          next.push_back(vals.back());
+        vals = std::move(next);
+      }
+      return vals.front();
+    };
+    Value mNew = maxF(nb, m, treeReduce(xs, [&](Value x, Value y) {
+                        return maxF(nb, x, y);
+                      }));
     Value mUse = guard(nb, mNew);
     SmallVector<Value> es;
     for (Value x : xs)
       es.push_back(
           buildFastExp(nb, loc, arith::SubFOp::create(nb, loc, x, mUse)));
-    while (es.size() > 1) {
-      SmallVector<Value> next;
-      for (size_t i = 0; i + 1 < es.size(); i += 2)
-        next.push_back(addF(nb, es[i], es[i + 1]));
-      if (es.size() % 2)
-        next.push_back(es.back());
-      es = next;
-    }
     Value alpha =
         buildFastExp(nb, loc, arith::SubFOp::create(nb, loc, m, mUse));
     Value lNew = arith::AddFOp::create(
-        nb, loc, arith::MulFOp::create(nb, loc, l, alpha), es[0]);
+        nb, loc, arith::MulFOp::create(nb, loc, l, alpha),
+        treeReduce(es, [&](Value x, Value y) { return addF(nb, x, y); }));
     return {mNew, lNew};
   };
 
