@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -205,11 +206,23 @@ SmallVector<int64_t, 4> getVectorShape(Type t) {
 }
 
 /// The number of register slots a value of type `t` takes: one per vector
-/// element, one for everything else.
+/// element, one per field of an !llvm.struct, one for everything else.
 uint32_t getNumSlots(Type t) {
   if (auto vt = dyn_cast<VectorType>(t))
     return static_cast<uint32_t>(vt.getNumElements());
+  if (auto st = dyn_cast<LLVM::LLVMStructType>(t))
+    return std::max<uint32_t>(1, st.getBody().size());
   return 1;
+}
+
+/// Whether `t` is a non-empty !llvm.struct of scalars (integers, index, f16,
+/// bf16, f32, f64): the wgmma accumulator, one register slot per field.
+bool isFlatStruct(Type t) {
+  auto st = dyn_cast<LLVM::LLVMStructType>(t);
+  if (!st || st.isOpaque() || st.getBody().empty())
+    return false;
+  return llvm::all_of(st.getBody(),
+                      [](Type f) { return getFKind(f) || getIntWidth(f); });
 }
 
 /// The scalar type of `t`: its element type for vectors, `t` otherwise.
@@ -342,6 +355,14 @@ enum class Opc : uint8_t {
   AsyncCopy,
   AsyncCommit,
   AsyncWait,
+  // Hopper warpgroup MMA and shared-memory addresses
+  ExtractPtr,
+  WgFence,
+  WgCommit,
+  WgWait,
+  WgMma,
+  FenceProxy,
+  NamedBarrier,
   // affine
   AffineApply,
   AffineMin,
@@ -422,6 +443,9 @@ struct CFunction {
   SmallVector<memref::GlobalOp> sharedGlobals;
   /// Workgroup attributions: their slots and types.
   SmallVector<std::pair<uint32_t, MemRefType>> workgroupAttribs;
+  /// The kernel issues nvvm.wgmma.mma_async (its results are tracked until
+  /// their group is retired).
+  bool hasWgmma = false;
 };
 
 //===----------------------------------------------------------------------===//
@@ -461,6 +485,7 @@ private:
   LogicalResult compileVectorOp(Operation *op, Instr &I);
   LogicalResult compileNVGPUOp(Operation *op, Instr &I);
   LogicalResult compileMemRefViewOp(Operation *op, Instr &I);
+  LogicalResult compileNVVMOp(Operation *op, Instr &I);
 
   CFunction &fn;
   DenseMap<Value, uint32_t> slots;
@@ -518,12 +543,13 @@ LogicalResult Compiler::checkScalarType(Operation *op, Type t) {
     if (!vt.isScalable() && vt.getRank() > 0)
       t = vt.getElementType();
   }
-  if (getFKind(t) || getIntWidth(t))
+  if (getFKind(t) || getIntWidth(t) || isFlatStruct(t))
     return success();
   return op->emitOpError() << "has a value of type " << t
                            << ", which the fa interpreter does not support "
-                              "(integers, index, f16, bf16, f32 and f64, and "
-                              "fixed-size vectors of them)";
+                              "(integers, index, f16, bf16, f32 and f64, "
+                              "fixed-size vectors of them, and !llvm.struct "
+                              "of them)";
 }
 
 LogicalResult Compiler::compileRegion(Region &region, CRegion &out) {
@@ -651,7 +677,10 @@ LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
           gpu::LaneIdOp, gpu::BarrierOp, gpu::ShuffleOp,
           gpu::DynamicSharedMemoryOp, nvgpu::LdMatrixOp, nvgpu::MmaSyncOp,
           nvgpu::DeviceAsyncCopyOp, nvgpu::DeviceAsyncCreateGroupOp,
-          nvgpu::DeviceAsyncWaitOp>(op);
+          nvgpu::DeviceAsyncWaitOp, NVVM::WgmmaFenceAlignedOp,
+          NVVM::WgmmaGroupSyncAlignedOp, NVVM::WgmmaWaitGroupSyncOp,
+          NVVM::WgmmaMmaAsyncOp, NVVM::FenceProxyOp, NVVM::BarrierOp,
+          NVVM::Barrier0Op, memref::ExtractAlignedPointerAsIndexOp>(op);
   if (gpuIdOp && !fn.isKernel)
     return op->emitOpError() << "outside a gpu.func kernel";
   if (isa<gpu::LaunchFuncOp>(op) && fn.isKernel)
@@ -979,7 +1008,153 @@ LogicalResult Compiler::compileOp(Operation *op, Instr &I) {
       .Case<nvgpu::LdMatrixOp, nvgpu::MmaSyncOp, nvgpu::DeviceAsyncCopyOp,
             nvgpu::DeviceAsyncCreateGroupOp, nvgpu::DeviceAsyncWaitOp>(
           [&](Operation *) { return compileNVGPUOp(op, I); })
+      // !llvm.struct values (the wgmma accumulator)
+      .Case<LLVM::UndefOp, LLVM::PoisonOp, LLVM::ZeroOp>(
+          [&](Operation *) -> LogicalResult {
+            if (failed(checkScalars()))
+              return failure();
+            I.opc = Opc::ConstVec;
+            Type t = op->getResult(0).getType();
+            SmallVector<Type> fields;
+            if (auto st = dyn_cast<LLVM::LLVMStructType>(t))
+              llvm::append_range(fields, st.getBody());
+            else
+              fields.assign(I.n, getScalarType(t));
+            bool undef = !isa<LLVM::ZeroOp>(op);
+            for (Type ft : fields) {
+              Slot sl;
+              // Undefined floats are NaN, so that a use shows.
+              if (getFKind(ft)) {
+                sl.f = undef ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+              } else {
+                sl.i = 0;
+              }
+              I.consts.push_back(sl);
+            }
+            return success();
+          })
+      .Case([&](LLVM::ExtractValueOp ex) -> LogicalResult {
+        if (failed(checkScalars()))
+          return failure();
+        ArrayRef<int64_t> pos = ex.getPosition();
+        if (pos.size() != 1 || !isFlatStruct(ex.getContainer().getType()) ||
+            isa<LLVM::LLVMStructType>(ex.getType()))
+          return unsupported("only one position into a struct of scalars");
+        I.opc = Opc::Move;
+        I.src.push_back(slotOf(ex.getContainer()) + pos[0]);
+        return success();
+      })
+      .Case([&](LLVM::InsertValueOp ins) -> LogicalResult {
+        if (failed(checkScalars()))
+          return failure();
+        ArrayRef<int64_t> pos = ins.getPosition();
+        if (pos.size() != 1 || !isFlatStruct(ins.getContainer().getType()) ||
+            isa<LLVM::LLVMStructType>(ins.getValue().getType()))
+          return unsupported("only one position into a struct of scalars");
+        I.opc = Opc::Move;
+        uint32_t dest = slotOf(ins.getContainer()),
+                 val = slotOf(ins.getValue());
+        for (uint32_t e = 0; e < I.n; ++e)
+          I.src.push_back(e == pos[0] ? val : dest + e);
+        return success();
+      })
+      .Case([&](memref::ExtractAlignedPointerAsIndexOp x) -> LogicalResult {
+        auto mt = dyn_cast<MemRefType>(x.getSource().getType());
+        if (!mt || !isWorkgroupSpace(mt.getMemorySpace()))
+          return unsupported("only workgroup (shared) memrefs, whose "
+                             "addresses are shared-window byte addresses");
+        I.opc = Opc::ExtractPtr;
+        return success();
+      })
+      .Case<NVVM::WgmmaFenceAlignedOp, NVVM::WgmmaGroupSyncAlignedOp,
+            NVVM::WgmmaWaitGroupSyncOp, NVVM::WgmmaMmaAsyncOp,
+            NVVM::FenceProxyOp, NVVM::BarrierOp, NVVM::Barrier0Op>(
+          [&](Operation *) { return compileNVVMOp(op, I); })
       .Default([&](Operation *) { return unsupported(""); });
+}
+
+LogicalResult Compiler::compileNVVMOp(Operation *op, Instr &I) {
+  auto unsupported = [&](const Twine &why) {
+    return op->emitOpError()
+           << "is not supported by the fa interpreter: " << why;
+  };
+  if (isa<NVVM::WgmmaFenceAlignedOp>(op)) {
+    I.opc = Opc::WgFence;
+    return success();
+  }
+  if (isa<NVVM::WgmmaGroupSyncAlignedOp>(op)) {
+    I.opc = Opc::WgCommit;
+    return success();
+  }
+  if (auto w = dyn_cast<NVVM::WgmmaWaitGroupSyncOp>(op)) {
+    I.opc = Opc::WgWait;
+    I.imm = static_cast<int64_t>(w.getGroup());
+    return success();
+  }
+  if (auto fp = dyn_cast<NVVM::FenceProxyOp>(op)) {
+    NVVM::ProxyKind kind = fp.getKind();
+    bool ok =
+        kind == NVVM::ProxyKind::async ||
+        (kind == NVVM::ProxyKind::async_shared &&
+         (!fp.getSpace() || *fp.getSpace() == NVVM::SharedSpace::shared_cta));
+    if (!ok)
+      return unsupported("only fence.proxy.async and "
+                         "fence.proxy.async.shared::cta (kind = "
+                         "#nvvm.proxy_kind<async.shared>, space = "
+                         "#nvvm.shared_space<cta>)");
+    I.opc = Opc::FenceProxy;
+    return success();
+  }
+  if (isa<NVVM::Barrier0Op>(op)) {
+    I.opc = Opc::Barrier;
+    return success();
+  }
+  if (auto b = dyn_cast<NVVM::BarrierOp>(op)) {
+    if (b.getReductionOp() || b.getReductionPredicate() || b.getRes())
+      return unsupported("barrier reductions");
+    I.opc = Opc::NamedBarrier;
+    // imm: bit 0 = has an id, bit 1 = has a thread count (operands in order).
+    I.imm = (b.getBarrierId() ? 1 : 0) | (b.getNumberOfThreads() ? 2 : 0);
+    return success();
+  }
+  auto mma = cast<NVVM::WgmmaMmaAsyncOp>(op);
+  NVVM::MMAShapeAttr shape = mma.getShape();
+  int64_t n = shape.getN();
+  if (shape.getM() != 64 || shape.getK() != 16 || n < 8 || n > 256 ||
+      n % 8 != 0)
+    return unsupported(formatv("shape m{0}n{1}k{2} (supported: m64nNk16, N a "
+                               "multiple of 8 up to 256)",
+                               shape.getM(), n, shape.getK())
+                           .str());
+  NVVM::WGMMATypes ta = mma.getTypeA(), tb = mma.getTypeB();
+  if (ta != tb ||
+      (ta != NVVM::WGMMATypes::f16 && ta != NVVM::WGMMATypes::bf16) ||
+      mma.getTypeD() != NVVM::WGMMATypes::f32)
+    return unsupported("only f16 or bf16 inputs with an f32 accumulator");
+  if (mma.getLayoutA() != NVVM::MMALayout::row)
+    return unsupported("layoutA must be row (a K-major A from shared memory; "
+                       "imm-trans-a = 0)");
+  if (mma.getSatfinite())
+    return unsupported("satfinite");
+  auto st = dyn_cast<LLVM::LLVMStructType>(mma.getInouts().getType());
+  if (!st || static_cast<int64_t>(st.getBody().size()) != n / 2 ||
+      !llvm::all_of(st.getBody(), [](Type t) { return t.isF32(); }))
+    return unsupported(formatv("accumulator {0} (expected a struct of N / 2 = "
+                               "{1} f32)",
+                               mma.getInouts().getType(), n / 2)
+                           .str());
+  I.opc = Opc::WgMma;
+  I.imm = n;
+  I.ek = ta == NVVM::WGMMATypes::f16 ? EKind::F16 : EKind::BF16;
+  I.flag = mma.getScaleD() == NVVM::WGMMAScaleOut::one;
+  // w: B is MN-major (layoutB = row, imm-trans-b = 1); w2: negate A (bit 0),
+  // negate B (bit 1).
+  I.w = mma.getLayoutB() == NVVM::MMALayout::row ? 1 : 0;
+  I.w2 = (mma.getScaleA() == NVVM::WGMMAScaleIn::neg ? 1 : 0) |
+         (mma.getScaleB() == NVVM::WGMMAScaleIn::neg ? 2 : 0);
+  I.n = static_cast<uint32_t>(n / 2);
+  fn.hasWgmma = true;
+  return success();
 }
 
 LogicalResult Compiler::compileMemRefViewOp(Operation *op, Instr &I) {
@@ -1289,6 +1464,15 @@ struct Shadow {
   /// yet completed by a device_async_wait), and its thread.
   Operation *pendOp = nullptr;
   int32_t pendThread = -1;
+  /// The interpreter's clock at the last write (orders it against the
+  /// writer's nvvm.fence.proxy for async-proxy reads).
+  uint64_t wTime = 0;
+  /// The last nvvm.wgmma.mma_async that read this element, the first thread
+  /// of its warpgroup and its group: writing the element before that group
+  /// is retired is an error (the async proxy may still read it).
+  Operation *asyncReadOp = nullptr;
+  int32_t asyncReadWg = -1;
+  uint32_t asyncReadGroup = 0;
 };
 
 /// Storage of one memref: a host buffer or a block's workgroup buffer.
@@ -1303,6 +1487,9 @@ struct Buffer {
   int64_t numElements = 0;
   unsigned gshift = 0;
   bool shared = false;
+  /// Workgroup buffers: the byte address of the buffer in the block's shared
+  /// window (what ptrtoint of its addrspace(3) pointer gives).
+  int64_t sharedBase = -1;
   std::vector<char> storage;
   std::vector<Shadow> shadow;
   uint8_t *writtenMask = nullptr;
@@ -1343,6 +1530,9 @@ struct MemRefVal {
   Buffer *buf = nullptr;
   EKind ek = EKind::F32;
   int64_t offset = 0;
+  /// The byte offset in the buffer of the descriptor's aligned pointer
+  /// (memref.view moves the aligned pointer; subviews move the offset).
+  int64_t alignedByte = 0;
   SmallVector<int64_t, 4> sizes, strides;
 };
 
@@ -1381,6 +1571,19 @@ struct Frame {
   bool anyAsync = false;
   std::vector<uint8_t> mark;
   uint64_t threadOps = 0;
+  /// nvvm.fence.proxy: per thread, the clock of its last fence, and of its
+  /// last fence that a barrier has followed since.
+  std::vector<uint64_t> lastFence, fenceBeforeBarrier;
+  /// nvvm.wgmma (kernels that issue wgmma.mma_async): per thread, the wgmma
+  /// groups committed and retired (counting on across the blocks of a
+  /// launch) and whether a wgmma.fence came since its last wgmma.wait; per
+  /// slot and thread, the group of the mma_async whose result the slot
+  /// holds (pending while above the thread's retired count); per slot,
+  /// whether it ever held one, and the mma_async.
+  std::vector<uint32_t> wgCommitted, wgRetired, wgPend;
+  std::vector<uint8_t> wgFenced, wgPendSlot;
+  std::vector<Operation *> wgPendOp;
+  bool wgIssued = false;
 
   Slot *reg(uint32_t slot) {
     return &regs[static_cast<size_t>(slot) * numThreads];
@@ -1451,6 +1654,35 @@ public:
   LogicalResult execLdMatrix(Frame &f, const Instr &I, ArrayRef<int32_t> act);
   LogicalResult execMma(Frame &f, const Instr &I, ArrayRef<int32_t> act);
   LogicalResult execAsync(Frame &f, const Instr &I, ArrayRef<int32_t> act);
+  LogicalResult execWgmma(Frame &f, const Instr &I, ArrayRef<int32_t> act);
+  LogicalResult execWgSync(Frame &f, const Instr &I, ArrayRef<int32_t> act);
+  LogicalResult execNamedBarrier(Frame &f, const Instr &I,
+                                 ArrayRef<int32_t> act);
+  /// Requires every thread of the warpgroups (128 threads, 4 warps, the
+  /// first a multiple of 4) of the threads in `act` to be active.
+  LogicalResult checkWarpgroups(Frame &f, const Instr &I,
+                                ArrayRef<int32_t> act);
+  /// Checks an async-proxy read (wgmma) of `size` bytes at `byte` of `buf`
+  /// by warpgroup `wg`: no pending cp.async, written in the block, and by a
+  /// thread that ran nvvm.fence.proxy and then a barrier after its write.
+  LogicalResult asyncRead(Frame &f, const Instr &I, Buffer &buf, int64_t byte,
+                          unsigned size, int32_t wg,
+                          llvm::function_ref<std::string()> where);
+  /// Fails if `I` reads a wgmma result whose group is not retired yet.
+  LogicalResult checkWgPending(Frame &f, const Instr &I, ArrayRef<int32_t> act);
+  /// Copies the wgmma pending state of slot `src` to slot `dst` (values
+  /// carried by scf.for, scf.if and cf.br).
+  void copyPend(Frame &f, uint32_t dst, uint32_t src, ArrayRef<int32_t> act) {
+    if (!f.wgIssued || (!f.wgPendSlot[src] && !f.wgPendSlot[dst]))
+      return;
+    const size_t nt = f.numThreads;
+    for (int32_t t : act)
+      f.wgPend[dst * nt + t] = f.wgPend[src * nt + t];
+    if (f.wgPendSlot[src]) {
+      f.wgPendSlot[dst] = 1;
+      f.wgPendOp[dst] = f.wgPendOp[src];
+    }
+  }
   /// Completes `copy`, issued by thread `t`, in the current barrier
   /// interval.
   LogicalResult completeCopy(Frame &f, PendingCopy &copy, int32_t t);
@@ -1505,6 +1737,8 @@ public:
   unsigned reportsPrinted = 0;
   uint32_t epoch = 0;
   uint32_t launchId = 0;
+  /// Orders writes against nvvm.fence.proxy (see Shadow::wTime).
+  uint64_t clock = 1;
   /// The buffers of the host function's arguments.
   std::vector<std::unique_ptr<Buffer>> hostBuffers;
   /// Stands for the copy op when a wait completes it (for the checks).
@@ -1772,7 +2006,45 @@ LogicalResult InterpreterImpl::launch(
         gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
     f.dynShared = makeShared("dynamic shared memory", type);
   }
+  // The shared window: static buffers (globals, then attributions) from
+  // 0x10 on, each aligned to 16 bytes or its global's alignment; dynamic
+  // shared memory at opts.dynamicSharedBase (deliberately only 16-aligned by
+  // default), or past the static buffers at the same offset modulo 1024.
+  {
+    if (opts.dynamicSharedBase < 16 || opts.dynamicSharedBase % 16 != 0)
+      return launchOp->emitOpError()
+             << "the interpreter's dynamic shared memory base "
+             << opts.dynamicSharedBase << " must be a positive multiple of 16";
+    int64_t next = 0x10;
+    auto place = [&](Buffer &buf, int64_t align) {
+      align = std::max<int64_t>(align, 16);
+      next = (next + align - 1) / align * align;
+      buf.sharedBase = next;
+      next += buf.getNumBytes();
+    };
+    for (auto [i, buf] : llvm::enumerate(f.sharedBufs)) {
+      memref::GlobalOp g = kernel.sharedGlobals[i];
+      std::optional<uint64_t> align = g.getAlignment();
+      place(*buf, align ? static_cast<int64_t>(*align) : 16);
+    }
+    for (auto &buf : f.attribBufs)
+      place(*buf, 16);
+    int64_t dynBase = opts.dynamicSharedBase;
+    if (dynBase < next)
+      dynBase = (next + 1023) / 1024 * 1024 + opts.dynamicSharedBase % 1024;
+    f.dynShared->sharedBase = dynBase;
+  }
   f.async.assign(numThreads, ThreadAsync());
+  f.lastFence.assign(numThreads, 0);
+  f.fenceBeforeBarrier.assign(numThreads, 0);
+  if (kernel.hasWgmma) {
+    f.wgCommitted.assign(numThreads, 0);
+    f.wgRetired.assign(numThreads, 0);
+    f.wgFenced.assign(numThreads, 0);
+    f.wgPend.assign(static_cast<size_t>(kernel.numSlots) * numThreads, 0);
+    f.wgPendSlot.assign(kernel.numSlots, 0);
+    f.wgPendOp.assign(kernel.numSlots, nullptr);
+  }
 
   std::vector<int32_t> all(numThreads);
   for (int32_t t = 0; t < numThreads; ++t)
@@ -1789,6 +2061,12 @@ LogicalResult InterpreterImpl::launch(
         for (auto &buf : f.attribBufs)
           buf->poison();
         f.dynShared->poison();
+        // Every wgmma of the previous block counts as retired; a new group
+        // number keeps its uncommitted results apart.
+        for (int64_t t = 0; kernel.hasWgmma && t < numThreads; ++t) {
+          f.wgRetired[t] = ++f.wgCommitted[t];
+          f.wgFenced[t] = 0;
+        }
         ++stats.blocks;
         if (failed(execBody(f, kernel, all)))
           return failure();
@@ -1813,6 +2091,9 @@ LogicalResult InterpreterImpl::exec(Frame &f, const CRegion &region,
       return I.op->emitOpError() << "exceeds the interpreter's limit of "
                                  << opts.maxThreadOpsPerBlock
                                  << " thread-ops per block (a runaway loop?)";
+    if (f.wgIssued && I.opc != Opc::For && I.opc != Opc::If &&
+        I.opc != Opc::WgMma && failed(checkWgPending(f, I, act)))
+      return failure();
     if (failed(execInstr(f, I, act)))
       return failure();
   }
@@ -1866,6 +2147,27 @@ LogicalResult InterpreterImpl::execBody(Frame &f, const CFunction &fn,
         tmp.push_back(f.reg(s)[t]);
       for (auto [k, s] : llvm::enumerate(next->args))
         f.reg(s)[t] = tmp[k];
+    }
+    if (f.wgIssued) {
+      // wgmma results passed along keep their pending state (through a
+      // copy, as above).
+      const size_t nt = f.numThreads;
+      std::vector<uint32_t> pend;
+      for (uint32_t s : operands)
+        for (int32_t t : act)
+          pend.push_back(f.wgPend[s * nt + t]);
+      SmallVector<std::pair<uint8_t, Operation *>, 8> slotState;
+      for (uint32_t s : operands)
+        slotState.push_back({f.wgPendSlot[s], f.wgPendOp[s]});
+      size_t p = 0;
+      for (auto [k, s] : llvm::enumerate(next->args)) {
+        for (int32_t t : act)
+          f.wgPend[s * nt + t] = pend[p++];
+        if (slotState[k].first) {
+          f.wgPendSlot[s] = 1;
+          f.wgPendOp[s] = slotState[k].second;
+        }
+      }
     }
     block = next;
   }
@@ -2429,6 +2731,27 @@ LogicalResult InterpreterImpl::execInstr(Frame &f, const Instr &I,
   case Opc::AsyncCommit:
   case Opc::AsyncWait:
     return execAsync(f, I, act);
+  case Opc::ExtractPtr: {
+    const MemRefVal &m = f.mems[I.in[0]];
+    Slot *Res = R(I.out[0]);
+    for (int32_t t : act)
+      Res[t].i = m.buf->sharedBase + m.alignedByte;
+    return success();
+  }
+  case Opc::WgMma:
+    return execWgmma(f, I, act);
+  case Opc::WgFence:
+  case Opc::WgCommit:
+  case Opc::WgWait:
+    return execWgSync(f, I, act);
+  case Opc::FenceProxy: {
+    uint64_t c = ++clock;
+    for (int32_t t : act)
+      f.lastFence[t] = c;
+    return success();
+  }
+  case Opc::NamedBarrier:
+    return execNamedBarrier(f, I, act);
   case Opc::AffineApply:
   case Opc::AffineMin:
   case Opc::AffineMax: {
@@ -2582,6 +2905,7 @@ LogicalResult InterpreterImpl::execInstr(Frame &f, const Instr &I,
       return failure();
     }
     ++epoch;
+    f.fenceBeforeBarrier = f.lastFence;
     return success();
   }
   case Opc::Shuffle:
@@ -2638,6 +2962,7 @@ LogicalResult InterpreterImpl::execInstr(Frame &f, const Instr &I,
       const Slot *Init = R(I.in[3 + k]);
       for (int32_t t : act)
         Arg[t] = Init[t];
+      copyPend(f, body.args[1 + k], I.in[3 + k], act);
     }
     SmallVector<int32_t, 128> live;
     SmallVector<Slot, 8> tmp(nIter);
@@ -2661,6 +2986,30 @@ LogicalResult InterpreterImpl::execInstr(Frame &f, const Instr &I,
           for (size_t k = 0; k < nIter; ++k)
             R(body.args[1 + k])[t] = tmp[k];
         }
+        if (f.wgIssued) {
+          // A yield may pass the iter_args permuted: through a copy.
+          const size_t nt = f.numThreads;
+          std::vector<uint32_t> pend;
+          SmallVector<uint8_t, 8> any;
+          SmallVector<Operation *, 8> ops;
+          for (size_t k = 0; k < nIter; ++k) {
+            uint32_t y = body.yields[k];
+            for (int32_t t : live)
+              pend.push_back(f.wgPend[y * nt + t]);
+            any.push_back(f.wgPendSlot[y]);
+            ops.push_back(f.wgPendOp[y]);
+          }
+          size_t p = 0;
+          for (size_t k = 0; k < nIter; ++k) {
+            uint32_t a = body.args[1 + k];
+            for (int32_t t : live)
+              f.wgPend[a * nt + t] = pend[p++];
+            if (any[k]) {
+              f.wgPendSlot[a] = 1;
+              f.wgPendOp[a] = ops[k];
+            }
+          }
+        }
       }
       for (int32_t t : live)
         IV[t].i =
@@ -2675,6 +3024,7 @@ LogicalResult InterpreterImpl::execInstr(Frame &f, const Instr &I,
       Slot *Res = R(I.out[k]);
       for (int32_t t : act)
         Res[t] = Arg[t];
+      copyPend(f, I.out[k], body.args[1 + k], act);
     }
     return success();
   }
@@ -2694,6 +3044,7 @@ LogicalResult InterpreterImpl::execInstr(Frame &f, const Instr &I,
         Slot *Res = R(res);
         for (int32_t t : set)
           Res[t] = Y[t];
+        copyPend(f, res, region->yields[k], set);
       }
       return success();
     };
@@ -2961,6 +3312,7 @@ bool InterpreterImpl::checkWrite(Frame &f, const Instr &I, Buffer &buf,
     }
   }
   s.wEpoch = epoch;
+  s.wTime = clock;
   s.wThread = t;
   s.wOp = I.op;
   s.wLaunch = launchId;
@@ -2988,6 +3340,18 @@ LogicalResult InterpreterImpl::touch(Frame &f, const Instr &I, Buffer &buf,
           << ") is still pending: no nvgpu.device_async_wait of that "
              "thread has completed the copy's group";
       d.attachNote(s.pendOp->getLoc()) << "the pending copy";
+      return failure();
+    }
+    if (isWrite && s.asyncReadOp && f.fn->hasWgmma &&
+        s.asyncReadGroup > f.wgRetired[s.asyncReadWg]) {
+      InFlightDiagnostic d =
+          I.op->emitOpError()
+          << "writes " << where() << " in " << describeThread(f, t)
+          << " while the 'nvvm.wgmma.mma_async' of warpgroup "
+          << s.asyncReadWg / 128
+          << " that reads it is in flight: no nvvm.wgmma.wait.group.sync."
+             "aligned of that warpgroup has retired its group";
+      d.attachNote(s.asyncReadOp->getLoc()) << "the wgmma.mma_async";
       return failure();
     }
     found |= isWrite ? checkWrite(f, I, buf, s, t, where, found)
@@ -3240,6 +3604,7 @@ LogicalResult InterpreterImpl::execView(Frame &f, const Instr &I,
              << "; the view must lie inside the buffer and be aligned to its "
                 "element size";
     v.offset = byte / static_cast<int64_t>(esize);
+    v.alignedByte = byte;
     f.mems[I.out[0]] = std::move(v);
     return success();
   }
@@ -3266,6 +3631,7 @@ LogicalResult InterpreterImpl::execView(Frame &f, const Instr &I,
     return failure();
   llvm::SmallBitVector dropped = sub.getDroppedDims();
   v.offset = src.offset;
+  v.alignedByte = src.alignedByte;
   for (size_t d = 0; d < offsets.size(); ++d) {
     if (offsets[d] < 0 || sizes[d] < 0 ||
         (sizes[d] > 0 &&
@@ -3592,6 +3958,441 @@ void InterpreterImpl::dropPendingCopies(Frame &f) {
     a.groups.clear();
   }
   f.anyAsync = false;
+}
+
+//===----------------------------------------------------------------------===//
+// Hopper warpgroup MMA (nvvm.wgmma.*)
+//===----------------------------------------------------------------------===//
+
+LogicalResult InterpreterImpl::checkWarpgroups(Frame &f, const Instr &I,
+                                               ArrayRef<int32_t> act) {
+  std::fill(f.mark.begin(), f.mark.end(), 0);
+  for (int32_t t : act)
+    f.mark[t] = 1;
+  for (int32_t t : act) {
+    if (t % 128 != 0 && f.mark[t - 1])
+      continue;
+    int32_t base = t - t % 128;
+    for (int32_t u = base; u < base + 128; ++u)
+      if (u >= static_cast<int32_t>(f.numThreads) || !f.mark[u])
+        return I.op->emitOpError()
+               << "executed by " << describeThread(f, t) << " while thread "
+               << u << " (warp " << u / 32 << ") of its warpgroup (threads "
+               << base << ".." << base + 127 << ", warps " << base / 32 << ".."
+               << base / 32 + 3 << ") is "
+               << (u >= static_cast<int32_t>(f.numThreads) ? "missing"
+                                                           : "inactive")
+               << "; wgmma instructions are executed by the 128 threads of a "
+                  "warpgroup (4 consecutive warps, the first a multiple of 4) "
+                  "together";
+  }
+  return success();
+}
+
+LogicalResult InterpreterImpl::checkWgPending(Frame &f, const Instr &I,
+                                              ArrayRef<int32_t> act) {
+  const size_t nt = f.numThreads;
+  auto check = [&](uint32_t s) -> LogicalResult {
+    if (!f.wgPendSlot[s])
+      return success();
+    for (int32_t t : act) {
+      uint32_t g = f.wgPend[s * nt + t];
+      if (g <= f.wgRetired[t])
+        continue;
+      Operation *mma = f.wgPendOp[s];
+      InFlightDiagnostic d =
+          I.op->emitOpError()
+          << "reads a result of the 'nvvm.wgmma.mma_async' at " << mma->getLoc()
+          << " in " << describeThread(f, t)
+          << " before a nvvm.wgmma.wait.group.sync.aligned retired its group ("
+          << (g > f.wgCommitted[t] ? "the mma_async is not even committed by "
+                                     "a nvvm.wgmma.commit.group.sync.aligned"
+                                   : "its group is still pending")
+          << ")";
+      d.attachNote(mma->getLoc()) << "the wgmma.mma_async";
+      return failure();
+    }
+    return success();
+  };
+  for (uint32_t s : I.in)
+    if (failed(check(s)))
+      return failure();
+  for (uint32_t s : I.src)
+    if (failed(check(s)))
+      return failure();
+  return success();
+}
+
+LogicalResult InterpreterImpl::execWgSync(Frame &f, const Instr &I,
+                                          ArrayRef<int32_t> act) {
+  if (failed(checkWarpgroups(f, I, act)))
+    return failure();
+  if (!f.fn->hasWgmma)
+    return success();
+  for (int32_t t : act) {
+    switch (I.opc) {
+    case Opc::WgFence:
+      f.wgFenced[t] = 1;
+      break;
+    case Opc::WgCommit:
+      ++f.wgCommitted[t];
+      break;
+    default: {
+      int64_t keep = std::min<int64_t>(I.imm, f.wgCommitted[t]);
+      f.wgRetired[t] = std::max<uint32_t>(
+          f.wgRetired[t], f.wgCommitted[t] - static_cast<uint32_t>(keep));
+      f.wgFenced[t] = 0;
+      break;
+    }
+    }
+  }
+  return success();
+}
+
+LogicalResult InterpreterImpl::execNamedBarrier(Frame &f, const Instr &I,
+                                                ArrayRef<int32_t> act) {
+  unsigned next = 0;
+  int64_t id = 0, count = -1;
+  if (I.imm & 1) {
+    FailureOr<int64_t> v = getUniform(f, I, I.in[next++], act, "barrier id");
+    if (failed(v))
+      return failure();
+    id = *v;
+  }
+  if (I.imm & 2) {
+    FailureOr<int64_t> v =
+        getUniform(f, I, I.in[next++], act, "number of threads");
+    if (failed(v))
+      return failure();
+    count = *v;
+  }
+  if (id < 0 || id > 15)
+    return I.op->emitOpError()
+           << "uses barrier " << id << "; barriers are numbered 0 to 15";
+  if (count < 0) {
+    if (act.size() != f.numThreads)
+      return I.op->emitOpError()
+             << "reached by " << act.size() << " of the " << f.numThreads
+             << " threads of block (" << f.blockId[0] << ", " << f.blockId[1]
+             << ", " << f.blockId[2]
+             << ") without a thread count (a barrier in divergent code)";
+  } else {
+    if (count % 32 != 0 || count == 0 ||
+        static_cast<size_t>(count) != act.size())
+      return I.op->emitOpError()
+             << "barrier " << id << " expects " << count
+             << " threads but is reached by " << act.size()
+             << " together (the count must be a multiple of 32 and equal "
+                "the threads that execute the barrier)";
+    if (failed(checkFullWarps(f, I, act, "nvvm.barrier (bar.sync)")))
+      return failure();
+  }
+  // The race checks treat a barrier among some threads like a barrier of
+  // the block (a new interval for every thread).
+  ++stats.barriers;
+  ++epoch;
+  for (int32_t t : act)
+    f.fenceBeforeBarrier[t] = f.lastFence[t];
+  return success();
+}
+
+LogicalResult
+InterpreterImpl::asyncRead(Frame &f, const Instr &I, Buffer &buf, int64_t byte,
+                           unsigned size, int32_t wg,
+                           llvm::function_ref<std::string()> where) {
+  int64_t g0 = byte >> buf.gshift, g1 = (byte + size - 1) >> buf.gshift;
+  for (int64_t g = g0; g <= g1; ++g) {
+    Shadow &s = buf.shadow[g];
+    s.asyncReadOp = I.op;
+    s.asyncReadWg = wg * 128;
+    s.asyncReadGroup = f.wgCommitted[wg * 128] + 1;
+    if (s.pendOp) {
+      InFlightDiagnostic d =
+          I.op->emitOpError()
+          << "reads " << where() << " (warpgroup " << wg << ") while the '"
+          << s.pendOp->getName() << "' of thread " << s.pendThread
+          << " to it is still pending: no "
+          << "nvgpu.device_async_wait of that thread has completed the copy's "
+             "group";
+      d.attachNote(s.pendOp->getLoc()) << "the pending copy";
+      return failure();
+    }
+    if (s.wEpoch < f.blockStartEpoch || s.wThread < 0) {
+      if (opts.checkUninitializedShared) {
+        ++stats.uninitializedReads;
+        report(
+            kUninit, I.op, nullptr,
+            [&] {
+              return formatv("reads {0} (warpgroup {1}) before any thread of "
+                             "the block wrote it (uninitialized workgroup "
+                             "memory)",
+                             where(), wg)
+                  .str();
+            },
+            [] { return std::string(); });
+      }
+      continue;
+    }
+    // A generic-proxy write (st.shared, a completed cp.async) becomes
+    // visible to the async proxy through fence.proxy.async in the writing
+    // thread, and to the warpgroup through a barrier after that fence.
+    if (f.fenceBeforeBarrier[s.wThread] <= s.wTime) {
+      bool fenced = f.lastFence[s.wThread] > s.wTime;
+      InFlightDiagnostic d =
+          I.op->emitOpError()
+          << "reads " << where() << " (warpgroup " << wg
+          << ") through the async proxy, but " << describeThread(f, s.wThread)
+          << " wrote it through the generic proxy and "
+          << (fenced ? "no barrier followed its nvvm.fence.proxy"
+                     : "ran no nvvm.fence.proxy (kind = "
+                       "#nvvm.proxy_kind<async.shared>, space = "
+                       "#nvvm.shared_space<cta>) after the write")
+          << "; the writing thread needs fence.proxy.async.shared::cta and "
+             "then a barrier before the wgmma";
+      d.attachNote(s.wOp->getLoc()) << "the write";
+      return failure();
+    }
+    if (opts.checkRaces && s.wEpoch == epoch) {
+      ++stats.races;
+      report(
+          kRAW, I.op, s.wOp,
+          [&] {
+            return formatv("race: the wgmma of warpgroup {0} reads {1}, which "
+                           "thread {2} wrote in the same barrier interval",
+                           wg, where(), s.wThread)
+                .str();
+          },
+          [&] { return formatv("the write by thread {0}", s.wThread).str(); });
+    }
+  }
+  return success();
+}
+
+namespace {
+/// A decoded wgmma matrix descriptor (PTX ISA, "Matrix Descriptor Format").
+struct WgmmaDesc {
+  int64_t start = 0, lbo = 0, sbo = 0;
+  unsigned baseOffset = 0;
+  /// The swizzle width in bytes: 128, 64, 32, or 0 (no swizzle).
+  int64_t swizzle = 0;
+
+  explicit WgmmaDesc(uint64_t d) {
+    start = static_cast<int64_t>(d & 0x3FFF) << 4;
+    lbo = static_cast<int64_t>((d >> 16) & 0x3FFF) << 4;
+    sbo = static_cast<int64_t>((d >> 32) & 0x3FFF) << 4;
+    baseOffset = static_cast<unsigned>((d >> 49) & 7);
+    static constexpr int64_t widths[4] = {0, 128, 64, 32};
+    swizzle = widths[(d >> 62) & 3];
+  }
+
+  /// The unswizzled shared address of the 16-bit element (mn, k) of a
+  /// canonical layout (CUTLASS cute's GMMA layouts, PTX ISA "Canonical
+  /// Layouts", T = 8 elements of 16 bytes):
+  ///   K-major, W-byte swizzle: ((8,m),(T,2k)):((W/16 T,SBO),(1,T)), i.e.
+  ///     start + (mn / 8) SBO + (mn % 8) W + 2 k;
+  ///   K-major, no swizzle: ((8,m),(T,2k)):((1T,SBO),(1,LBO)), i.e.
+  ///     start + (mn / 8) SBO + (mn % 8) 16 + (k / 8) LBO + 2 (k % 8);
+  ///   MN-major, W-byte swizzle: ((T,W/16,m),(8,k)):((1,T,LBO),(W/16 T,SBO)),
+  ///     i.e. start + (mn / (W/2)) LBO + 2 (mn % (W/2)) + (k % 8) W
+  ///     + (k / 8) SBO;
+  ///   MN-major, no swizzle: ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO)), i.e.
+  ///     start + (mn / 8) SBO + 2 (mn % 8) + (k % 8) 16 + (k / 8) LBO.
+  int64_t unswizzled(int64_t mn, int64_t k, bool mnMajor) const {
+    if (!mnMajor) {
+      if (swizzle)
+        return start + (mn / 8) * sbo + (mn % 8) * swizzle + 2 * k;
+      return start + (mn / 8) * sbo + (mn % 8) * 16 + (k / 8) * lbo +
+             2 * (k % 8);
+    }
+    if (swizzle) {
+      int64_t chunk = swizzle / 2;
+      return start + (mn / chunk) * lbo + 2 * (mn % chunk) + (k % 8) * swizzle +
+             (k / 8) * sbo;
+    }
+    return start + (mn / 8) * sbo + 2 * (mn % 8) + (k % 8) * 16 + (k / 8) * lbo;
+  }
+
+  /// The physical address: the W-byte swizzle XORs the 16-byte chunk index
+  /// (bits 4..) with the 128-byte row index (bits 7..) of the absolute
+  /// address (cute Swizzle<3,4,3>, <2,4,3>, <1,4,3>).
+  int64_t swizzled(int64_t a) const {
+    if (!swizzle)
+      return a;
+    int64_t mask = swizzle / 16 - 1;
+    return a ^ (((a >> 7) & mask) << 4);
+  }
+};
+} // namespace
+
+LogicalResult InterpreterImpl::execWgmma(Frame &f, const Instr &I,
+                                         ArrayRef<int32_t> act) {
+  if (failed(checkWarpgroups(f, I, act)))
+    return failure();
+  const int64_t N = I.imm;
+  const bool bMN = I.w == 1;
+  const bool isHalf = I.ek == EKind::F16;
+  const double signA = (I.w2 & 1) ? -1.0 : 1.0, signB = (I.w2 & 2) ? -1.0 : 1.0;
+  const double *halfTable = getHalfTable();
+  const uint32_t cSlot = I.in[0], aSlot = I.in[1], bSlot = I.in[2];
+  const size_t nt = f.numThreads;
+  // The block's shared allocations, which the descriptors address.
+  SmallVector<Buffer *, 8> shared;
+  for (auto &b : f.sharedBufs)
+    shared.push_back(b.get());
+  for (auto &b : f.attribBufs)
+    shared.push_back(b.get());
+  shared.push_back(f.dynShared.get());
+  auto describeWindow = [&]() {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    llvm::interleaveComma(shared, os, [&](Buffer *b) {
+      os << b->name
+         << formatv(" at [{0:x}, {1:x})", b->sharedBase,
+                    b->sharedBase + b->getNumBytes());
+    });
+    return s;
+  };
+  std::vector<double> A(64 * 16), B(16 * N), C;
+  if (I.flag)
+    C.assign(64 * N, 0.0);
+
+  for (int32_t base : act) {
+    if (base % 128 != 0)
+      continue;
+    const int32_t wg = base / 128;
+    for (int32_t t = base; t < base + 128; ++t)
+      if (!f.wgFenced[t])
+        return I.op->emitOpError()
+               << "issued by " << describeThread(f, t)
+               << " without a nvvm.wgmma.fence.aligned since its last "
+                  "nvvm.wgmma.wait.group.sync.aligned (or the start of the "
+                  "block)";
+    // The descriptors are the same in the 128 threads.
+    uint64_t desc[2];
+    for (int m = 0; m < 2; ++m) {
+      const Slot *D = f.reg(m == 0 ? aSlot : bSlot);
+      desc[m] = static_cast<uint64_t>(D[base].i);
+      for (int32_t t = base; t < base + 128; ++t)
+        if (static_cast<uint64_t>(D[t].i) != desc[m])
+          return I.op->emitOpError()
+                 << "has descriptor " << (m == 0 ? "A" : "B")
+                 << formatv(" {0:x} in thread {1} but {2:x} in thread {3}",
+                            desc[m], base, static_cast<uint64_t>(D[t].i), t)
+                 << " of warpgroup " << wg
+                 << "; a wgmma descriptor must be the same in the 128 threads";
+    }
+    // Reads the 16-bit element (mn, k) of operand m through its descriptor.
+    Buffer *last = nullptr;
+    auto read = [&](int m, const WgmmaDesc &d, int64_t mn, int64_t k,
+                    bool mnMajor, double &out) -> LogicalResult {
+      int64_t un = d.unswizzled(mn, k, mnMajor);
+      int64_t addr = d.swizzled(un);
+      Buffer *buf = last;
+      if (!buf || addr < buf->sharedBase ||
+          addr + 2 > buf->sharedBase + buf->getNumBytes()) {
+        buf = nullptr;
+        for (Buffer *b : shared)
+          if (addr >= b->sharedBase &&
+              addr + 2 <= b->sharedBase + b->getNumBytes())
+            buf = b;
+      }
+      const char *what = m == 0 ? "A" : "B";
+      if (!buf)
+        return I.op->emitOpError()
+               << "reads element " << (m == 0 || !bMN ? "(row " : "(k ")
+               << (m == 0 || !bMN ? mn : k)
+               << (m == 0 || !bMN ? ", k " : ", n ")
+               << (m == 0 || !bMN ? k : mn) << ") of " << what
+               << formatv(" at shared address {0:x} (unswizzled {1:x}, "
+                          "descriptor {2:x}: start {3:x}, LBO {4}, SBO "
+                          "{5}, swizzle {6}B)",
+                          addr, un, desc[m], d.start, d.lbo, d.sbo, d.swizzle)
+               << " in warpgroup " << wg
+               << ", outside every shared allocation of the block ("
+               << describeWindow() << ")";
+      last = buf;
+      int64_t byte = addr - buf->sharedBase;
+      auto where = [&]() {
+        return formatv("element ({0}, {1}) of {2} at shared address {3:x}, "
+                       "byte {4} of {5}",
+                       (m == 0 || !bMN) ? mn : k, (m == 0 || !bMN) ? k : mn,
+                       what, addr, byte, buf->name)
+            .str();
+      };
+      if (!buf->shadow.empty() &&
+          failed(asyncRead(f, I, *buf, byte, 2, wg, where)))
+        return failure();
+      uint16_t bits;
+      std::memcpy(&bits, buf->data + byte, 2);
+      if (isHalf) {
+        out = halfTable[bits];
+      } else {
+        uint32_t w = static_cast<uint32_t>(bits) << 16;
+        float v;
+        std::memcpy(&v, &w, 4);
+        out = v;
+      }
+      return success();
+    };
+    WgmmaDesc da(desc[0]), db(desc[1]);
+    for (int m = 0; m < 2; ++m) {
+      const WgmmaDesc &d = m == 0 ? da : db;
+      if (d.baseOffset != 0)
+        return I.op->emitOpError()
+               << "has descriptor " << (m == 0 ? "A" : "B")
+               << formatv(" {0:x} with base offset {1}", desc[m], d.baseOffset)
+               << "; the fa interpreter supports base offset 0 only (matrix "
+                  "atoms that start at the swizzle pattern's boundary)";
+    }
+    for (int64_t r = 0; r < 64; ++r)
+      for (int64_t k = 0; k < 16; ++k)
+        if (failed(read(0, da, r, k, false, A[r * 16 + k])))
+          return failure();
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < 16; ++k)
+        if (failed(read(1, db, n, k, bMN, B[k * N + n])))
+          return failure();
+    // The accumulator fragment: thread t = 32 w + l holds, for i < N / 8,
+    // D[16 w + l / 4 + 8 (j / 2)][8 i + 2 (l % 4) + j % 2] in element
+    // 4 i + j.
+    auto rowCol = [&](int32_t t, int64_t e, int64_t &row, int64_t &col) {
+      int64_t w = t / 32, l = t % 32, i = e / 4, j = e % 4;
+      row = 16 * w + l / 4 + 8 * (j / 2);
+      col = 8 * i + 2 * (l % 4) + j % 2;
+    };
+    if (I.flag) {
+      for (int32_t t = 0; t < 128; ++t)
+        for (int64_t e = 0; e < N / 2; ++e) {
+          int64_t row, col;
+          rowCol(t, e, row, col);
+          C[row * N + col] = f.reg(cSlot + e)[base + t].f;
+        }
+    }
+    // Products exact; the 16 of a k16 step and the accumulator summed in
+    // double and rounded once to f32.
+    for (int32_t t = 0; t < 128; ++t) {
+      uint32_t group = f.wgCommitted[base + t] + 1;
+      for (int64_t e = 0; e < N / 2; ++e) {
+        int64_t row, col;
+        rowCol(t, e, row, col);
+        double acc = I.flag ? C[row * N + col] : 0.0;
+        double sum = 0;
+        for (int64_t k = 0; k < 16; ++k)
+          sum += A[row * 16 + k] * B[k * N + col];
+        acc += signA * signB * sum;
+        uint32_t s = I.out[0] + static_cast<uint32_t>(e);
+        f.reg(s)[base + t].f = static_cast<double>(static_cast<float>(acc));
+        f.wgPend[s * nt + base + t] = group;
+      }
+    }
+  }
+  for (int64_t e = 0; e < N / 2; ++e) {
+    uint32_t s = I.out[0] + static_cast<uint32_t>(e);
+    f.wgPendSlot[s] = 1;
+    f.wgPendOp[s] = I.op;
+  }
+  f.wgIssued = true;
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

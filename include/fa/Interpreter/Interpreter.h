@@ -53,6 +53,37 @@
 //   checked against the memref's sizes before any access; an out-of-bounds
 //   index stops the run with an error naming the op, the memref, the index
 //   and the thread.
+// * Hopper warpgroup MMA (PTX ISA "asynchronous warpgroup level matrix
+//   instructions"): `memref.extract_aligned_pointer_as_index` of a workgroup
+//   memref gives its address in the block's shared window (static buffers
+//   from 0x10 on, dynamic shared memory at
+//   InterpreterOptions::dynamicSharedBase, 0x410 by default: 16-aligned
+//   only); `!llvm.struct` values of scalars (llvm.mlir.undef / zero,
+//   extractvalue, insertvalue, carried by scf.for / scf.if / cf.br), one
+//   register slot per field. `nvvm.wgmma.mma_async` m64nNk16 (N a multiple
+//   of 8 up to 256), f16 or bf16 inputs, f32 accumulator, A K-major, B
+//   K-major (layoutB = col) or MN-major (layoutB = row), swizzle none, 32B,
+//   64B or 128B, base offset 0: the 128 threads of a warpgroup (4 warps,
+//   the first a multiple of 4) execute it together with identical
+//   descriptors; the elements are read through the canonical layouts
+//   (K-major: start + (mn/8) SBO + (mn%8) W + 2k; MN-major: start +
+//   (mn/(W/2)) LBO + 2 (mn%(W/2)) + (k%8) W + (k/8) SBO, W the swizzle
+//   width) with the swizzle applied to the absolute address (bits 4.. XOR
+//   bits 7..), each from the shared allocation that holds the address (an
+//   address outside all of them is an error). The result is computed at
+//   issue (products exact, the k16 sum and the accumulator added in double
+//   and rounded once to f32); it may feed further mma_asyncs but any other
+//   read of it before a `nvvm.wgmma.wait.group.sync.aligned` retires its
+//   group (`commit.group` closes groups) is an error, as is an mma_async
+//   without a `wgmma.fence.aligned` since the thread's last wait. A wgmma
+//   read of shared memory needs the writer (st.shared or a completed
+//   cp.async: the generic proxy) to have run `nvvm.fence.proxy` (async or
+//   async.shared::cta) after the write and a barrier after the fence; it is
+//   otherwise an error. Writing an element that an mma_async read before a
+//   wgmma.wait of its warpgroup retired that group is an error too.
+//   `nvvm.barrier` with an id and a thread count is a barrier of the
+//   threads that reach it together (the count must match; the race checks
+//   treat it like a block barrier).
 // * Floats are held as doubles with the exact value of their type; every
 //   arithmetic result is rounded once to the op's type (correct rounding
 //   for f16, bf16 and f32). `llvm.nvvm.ex2.approx.f32` and
@@ -114,6 +145,11 @@ struct InterpreterOptions {
   /// A block that executes more ops than this (summed over threads) is
   /// stopped with an error: a guard against runaway loops.
   uint64_t maxThreadOpsPerBlock = uint64_t(1) << 34;
+  /// The shared-window byte address of dynamic shared memory (what
+  /// memref.extract_aligned_pointer_as_index gives for it): a positive
+  /// multiple of 16, deliberately not 1024-aligned by default so that a
+  /// kernel assuming more alignment than CUDA guarantees is caught.
+  int64_t dynamicSharedBase = 0x410;
 };
 
 /// A host buffer viewed as a memref: `data` holds `numElements` elements of

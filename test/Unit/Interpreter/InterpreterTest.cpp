@@ -13,23 +13,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fa/Interpreter/Interpreter.h"
-#include "fa/InitAll.h"
+#include "InterpreterTestUtils.h"
+
 #include "fa/Interpreter/FloatBits.h"
 #include "fa/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/ADT/APFloat.h"
-#include "llvm/ADT/StringExtras.h"
-
-#include "gtest/gtest.h"
 
 #include <cmath>
 #include <cstring>
@@ -107,16 +99,8 @@ TEST(FloatBitsTest, RoundingMatchesAPFloat) {
 // Small kernels
 //===----------------------------------------------------------------------===//
 
-class InterpreterTest : public ::testing::Test {
+class InterpreterTest : public test::InterpreterFixture {
 protected:
-  InterpreterTest() {
-    DialectRegistry registry;
-    registerAllDialects(registry);
-    ctx.appendDialectRegistry(registry);
-    ctx.loadAllAvailableDialects();
-    ctx.printOpOnDiagnostic(false);
-  }
-
   /// Parses `kernelBody` as the body of `gpu.func @k(%out: <outType>)` in a
   /// gpu.module that also holds `globals`, and runs it over `grid` blocks of
   /// `threads` threads on `out` (`elems` elements of `eltSize` bytes).
@@ -130,20 +114,9 @@ protected:
          kernelBody + "\n    gpu.return\n  }\n}\n}\n")
             .str();
     diags.clear();
-    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
-      std::string s = d.str();
-      for (Diagnostic &note : d.getNotes())
-        s += "\n  note: " + note.str();
-      diags.push_back(s);
-      return success();
-    });
-    module = parseSourceString<ModuleOp>(src, &ctx);
-    if (!module) {
-      ADD_FAILURE() << "cannot parse:\n" << src;
+    Operation *kernel = parseKernel(src);
+    if (!module)
       return failure();
-    }
-    Operation *kernel = nullptr;
-    module->walk([&](gpu::GPUFuncOp f) { kernel = f; });
     Interpreter interp(*module, options);
     HostMemRef arg = HostMemRef::getDense("out", out, {elems});
     LogicalResult result =
@@ -152,17 +125,6 @@ protected:
     return result;
   }
 
-  bool diagContains(StringRef needle) const {
-    for (const std::string &d : diags)
-      if (StringRef(d).contains(needle))
-        return true;
-    return false;
-  }
-  std::string allDiags() const { return llvm::join(diags, "\n"); }
-
-  MLIRContext ctx;
-  OwningOpRef<ModuleOp> module;
-  std::vector<std::string> diags;
   InterpreterStats stats;
 };
 
@@ -539,11 +501,7 @@ gpu.module @m {
 }
 }
 )";
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
-    diags.push_back(d.str());
-    return success();
-  });
-  module = parseSourceString<ModuleOp>(src, &ctx);
+  parseKernel(src);
   ASSERT_TRUE(module);
   SmallVector<gpu::GPUFuncOp> kernels;
   module->walk([&](gpu::GPUFuncOp f) { kernels.push_back(f); });
@@ -551,15 +509,12 @@ gpu.module @m {
   std::vector<float> out(128, -1.0f);
   InterpreterOptions options;
   options.checkRaces = true;
-  Interpreter interp(*module, options);
   HostMemRef arg = HostMemRef::getDense("out", out.data(), {128});
-  ASSERT_TRUE(
-      succeeded(interp.runKernel(kernels[0], {2, 1, 1}, {64, 1, 1}, {arg})))
+  ASSERT_TRUE(succeeded(runKernel(kernels[0], 64, {arg}, options, 2)))
       << allDiags();
   for (int t = 0; t < 128; ++t)
     EXPECT_EQ(out[t], 63 - t % 64);
-  EXPECT_TRUE(
-      failed(interp.runKernel(kernels[1], {1, 1, 1}, {64, 1, 1}, {arg})));
+  EXPECT_TRUE(failed(runKernel(kernels[1], 64, {arg}, options)));
   EXPECT_TRUE(diagContains("'scf.while' op is not supported by the fa "
                            "interpreter"))
       << allDiags();
@@ -844,30 +799,14 @@ gpu.module @m {
 }
 }
 )";
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
-    diags.push_back(d.str());
-    return success();
-  });
-  module = parseSourceString<ModuleOp>(src, &ctx);
-  ASSERT_TRUE(module);
-  Operation *kernel = nullptr;
-  module->walk([&](gpu::GPUFuncOp f) { kernel = f; });
   std::vector<float> out(128, -1.0f);
-  HostMemRef arg = HostMemRef::getDense("out", out.data(), {128});
   InterpreterOptions options;
   options.checkRaces = true;
-  {
-    Interpreter interp(*module, options);
-    ASSERT_TRUE(succeeded(
-        interp.runKernel(kernel, {1, 1, 1}, {128, 1, 1}, {arg}, 1024)))
-        << allDiags();
-  }
+  ASSERT_TRUE(succeeded(runSource(src, out, 128, options, 1024))) << allDiags();
   for (int t = 0; t < 128; ++t)
     EXPECT_EQ(out[t], (127 - t) + (64 + t % 64)) << t;
   // 1000 bytes: the second view (512 + 512 bytes) does not fit.
-  Interpreter interp(*module, options);
-  EXPECT_TRUE(
-      failed(interp.runKernel(kernel, {1, 1, 1}, {128, 1, 1}, {arg}, 1000)));
+  EXPECT_TRUE(failed(runSource(src, out, 128, options, 1000)));
   EXPECT_TRUE(diagContains("'memref.view' op views 512 bytes at byte shift "
                            "512 of dynamic shared memory (1000 bytes)"))
       << allDiags();
@@ -1008,19 +947,9 @@ gpu.module @m {
 )")
         .str();
   };
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
-    diags.push_back(d.str());
-    return success();
-  });
   std::vector<float> out(64, -1.0f);
-  HostMemRef arg = HostMemRef::getDense("out", out.data(), {64});
   for (bool divergent : {false, true}) {
-    module = parseSourceString<ModuleOp>(src(divergent ? "%t" : "%c3"), &ctx);
-    ASSERT_TRUE(module);
-    Operation *kernel = nullptr;
-    module->walk([&](gpu::GPUFuncOp f) { kernel = f; });
-    Interpreter interp(*module);
-    LogicalResult r = interp.runKernel(kernel, {1, 1, 1}, {64, 1, 1}, {arg});
+    LogicalResult r = runSource(src(divergent ? "%t" : "%c3"), out, 64);
     if (!divergent) {
       ASSERT_TRUE(succeeded(r)) << allDiags();
       for (int t = 0; t < 64; ++t)
@@ -1054,10 +983,6 @@ protected:
   LogicalResult runMapped(InterpreterOptions options) {
     o.assign(B * H * Nq * D, NAN);
     diags.clear();
-    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
-      diags.push_back(d.str());
-      return success();
-    });
     Interpreter interp(*module, options);
     return interp.runHostFunction(
         "attn", {HostMemRef::getDense("Q", q.data(), {B, H, Nq, D}),
