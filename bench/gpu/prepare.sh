@@ -19,6 +19,9 @@
 #     torch's scaled_dot_product_attention.
 #   check_tc_* and bench_tc_*: the same bf16/f16 kernels compiled with
 #     --tensor-cores (mma.sync, ldmatrix, cp.async pipeline).
+#   check_wg_* and bench_wg_* (sm_90a only): the same bf16/f16 kernels
+#     compiled with --wgmma (Hopper wgmma.mma_async from 128-byte-swizzled
+#     shared memory, FlashAttention-3 style).
 # Each artifact is <name>.json (fa-kernel/1), <name>.ptx, <name>.cubin
 # (where ptxas exists) and <name>.h; manifest.json records the commit.
 #
@@ -87,6 +90,18 @@ for chip in $CHIPS; do
       done
     done
   done
+  if [[ "$chip" == sm_90a ]]; then
+    echo "== $chip: check matrix, wgmma"
+    for dtype in bf16 f16; do
+      for d in 64 128; do
+        for causal in none bottom-right; do
+          compile "check_wg_${dtype}_d${d}_${causal//-/_}_${chip}" "$STAGE" \
+            --head-dim "$d" --heads 8 --kv-heads 2 --dtype "$dtype" \
+            --causal "$causal" --kv-lens --lse --target "$chip" --wgmma
+        done
+      done
+    done
+  fi
   echo "== $chip: bench kernels"
   for dtype in bf16 f16; do
     for causal in none bottom-right; do
@@ -96,6 +111,11 @@ for chip in $CHIPS; do
       compile "bench_tc_${dtype}_d128_h16_${causal//-/_}_${chip}" "$STAGE" \
         --head-dim 128 --heads 16 --kv-heads 16 --dtype "$dtype" \
         --causal "$causal" --target "$chip" --tensor-cores
+      if [[ "$chip" == sm_90a ]]; then
+        compile "bench_wg_${dtype}_d128_h16_${causal//-/_}_${chip}" "$STAGE" \
+          --head-dim 128 --heads 16 --kv-heads 16 --dtype "$dtype" \
+          --causal "$causal" --target "$chip" --wgmma
+      fi
     done
   done
 done

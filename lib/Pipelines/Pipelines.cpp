@@ -65,9 +65,9 @@ void fa::buildLowerToCPUPipeline(OpPassManager &pm,
       !options.reference) {
     FACpuAttentionPassOptions cpuOpts;
     cpuOpts.vectorWidth = options.vectorWidth;
-    cpuOpts.blockQ = options.cpuBlockQ > 0 ? int64_t(options.cpuBlockQ)
-                                           : 4 * options.vectorWidth;
+    cpuOpts.blockQ = options.cpuBlockQ;
     cpuOpts.blockKV = options.cpuBlockKV;
+    cpuOpts.l2CacheSize = options.cpuL2CacheSize;
     cpuOpts.parallel = options.parallel;
     // Register blocks sized for the register file: 32 vector registers with
     // AVX-512 (6 x 4 and 4 x 4 accumulators), 16 below (2 x 4 and 2 x 4).
@@ -139,8 +139,15 @@ bool fa::isSupportedChip(StringRef chip) {
 
 void fa::buildMapToGPUPipeline(OpPassManager &pm,
                                const LowerToNVVMOptions &options) {
-  // Tensor-core kernels for the eligible functions; the others stay for
-  // the SIMT path below.
+  // Hopper wgmma kernels, then mma.sync tensor-core kernels for the
+  // eligible functions; the others stay for the SIMT path below.
+  if (options.wgmma) {
+    FAMapToWgmmaPassOptions wgOpts;
+    wgOpts.warpgroups = options.wgWarpgroups;
+    wgOpts.blockKV = options.wgBlockKV;
+    wgOpts.stages = options.wgStages;
+    pm.addPass(createFAMapToWgmmaPass(wgOpts));
+  }
   if (options.tensorCores) {
     FAMapToTensorCoresPassOptions tcOpts;
     tcOpts.blockQ = options.tcBlockQ;
@@ -165,8 +172,8 @@ namespace {
 struct CheckNVVMTargetPass
     : public PassWrapper<CheckNVVMTargetPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckNVVMTargetPass)
-  CheckNVVMTargetPass(std::string chip, std::string features)
-      : chip(std::move(chip)), features(std::move(features)) {}
+  CheckNVVMTargetPass(std::string chip, std::string features, bool wgmma)
+      : chip(std::move(chip)), features(std::move(features)), wgmma(wgmma) {}
   StringRef getArgument() const final { return "fa-check-nvvm-target"; }
   void runOnOperation() override {
     std::optional<int> minPtx = fa::minimumPtxVersion(chip);
@@ -174,6 +181,13 @@ struct CheckNVVMTargetPass
       emitError(getOperation().getLoc())
           << "fa-lower-to-nvvm: unsupported chip '" << chip
           << "'; expected sm_80, sm_86, sm_89, sm_90 or sm_90a";
+      return signalPassFailure();
+    }
+    if (wgmma && chip != "sm_90a") {
+      emitError(getOperation().getLoc())
+          << "fa-lower-to-nvvm: wgmma needs chip=sm_90a (wgmma.mma_async "
+             "exists only on the sm_90a target), got '"
+          << chip << "'";
       return signalPassFailure();
     }
     StringRef f(features);
@@ -194,6 +208,7 @@ struct CheckNVVMTargetPass
     }
   }
   std::string chip, features;
+  bool wgmma;
 };
 } // namespace
 
@@ -209,8 +224,8 @@ std::optional<int> fa::minimumPtxVersion(StringRef chip) {
 
 void fa::buildLowerToNVVMPipeline(OpPassManager &pm,
                                   const LowerToNVVMOptions &options) {
-  pm.addPass(std::make_unique<CheckNVVMTargetPass>(options.chip,
-                                                   options.features));
+  pm.addPass(std::make_unique<CheckNVVMTargetPass>(
+      options.chip, options.features, options.wgmma));
   buildMapToGPUPipeline(pm, options);
   buildNVVMCodegenPipeline(pm, options);
 }

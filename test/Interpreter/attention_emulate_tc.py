@@ -32,99 +32,31 @@ Usage: attention_emulate_tc.py FA_EMULATE [SUBSTRING...]
 """
 
 import os
-import subprocess
 import sys
-import tempfile
-import time
-
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from attention_emulate import (case, check, check_outputs,  # noqa: E402
-                               prepare_case)
-from fa_reference import save_attention_inputs  # noqa: E402
+from attention_emulate import (mapped_case, mma_cases, run_case,  # noqa: E402
+                               run_mutations, run_suite)
 
 PIPELINE = "builtin.module(fa-map-to-tensor-cores{%s},canonicalize,cse)"
 
-
-def tc(name, opts="", **kw):
-    c = case(name, **kw)
-    c["tc_opts"] = opts
-    return c
-
-
-CASES = [
-    # Head dims and element types, Nq / Nk not multiples of the tiles.
-    tc("tc_f16_d64", dtype="float16", Nq=37, Nk=50),
-    tc("tc_bf16_d64", dtype="bfloat16", Nq=20, Nk=45),
-    tc("tc_f16_d96", dtype="float16", D=96, Nq=20, Nk=33),
-    tc("tc_bf16_d96", dtype="bfloat16", D=96, Nq=65, Nk=70),
-    tc("tc_f16_d128", dtype="float16", D=128, Nq=17, Nk=140),
-    tc("tc_bf16_d128", dtype="bfloat16", D=128, Nq=70, Nk=64),
-    # Causal, both alignments, Nq < Nk and Nq > Nk; several KV tiles.
-    tc("tc_f16_causal_br", dtype="float16", Nq=37, Nk=150,
-       causal="bottom-right"),
-    tc("tc_bf16_causal_tl", dtype="bfloat16", Nq=100, Nk=130,
-       causal="top-left"),
-    tc("tc_f16_causal_tl_nq_gt_nk", dtype="float16", Nq=90, Nk=20,
-       causal="top-left"),
-    tc("tc_f16_causal_br_nq_gt_nk", dtype="float16", Nq=90, Nk=20,
-       causal="bottom-right"),
-    tc("tc_bf16_causal_br_gqa_d128", dtype="bfloat16", D=128, B=2, Hq=4,
-       Hkv=2, Nq=70, Nk=133, causal="bottom-right"),
-    # Key lengths: 0, inside, exactly Nk, beyond, negative; no keys at all.
-    tc("tc_f16_kv_lens", dtype="float16", B=5, Hq=2, Hkv=1, Nq=9, Nk=77,
-       lens=[0, 5, 77, 200, -3]),
-    tc("tc_bf16_kv_lens_causal_gqa", dtype="bfloat16", B=2, Hq=4, Hkv=2,
-       Nq=40, Nk=70, lens=[0, 61], causal="bottom-right"),
-    tc("tc_f16_no_keys", dtype="float16", Nq=5, Nk=0),
-    # MQA, Dv != D, explicit scale, no LSE.
-    tc("tc_f16_mqa_dv", dtype="float16", Hq=4, Hkv=1, Nq=25, Nk=40, D=64,
-       Dv=32, scale=0.3),
-    tc("tc_bf16_no_lse", dtype="bfloat16", Nq=16, Nk=16, lse=False),
-    # Masks: boolean with fully masked rows, broadcast; additive with -inf.
-    tc("tc_f16_bool_mask", dtype="float16", B=2, Nq=24, Nk=45, mask="bool"),
-    tc("tc_bf16_bool_mask_11_lens", dtype="bfloat16", B=2, Nq=24, Nk=45,
-       mask="bool", mask_shape="11QK", lens=[45, 0], causal="bottom-right"),
-    tc("tc_f16_float_mask", dtype="float16", Nq=24, Nk=45, mask="float",
-       mask_shape="1HQK"),
-    # The largest head dim (block-kv 32 chosen automatically), Dv != D.
-    tc("tc_bf16_d256_dv128", dtype="bfloat16", D=256, Dv=128, Nq=20,
-       Nk=70, causal="bottom-right"),
-    # Pipeline depth and tile sizes.
-    tc("tc_f16_stages3", "stages=3", dtype="float16", Nq=40, Nk=200,
-       causal="bottom-right", lens=[170]),
-    tc("tc_bf16_q32_kv32", "block-q=32 block-kv=32", dtype="bfloat16",
-       Nq=45, Nk=83, causal="top-left"),
-    # The threads of every memory op in a random order.
-    tc("tc_f16_shuffled_order", dtype="float16", Hq=4, Hkv=2, Nq=37, Nk=70,
-       causal="bottom-right", flags=["--shuffle-order", "--seed", "5"]),
+# The shared 16-bit matrix (head dims 64, 96 and 128; the largest head dim
+# has block-kv 32 chosen automatically), then pipeline depth and tile sizes.
+CASES = mma_cases("tc", (64, 96, 128), mqa_dv=32) + [
+    mapped_case("tc_f16_stages3", "stages=3", dtype="float16", Nq=40, Nk=200,
+                causal="bottom-right", lens=[170]),
+    mapped_case("tc_bf16_q32_kv32", "block-q=32 block-kv=32",
+                dtype="bfloat16", Nq=45, Nk=83, causal="top-left"),
 ]
 
+# What the mapped module must hold: the tensor-core kernel, no SIMT fallback.
+NEEDLES = ("nvgpu.mma.sync", "nvgpu.ldmatrix", "transpose = true",
+           "nvgpu.device_async_copy", "tensor_cores")
 
-def run_case(fa_emulate, c, tmp):
-    inputs, base, paths = prepare_case(c, tmp)
-    mapped = base + ".mapped.mlir"
-    cmd = [fa_emulate, base + ".mlir", "--check-races",
-           "--pipeline", PIPELINE % c["tc_opts"], "--dump-mapped", mapped]
-    cmd += save_attention_inputs(paths, *inputs, c["lse"])
-    cmd += c["flags"]
-    start = time.time()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    elapsed = time.time() - start
-    if proc.returncode != 0:
-        return False, "fa-emulate failed (exit %d): %s" % (
-            proc.returncode, proc.stderr.strip()[:2000]), elapsed
-    with open(mapped) as f:
-        text = f.read()
-    for needle in ("nvgpu.mma.sync", "nvgpu.ldmatrix", "transpose = true",
-                   "nvgpu.device_async_copy", "tensor_cores"):
-        if needle not in text:
-            return False, "the mapped kernel lacks '%s'" % needle, elapsed
-    ok, summary = check_outputs(c, inputs, paths)
-    return ok, summary, elapsed
+
+def run_tc_case(fa_emulate, c, tmp):
+    return run_case(fa_emulate, c, tmp, PIPELINE % c["opts"], NEEDLES)
 
 
 #===------------------------------------------------------------------------===#
@@ -144,78 +76,16 @@ MUTATIONS = [
     ("row_max_offset", "%c2_i32, %c32_i32", "%c1_i32, %c32_i32"),
 ]
 
-MUTANT = tc("mutant", dtype="float16", Hq=2, Hkv=1, Nq=70, Nk=150,
-            causal="bottom-right", lens=[140])
+MUTANT = mapped_case("mutant", dtype="float16", Hq=2, Hkv=1, Nq=70, Nk=150,
+                     causal="bottom-right", lens=[140])
 
 
-def run_mutations(fa_emulate, tmp):
-    """Each mutation must make fa-emulate fail or the comparison fail."""
-    c = MUTANT
-    inputs, base, paths = prepare_case(c, tmp)
-    q, k, v, lens, mask = inputs
-    flags = save_attention_inputs(paths, *inputs, c["lse"])
-    mapped = base + ".mapped.mlir"
-    proc = subprocess.run([fa_emulate, base + ".mlir", "--pipeline",
-                           PIPELINE % "", "--dump-mapped", mapped] + flags,
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        print("FAIL mutations: the unmutated kernel failed: " +
-              proc.stderr.strip()[:500])
-        return 1
-    with open(mapped) as f:
-        text = f.read()
-    failures = 0
-    for name, old, new in MUTATIONS:
-        if old not in text:
-            print("FAIL mutation %-24s: '%s' not in the kernel" % (name, old))
-            failures += 1
-            continue
-        path = base + "." + name + ".mlir"
-        with open(path, "w") as f:
-            f.write(text.replace(old, new, 1))
-        if os.path.exists(paths["o"]):
-            os.remove(paths["o"])
-        proc = subprocess.run([fa_emulate, path, "--check-races",
-                               "--arg-roles", "q,k,v,kv_lens,o,lse"] + flags,
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            how = "fa-emulate: " + proc.stderr.strip().splitlines()[0][:160]
-            caught = True
-        else:
-            ok, summary = check(c, q, k, v, lens, mask, np.load(paths["o"]),
-                                np.load(paths["lse"]))
-            caught, how = not ok, summary[:160]
-        failures += not caught
-        print("%s mutation %-24s caught: %s" % (
-            "PASS" if caught else "FAIL", name, how if caught else "NO"),
-            flush=True)
-    return failures
-
-
-def main(argv):
-    if len(argv) < 2:
-        print(__doc__)
-        return 2
-    fa_emulate = argv[1]
-    filters = argv[2:]
-    cases = [c for c in CASES
-             if not filters or any(f in c["name"] for f in filters)]
-    failures = 0
-    start = time.time()
-    with tempfile.TemporaryDirectory(prefix="fa-emulate-tc-") as tmp:
-        for c in cases:
-            ok, summary, elapsed = run_case(fa_emulate, c, tmp)
-            failures += not ok
-            print("%s %-30s %6.2fs  %s" % ("PASS" if ok else "FAIL",
-                                           c["name"], elapsed, summary),
-                  flush=True)
-        if not filters:
-            failures += run_mutations(fa_emulate, tmp)
-    print("%d/%d tensor-core cases passed under the interpreter in %.1fs" % (
-        len(cases) - min(failures, len(cases)), len(cases),
-        time.time() - start))
-    return 1 if failures else 0
+def run_all_mutations(fa_emulate, filters, cases, tmp):
+    if filters:
+        return 0
+    return run_mutations(fa_emulate, MUTANT, tmp, PIPELINE % "", MUTATIONS)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run_suite(sys.argv, __doc__, CASES, "tensor-core cases",
+                       run_tc_case, run_all_mutations))

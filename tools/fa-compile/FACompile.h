@@ -65,6 +65,9 @@ struct CompileOptions {
   /// GPU: tensor-core kernels (fa-map-to-tensor-cores) for the eligible
   /// f16/bf16 attention kernels; the others keep the SIMT path.
   bool tensorCores = false;
+  /// GPU sm_90a: wgmma kernels (fa-map-to-wgmma) for the eligible f16/bf16
+  /// attention kernels, before the tensor-core and SIMT paths.
+  bool wgmma = false;
 };
 
 //===----------------------------------------------------------------------===//

@@ -128,6 +128,8 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   // Tensor-core kernels (fa-map-to-tensor-cores) for the eligible f16/bf16
   // kernels; the others keep the SIMT path.
   nvvm.tensorCores = options.tensorCores;
+  // Hopper wgmma kernels (fa-map-to-wgmma) first where enabled.
+  nvvm.wgmma = options.wgmma;
   if (options.gpuBlockQ > 0)
     nvvm.tcBlockQ = options.gpuBlockQ;
   if (options.gpuBlockKV > 0)

@@ -97,6 +97,13 @@ cl::opt<bool> tensorCores(
              "by ldmatrix, cp.async K/V pipeline); f32 and head dims that "
              "are not multiples of 16 keep the SIMT kernel"),
     cl::init(false), cl::cat(compileCategory));
+cl::opt<bool> wgmma(
+    "wgmma",
+    cl::desc("GPU target sm_90a: f16/bf16 attention with head dims multiples "
+             "of 64 up to 256 on Hopper warpgroup tensor cores (wgmma, "
+             "FlashAttention-3 style); the others take --tensor-cores or the "
+             "SIMT kernel"),
+    cl::init(false), cl::cat(compileCategory));
 cl::opt<int64_t> softmaxTile("softmax-tile",
                              cl::desc("Row elements per softmax tile"),
                              cl::value_desc("N"), cl::init(256),
@@ -205,6 +212,10 @@ static Error checkCommonOptions(CompileOptions &options) {
   if (softmaxTile <= 0)
     return makeError(formatv("--softmax-tile must be positive, got {0}",
                              softmaxTile.getValue()));
+  if (wgmma && targetName != "sm_90a")
+    return makeError("--wgmma needs --target sm_90a (wgmma.mma_async exists "
+                     "only on the sm_90a target), got '" +
+                     targetName + "'");
   if (outputDir.empty())
     return makeError("missing the output directory: pass -o DIR");
   if (Error err = checkOutputDir(outputDir))
@@ -215,6 +226,7 @@ static Error checkCommonOptions(CompileOptions &options) {
   options.blockQ = blockQ;
   options.blockKV = blockKV;
   options.tensorCores = tensorCores;
+  options.wgmma = wgmma;
   if (blockQ.getNumOccurrences())
     options.gpuBlockQ = blockQ;
   if (blockKV.getNumOccurrences())

@@ -165,6 +165,12 @@ cl::opt<bool> tensorCores(
     cl::desc("Map with fa-map-to-tensor-cores first (the default pipeline's "
              "tensor-cores option: mma.sync kernels for f16/bf16)"),
     cl::cat(emulateCategory));
+cl::opt<bool> wgmma(
+    "wgmma",
+    cl::desc("Map with fa-map-to-wgmma first (the default pipeline's wgmma "
+             "option: sm_90a warpgroup kernels for f16/bf16 with head dims "
+             "multiples of 64)"),
+    cl::cat(emulateCategory));
 cl::list<int64_t> gridSizes(
     "grid",
     cl::desc("Run the gpu.func kernel named by --kernel over this grid "
@@ -519,6 +525,7 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
     mapOptions.lowering.blockKV = blockKV;
     mapOptions.lowering.warps = numWarps;
     mapOptions.lowering.tensorCores = tensorCores;
+    mapOptions.lowering.wgmma = wgmma;
     mapOptions.dumpPath = dumpMapped;
     kernelModule = mapForEmulation(*module, mapOptions, mappedMgr, error);
     if (!kernelModule)

@@ -123,6 +123,17 @@ mlir::fa::run::runAttentionOnCuda(MLIRContext &ctx, rt::KernelMetadata md,
     return chip.takeError();
   result.chip = chip->first;
   result.device = chip->second;
+  if (options.wgmma) {
+    // wgmma code is sm_90a: it runs on compute capability 9.0 only.
+    if (!options.chip.empty() && options.chip != "sm_90a")
+      return makeError("--wgmma needs --chip sm_90a, got '" + options.chip +
+                       "'");
+    if (result.device != "sm_90" && result.device != "sm_90a")
+      return makeError("--wgmma needs an sm_90 (Hopper) device; the device "
+                       "is " +
+                       result.device);
+    result.chip = "sm_90a";
+  }
 
   // Compile with fa-compile's GPU path: PTX (and a cubin where ptxas
   // exists), metadata, header.
@@ -137,6 +148,7 @@ mlir::fa::run::runAttentionOnCuda(MLIRContext &ctx, rt::KernelMetadata md,
   compileOptions.gpuBlockQ = options.gpuBlockQ;
   compileOptions.gpuBlockKV = options.gpuBlockKV;
   compileOptions.tensorCores = options.tensorCores;
+  compileOptions.wgmma = options.wgmma;
   Expected<std::unique_ptr<compile::ArtifactStage>> stage =
       compile::ArtifactStage::create();
   if (!stage)

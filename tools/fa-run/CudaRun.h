@@ -55,6 +55,9 @@ struct CudaRunOptions {
   int64_t gpuBlockQ = 0, gpuBlockKV = 0;
   /// Tensor-core kernels for eligible f16/bf16 attention.
   bool tensorCores = false;
+  /// Hopper wgmma kernels (compiled for sm_90a) for eligible f16/bf16
+  /// attention.
+  bool wgmma = false;
   /// Where the PTX and metadata go; empty: a temporary directory, removed
   /// afterwards.
   std::string artifactsDir;

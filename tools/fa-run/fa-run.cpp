@@ -127,6 +127,13 @@ cl::opt<bool> tensorCores(
              "on tensor cores (fa-map-to-tensor-cores: mma.sync fed by "
              "ldmatrix, cp.async K/V pipeline); f32 keeps the SIMT kernel"),
     cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<bool> wgmma(
+    "wgmma",
+    cl::desc("GPU kernels (--device cuda, emulate, auto): f16/bf16 attention "
+             "with head dims multiples of 64 up to 256 on Hopper warpgroup "
+             "tensor cores (fa-map-to-wgmma, compiled for sm_90a); the "
+             "others take --tensor-cores or the SIMT kernel"),
+    cl::sub(attentionCmd), cl::cat(runCategory));
 cl::opt<std::string> chipName(
     "chip",
     cl::desc("With --device cuda: the chip to compile for (sm_80, sm_86, "
@@ -492,7 +499,7 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
                        "softmax-tile={2} reference={3} promoted={4} "
                        "gpu-block-q={5} gpu-block-kv={6} "
                        "gpu-double-buffer={7} parallel={8} "
-                       "cpu-kernel={9}}",
+                       "cpu-kernel={9} cpu-block-q={10} cpu-block-kv={11}}",
                        bq, bkv, tile, referenceLowering ? "true" : "false",
                        promotedLowering ? "true" : "false",
                        // The promoted form picks its own tile sizes unless
@@ -500,7 +507,10 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
                        blockQ.getNumOccurrences() ? bq : 0,
                        blockKV.getNumOccurrences() ? bkv : 0,
                        doubleBuffer ? "true" : "false",
-                       parallelRun ? "true" : "false", cpuKernel.getValue())
+                       parallelRun ? "true" : "false", cpuKernel.getValue(),
+                       // The vector kernel too (0: its automatic sizes).
+                       blockQ.getNumOccurrences() ? bq : 0,
+                       blockKV.getNumOccurrences() ? bkv : 0)
       .str();
 }
 
@@ -536,6 +546,9 @@ static Expected<Device> resolveDevice(StringRef op) {
   if (deviceName == "cpu" && tensorCores)
     return makeError("--tensor-cores applies to --device cuda, emulate or "
                      "auto only");
+  if (deviceName == "cpu" && wgmma)
+    return makeError("--wgmma applies to --device cuda, emulate or auto "
+                     "only");
   bool cudaOnlyOption = chipName.getNumOccurrences() ||
                         artifactsDir.getNumOccurrences();
   if (deviceName == "cpu") {
@@ -892,6 +905,7 @@ static Error runAttention(MLIRContext &ctx) {
     options.gpuBlockQ = blockQ.getNumOccurrences() ? blockQ.getValue() : 0;
     options.gpuBlockKV = blockKV.getNumOccurrences() ? blockKV.getValue() : 0;
     options.tensorCores = tensorCores;
+    options.wgmma = wgmma;
     options.artifactsDir = artifactsDir;
     Expected<run::CudaRunResult> ran =
         run::runAttentionOnCuda(ctx, md, operands, options);
@@ -989,6 +1003,7 @@ static Error runAttention(MLIRContext &ctx) {
     mapOptions.lowering.blockKV =
         blockKV.getNumOccurrences() ? blockKV.getValue() : 0;
     mapOptions.lowering.tensorCores = tensorCores;
+    mapOptions.lowering.wgmma = wgmma;
     if (blockQ.getNumOccurrences())
       mapOptions.lowering.tcBlockQ = blockQ.getValue();
     if (blockKV.getNumOccurrences())
@@ -1027,8 +1042,9 @@ static Error runAttention(MLIRContext &ctx) {
     if (failed(runEmulation(*mapped, launch, buffers, options, error)))
       return makeError("--device emulate: " + error);
     return finish(compileMs, millisecondsSince(start),
-                  tensorCores ? "emulate (SIMT interpreter, tensor cores)"
-                              : "emulate (SIMT interpreter)");
+                  wgmma         ? "emulate (SIMT interpreter, wgmma)"
+                  : tensorCores ? "emulate (SIMT interpreter, tensor cores)"
+                                : "emulate (SIMT interpreter)");
   }
 
   // Run.

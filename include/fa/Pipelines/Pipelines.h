@@ -55,12 +55,19 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::init(16)};
   PassOptions::Option<int64_t> cpuBlockQ{
       *this, "cpu-block-q",
-      llvm::cl::desc("fa-cpu-attention query rows per tile (0: four "
-                     "vectors, 4 * vector-width)"),
+      llvm::cl::desc("fa-cpu-attention query rows per tile (0: automatic, "
+                     "from the host's cache sizes)"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> cpuBlockKV{
       *this, "cpu-block-kv",
-      llvm::cl::desc("fa-cpu-attention keys per tile"), llvm::cl::init(64)};
+      llvm::cl::desc("fa-cpu-attention keys per tile (0: automatic, from "
+                     "the host's cache sizes)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> cpuL2CacheSize{
+      *this, "cpu-l2-cache-size",
+      llvm::cl::desc("fa-cpu-attention l2-cache-size: L2 bytes per core "
+                     "the automatic tile sizes assume (0: the host's)"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> promoted{
       *this, "promoted",
       llvm::cl::desc("Run the GPU path's promoted form (fa-promote-shared: "
@@ -128,6 +135,25 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
   PassOptions::Option<int64_t> tcStages{
       *this, "tc-stages",
       llvm::cl::desc("fa-map-to-tensor-cores cp.async pipeline stages"),
+      llvm::cl::init(2)};
+  PassOptions::Option<bool> wgmma{
+      *this, "wgmma",
+      llvm::cl::desc("Run fa-map-to-wgmma first (before fa-map-to-tensor-"
+                     "cores): f16/bf16 kernels with head dims multiples of "
+                     "64 up to 256 get sm_90a wgmma kernels; needs "
+                     "chip=sm_90a"),
+      llvm::cl::init(false)};
+  PassOptions::Option<int64_t> wgWarpgroups{
+      *this, "wg-warpgroups",
+      llvm::cl::desc("fa-map-to-wgmma warpgroups per block (1 or 2)"),
+      llvm::cl::init(1)};
+  PassOptions::Option<int64_t> wgBlockKV{
+      *this, "wg-block-kv",
+      llvm::cl::desc("fa-map-to-wgmma block-kv (64 or 128)"),
+      llvm::cl::init(64)};
+  PassOptions::Option<int64_t> wgStages{
+      *this, "wg-stages",
+      llvm::cl::desc("fa-map-to-wgmma cp.async pipeline stages"),
       llvm::cl::init(2)};
 };
 

@@ -55,6 +55,31 @@
 // CHECK-NEXT:  gpu.barrier
 // CHECK:       nvgpu.device_async_copy %arg1
 // CHECK:       nvgpu.device_async_create_group
+// NaN/inf in V must not leak through 0 * NaN into rows that mask the key: a
+// tile crossing the diagonal of the block's first row tests its V tile in
+// workgroup memory (16-byte reads, exponent bits all set), ORs over the
+// lanes, writes per-warp flags into the row padding of Q (column D = 128),
+// and after a barrier every thread reads them back: one block-uniform i1.
+// CHECK:       %[[BCROSS:.*]] = arith.cmpi sgt, %{{.*}}, %{{.*}} : index
+// CHECK:       %[[VBAD:.*]] = scf.if %[[BCROSS]] -> (i1) {
+// CHECK:         arith.constant dense<1024> : vector<8xi16>
+// CHECK:         %[[CHUNK:.*]] = vector.load %[[VS:.*]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<2x64x136xf16, #gpu.address_space<workgroup>>, vector<8xf16>
+// CHECK:         arith.bitcast %[[CHUNK]] : vector<8xf16> to vector<8xi16>
+// CHECK:         vector.reduction <or>, %{{.*}} : vector<8xi16> into i16
+// CHECK:         gpu.shuffle  xor %{{.*}}, %c16_i32
+// CHECK:         gpu.shuffle  xor %{{.*}}, %c8_i32
+// CHECK:         gpu.shuffle  xor %{{.*}}, %c4_i32
+// CHECK:         scf.if
+// CHECK:           memref.store %{{.*}}, %[[QS:.*]][%{{.*}}, %{{.*}}] : memref<64x136xf16, #gpu.address_space<workgroup>>
+// CHECK:         gpu.barrier
+// CHECK:         vector.load %[[QS]][%{{.*}}, %c128{{.*}}] : memref<64x136xf16, #gpu.address_space<workgroup>>, vector<4xf16>
+// CHECK:         vector.load %[[QS]][%{{.*}}, %c128{{.*}}] : memref<64x136xf16, #gpu.address_space<workgroup>>, vector<4xf16>
+// CHECK:         vector.load %[[QS]][%{{.*}}, %c128{{.*}}] : memref<64x136xf16, #gpu.address_space<workgroup>>, vector<4xf16>
+// CHECK:         vector.load %[[QS]][%{{.*}}, %c128{{.*}}] : memref<64x136xf16, #gpu.address_space<workgroup>>, vector<4xf16>
+//  CHECK-NOT:    vector.load %[[QS]][%{{.*}}, %c128{{.*}}]
+// CHECK:         scf.yield %{{.*}} : i1
+// CHECK:       } else {
+// CHECK:         scf.yield %false : i1
 // S = Q K^T: Q and K fragments by ldmatrix, m16n8k16.
 // CHECK:       nvgpu.ldmatrix %{{.*}}[%{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<64x136xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
 // CHECK:       nvgpu.ldmatrix %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<2x64x136xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
@@ -75,10 +100,34 @@
 // CHECK:       gpu.shuffle xor %{{.*}}, %c2_i32
 // CHECK:       arith.cmpf oeq, %{{.*}}, %cst
 // CHECK:       llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// Only with NaN/inf in V: the keys each row attends (masked score above
+// -inf), as bits of two 32-key words per row, ORed over the quad.
+// CHECK:       %[[WORDS:.*]]:4 = scf.if %[[VBAD]] -> (i32, i32, i32, i32) {
+// CHECK:         arith.cmpf une, %{{.*}}, %{{.*}} : f32
+// CHECK:         arith.shli
+// CHECK:         gpu.shuffle  xor
+// CHECK:       } else {
 // P V with P from registers and V through ldmatrix.trans.
 // CHECK:       arith.truncf %{{.*}} : vector<2x2xf32> to vector<2x2xf16>
 // CHECK:       vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3] : vector<2x2xf16>, vector<2x2xf16>
-// CHECK:       nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true}
+// Only with NaN/inf in V: key by key, each lane adds the NaN/inf elements
+// of its O columns to the rows attending the key; then, after a barrier, the
+// block zeroes them in workgroup memory for the mma.
+// CHECK:       scf.if %[[VBAD]] -> (vector<2x2xf32>
+// CHECK:         scf.for %[[KEY:.*]] = %{{.*}} to %c32{{.*}} step
+// CHECK:           arith.shrui %[[WORDS]]#0
+// CHECK:           arith.shrui %[[WORDS]]#2
+// CHECK:           vector.load %[[VS]][%{{.*}}, %[[KEY]], %{{.*}}] : memref<2x64x136xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// CHECK:           arith.bitcast %{{.*}} : vector<2xf16> to vector<2xi16>
+// CHECK:           arith.cmpi ult, %{{.*}}, %{{.*}} : vector<2xi16>
+// CHECK:         scf.for
+// CHECK:           arith.shrui %[[WORDS]]#1
+// CHECK:         gpu.barrier
+// CHECK:         arith.cmpi ult, %{{.*}}, %{{.*}} : vector<8xi16>
+// CHECK:         vector.store %{{.*}}, %[[VS]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<2x64x136xf16, #gpu.address_space<workgroup>>, vector<8xf16>
+// CHECK:         gpu.barrier
+// CHECK:       } else {
+// CHECK:       nvgpu.ldmatrix %[[VS]]{{.*}} {numTiles = 4 : i32, transpose = true}
 // CHECK:       nvgpu.mma.sync
 // CHECK:       scf.yield
 // CHECK:     nvgpu.device_async_wait %[[G0]] {numGroups = 0 : i32}
@@ -125,6 +174,13 @@ func.func @gqa_causal(%q: memref<?x8x?x128xf16>, %k: memref<?x2x?x128xf16>, %v: 
 // CHECK-LABEL: func.func @bool_mask(
 // CHECK: gpu.func @bool_mask(
 // CHECK:   scf.for
+// With a mask every tile tests its V tile for NaN/inf, with no scf.if around
+// the test; the bf16 lowest exponent bit is 0x80.
+//  CHECK-NOT:   -> (i1)
+// CHECK:     arith.constant dense<128> : vector<8xi16>
+// CHECK:     vector.load %{{.*}} : memref<2x64x72xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK:     gpu.barrier
+// CHECK:     vector.load %{{.*}}[%{{.*}}, %c64{{.*}}] : memref<64x72xbf16, #gpu.address_space<workgroup>>, vector<4xbf16>
 // CHECK:     nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // CHECK-NOT: scf.if
 // CHECK:     %[[M:.*]] = memref.load %arg3[%c0{{.*}}, %c0{{.*}}, %{{.*}}, %{{.*}}] : memref<1x1x?x?xi8>
@@ -246,6 +302,34 @@ func.func @additive_mask(%q: memref<?x2x?x64xf16>, %k: memref<?x2x?x64xf16>, %v:
   %ot = bufferization.to_tensor %o restrict writable : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
   %r = fa.attention ins(%qt, %kt, %vt : tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>)
          mask(%mt : tensor<1x1x?x?xf16>) outs(%ot : tensor<?x2x?x64xf16>) -> tensor<?x2x?x64xf16>
+  bufferization.materialize_in_destination %r in writable %o : (tensor<?x2x?x64xf16>, memref<?x2x?x64xf16>) -> ()
+  return
+}
+
+// -----
+
+// No causality and no mask: the only removed keys are those at or past
+// kv_end, whose K/V rows the copies zero-fill, so no tile tests V for NaN/inf
+// (one barrier per tile, no slow path).
+
+// CHECK-LABEL: func.func @lens_only(
+// CHECK: gpu.func @lens_only(
+// CHECK:   scf.for
+// CHECK:     gpu.barrier
+//  CHECK-NOT:     gpu.barrier
+//  CHECK-NOT:     vector<8xi16>
+//  CHECK-NOT:     scf.if %{{.*}} -> (i1)
+// CHECK:     nvgpu.mma.sync
+// CHECK:   gpu.return
+func.func @lens_only(%q: memref<?x2x?x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>,
+                     %lens: memref<?xi32>, %o: memref<?x2x?x64xf16>) {
+  %qt = bufferization.to_tensor %q restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %lt = bufferization.to_tensor %lens restrict : memref<?xi32> to tensor<?xi32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>)
+         kv_lens(%lt : tensor<?xi32>) outs(%ot : tensor<?x2x?x64xf16>) -> tensor<?x2x?x64xf16>
   bufferization.materialize_in_destination %r in writable %o : (tensor<?x2x?x64xf16>, memref<?x2x?x64xf16>) -> ()
   return
 }

@@ -13,7 +13,11 @@ and the tensor-core kernels (tensor-cores=true): D 64/96/128 x f16/bf16 x
 causal none/bottom-right x sm_80/sm_90 with GQA, key lengths and LSE (24),
 boolean and additive masks (4), 3 stages (2) and other head dims (6), whose
 PTX must also hold mma.sync m16n8k16, ldmatrix (plain and .trans) and
-cp.async with its commit/wait:
+cp.async with its commit/wait; and the Hopper wgmma kernels (wgmma=true,
+sm_90a only): D 64/128 x f16/bf16 x causal none/bottom-right (8), masks (2),
+two warpgroups, 128-key tiles, 3 stages (4) and wide head dims (5), whose PTX
+must hold wgmma.mma_async m64nNk16 for S (N = block_kv) and P V (N = Dv, V
+MN-major), the wgmma fence/commit/wait, fence.proxy.async and cp.async:
 lower a kernel function with `fa-lower-to-nvvm`, take the
 PTX out of the gpu.binary, check it has the expected instructions (shared
 buffers, bar.sync, warp shuffles, the kernel entry) and run
@@ -134,14 +138,39 @@ def main(argv):
         configs += [("sm_80", d, dv, "bf16", "none", tc, "")
                     for d, dv in ((16, 16), (32, 48), (80, 80), (160, 160),
                                   (256, 256), (64, 128))]
+        # Hopper wgmma kernels (fa-map-to-wgmma, sm_90a only): GQA with key
+        # lengths and LSE at D 64/128, f16/bf16, causal none/bottom-right,
+        # then the masks, two warpgroups, 128-key tiles, 3 stages and the
+        # wide head dims.
+        wg = " wgmma=true"
+        configs += [("sm_90a", d, d, t, causal, wg, "")
+                    for d in (64, 128) for t in ("f16", "bf16")
+                    for causal in ("none", "bottom_right")]
+        configs += [("sm_90a", 128, 128, t, causal, wg, variant)
+                    for t, causal, variant in (("f16", "none", "bool_mask"),
+                                               ("bf16", "top_left", "add_mask"))]
+        configs += [("sm_90a", d, d, "f16", "bottom_right", wg + opts, "")
+                    for d, opts in ((128, " wg-warpgroups=2"),
+                                    (64, " wg-warpgroups=2 wg-block-kv=128"),
+                                    (128, " wg-block-kv=128"),
+                                    (128, " wg-stages=3"))]
+        configs += [("sm_90a", d, dv, "bf16", causal, wg, variant)
+                    for d, dv, causal, variant in (
+                        (64, 256, "none", ""), (192, 192, "none", ""),
+                        (256, 256, "none", ""), (256, 256, "bottom_right", ""),
+                        (192, 192, "top_left", "add_mask"))]
         for chip, d, dv, t, causal, extra, variant in configs:
             if True:
                 if True:
                     if True:
                         tensor_cores = "tensor-cores" in extra
+                        wgmma = "wgmma" in extra
                         name = (f"{chip}_d{d}_dv{dv}_{t}_{causal}"
                                 + ("_db" if "double" in extra else "")
                                 + ("_tc" if tensor_cores else "")
+                                + ("_wg" if wgmma else "")
+                                + ("_2wg" if "warpgroups=2" in extra else "")
+                                + ("_kv128" if "block-kv=128" in extra else "")
                                 + ("_s3" if "stages=3" in extra else "")
                                 + (f"_{variant}" if variant else ""))
                         src = os.path.join(tmp, name + ".mlir")
@@ -174,6 +203,28 @@ def main(argv):
                                            "cp.async.cg.shared.global",
                                            "cp.async.commit_group",
                                            "cp.async.wait_group")
+                            if wgmma:
+                                bkv = 128 if "block-kv=128" in extra else 64
+                                threads = 256 if "warpgroups=2" in extra else 128
+                                needles = (".target sm_90a", ".entry fa_attention",
+                                           f".maxntid {threads}, 1, 1",
+                                           ".shared .align 16 .b8 __dynamic_shmem__0",
+                                           "bar.sync", "ex2.approx.f32",
+                                           "shfl.sync.bfly",
+                                           "fence.proxy.async.shared::cta",
+                                           "wgmma.fence.sync.aligned",
+                                           "wgmma.commit_group.sync.aligned",
+                                           "wgmma.wait_group.sync.aligned",
+                                           # S = Q K^T: K-major B
+                                           f"wgmma.mma_async.sync.aligned.m64n{bkv}k16.f32.{t}.{t}",
+                                           # O += P V: MN-major V
+                                           f"wgmma.mma_async.sync.aligned.m64n{dv}k16.f32.{t}.{t}",
+                                           "cp.async.cg.shared.global",
+                                           "cp.async.commit_group",
+                                           "cp.async.wait_group")
+                                if ptx is not None and not re.search(
+                                        rf"m64n{dv}k16\.f32\.{t}\.{t}[^;]*, 0,\s*1;", ptx):
+                                    problems.append("the P V wgmma does not read V MN-major (imm-trans-b 1)")
                             for needle in needles:
                                 if needle not in ptx:
                                     problems.append(f"PTX lacks '{needle}'")

@@ -24,6 +24,16 @@
 //    libdevice) with log2(e) folded into the scale, the m = -inf guard;
 //  * masks only where needed: the partial last tile and the tiles crossing
 //    the causal diagonal; user masks are read per fragment element;
+//  * NaN/inf in the V rows of masked keys kept out of the rows that do not
+//    attend them (the mma computes 0 * NaN = NaN): the tiles that apply a
+//    causal or user mask first test their V tile for non-finite values (a
+//    block-uniform flag: 16-byte reads of workgroup memory, 3 shuffles, one
+//    barrier, per-warp flags in Q's row padding, so no extra shared memory);
+//    only when it is set does the block take a slow path: each
+//    lane adds the non-finite V elements, key by key, to its rows that
+//    attend the key, then the block zeroes them in workgroup memory before
+//    the (unchanged) P V. Keys at or past kv_end are zero-filled by the
+//    copies and need no guard;
 //  * O and LSE stored from the fragments, rows past Nq skipped.
 //
 // Ineligible ops are left alone for fa-promote-shared / fa-map-to-gpu.
@@ -33,7 +43,7 @@
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 
-#include "GpuKernelUtils.h"
+#include "GpuKernelCommon.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -67,22 +77,7 @@ using namespace mlir::fa::gpukernel;
 //===----------------------------------------------------------------------===//
 
 bool gpukernel::isTensorCoreEligible(AttentionOp op) {
-  auto qType = cast<RankedTensorType>(op.getQuery().getType());
-  auto kType = cast<RankedTensorType>(op.getKey().getType());
-  auto vType = cast<RankedTensorType>(op.getValue().getType());
-  Type elt = qType.getElementType();
-  if (!(elt.isF16() || elt.isBF16()) || kType.getElementType() != elt ||
-      vType.getElementType() != elt)
-    return false;
-  auto goodDim = [](int64_t d) {
-    return !ShapedType::isDynamic(d) && d > 0 && d <= 256 && d % 16 == 0;
-  };
-  if (!goodDim(qType.getDimSize(3)) || !goodDim(vType.getDimSize(3)))
-    return false;
-  Type oElt = cast<RankedTensorType>(op.getResult().getType()).getElementType();
-  if (!(oElt.isF16() || oElt.isBF16() || oElt.isF32()))
-    return false;
-  return true;
+  return hasTensorCoreTypes(op, /*dimMultiple=*/16);
 }
 
 int64_t TensorCoreConfig::sharedBytes() const {
@@ -152,46 +147,23 @@ gpukernel::chooseTensorCoreConfig(AttentionOp op, int64_t blockQ,
 namespace {
 
 /// Emits the tensor-core kernel body of one kernel function.
-class TensorCoreKernelBuilder {
+class TensorCoreKernelBuilder : public AttentionKernelBuilder {
 public:
   TensorCoreKernelBuilder(AttentionOp op, const TensorCoreConfig &cfg)
-      : op(op), cfg(cfg), ctx(op.getContext()), loc(op.getLoc()) {
-    auto qType = cast<RankedTensorType>(op.getQuery().getType());
-    elt = qType.getElementType();
-    oElt = cast<RankedTensorType>(op.getResult().getType()).getElementType();
-    heads = qType.getDimSize(1);
-    group = op.getGroupSize();
-    causal = op.getCausal();
-    scaleLog2 = op.getEffectiveScale() * static_cast<float>(M_LOG2E);
-  }
+      : AttentionKernelBuilder(op,
+                               {cfg.blockQ, cfg.blockKV, cfg.stages,
+                                cfg.headDim, cfg.valueDim, cfg.numThreads()}),
+        cfg(cfg) {}
 
   /// Emits the kernel into the entry block of `kernel`, whose arguments are
   /// the kernel function's memrefs; `a` names them.
   void build(gpu::GPUFuncOp kernel, const KernelOperands &a);
 
 private:
-  // Small helpers.
-  Value cIdx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value cF32(float v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value addC(Value x, int64_t c) { return c == 0 ? x : add(x, cIdx(c)); }
-  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, p, x, y);
-  }
   /// vector<2x2xf32> with rows (r0, r0) and (r1, r1).
   Value rowsToFragment(Value r0, Value r1) {
     return vector::FromElementsOp::create(b, loc, accType,
                                           ValueRange{r0, r0, r1, r1});
-  }
-  Value shuffleXor(Value v, int64_t offset) {
-    Value off = arith::ConstantIntOp::create(b, loc, offset, 32);
-    Value width =
-        arith::ConstantIntOp::create(b, loc, gpukernel::kWarpSize, 32);
-    return gpu::ShuffleOp::create(b, loc, v, off, width, gpu::ShuffleMode::XOR)
-        .getShuffleResult();
   }
   /// Rows [first, first + 1] of a vector<4x2xT> ldmatrix result.
   Value halfOf(Value x4, int64_t first) {
@@ -201,19 +173,13 @@ private:
   /// exp2 as the NVVM intrinsic ex2.approx.f32 (no libdevice needed), on
   /// an f32 or elementwise on a vector<2x2xf32>.
   Value exp2(Value x) {
-    auto call = [&](Value v) {
-      return LLVM::CallIntrinsicOp::create(
-                 b, loc, Type(b.getF32Type()),
-                 b.getStringAttr("llvm.nvvm.ex2.approx.f32"), ValueRange{v})
-          .getResult(0);
-    };
     if (!isa<VectorType>(x.getType()))
-      return call(x);
+      return ex2(x);
     SmallVector<Value> elems;
     for (int64_t r = 0; r < 2; ++r)
       for (int64_t c = 0; c < 2; ++c)
-        elems.push_back(call(
-            vector::ExtractOp::create(b, loc, x, ArrayRef<int64_t>{r, c})));
+        elems.push_back(
+            ex2(vector::ExtractOp::create(b, loc, x, ArrayRef<int64_t>{r, c})));
     return vector::FromElementsOp::create(b, loc, accType, elems);
   }
   Value mma(Value a, Value bFrag, Value c) {
@@ -225,41 +191,39 @@ private:
                                      /*numTiles=*/4);
   }
 
-  /// Issues the cp.async copies of rows [row0, row0 + rows) of
-  /// `src[batch, srcHead, :, :]` (`width` columns) into `dst[prefix..., r,
-  /// c]`, zero-filling rows at or past `rowEnd` (>= 1). Returns the tokens.
+  /// Copies into `dst[prefix..., r, c]`.
   void copyTile(Value src, Value srcHead, Value row0, Value rowEnd,
                 int64_t rows, int64_t width, Value dst, ValueRange prefix,
-                SmallVectorImpl<Value> &tokens);
-  /// Copies K/V tile `j` into slot `slot` and commits them as one group.
-  Value copyKVTile(Value j, Value slot, SmallVector<Value> extraTokens = {});
-
-  /// Applies key lengths, causality and the user mask to the scaled scores
-  /// `x` of the tile starting at key `k0`.
-  SmallVector<Value> maskScores(ArrayRef<Value> x, Value k0);
-  /// One KV tile: the loop body. Returns the new state.
-  SmallVector<Value> tileUpdate(Value j, ValueRange state);
+                SmallVectorImpl<Value> &tokens) override;
+  SmallVector<Value> maskScores(ArrayRef<Value> x, Value k0) override;
+  SmallVector<Value> tileUpdate(Value j, ValueRange state,
+                                Value /*fromBarrier*/) override;
+  /// Calls `fn` with the row, the column and the bits (vector<8xi16>) of
+  /// each 16-byte chunk of the V tile in `slot` this thread copied.
+  void forEachVChunk(Value slot, function_ref<void(Value, Value, Value)> fn);
+  /// A vector<8xi16> splat of `v`.
+  Value splatBits(int64_t v);
+  /// Whether the V tile in `slot` holds a NaN or inf, the same i1 in every
+  /// thread of the block. Holds a barrier: emit it under a block-uniform
+  /// condition only.
+  Value vTileHasNonFinite(Value slot);
+  /// Sets the NaN and inf elements of the V tile in `slot` to 0 (each
+  /// thread the 16-byte chunks it copied).
+  void zeroNonFiniteV(Value slot);
+  /// The keys each of the lane's two rows attends (masked scores `x` other
+  /// than -inf), as 32-key i32 words: row 0's words, then row 1's.
+  SmallVector<Value> attendedKeys(ArrayRef<Value> x);
+  /// `o` plus the NaN and inf elements of the V tile in `slot`, each added
+  /// to the rows that attend its key (`words` from attendedKeys).
+  SmallVector<Value> addNonFiniteV(ArrayRef<Value> words, ArrayRef<Value> o,
+                                   Value slot);
   /// O, LSE stores.
   void epilogue(ValueRange state);
 
-  AttentionOp op;
   TensorCoreConfig cfg;
-  MLIRContext *ctx;
-  Location loc;
-  OpBuilder b{op.getContext()};
-  Type elt, oElt;
-  int64_t heads, group;
-  CausalKind causal;
-  float scaleLog2;
-  KernelOperands args;
   VectorType accType, fragA;
-
-  // Per-block values.
-  Value tid, lane, warp, batch, head, kvHead, q0, nq, nk, diag, kvEnd, numKV;
-  Value qs, ks, vs;
-  // Per-lane fragment coordinates.
-  Value laneRow, laneQuad2, lane16, lane8, laneHi16, laneBit8;
-  Value warpRow0;
+  // Per-lane ldmatrix coordinates.
+  Value lane16, lane8, laneHi16, laneBit8;
 };
 
 } // namespace
@@ -273,62 +237,21 @@ void TensorCoreKernelBuilder::copyTile(Value src, Value srcHead, Value row0,
   int64_t perThread = rows * chunksPerRow / cfg.numThreads();
   Value last = arith::SubIOp::create(b, loc, rowEnd, cIdx(1));
   Value eight = cIdx(8), zero = cIdx(0);
-  auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
   for (int64_t it = 0; it < perThread; ++it) {
     Value i = addC(tid, it * cfg.numThreads());
     Value r = arith::DivUIOp::create(b, loc, i, cIdx(chunksPerRow));
     Value c = mul(arith::RemUIOp::create(b, loc, i, cIdx(chunksPerRow)), eight);
-    Value row = add(row0, r);
-    Value inside = cmp(arith::CmpIPredicate::slt, row, rowEnd);
-    // Every address stays inside the tensor; rows past the end read 0
-    // bytes and are zero-filled.
-    Value rowC = arith::MinSIOp::create(b, loc, row, last);
-    Value nsrc = arith::SelectOp::create(b, loc, inside, eight, zero);
+    auto [rowC, nsrc] = clampCopyRow(row0, r, rowEnd, last, eight, zero);
     SmallVector<Value> dstIdx(prefix.begin(), prefix.end());
     dstIdx.push_back(r);
     dstIdx.push_back(c);
-    auto copy = nvgpu::DeviceAsyncCopyOp::create(
-        b, loc, tokenType, dst, dstIdx, src,
-        ValueRange{batch, srcHead, rowC, c}, b.getIndexAttr(8), nsrc,
-        b.getUnitAttr());
-    tokens.push_back(copy.getAsyncToken());
+    tokens.push_back(copyChunk(dst, dstIdx, src, srcHead, rowC, c, nsrc));
   }
-}
-
-Value TensorCoreKernelBuilder::copyKVTile(Value j, Value slot,
-                                          SmallVector<Value> extraTokens) {
-  Value k0 = mul(j, cIdx(cfg.blockKV));
-  SmallVector<Value> tokens = std::move(extraTokens);
-  copyTile(args.k, kvHead, k0, kvEnd, cfg.blockKV, cfg.headDim, ks, slot,
-           tokens);
-  copyTile(args.v, kvHead, k0, kvEnd, cfg.blockKV, cfg.valueDim, vs, slot,
-           tokens);
-  return nvgpu::DeviceAsyncCreateGroupOp::create(
-      b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), tokens);
 }
 
 SmallVector<Value> TensorCoreKernelBuilder::maskScores(ArrayRef<Value> x,
                                                        Value k0) {
-  Value ninf = cF32(-std::numeric_limits<float>::infinity());
-  Value rowQ[2] = {add(add(q0, warpRow0), laneRow),
-                   addC(add(add(q0, warpRow0), laneRow), 8)};
-  Value limit[2];
-  if (causal != CausalKind::none)
-    for (int r = 0; r < 2; ++r)
-      limit[r] = add(rowQ[r], diag);
-  Value maskRow[2], mb, mh;
-  Value lastKey;
-  Type maskElt;
-  if (args.mask) {
-    auto mType = cast<MemRefType>(args.mask.getType());
-    maskElt = mType.getElementType();
-    Value lastRow = arith::SubIOp::create(b, loc, nq, cIdx(1));
-    for (int r = 0; r < 2; ++r)
-      maskRow[r] = arith::MinSIOp::create(b, loc, rowQ[r], lastRow);
-    lastKey = arith::SubIOp::create(b, loc, nk, cIdx(1));
-    mb = mType.getDimSize(0) == 1 ? cIdx(0) : batch;
-    mh = mType.getDimSize(1) == 1 ? cIdx(0) : head;
-  }
+  ScoreMask sm = beginScoreMask();
   SmallVector<Value> out;
   Value keyBase = add(k0, laneQuad2);
   for (int64_t nt = 0, e = x.size(); nt < e; ++nt) {
@@ -338,46 +261,34 @@ SmallVector<Value> TensorCoreKernelBuilder::maskScores(ArrayRef<Value> x,
         Value key = addC(keyBase, nt * 8 + c);
         Value v =
             vector::ExtractOp::create(b, loc, x[nt], ArrayRef<int64_t>{r, c});
-        Value valid = cmp(arith::CmpIPredicate::slt, key, kvEnd);
-        if (causal != CausalKind::none)
-          valid = arith::AndIOp::create(
-              b, loc, valid, cmp(arith::CmpIPredicate::sle, key, limit[r]));
-        if (args.mask) {
-          Value keyC = arith::MinSIOp::create(b, loc, key, lastKey);
-          Value m = memref::LoadOp::create(
-              b, loc, args.mask, ValueRange{mb, mh, maskRow[r], keyC});
-          if (maskElt.isInteger(1)) {
-            valid = arith::AndIOp::create(b, loc, valid, m);
-          } else if (maskElt.isInteger(8)) {
-            Value z =
-                arith::ConstantOp::create(b, loc, b.getIntegerAttr(maskElt, 0));
-            valid = arith::AndIOp::create(
-                b, loc, valid,
-                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, m, z));
-          } else {
-            if (!maskElt.isF32())
-              m = arith::ExtFOp::create(b, loc, b.getF32Type(), m);
-            v = arith::AddFOp::create(
-                b, loc, v,
-                arith::MulFOp::create(b, loc, m,
-                                      cF32(static_cast<float>(M_LOG2E))));
-          }
-        }
-        elems.push_back(arith::SelectOp::create(b, loc, valid, v, ninf));
+        elems.push_back(maskScore(sm, v, key, r));
       }
     out.push_back(vector::FromElementsOp::create(b, loc, accType, elems));
   }
   return out;
 }
 
-SmallVector<Value> TensorCoreKernelBuilder::tileUpdate(Value j,
-                                                       ValueRange state) {
+SmallVector<Value>
+TensorCoreKernelBuilder::tileUpdate(Value j, ValueRange state, Value) {
   int64_t nKT = cfg.blockKV / 8, nDT = cfg.valueDim / 8;
   ValueRange oFrag = state.take_front(nDT);
   Value mOld[2] = {state[nDT], state[nDT + 1]};
   Value lOld[2] = {state[nDT + 2], state[nDT + 3]};
   Value slot = arith::RemUIOp::create(b, loc, j, cIdx(cfg.stages));
   Value k0 = mul(j, cIdx(cfg.blockKV));
+
+  // NaN/inf in V: only a tile that masks keys below kv_end for some row of
+  // the block (a user mask: every tile; causality: the tiles crossing the
+  // diagonal of the block's first row) can leak them, through 0 * NaN in
+  // the mma. Such a tile tests its V tile once, block-uniformly; the others
+  // skip the test.
+  Value vNonFinite;
+  if (args.mask) {
+    vNonFinite = vTileHasNonFinite(slot);
+  } else if (causal != CausalKind::none) {
+    vNonFinite = ifElseFalse(tileCrossesBlockDiagonal(k0),
+                             [&] { return vTileHasNonFinite(slot); });
+  }
 
   // S = Q K^T: Q fragments are re-read from workgroup memory per k-step so
   // that they do not hold registers across the loop.
@@ -405,31 +316,7 @@ SmallVector<Value> TensorCoreKernelBuilder::tileUpdate(Value j,
   SmallVector<Value> x;
   for (Value v : s)
     x.push_back(arith::MulFOp::create(b, loc, v, sclV));
-  if (args.mask) {
-    x = maskScores(x, k0);
-  } else {
-    // Only the tile holding kv_end and the tiles crossing the causal
-    // diagonal of this warp's rows need masking.
-    Value tileEnd = addC(k0, cfg.blockKV);
-    Value need = cmp(arith::CmpIPredicate::sgt, tileEnd, kvEnd);
-    if (causal != CausalKind::none) {
-      Value firstRowLimit = add(add(q0, warpRow0), diag);
-      need =
-          arith::OrIOp::create(b, loc, need,
-                               cmp(arith::CmpIPredicate::sgt,
-                                   addC(k0, cfg.blockKV - 1), firstRowLimit));
-    }
-    SmallVector<Type> types(nKT, accType);
-    auto ifOp = scf::IfOp::create(b, loc, types, need, /*withElse=*/true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      scf::YieldOp::create(b, loc, maskScores(x, k0));
-      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-      scf::YieldOp::create(b, loc, x);
-    }
-    x.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-  }
+  x = maskScoresWhereNeeded(std::move(x), k0);
 
   // Online softmax on the fragments: row r of a vector<2x2xf32> is query
   // row lane/4 + 8 r; the 4 lanes of a quad share a row.
@@ -444,15 +331,28 @@ SmallVector<Value> TensorCoreKernelBuilder::tileUpdate(Value j,
           vector::ExtractOp::create(b, loc, x[nt], ArrayRef<int64_t>{r}));
     Value rowMax = vector::ReductionOp::create(
         b, loc, vector::CombiningKind::MAXIMUMF, mx);
-    rowMax = arith::MaximumFOp::create(b, loc, rowMax, shuffleXor(rowMax, 1));
-    rowMax = arith::MaximumFOp::create(b, loc, rowMax, shuffleXor(rowMax, 2));
-    mNew[r] = arith::MaximumFOp::create(b, loc, mOld[r], rowMax);
-    // An all-masked row so far keeps m = -inf: exp2 against 0 instead.
-    Value isInf =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew[r], ninf);
-    mUse[r] = arith::SelectOp::create(b, loc, isInf, zeroF, mNew[r]);
-    alpha[r] = exp2(arith::SubFOp::create(b, loc, mOld[r], mUse[r]));
+    updateRowMax(rowMax, mOld[r], ninf, zeroF, mNew[r], mUse[r], alpha[r]);
   }
+  // The attended keys of a tile with NaN/inf in V, taken before P so that
+  // the masked scores are dead by P V. (A warp that skipped the masking
+  // attends every key below kv_end; the V rows past it are 0.)
+  SmallVector<Value> words;
+  if (vNonFinite) {
+    int64_t numWords = 2 * ((cfg.blockKV + 31) / 32);
+    SmallVector<Type> types(numWords, b.getI32Type());
+    auto ifOp =
+        scf::IfOp::create(b, loc, types, vNonFinite, /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    scf::YieldOp::create(b, loc, attendedKeys(x));
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    scf::YieldOp::create(
+        b, loc,
+        SmallVector<Value>(numWords,
+                           arith::ConstantIntOp::create(b, loc, 0, 32)));
+    words.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  }
+
   Value mUseV = rowsToFragment(mUse[0], mUse[1]);
   SmallVector<Value> p;
   for (int64_t nt = 0; nt < nKT; ++nt)
@@ -477,20 +377,43 @@ SmallVector<Value> TensorCoreKernelBuilder::tileUpdate(Value j,
   SmallVector<Value> o;
   for (Value v : oFrag)
     o.push_back(arith::MulFOp::create(b, loc, v, alphaV));
+  // P packed to the A operands first: the slow path below then holds them
+  // instead of the wider f32 fragments.
   auto halfType = VectorType::get({2, 2}, elt);
-  Value vRow = add(lane8, mul(laneBit8, cIdx(8)));
-  Value vCol = mul(laneHi16, cIdx(8));
+  SmallVector<Value> pa;
   for (int64_t kstep = 0; kstep < cfg.blockKV / 16; ++kstep) {
     Value h0 = arith::TruncFOp::create(b, loc, halfType, p[2 * kstep]);
     Value h1 = arith::TruncFOp::create(b, loc, halfType, p[2 * kstep + 1]);
-    Value pa = vector::ShuffleOp::create(b, loc, h0, h1,
-                                         ArrayRef<int64_t>{0, 1, 2, 3});
+    pa.push_back(vector::ShuffleOp::create(b, loc, h0, h1,
+                                           ArrayRef<int64_t>{0, 1, 2, 3}));
+  }
+  if (vNonFinite) {
+    // NaN/inf in V (block-uniform): every lane adds them to its rows that
+    // attend their keys, then the block zeroes them for the mma.
+    SmallVector<Type> types(nDT, accType);
+    auto ifOp =
+        scf::IfOp::create(b, loc, types, vNonFinite, /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    SmallVector<Value> added = addNonFiniteV(words, o, slot);
+    gpu::BarrierOp::create(b, loc);
+    zeroNonFiniteV(slot);
+    gpu::BarrierOp::create(b, loc);
+    scf::YieldOp::create(b, loc, added);
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    scf::YieldOp::create(b, loc, o);
+    b.setInsertionPointAfter(ifOp);
+    o.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  }
+  Value vRow = add(lane8, mul(laneBit8, cIdx(8)));
+  Value vCol = mul(laneHi16, cIdx(8));
+  for (int64_t kstep = 0; kstep < cfg.blockKV / 16; ++kstep) {
     for (int64_t dp = 0; dp < cfg.valueDim / 16; ++dp) {
       Value vb = ldmatrix(
           vs, ValueRange{slot, addC(vRow, kstep * 16), addC(vCol, dp * 16)},
           /*transpose=*/true);
-      o[2 * dp] = mma(pa, halfOf(vb, 0), o[2 * dp]);
-      o[2 * dp + 1] = mma(pa, halfOf(vb, 2), o[2 * dp + 1]);
+      o[2 * dp] = mma(pa[kstep], halfOf(vb, 0), o[2 * dp]);
+      o[2 * dp + 1] = mma(pa[kstep], halfOf(vb, 2), o[2 * dp + 1]);
     }
   }
   next.append(o.begin(), o.end());
@@ -498,22 +421,226 @@ SmallVector<Value> TensorCoreKernelBuilder::tileUpdate(Value j,
   return next;
 }
 
+void TensorCoreKernelBuilder::forEachVChunk(
+    Value slot, function_ref<void(Value, Value, Value)> fn) {
+  int64_t chunksPerRow = cfg.valueDim / 8;
+  int64_t perThread = cfg.blockKV * chunksPerRow / cfg.numThreads();
+  auto chunkType = VectorType::get({8}, elt);
+  auto bitsType = VectorType::get({8}, b.getI16Type());
+  for (int64_t it = 0; it < perThread; ++it) {
+    Value i = addC(tid, it * cfg.numThreads());
+    Value r = arith::DivUIOp::create(b, loc, i, cIdx(chunksPerRow));
+    Value c =
+        mul(arith::RemUIOp::create(b, loc, i, cIdx(chunksPerRow)), cIdx(8));
+    Value chunk =
+        vector::LoadOp::create(b, loc, chunkType, vs, ValueRange{slot, r, c});
+    fn(r, c, arith::BitcastOp::create(b, loc, bitsType, chunk));
+  }
+}
+
+Value TensorCoreKernelBuilder::splatBits(int64_t v) {
+  Type i16 = b.getI16Type();
+  return arith::ConstantOp::create(
+      b, loc,
+      SplatElementsAttr::get(VectorType::get({8}, i16),
+                             b.getIntegerAttr(i16, v)));
+}
+
+Value TensorCoreKernelBuilder::vTileHasNonFinite(Value slot) {
+  // Each thread tests the 16-byte chunks it copied: an element is NaN or
+  // inf when its exponent bits are all set, i.e. when adding the lowest
+  // exponent bit to its magnitude bits carries into the sign bit.
+  Type i16 = b.getI16Type();
+  Value magnitude = splatBits(0x7fff);
+  Value lowestExp = splatBits(elt.isF16() ? 0x0400 : 0x0080);
+  Value acc;
+  forEachVChunk(slot, [&](Value, Value, Value bits) {
+    Value t = arith::AddIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, bits, magnitude), lowestExp);
+    acc = acc ? Value(arith::OrIOp::create(b, loc, acc, t)) : t;
+  });
+  Value any = vector::ReductionOp::create(
+      b, loc, vector::CombiningKind::OR,
+      arith::AndIOp::create(b, loc, acc, splatBits(0x8000)));
+  Value mine = arith::ShRUIOp::create(
+      b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), any),
+      arith::ConstantIntOp::create(b, loc, 15, 32));
+  // OR over lanes l, l + 4, ..., l + 28, then over the warps through
+  // workgroup memory: lane l < 4 of warp w writes its flag into the
+  // (never read) row padding of Q, element [w, D + l]. The barrier at the
+  // top of the next tile separates these reads from the next writes.
+  for (int64_t offset = gpukernel::kWarpSize / 2; offset >= 4; offset /= 2)
+    mine = arith::OrIOp::create(b, loc, mine, shuffleXor(mine, offset));
+  Value flagElt = arith::SelectOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, mine,
+                            arith::ConstantIntOp::create(b, loc, 0, 32)),
+      arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, 1.0)),
+      arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, 0.0)));
+  Value writer = cmp(arith::CmpIPredicate::ult, lane, cIdx(4));
+  {
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, writer,
+                                  /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    memref::StoreOp::create(b, loc, flagElt, qs,
+                            ValueRange{warp, addC(lane, cfg.headDim)});
+  }
+  gpu::BarrierOp::create(b, loc);
+  auto flagsType = VectorType::get({4}, elt);
+  auto flagBitsType = VectorType::get({4}, i16);
+  // Warp w + i reads warp (w + i) mod numWarps: no constant addresses in
+  // the dynamic shared memory (ptxas warns of those as out of bounds).
+  Value result;
+  for (int64_t w = 0; w < cfg.numWarps(); ++w) {
+    Value row = w == 0 ? warp
+                       : Value(arith::RemUIOp::create(b, loc, addC(warp, w),
+                                                      cIdx(cfg.numWarps())));
+    Value f = vector::LoadOp::create(b, loc, flagsType, qs,
+                                     ValueRange{row, cIdx(cfg.headDim)});
+    Value bitsW = vector::ReductionOp::create(
+        b, loc, vector::CombiningKind::OR,
+        arith::BitcastOp::create(b, loc, flagBitsType, f));
+    result = result ? Value(arith::OrIOp::create(b, loc, result, bitsW))
+                    : bitsW;
+  }
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, result,
+                               arith::ConstantIntOp::create(b, loc, 0, 16));
+}
+
+void TensorCoreKernelBuilder::zeroNonFiniteV(Value slot) {
+  auto chunkType = VectorType::get({8}, elt);
+  Value magnitude = splatBits(0x7fff);
+  Value infBits = splatBits(elt.isF16() ? 0x7c00 : 0x7f80);
+  Value zero = splatBits(0);
+  forEachVChunk(slot, [&](Value r, Value c, Value bits) {
+    Value finite = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ult,
+        arith::AndIOp::create(b, loc, bits, magnitude), infBits);
+    Value kept = arith::SelectOp::create(b, loc, finite, bits, zero);
+    vector::StoreOp::create(b, loc,
+                            arith::BitcastOp::create(b, loc, chunkType, kept),
+                            vs, ValueRange{slot, r, c});
+  });
+}
+
+SmallVector<Value> TensorCoreKernelBuilder::attendedKeys(ArrayRef<Value> x) {
+  // Each lane sets the bits of its fragment columns, the quad ORs them.
+  Type i32 = b.getI32Type();
+  int64_t nKT = cfg.blockKV / 8;
+  int64_t numWords = (cfg.blockKV + 31) / 32;
+  Value ninf = cF32(-std::numeric_limits<float>::infinity());
+  Value zeroI = arith::ConstantIntOp::create(b, loc, 0, 32);
+  Value oneI = arith::ConstantIntOp::create(b, loc, 1, 32);
+  SmallVector<Value> all;
+  for (int64_t r = 0; r < 2; ++r) {
+    SmallVector<Value> words(numWords, zeroI);
+    for (int64_t nt = 0; nt < nKT; ++nt)
+      for (int64_t c = 0; c < 2; ++c) {
+        Value s =
+            vector::ExtractOp::create(b, loc, x[nt], ArrayRef<int64_t>{r, c});
+        Value attends = arith::CmpFOp::create(
+            b, loc, arith::CmpFPredicate::UNE, s, ninf);
+        Value shift = arith::IndexCastOp::create(
+            b, loc, i32, addC(laneQuad2, (nt % 4) * 8 + c));
+        Value bit = arith::SelectOp::create(
+            b, loc, attends, arith::ShLIOp::create(b, loc, oneI, shift),
+            zeroI);
+        words[nt / 4] = arith::OrIOp::create(b, loc, words[nt / 4], bit);
+      }
+    for (Value &w : words) {
+      w = arith::OrIOp::create(b, loc, w, shuffleXor(w, 1));
+      w = arith::OrIOp::create(b, loc, w, shuffleXor(w, 2));
+      all.push_back(w);
+    }
+  }
+  return all;
+}
+
+SmallVector<Value>
+TensorCoreKernelBuilder::addNonFiniteV(ArrayRef<Value> allWords,
+                                       ArrayRef<Value> oIn, Value slot) {
+  Type i32 = b.getI32Type();
+  int64_t nDT = cfg.valueDim / 8;
+  int64_t numWords = (cfg.blockKV + 31) / 32;
+  Value zeroI = arith::ConstantIntOp::create(b, loc, 0, 32);
+  Value oneI = arith::ConstantIntOp::create(b, loc, 1, 32);
+  ArrayRef<Value> words[2] = {allWords.take_front(numWords),
+                              allWords.drop_front(numWords)};
+
+  // One key at a time: its V elements of this lane's O columns, kept where
+  // NaN or inf, added to the rows that attend the key.
+  SmallVector<Value> o(oIn.begin(), oIn.end());
+  auto pairType = VectorType::get({2}, elt);
+  auto widePair = VectorType::get({2}, b.getF32Type());
+  auto bitsPair = VectorType::get({2}, b.getI16Type());
+  for (int64_t w = 0; w < numWords; ++w) {
+    int64_t keys = std::min<int64_t>(32, cfg.blockKV - 32 * w);
+    auto loop = scf::ForOp::create(
+        b, loc, cIdx(0), cIdx(keys), cIdx(1), o,
+        [&](OpBuilder &lb, Location, Value kk, ValueRange acc) {
+          OpBuilder::InsertionGuard inner(b);
+          b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+          Value sh = arith::IndexCastOp::create(b, loc, i32, kk);
+          Value att[2];
+          for (int64_t r = 0; r < 2; ++r)
+            att[r] = arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::ne,
+                arith::AndIOp::create(
+                    b, loc, arith::ShRUIOp::create(b, loc, words[r][w], sh),
+                    oneI),
+                zeroI);
+          Value row = addC(kk, 32 * w);
+          // Integer tests only (math.absf would become a libdevice call).
+          Value magnitude = arith::ConstantOp::create(
+              b, loc, SplatElementsAttr::get(bitsPair, b.getI16IntegerAttr(
+                                                            0x7fff)));
+          Value infBits = arith::ConstantOp::create(
+              b, loc,
+              SplatElementsAttr::get(bitsPair, b.getI16IntegerAttr(
+                                                   elt.isF16() ? 0x7c00
+                                                               : 0x7f80)));
+          Value zero2 =
+              arith::ConstantOp::create(b, loc, b.getZeroAttr(widePair));
+          Value zeroF = cF32(0.0f);
+          SmallVector<Value> next;
+          for (int64_t dt = 0; dt < nDT; ++dt) {
+            Value v = vector::LoadOp::create(
+                b, loc, pairType, vs,
+                ValueRange{slot, row, addC(laneQuad2, dt * 8)});
+            Value wide = arith::ExtFOp::create(b, loc, widePair, v);
+            Value finite = arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::ult,
+                arith::AndIOp::create(
+                    b, loc, arith::BitcastOp::create(b, loc, bitsPair, v),
+                    magnitude),
+                infBits);
+            Value bad = arith::SelectOp::create(b, loc, finite, zero2, wide);
+            SmallVector<Value> elems;
+            for (int64_t r = 0; r < 2; ++r)
+              for (int64_t c = 0; c < 2; ++c)
+                elems.push_back(arith::SelectOp::create(
+                    b, loc, att[r],
+                    vector::ExtractOp::create(b, loc, bad, ArrayRef<int64_t>{c}),
+                    zeroF));
+            next.push_back(arith::AddFOp::create(
+                b, loc, acc[dt],
+                vector::FromElementsOp::create(b, loc, accType, elems)));
+          }
+          scf::YieldOp::create(b, loc, next);
+        });
+    o.assign(loop.getResults().begin(), loop.getResults().end());
+  }
+  return o;
+}
+
 void TensorCoreKernelBuilder::epilogue(ValueRange state) {
   int64_t nDT = cfg.valueDim / 8;
   ValueRange oFrag = state.take_front(nDT);
   Value m[2] = {state[nDT], state[nDT + 1]};
   Value l[2] = {state[nDT + 2], state[nDT + 3]};
-  Value zeroF = cF32(0.0f), oneF = cF32(1.0f);
   Value empty[2], inv[2];
-  for (int r = 0; r < 2; ++r) {
-    l[r] = arith::AddFOp::create(b, loc, l[r], shuffleXor(l[r], 1));
-    l[r] = arith::AddFOp::create(b, loc, l[r], shuffleXor(l[r], 2));
-    // A row without any attended key: O = 0 exactly.
-    empty[r] =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l[r], zeroF);
-    inv[r] = arith::SelectOp::create(b, loc, empty[r], zeroF,
-                                     arith::DivFOp::create(b, loc, oneF, l[r]));
-  }
+  reduceRowSums(l, empty, inv);
   Value invV = rowsToFragment(inv[0], inv[1]);
   auto outType = VectorType::get({2, 2}, oElt);
   SmallVector<Value> o;
@@ -526,40 +653,16 @@ void TensorCoreKernelBuilder::epilogue(ValueRange state) {
   Value quadLead = cmp(arith::CmpIPredicate::eq,
                        arith::RemUIOp::create(b, loc, lane, cIdx(4)), cIdx(0));
   for (int64_t r = 0; r < 2; ++r) {
-    Value row = addC(add(add(q0, warpRow0), laneRow), 8 * r);
-    Value inRows = cmp(arith::CmpIPredicate::slt, row, nq);
-    Value lse;
-    if (args.lse) {
-      // LSE = ln 2 * (m + log2 l), natural log; -inf for an empty row.
-      Value lg =
-          LLVM::CallIntrinsicOp::create(
-              b, loc, Type(b.getF32Type()),
-              b.getStringAttr("llvm.nvvm.lg2.approx.f"), ValueRange{l[r]})
-              .getResult(0);
-      lse =
-          arith::MulFOp::create(b, loc, arith::AddFOp::create(b, loc, m[r], lg),
-                                cF32(static_cast<float>(M_LN2)));
-      lse = arith::SelectOp::create(
-          b, loc, empty[r], cF32(-std::numeric_limits<float>::infinity()), lse);
-    }
-    auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, inRows,
-                                  /*withElse=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    for (int64_t dt = 0; dt < nDT; ++dt) {
-      Value part =
-          vector::ExtractOp::create(b, loc, o[dt], ArrayRef<int64_t>{r});
-      vector::StoreOp::create(
-          b, loc, part, args.o,
-          ValueRange{batch, head, row, addC(laneQuad2, dt * 8)});
-    }
-    if (args.lse) {
-      auto lseIf = scf::IfOp::create(b, loc, TypeRange{}, quadLead,
-                                     /*withElse=*/false);
-      b.setInsertionPointToStart(&lseIf.getThenRegion().front());
-      memref::StoreOp::create(b, loc, lse, args.lse,
-                              ValueRange{batch, head, row});
-    }
+    OutputRow row = beginOutputRow(r, m[r], l[r], empty[r]);
+    storeOutputRow(row, quadLead, [&] {
+      for (int64_t dt = 0; dt < nDT; ++dt) {
+        Value part =
+            vector::ExtractOp::create(b, loc, o[dt], ArrayRef<int64_t>{r});
+        vector::StoreOp::create(
+            b, loc, part, args.o,
+            ValueRange{batch, head, row.row, addC(laneQuad2, dt * 8)});
+      }
+    });
   }
 }
 
@@ -571,47 +674,15 @@ void TensorCoreKernelBuilder::build(gpu::GPUFuncOp kernel,
   Block &entry = kernel.getBody().front();
   b.setInsertionPointToStart(&entry);
 
-  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  lane = gpu::LaneIdOp::create(b, loc, /*upperBound=*/nullptr);
-  warp = arith::DivUIOp::create(b, loc, tid, cIdx(gpukernel::kWarpSize));
-  Value qTile = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  head = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
-  kvHead = group == 1
-               ? head
-               : Value(arith::DivUIOp::create(b, loc, head, cIdx(group)));
-  laneRow = arith::DivUIOp::create(b, loc, lane, cIdx(4));
-  laneQuad2 = mul(arith::RemUIOp::create(b, loc, lane, cIdx(4)), cIdx(2));
+  emitThreadIds();
+  Value qTile = emitBlockIds();
   lane16 = arith::RemUIOp::create(b, loc, lane, cIdx(16));
   lane8 = arith::RemUIOp::create(b, loc, lane, cIdx(8));
   laneHi16 = arith::DivUIOp::create(b, loc, lane, cIdx(16));
   laneBit8 = arith::RemUIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, lane, cIdx(8)), cIdx(2));
   warpRow0 = mul(warp, cIdx(16));
-
-  nq = memref::DimOp::create(b, loc, args.q, 2);
-  nk = memref::DimOp::create(b, loc, args.k, 2);
-  q0 = mul(qTile, cIdx(cfg.blockQ));
-  Value qRows = arith::MinSIOp::create(b, loc, cIdx(cfg.blockQ),
-                                       arith::SubIOp::create(b, loc, nq, q0));
-  diag = causal == CausalKind::bottom_right
-             ? Value(arith::SubIOp::create(b, loc, nk, nq))
-             : cIdx(0);
-  Value zero = cIdx(0);
-  kvEnd = nk;
-  if (args.kvLens) {
-    Value len = memref::LoadOp::create(b, loc, args.kvLens, ValueRange{batch});
-    Value lenIdx = arith::IndexCastOp::create(b, loc, b.getIndexType(), len);
-    kvEnd = arith::MinSIOp::create(
-        b, loc, arith::MaxSIOp::create(b, loc, lenIdx, zero), kvEnd);
-  }
-  if (causal != CausalKind::none) {
-    // Causally excluded tiles are never visited.
-    Value end = add(add(q0, qRows), diag);
-    kvEnd = arith::MinSIOp::create(
-        b, loc, arith::MaxSIOp::create(b, loc, end, zero), kvEnd);
-  }
-  numKV = arith::CeilDivUIOp::create(b, loc, kvEnd, cIdx(cfg.blockKV));
+  emitKeyRange(qTile);
 
   // Workgroup memory: one dynamic buffer, three views.
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -638,47 +709,7 @@ void TensorCoreKernelBuilder::build(gpu::GPUFuncOp kernel,
   Value ninf = cF32(-std::numeric_limits<float>::infinity());
   Value zeroF = cF32(0.0f);
   init.append({ninf, ninf, zeroF, zeroF});
-  SmallVector<Type> stateTypes = llvm::to_vector(
-      llvm::map_range(init, [](Value v) { return v.getType(); }));
-
-  Value any = cmp(arith::CmpIPredicate::sgt, numKV, zero);
-  auto work = scf::IfOp::create(b, loc, stateTypes, any, /*withElse=*/true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&work.getElseRegion().front());
-    scf::YieldOp::create(b, loc, init);
-
-    b.setInsertionPointToStart(&work.getThenRegion().front());
-    // Prologue: Q with K/V tile 0 as one group, then tiles 1 .. stages - 2.
-    SmallVector<Value> qTokens;
-    copyTile(args.q, head, q0, nq, cfg.blockQ, cfg.headDim, qs, ValueRange{},
-             qTokens);
-    Value first = copyKVTile(cIdx(0), cIdx(0), qTokens);
-    for (int64_t st = 1; st < cfg.stages - 1; ++st)
-      copyKVTile(cIdx(st), cIdx(st));
-
-    auto loop = scf::ForOp::create(
-        b, loc, zero, numKV, cIdx(1), init,
-        [&](OpBuilder &lb, Location, Value j, ValueRange state) {
-          OpBuilder::InsertionGuard inner(b);
-          b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
-          // Tile j has landed (this thread's copies), then every thread's
-          // copies are visible and every warp is done with tile j - 1,
-          // whose slot the next copy overwrites.
-          nvgpu::DeviceAsyncWaitOp::create(b, loc, first,
-                                           b.getI32IntegerAttr(cfg.stages - 2));
-          gpu::BarrierOp::create(b, loc);
-          Value ahead = addC(j, cfg.stages - 1);
-          copyKVTile(ahead,
-                     arith::RemUIOp::create(b, loc, ahead, cIdx(cfg.stages)));
-          SmallVector<Value> next = tileUpdate(j, state);
-          scf::YieldOp::create(b, loc, next);
-        });
-    // Drain the (zero-filling) copies still in flight.
-    nvgpu::DeviceAsyncWaitOp::create(b, loc, first, b.getI32IntegerAttr(0));
-    scf::YieldOp::create(b, loc, loop.getResults());
-  }
-  epilogue(work.getResults());
+  epilogue(emitMainLoop(init));
   gpu::ReturnOp::create(b, loc);
 }
 
@@ -699,117 +730,30 @@ struct FAMapToTensorCoresPass final
 LogicalResult FAMapToTensorCoresPass::mapFunction(func::FuncOp func,
                                                   AttentionOp op,
                                                   const KernelOperands &args) {
-  MLIRContext *ctx = &getContext();
-  ModuleOp module = getOperation();
-  Location loc = func.getLoc();
   std::string error;
   FailureOr<TensorCoreConfig> cfg =
       chooseTensorCoreConfig(op, blockQ, blockKV, stages, error);
   if (failed(cfg))
     return op.emitError() << "fa-map-to-tensor-cores: " << error;
-
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  UnitAttr::get(ctx));
-  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-  auto gpuModule =
-      gpu::GPUModuleOp::create(mb, loc, (func.getName() + "_kernels").str());
-  OpBuilder gb = OpBuilder::atBlockBegin(gpuModule.getBody());
-  auto kernel =
-      gpu::GPUFuncOp::create(gb, loc, func.getName(), func.getFunctionType());
-  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
-  kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
-      ctx, {static_cast<int32_t>(cfg->numThreads()), 1, 1}));
-
-  // The kernel's parameters are the function's arguments, in order.
-  Block &entry = kernel.getBody().front();
-  auto remap = [&](Value v) -> Value {
-    if (!v)
-      return v;
-    return entry.getArgument(cast<BlockArgument>(v).getArgNumber());
-  };
-  KernelOperands kargs{remap(args.q),      remap(args.k),    remap(args.v),
-                       remap(args.kvLens), remap(args.mask), remap(args.o),
-                       remap(args.lse)};
-  TensorCoreKernelBuilder(op, *cfg).build(kernel, kargs);
-
-  int64_t numHeads =
-      cast<RankedTensorType>(op.getQuery().getType()).getDimSize(1);
-
-  // Host side: replace the body by the launch.
-  Block &body = func.getBody().front();
-  Operation *ret = body.getTerminator();
-  SmallVector<Operation *> toErase;
-  for (Operation &o : llvm::reverse(body.without_terminator()))
-    toErase.push_back(&o);
-  for (Operation *o : toErase)
-    o->erase();
-  OpBuilder hb(ret);
-  Value nq = memref::DimOp::create(hb, loc, args.q, 2);
-  Value batches = memref::DimOp::create(hb, loc, args.q, 0);
-  Value tiles = arith::CeilDivUIOp::create(
-      hb, loc, nq, arith::ConstantIndexOp::create(hb, loc, cfg->blockQ));
-  Value heads = arith::ConstantIndexOp::create(hb, loc, numHeads);
-  Value one = arith::ConstantIndexOp::create(hb, loc, 1);
-  Value threads = arith::ConstantIndexOp::create(hb, loc, cfg->numThreads());
-  Value smemBytes =
-      arith::ConstantIntOp::create(hb, loc, cfg->sharedBytes(), 32);
-  gpu::LaunchFuncOp::create(hb, loc, kernel,
-                            gpu::KernelDim3{tiles, heads, batches},
-                            gpu::KernelDim3{threads, one, one}, smemBytes,
-                            ValueRange(func.getArguments()));
-
-  auto idx = [&](int64_t v) {
-    return IntegerAttr::get(IndexType::get(ctx), v);
-  };
-  func->setAttr(
-      kConfigAttrName,
-      DictionaryAttr::get(
-          ctx,
-          {NamedAttribute(StringAttr::get(ctx, "block_q"), idx(cfg->blockQ)),
-           NamedAttribute(StringAttr::get(ctx, "block_kv"), idx(cfg->blockKV)),
-           NamedAttribute(StringAttr::get(ctx, "threads"),
-                          idx(cfg->numThreads())),
-           NamedAttribute(StringAttr::get(ctx, "stages"), idx(cfg->stages)),
-           NamedAttribute(StringAttr::get(ctx, "dynamic_shared_bytes"),
-                          idx(cfg->sharedBytes())),
-           NamedAttribute(StringAttr::get(ctx, "tensor_cores"),
-                          UnitAttr::get(ctx))}));
+  KernelLaunch launch{cfg->blockQ,
+                      cfg->numThreads(),
+                      cfg->sharedBytes(),
+                      {{"block_q", cfg->blockQ},
+                       {"block_kv", cfg->blockKV},
+                       {"threads", cfg->numThreads()},
+                       {"stages", cfg->stages},
+                       {"dynamic_shared_bytes", cfg->sharedBytes()}},
+                      "tensor_cores"};
+  outlineKernel(getOperation(), func, op, args, launch,
+                [&](gpu::GPUFuncOp kernel, const KernelOperands &kargs) {
+                  TensorCoreKernelBuilder(op, *cfg).build(kernel, kargs);
+                });
   return success();
 }
 
 void FAMapToTensorCoresPass::runOnOperation() {
-  SmallVector<std::tuple<func::FuncOp, AttentionOp, KernelOperands>> work;
-  for (auto func : getOperation().getOps<func::FuncOp>()) {
-    if (func.isExternal() || !func.getBody().hasOneBlock())
-      continue;
-    SmallVector<AttentionOp> ops;
-    func.walk([&](AttentionOp op) { ops.push_back(op); });
-    // Anything but one eligible op in the kernel form is left to the SIMT
-    // path (fa-promote-shared reports what it cannot handle).
-    if (ops.size() != 1 || !isTensorCoreEligible(ops.front()))
-      continue;
-    FailureOr<KernelOperands> args = matchKernelForm(ops.front());
-    if (failed(args))
-      continue;
-    auto isArg = [&](Value v) {
-      auto arg = dyn_cast_or_null<BlockArgument>(v);
-      return !v || (arg && arg.getOwner() == &func.getBody().front());
-    };
-    if (!isArg(args->q) || !isArg(args->k) || !isArg(args->v) ||
-        !isArg(args->kvLens) || !isArg(args->mask) || !isArg(args->o) ||
-        !isArg(args->lse))
-      continue;
-    // Boolean masks as i1 or i8 (0 = masked), additive ones as f16, bf16
-    // or f32.
-    if (args->mask) {
-      Type m = cast<MemRefType>(args->mask.getType()).getElementType();
-      if (!(m.isInteger(1) || m.isInteger(8) || m.isF16() || m.isBF16() ||
-            m.isF32()))
-        continue;
-    }
-    work.push_back({func, ops.front(), *args});
-  }
-  for (auto &[func, op, args] : work)
+  for (auto &[func, op, args] :
+       collectKernelCandidates(getOperation(), isTensorCoreEligible))
     if (failed(mapFunction(func, op, args)))
       return signalPassFailure();
 }

@@ -239,6 +239,62 @@ def FAMapToTensorCoresPass : Pass<"fa-map-to-tensor-cores", "::mlir::ModuleOp"> 
   ];
 }
 
+def FAMapToWgmmaPass : Pass<"fa-map-to-wgmma", "::mlir::ModuleOp"> {
+  let summary = "Map f16/bf16 attention kernels onto sm_90a wgmma tensor "
+                "cores (FlashAttention-3 style)";
+  let description = [{
+    Turns each eligible kernel function (the form `fa-promote-shared`
+    accepts) into a `gpu.func` kernel in a new `gpu.module`
+    (`<function>_kernels`) for Hopper warpgroup tensor cores, launched like
+    the kernels of `fa-map-to-tensor-cores`: grid (ceil(Nq / block_q), Hq,
+    B) with block_q = 64 x `warpgroups`, 128 threads per warpgroup, and
+    `fa.gpu_config` on the function (block_q, block_kv, threads, stages,
+    warpgroups, dynamic_shared_bytes, wgmma). The kernel:
+
+    * keeps Q, `stages` K and V tiles and one P tile per warpgroup in one
+      dynamic workgroup buffer aligned to 1024 bytes at run time
+      (`memref.extract_aligned_pointer_as_index`), in the 128-byte-swizzled
+      layout of wgmma (64-column regions, 1024-byte atoms of 8 rows);
+    * fills them with a `stages`-deep `cp.async` pipeline writing the
+      swizzled positions, rows past the sequence ends zero-filled, then
+      `nvvm.fence.proxy` (async.shared, cta) and a barrier;
+    * computes S = Q K^T with `nvvm.wgmma.mma_async` m64n<block_kv>k16 from
+      shared-memory descriptors (K-major A and B), the f32 accumulator an
+      `!llvm.struct`;
+    * runs the online softmax on the struct elements (rows lane/4 and
+      lane/4 + 8 of each warp's 16, quad shuffles, exp2 with log2(e) folded
+      into the scale, the m = -inf guard, masks only on the tiles that need
+      them, causally excluded tiles skipped);
+    * writes P (f16/bf16) to a swizzled K-major tile, fences, and computes
+      O = alpha O + P V with wgmma m64n<Dv>k16 (V MN-major);
+    * keeps NaN/inf in the V rows of masked keys out of the rows that do
+      not attend them (tiles that mask keys below kv_end test their V
+      block-uniformly; when set, the non-finite elements are added to the
+      attending rows and zeroed in the tile before the wgmma);
+    * stores O / l and LSE, empty rows giving O = 0 and LSE = -inf.
+
+    The result needs chip sm_90a (`fa-lower-to-nvvm{chip=sm_90a wgmma=1}`).
+    Eligible: f16 or bf16 Q/K/V, head dims D and Dv multiples of 64 up to
+    256 (Dv up to 192 with a user mask: register budget), every
+    `fa.attention` feature. Other kernel functions are left untouched for
+    `fa-map-to-tensor-cores` or the SIMT path.
+  }];
+  let options = [
+    Option<"warpgroups", "warpgroups", "int64_t", /*default=*/"1",
+           "Consumer warpgroups per block (1 or 2), 64 query rows each">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"64",
+           "Keys per K/V tile (64 or 128)">,
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "K/V tiles in the cp.async pipeline (2 to 4)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect", "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
 def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
   let summary = "Lower kernel-form fa.attention to a register-blocked, "
                 "vectorized CPU kernel";
@@ -253,7 +309,10 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
       rows); its f32 scratch buffers (`memref.alloca`, 64-byte aligned) sit
       before the loop, or with `parallel` in the loop body, where every
       OpenMP iteration gets its own (convert-scf-to-openmp wraps the body in
-      an alloca scope);
+      an alloca scope); with `parallel` and causality, iteration t takes
+      query tile t / 2 (t even) or T - 1 - t / 2 (t odd), so that the
+      contiguous chunks of the static OpenMP schedule pair light and heavy
+      tiles even when threads split a head;
     * per query tile, Q is packed transposed and pre-scaled (Q^T, f32),
       one query per vector lane;
     * per key/value tile (`block-kv` keys, only the tiles below
@@ -277,16 +336,29 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
     * the epilogue writes O = acc / l (O = 0 when l = 0) in the element
       type and LSE = m + log(l) (-inf when l = 0).
 
+    `block-q` and `block-kv` of 0 (the default) are chosen per op from the
+    L2 size per core (`l2-cache-size`, else the host's from sysconf or
+    /sys/devices/system/cpu/cpu0/cache, else 512 KiB): `block-q` is four
+    vectors (the register block of the S^T micro-kernel) unless Q^T and the
+    O accumulator would take more than a quarter of L2; `block-kv` is the
+    largest multiple of 16 in [16, 512] for which Q^T, the O accumulator,
+    the K and V tiles, S^T and the mask tile fit in half the L2 (64 x 512
+    at D = 64, 64 x 352 at D = 128 with 1 MiB).
+
     Functions not in kernel form are left for `fa-tile-attention` unless
     `require-kernel-form` is set.
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
            "f32 lanes per vector (16: AVX-512, 8: AVX2)">,
-    Option<"blockQ", "block-q", "int64_t", /*default=*/"64",
-           "Query rows per tile (a multiple of vector-width and pv-rows)">,
-    Option<"blockKV", "block-kv", "int64_t", /*default=*/"64",
-           "Keys per key/value tile">,
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"0",
+           "Query rows per tile (a multiple of vector-width and pv-rows; "
+           "0: automatic, from the cache sizes)">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
+           "Keys per key/value tile (0: automatic, from the cache sizes)">,
+    Option<"l2CacheSize", "l2-cache-size", "int64_t", /*default=*/"0",
+           "L2 cache per core in bytes the automatic tile sizes assume "
+           "(0: the host's, 512 KiB when unknown)">,
     Option<"keyRows", "key-rows", "int64_t", /*default=*/"6",
            "Keys per register block of the S micro-kernel">,
     Option<"pvRows", "pv-rows", "int64_t", /*default=*/"4",

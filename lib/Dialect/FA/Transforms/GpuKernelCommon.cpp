@@ -1,0 +1,460 @@
+//===- GpuKernelCommon.cpp - shared by the tensor-core kernels ------------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "GpuKernelCommon.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::fa;
+using namespace mlir::fa::gpukernel;
+
+//===----------------------------------------------------------------------===//
+// Pass-level helpers
+//===----------------------------------------------------------------------===//
+
+bool gpukernel::hasTensorCoreTypes(AttentionOp op, int64_t dimMultiple) {
+  auto qType = cast<RankedTensorType>(op.getQuery().getType());
+  auto kType = cast<RankedTensorType>(op.getKey().getType());
+  auto vType = cast<RankedTensorType>(op.getValue().getType());
+  Type elt = qType.getElementType();
+  if (!(elt.isF16() || elt.isBF16()) || kType.getElementType() != elt ||
+      vType.getElementType() != elt)
+    return false;
+  auto goodDim = [&](int64_t d) {
+    return !ShapedType::isDynamic(d) && d > 0 && d <= 256 &&
+           d % dimMultiple == 0;
+  };
+  if (!goodDim(qType.getDimSize(3)) || !goodDim(vType.getDimSize(3)))
+    return false;
+  Type oElt = cast<RankedTensorType>(op.getResult().getType()).getElementType();
+  return oElt.isF16() || oElt.isBF16() || oElt.isF32();
+}
+
+SmallVector<KernelCandidate>
+gpukernel::collectKernelCandidates(ModuleOp module,
+                                   function_ref<bool(AttentionOp)> eligible) {
+  SmallVector<KernelCandidate> work;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal() || !func.getBody().hasOneBlock())
+      continue;
+    SmallVector<AttentionOp> ops;
+    func.walk([&](AttentionOp op) { ops.push_back(op); });
+    // Anything but one eligible op in the kernel form is left to the other
+    // GPU paths (fa-promote-shared reports what it cannot handle).
+    if (ops.size() != 1 || !eligible(ops.front()))
+      continue;
+    FailureOr<KernelOperands> args = matchKernelForm(ops.front());
+    if (failed(args))
+      continue;
+    auto isArg = [&](Value v) {
+      auto arg = dyn_cast_or_null<BlockArgument>(v);
+      return !v || (arg && arg.getOwner() == &func.getBody().front());
+    };
+    if (!isArg(args->q) || !isArg(args->k) || !isArg(args->v) ||
+        !isArg(args->kvLens) || !isArg(args->mask) || !isArg(args->o) ||
+        !isArg(args->lse))
+      continue;
+    // Boolean masks as i1 or i8 (0 = masked), additive ones as f16, bf16
+    // or f32.
+    if (args->mask) {
+      Type m = cast<MemRefType>(args->mask.getType()).getElementType();
+      if (!(m.isInteger(1) || m.isInteger(8) || m.isF16() || m.isBF16() ||
+            m.isF32()))
+        continue;
+    }
+    work.push_back({func, ops.front(), *args});
+  }
+  return work;
+}
+
+void gpukernel::outlineKernel(
+    ModuleOp module, func::FuncOp func, AttentionOp op,
+    const KernelOperands &args, const KernelLaunch &launch,
+    function_ref<void(gpu::GPUFuncOp, const KernelOperands &)> buildBody) {
+  MLIRContext *ctx = module.getContext();
+  Location loc = func.getLoc();
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  UnitAttr::get(ctx));
+  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+  auto gpuModule =
+      gpu::GPUModuleOp::create(mb, loc, (func.getName() + "_kernels").str());
+  OpBuilder gb = OpBuilder::atBlockBegin(gpuModule.getBody());
+  auto kernel =
+      gpu::GPUFuncOp::create(gb, loc, func.getName(), func.getFunctionType());
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+  kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
+      ctx, {static_cast<int32_t>(launch.numThreads), 1, 1}));
+
+  // The kernel's parameters are the function's arguments, in order.
+  Block &entry = kernel.getBody().front();
+  auto remap = [&](Value v) -> Value {
+    if (!v)
+      return v;
+    return entry.getArgument(cast<BlockArgument>(v).getArgNumber());
+  };
+  KernelOperands kargs{remap(args.q),      remap(args.k),    remap(args.v),
+                       remap(args.kvLens), remap(args.mask), remap(args.o),
+                       remap(args.lse)};
+  buildBody(kernel, kargs);
+
+  int64_t numHeads =
+      cast<RankedTensorType>(op.getQuery().getType()).getDimSize(1);
+
+  // Host side: replace the body by the launch.
+  Block &body = func.getBody().front();
+  Operation *ret = body.getTerminator();
+  SmallVector<Operation *> toErase;
+  for (Operation &o : llvm::reverse(body.without_terminator()))
+    toErase.push_back(&o);
+  for (Operation *o : toErase)
+    o->erase();
+  OpBuilder hb(ret);
+  Value nq = memref::DimOp::create(hb, loc, args.q, 2);
+  Value batches = memref::DimOp::create(hb, loc, args.q, 0);
+  Value tiles = arith::CeilDivUIOp::create(
+      hb, loc, nq, arith::ConstantIndexOp::create(hb, loc, launch.blockQ));
+  Value heads = arith::ConstantIndexOp::create(hb, loc, numHeads);
+  Value one = arith::ConstantIndexOp::create(hb, loc, 1);
+  Value threads = arith::ConstantIndexOp::create(hb, loc, launch.numThreads);
+  Value smemBytes =
+      arith::ConstantIntOp::create(hb, loc, launch.sharedBytes, 32);
+  gpu::LaunchFuncOp::create(hb, loc, kernel,
+                            gpu::KernelDim3{tiles, heads, batches},
+                            gpu::KernelDim3{threads, one, one}, smemBytes,
+                            ValueRange(func.getArguments()));
+
+  SmallVector<NamedAttribute> entries;
+  for (auto &[name, value] : launch.configEntries)
+    entries.push_back(
+        NamedAttribute(StringAttr::get(ctx, name),
+                       IntegerAttr::get(IndexType::get(ctx), value)));
+  entries.push_back(
+      NamedAttribute(StringAttr::get(ctx, launch.flag), UnitAttr::get(ctx)));
+  func->setAttr(kConfigAttrName, DictionaryAttr::get(ctx, entries));
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel builder base
+//===----------------------------------------------------------------------===//
+
+AttentionKernelBuilder::AttentionKernelBuilder(AttentionOp op,
+                                               const KernelTiles &tiles)
+    : op(op), tiles(tiles), ctx(op.getContext()), loc(op.getLoc()) {
+  auto qType = cast<RankedTensorType>(op.getQuery().getType());
+  elt = qType.getElementType();
+  oElt = cast<RankedTensorType>(op.getResult().getType()).getElementType();
+  group = op.getGroupSize();
+  causal = op.getCausal();
+  scaleLog2 = op.getEffectiveScale() * static_cast<float>(M_LOG2E);
+}
+
+Value AttentionKernelBuilder::shuffleXor(Value v, int64_t offset) {
+  Value off = arith::ConstantIntOp::create(b, loc, offset, 32);
+  Value width = arith::ConstantIntOp::create(b, loc, kWarpSize, 32);
+  return gpu::ShuffleOp::create(b, loc, v, off, width, gpu::ShuffleMode::XOR)
+      .getShuffleResult();
+}
+
+Value AttentionKernelBuilder::ex2(Value x) {
+  return LLVM::CallIntrinsicOp::create(
+             b, loc, Type(b.getF32Type()),
+             b.getStringAttr("llvm.nvvm.ex2.approx.f32"), ValueRange{x})
+      .getResult(0);
+}
+
+Value AttentionKernelBuilder::rowIndex(int64_t r) {
+  return addC(add(add(q0, warpRow0), laneRow), 8 * r);
+}
+
+void AttentionKernelBuilder::emitThreadIds() {
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  lane = gpu::LaneIdOp::create(b, loc, /*upperBound=*/nullptr);
+  warp = arith::DivUIOp::create(b, loc, tid, cIdx(kWarpSize));
+}
+
+Value AttentionKernelBuilder::emitBlockIds() {
+  Value qTile = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  head = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  kvHead = group == 1
+               ? head
+               : Value(arith::DivUIOp::create(b, loc, head, cIdx(group)));
+  laneRow = arith::DivUIOp::create(b, loc, lane, cIdx(4));
+  laneQuad2 = mul(arith::RemUIOp::create(b, loc, lane, cIdx(4)), cIdx(2));
+  return qTile;
+}
+
+void AttentionKernelBuilder::emitKeyRange(Value qTile) {
+  nq = memref::DimOp::create(b, loc, args.q, 2);
+  nk = memref::DimOp::create(b, loc, args.k, 2);
+  q0 = mul(qTile, cIdx(tiles.blockQ));
+  Value qRows = arith::MinSIOp::create(b, loc, cIdx(tiles.blockQ),
+                                       arith::SubIOp::create(b, loc, nq, q0));
+  diag = causal == CausalKind::bottom_right
+             ? Value(arith::SubIOp::create(b, loc, nk, nq))
+             : cIdx(0);
+  Value zero = zeroIdx = cIdx(0);
+  kvEnd = nk;
+  if (args.kvLens) {
+    Value len = memref::LoadOp::create(b, loc, args.kvLens, ValueRange{batch});
+    Value lenIdx = arith::IndexCastOp::create(b, loc, b.getIndexType(), len);
+    kvEnd = arith::MinSIOp::create(
+        b, loc, arith::MaxSIOp::create(b, loc, lenIdx, zero), kvEnd);
+  }
+  if (causal != CausalKind::none) {
+    // Causally excluded tiles are never visited.
+    Value end = add(add(q0, qRows), diag);
+    kvEnd = arith::MinSIOp::create(
+        b, loc, arith::MaxSIOp::create(b, loc, end, zero), kvEnd);
+  }
+  numKV = arith::CeilDivUIOp::create(b, loc, kvEnd, cIdx(tiles.blockKV));
+}
+
+Value AttentionKernelBuilder::tileCrossesBlockDiagonal(Value k0) {
+  return cmp(arith::CmpIPredicate::sgt, addC(k0, tiles.blockKV - 1),
+             add(q0, diag));
+}
+
+Value AttentionKernelBuilder::ifElseFalse(Value cond,
+                                          function_ref<Value()> thenValue) {
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, cond,
+                                /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  scf::YieldOp::create(b, loc, thenValue());
+  b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+  scf::YieldOp::create(b, loc,
+                       ValueRange{arith::ConstantIntOp::create(b, loc, 0, 1)});
+  return ifOp.getResult(0);
+}
+
+AttentionKernelBuilder::ScoreMask AttentionKernelBuilder::beginScoreMask() {
+  ScoreMask m;
+  m.ninf = cF32(-std::numeric_limits<float>::infinity());
+  Value rowQ[2] = {add(add(q0, warpRow0), laneRow),
+                   addC(add(add(q0, warpRow0), laneRow), 8)};
+  if (causal != CausalKind::none)
+    for (int r = 0; r < 2; ++r)
+      m.limit[r] = add(rowQ[r], diag);
+  if (args.mask) {
+    auto mType = cast<MemRefType>(args.mask.getType());
+    m.maskElt = mType.getElementType();
+    Value lastRow = arith::SubIOp::create(b, loc, nq, cIdx(1));
+    for (int r = 0; r < 2; ++r)
+      m.maskRow[r] = arith::MinSIOp::create(b, loc, rowQ[r], lastRow);
+    m.lastKey = arith::SubIOp::create(b, loc, nk, cIdx(1));
+    m.mb = mType.getDimSize(0) == 1 ? cIdx(0) : batch;
+    m.mh = mType.getDimSize(1) == 1 ? cIdx(0) : head;
+  }
+  return m;
+}
+
+Value AttentionKernelBuilder::maskScore(const ScoreMask &sm, Value v, Value key,
+                                        int64_t r) {
+  Value valid = cmp(arith::CmpIPredicate::slt, key, kvEnd);
+  if (causal != CausalKind::none)
+    valid = arith::AndIOp::create(
+        b, loc, valid, cmp(arith::CmpIPredicate::sle, key, sm.limit[r]));
+  if (args.mask) {
+    Type maskElt = sm.maskElt;
+    Value keyC = arith::MinSIOp::create(b, loc, key, sm.lastKey);
+    Value m = memref::LoadOp::create(
+        b, loc, args.mask, ValueRange{sm.mb, sm.mh, sm.maskRow[r], keyC});
+    if (maskElt.isInteger(1)) {
+      valid = arith::AndIOp::create(b, loc, valid, m);
+    } else if (maskElt.isInteger(8)) {
+      Value z = arith::ConstantOp::create(b, loc, b.getIntegerAttr(maskElt, 0));
+      valid = arith::AndIOp::create(
+          b, loc, valid,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, m, z));
+    } else {
+      if (!maskElt.isF32())
+        m = arith::ExtFOp::create(b, loc, b.getF32Type(), m);
+      v = arith::AddFOp::create(
+          b, loc, v,
+          arith::MulFOp::create(b, loc, m, cF32(static_cast<float>(M_LOG2E))));
+    }
+  }
+  return arith::SelectOp::create(b, loc, valid, v, sm.ninf);
+}
+
+SmallVector<Value>
+AttentionKernelBuilder::maskScoresWhereNeeded(SmallVector<Value> x, Value k0) {
+  if (args.mask)
+    return maskScores(x, k0);
+  // Only the tile holding kv_end and the tiles crossing the causal
+  // diagonal of this warp's rows need masking.
+  Value tileEnd = addC(k0, tiles.blockKV);
+  Value need = cmp(arith::CmpIPredicate::sgt, tileEnd, kvEnd);
+  if (causal != CausalKind::none) {
+    Value firstRowLimit = add(add(q0, warpRow0), diag);
+    need =
+        arith::OrIOp::create(b, loc, need,
+                             cmp(arith::CmpIPredicate::sgt,
+                                 addC(k0, tiles.blockKV - 1), firstRowLimit));
+  }
+  SmallVector<Type> types =
+      llvm::to_vector(llvm::map_range(x, [](Value v) { return v.getType(); }));
+  auto ifOp = scf::IfOp::create(b, loc, types, need, /*withElse=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    scf::YieldOp::create(b, loc, maskScores(x, k0));
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    scf::YieldOp::create(b, loc, x);
+  }
+  x.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  return x;
+}
+
+void AttentionKernelBuilder::updateRowMax(Value mx, Value mOld, Value ninf,
+                                          Value zeroF, Value &mNew, Value &mUse,
+                                          Value &alpha) {
+  mx = arith::MaximumFOp::create(b, loc, mx, shuffleXor(mx, 1));
+  mx = arith::MaximumFOp::create(b, loc, mx, shuffleXor(mx, 2));
+  mNew = arith::MaximumFOp::create(b, loc, mOld, mx);
+  // An all-masked row so far keeps m = -inf: exp2 against 0 instead.
+  Value isInf =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, ninf);
+  mUse = arith::SelectOp::create(b, loc, isInf, zeroF, mNew);
+  alpha = ex2(arith::SubFOp::create(b, loc, mOld, mUse));
+}
+
+std::pair<Value, Value>
+AttentionKernelBuilder::clampCopyRow(Value row0, Value r, Value rowEnd,
+                                     Value last, Value eight, Value zero) {
+  Value row = add(row0, r);
+  Value inside = cmp(arith::CmpIPredicate::slt, row, rowEnd);
+  // Every address stays inside the tensor; rows past the end read 0
+  // bytes and are zero-filled.
+  Value rowC = arith::MinSIOp::create(b, loc, row, last);
+  Value nsrc = arith::SelectOp::create(b, loc, inside, eight, zero);
+  return {rowC, nsrc};
+}
+
+Value AttentionKernelBuilder::copyChunk(Value dst, ValueRange dstIdx, Value src,
+                                        Value srcHead, Value row, Value col,
+                                        Value bytes) {
+  auto copy = nvgpu::DeviceAsyncCopyOp::create(
+      b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), dst, dstIdx, src,
+      ValueRange{batch, srcHead, row, col}, b.getIndexAttr(8), bytes,
+      b.getUnitAttr());
+  return copy.getAsyncToken();
+}
+
+Value AttentionKernelBuilder::copyKVTile(Value j, Value slot,
+                                         SmallVector<Value> extraTokens) {
+  Value k0 = mul(j, cIdx(tiles.blockKV));
+  SmallVector<Value> tokens = std::move(extraTokens);
+  copyTile(args.k, kvHead, k0, kvEnd, tiles.blockKV, tiles.headDim, ks, slot,
+           tokens);
+  copyTile(args.v, kvHead, k0, kvEnd, tiles.blockKV, tiles.valueDim, vs, slot,
+           tokens);
+  return nvgpu::DeviceAsyncCreateGroupOp::create(
+      b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), tokens);
+}
+
+ValueRange AttentionKernelBuilder::emitMainLoop(ValueRange init) {
+  SmallVector<Type> stateTypes = llvm::to_vector(
+      llvm::map_range(init, [](Value v) { return v.getType(); }));
+  Value any = cmp(arith::CmpIPredicate::sgt, numKV, zeroIdx);
+  auto work = scf::IfOp::create(b, loc, stateTypes, any, /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&work.getElseRegion().front());
+  scf::YieldOp::create(b, loc, init);
+
+  b.setInsertionPointToStart(&work.getThenRegion().front());
+  // Prologue: Q with K/V tile 0 as one group, then tiles 1 .. stages - 2.
+  SmallVector<Value> qTokens;
+  copyTile(args.q, head, q0, nq, tiles.blockQ, tiles.headDim, qs, ValueRange{},
+           qTokens);
+  Value first = copyKVTile(cIdx(0), cIdx(0), qTokens);
+  for (int64_t st = 1; st < tiles.stages - 1; ++st)
+    copyKVTile(cIdx(st), cIdx(st));
+
+  auto loop = scf::ForOp::create(
+      b, loc, zeroIdx, numKV, cIdx(1), init,
+      [&](OpBuilder &lb, Location, Value j, ValueRange state) {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+        // Tile j has landed (this thread's copies), then every thread's
+        // copies are visible and every warp is done with tile j - 1,
+        // whose slot the next copy overwrites.
+        nvgpu::DeviceAsyncWaitOp::create(b, loc, first,
+                                         b.getI32IntegerAttr(tiles.stages - 2));
+        Value fromBarrier = beforeTileBarrier(j);
+        gpu::BarrierOp::create(b, loc);
+        Value ahead = addC(j, tiles.stages - 1);
+        copyKVTile(ahead,
+                   arith::RemUIOp::create(b, loc, ahead, cIdx(tiles.stages)));
+        SmallVector<Value> next = tileUpdate(j, state, fromBarrier);
+        scf::YieldOp::create(b, loc, next);
+      });
+  // Drain the (zero-filling) copies still in flight.
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, first, b.getI32IntegerAttr(0));
+  scf::YieldOp::create(b, loc, loop.getResults());
+  return work.getResults();
+}
+
+void AttentionKernelBuilder::reduceRowSums(Value (&l)[2], Value (&empty)[2],
+                                           Value (&inv)[2]) {
+  Value zeroF = cF32(0.0f), oneF = cF32(1.0f);
+  for (int r = 0; r < 2; ++r) {
+    l[r] = arith::AddFOp::create(b, loc, l[r], shuffleXor(l[r], 1));
+    l[r] = arith::AddFOp::create(b, loc, l[r], shuffleXor(l[r], 2));
+    // A row without any attended key: O = 0 exactly.
+    empty[r] =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l[r], zeroF);
+    inv[r] = arith::SelectOp::create(b, loc, empty[r], zeroF,
+                                     arith::DivFOp::create(b, loc, oneF, l[r]));
+  }
+}
+
+AttentionKernelBuilder::OutputRow
+AttentionKernelBuilder::beginOutputRow(int64_t r, Value m, Value l,
+                                       Value empty) {
+  OutputRow out;
+  out.row = rowIndex(r);
+  out.inRows = cmp(arith::CmpIPredicate::slt, out.row, nq);
+  if (args.lse) {
+    // LSE = ln 2 * (m + log2 l), natural log; -inf for an empty row.
+    Value lg = LLVM::CallIntrinsicOp::create(
+                   b, loc, Type(b.getF32Type()),
+                   b.getStringAttr("llvm.nvvm.lg2.approx.f"), ValueRange{l})
+                   .getResult(0);
+    Value lse =
+        arith::MulFOp::create(b, loc, arith::AddFOp::create(b, loc, m, lg),
+                              cF32(static_cast<float>(M_LN2)));
+    out.lse = arith::SelectOp::create(
+        b, loc, empty, cF32(-std::numeric_limits<float>::infinity()), lse);
+  }
+  return out;
+}
+
+void AttentionKernelBuilder::storeOutputRow(const OutputRow &row,
+                                            Value quadLead,
+                                            function_ref<void()> storeO) {
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, row.inRows,
+                                /*withElse=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  storeO();
+  if (args.lse) {
+    auto lseIf = scf::IfOp::create(b, loc, TypeRange{}, quadLead,
+                                   /*withElse=*/false);
+    b.setInsertionPointToStart(&lseIf.getThenRegion().front());
+    memref::StoreOp::create(b, loc, row.lse, args.lse,
+                            ValueRange{batch, head, row.row});
+  }
+}

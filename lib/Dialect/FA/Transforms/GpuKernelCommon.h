@@ -1,0 +1,212 @@
+//===- GpuKernelCommon.h - shared by the tensor-core kernels ----*- C++ -*-===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// What fa-map-to-tensor-cores (mma.sync) and fa-map-to-wgmma (Hopper wgmma)
+// have in common: the selection of the kernel functions, the host-side
+// launch, and a kernel builder base class with the block coordinates, the
+// key range of a block, the score masks, the online-softmax row maximum, the
+// K/V copy pipeline and the O/LSE stores. Both kernels give a thread two
+// query rows, lane / 4 and lane / 4 + 8 of its warp's 16, and the 4 lanes of
+// a quad share a row.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_LIB_DIALECT_FA_TRANSFORMS_GPUKERNELCOMMON_H
+#define FA_LIB_DIALECT_FA_TRANSFORMS_GPUKERNELCOMMON_H
+
+#include "GpuKernelUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <tuple>
+#include <utility>
+
+namespace mlir {
+namespace fa {
+namespace gpukernel {
+
+//===----------------------------------------------------------------------===//
+// Pass-level helpers
+//===----------------------------------------------------------------------===//
+
+/// Whether `op` has the types of a tensor-core kernel: f16/bf16 Q, K, V of
+/// one element type, static head dims multiples of `dimMultiple` up to 256,
+/// an f16/bf16/f32 output.
+bool hasTensorCoreTypes(AttentionOp op, int64_t dimMultiple);
+
+/// A kernel function the tensor-core passes rewrite, its attention op and
+/// its memrefs.
+using KernelCandidate = std::tuple<func::FuncOp, AttentionOp, KernelOperands>;
+
+/// The functions of `module` that hold exactly one attention op accepted by
+/// `eligible`, in the kernel form, whose memrefs are all function arguments
+/// and whose mask (if any) is i1, i8 (0 = masked), f16, bf16 or f32.
+SmallVector<KernelCandidate>
+collectKernelCandidates(ModuleOp module,
+                        function_ref<bool(AttentionOp)> eligible);
+
+/// Launch geometry and the `fa.gpu_config` entries of one kernel.
+struct KernelLaunch {
+  /// Query rows per block (blocks: ceil(Nq / blockQ) x heads x batches).
+  int64_t blockQ;
+  int64_t numThreads;
+  int64_t sharedBytes;
+  /// Index entries of the config attribute, then `flag` as a unit entry.
+  SmallVector<std::pair<StringRef, int64_t>> configEntries;
+  StringRef flag;
+};
+
+/// Moves `func` into a gpu.module kernel: creates the gpu.func (same
+/// signature, the known block size), lets `buildBody` emit its body from its
+/// remapped memrefs, replaces the body of `func` by the launch and records
+/// the configuration on `func`.
+void outlineKernel(
+    ModuleOp module, func::FuncOp func, AttentionOp op,
+    const KernelOperands &args, const KernelLaunch &launch,
+    function_ref<void(gpu::GPUFuncOp, const KernelOperands &)> buildBody);
+
+//===----------------------------------------------------------------------===//
+// Kernel builder base
+//===----------------------------------------------------------------------===//
+
+/// The sizes of a kernel the shared parts of the builders need.
+struct KernelTiles {
+  int64_t blockQ, blockKV, stages, headDim, valueDim, numThreads;
+};
+
+/// State and emitters shared by the tensor-core kernel builders.
+class AttentionKernelBuilder {
+public:
+  AttentionKernelBuilder(AttentionOp op, const KernelTiles &tiles);
+  virtual ~AttentionKernelBuilder() = default;
+
+protected:
+  // Small helpers.
+  Value cIdx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value cF32(float v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value addC(Value x, int64_t c) { return c == 0 ? x : add(x, cIdx(c)); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value shuffleXor(Value v, int64_t offset);
+  /// exp2 of an f32 as the NVVM intrinsic ex2.approx.f32 (no libdevice).
+  Value ex2(Value x);
+  /// Query row `r` (0 or 1) of the thread: q0 + 16 warp + lane / 4 + 8 r.
+  Value rowIndex(int64_t r);
+
+  /// Emits tid, lane and warp.
+  void emitThreadIds();
+  /// Emits batch, head, kvHead, laneRow and laneQuad2; returns the query
+  /// tile index.
+  Value emitBlockIds();
+  /// Emits nq, nk, q0, diag, kvEnd (key lengths and causality applied) and
+  /// numKV for the query tile `qTile`; zeroIdx is its index 0.
+  void emitKeyRange(Value qTile);
+  /// Whether the tile from key `k0` crosses the causal diagonal of the
+  /// block's first row.
+  Value tileCrossesBlockDiagonal(Value k0);
+  /// An i1 scf.if on `cond`: `thenValue()`, else false.
+  Value ifElseFalse(Value cond, function_ref<Value()> thenValue);
+
+  /// What the masking of one tile's scores reads, computed once per tile.
+  struct ScoreMask {
+    Value ninf;
+    Value limit[2], maskRow[2], mb, mh, lastKey;
+    Type maskElt;
+  };
+  ScoreMask beginScoreMask();
+  /// The masked log2-domain score `v` of row `r` of the thread and `key`.
+  Value maskScore(const ScoreMask &m, Value v, Value key, int64_t r);
+  /// Applies key lengths, causality and the user mask to the scaled scores
+  /// `x` of the tile starting at key `k0`.
+  virtual SmallVector<Value> maskScores(ArrayRef<Value> x, Value k0) = 0;
+  /// maskScores where the tile needs it: always with a user mask, else only
+  /// on the tile holding kv_end and the tiles crossing the causal diagonal
+  /// of this warp's rows.
+  SmallVector<Value> maskScoresWhereNeeded(SmallVector<Value> x, Value k0);
+
+  /// Online softmax of a row from the thread's maximum `mx` of its scores:
+  /// the new row maximum over the quad and the previous one, the maximum
+  /// exp2 is taken against (0 for a row still at -inf) and the rescaling
+  /// of the old state.
+  void updateRowMax(Value mx, Value mOld, Value ninf, Value zeroF, Value &mNew,
+                    Value &mUse, Value &alpha);
+
+  /// Issues the cp.async copies of rows [row0, row0 + rows) of
+  /// `src[batch, srcHead, :, :]` (`width` columns) into `dst[prefix...]`,
+  /// zero-filling rows at or past `rowEnd` (>= 1).
+  virtual void copyTile(Value src, Value srcHead, Value row0, Value rowEnd,
+                        int64_t rows, int64_t width, Value dst,
+                        ValueRange prefix, SmallVectorImpl<Value> &tokens) = 0;
+  /// Row `row0 + r` clamped into the source and the bytes to read of it
+  /// (8 or 0: rows past the end are zero-filled).
+  std::pair<Value, Value> clampCopyRow(Value row0, Value r, Value rowEnd,
+                                       Value last, Value eight, Value zero);
+  /// One 16-byte cp.async of `src[batch, srcHead, row, col]`; returns its
+  /// token.
+  Value copyChunk(Value dst, ValueRange dstIdx, Value src, Value srcHead,
+                  Value row, Value col, Value bytes);
+  /// Copies K/V tile `j` into slot `slot` and commits them as one group.
+  Value copyKVTile(Value j, Value slot, SmallVector<Value> extraTokens = {});
+
+  /// Before the barrier of tile `j` in the loop: returns a block-uniform
+  /// value for tileUpdate (null by default).
+  virtual Value beforeTileBarrier(Value j) { return Value(); }
+  /// One KV tile: the loop body. Returns the new state.
+  virtual SmallVector<Value> tileUpdate(Value j, ValueRange state,
+                                        Value fromBarrier) = 0;
+  /// The pipelined K/V loop from `init` (the state of a block without
+  /// keys): Q with tile 0 as one group, tiles 1 .. stages - 2, then per tile
+  /// the wait, the barrier, the next copy and tileUpdate. Returns the final
+  /// state.
+  ValueRange emitMainLoop(ValueRange init);
+
+  /// Sums the thread's row sums `l` over the quad; `empty`: rows without
+  /// any attended key, `inv`: 1 / l (0 for empty rows).
+  void reduceRowSums(Value (&l)[2], Value (&empty)[2], Value (&inv)[2]);
+  /// Row `r` of the output: its index, whether it is below Nq, its LSE
+  /// (null without one).
+  struct OutputRow {
+    Value row, inRows, lse;
+  };
+  OutputRow beginOutputRow(int64_t r, Value m, Value l, Value empty);
+  /// For a row below Nq: `storeO()`, then the LSE from the quad's lead lane.
+  void storeOutputRow(const OutputRow &row, Value quadLead,
+                      function_ref<void()> storeO);
+
+  AttentionOp op;
+  KernelTiles tiles;
+  MLIRContext *ctx;
+  Location loc;
+  OpBuilder b{op.getContext()};
+  Type elt, oElt;
+  int64_t group;
+  CausalKind causal;
+  float scaleLog2;
+  KernelOperands args;
+
+  // Per-block values.
+  Value tid, lane, warp, batch, head, kvHead, q0, nq, nk, diag, kvEnd, numKV;
+  Value zeroIdx;
+  Value qs, ks, vs;
+  // Per-lane fragment coordinates.
+  Value laneRow, laneQuad2, warpRow0;
+};
+
+} // namespace gpukernel
+} // namespace fa
+} // namespace mlir
+
+#endif // FA_LIB_DIALECT_FA_TRANSFORMS_GPUKERNELCOMMON_H
