@@ -13,7 +13,10 @@ tiled path (`--cpu-kernel tiled`, when this fa-run has the flag) and the
 GPU-shaped promoted form; `--reference` (our naive lowering) for N <=
 --ref-max-n.
 
-Every configuration is f32, B = 1, random normal inputs; every output (ours,
+Every configuration is f32 (or f16 with --dtype f16: fa-run takes float16
+.npy inputs; NumPy then runs in float32 on the same rounded values, torch in
+float16; bf16, which .npy cannot hold, is in bench_tiles.py), B = 1, random
+normal inputs; every output (ours,
 NumPy, torch) is checked against a float64 NumPy reference on sampled query
 rows (relative Frobenius error < 1e-4) and the run aborts on a mismatch.
 Times are the best of --repeats runs (one from --big-n on); `fa-run` times
@@ -113,11 +116,16 @@ def rel_err(x, ref):
     return float(np.linalg.norm(x.astype(np.float64) - ref) / np.linalg.norm(ref))
 
 
-def check(what, x, ref):
+def check(what, x, ref, tol=None):
+    tol = tol or TOL
     err = rel_err(x, ref)
-    if not np.isfinite(err) or err >= TOL:
-        sys.exit(f"MISMATCH: {what}: relative error {err:.2e} >= {TOL:g}")
+    if not np.isfinite(err) or err >= tol:
+        sys.exit(f"MISMATCH: {what}: relative error {err:.2e} >= {tol:g}")
     return err
+
+
+# Relative error bound of the f16 outputs (f16 rounding of O is ~5e-4).
+TOL_F16 = 1e-2
 
 
 # ---------------------------------------------------------------- attention
@@ -226,6 +234,7 @@ def bench_attention(args, tmp, torch, log):
         log("note: this fa-run has no --cpu-kernel flag: the old tiled path is not measured")
     omp_env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     one_env = dict(os.environ, OMP_NUM_THREADS="1")
+    in_dtype = np.float16 if args.dtype == "f16" else np.float32
     for d in args.d:
         for n in args.n:
             for causal in args.causal:
@@ -234,14 +243,16 @@ def bench_attention(args, tmp, torch, log):
                 reps = 1 if n >= args.big_n else args.repeats
                 gflop = 4 * h * n * n * d / 1e9 / (2 if is_causal else 1)
                 rng = np.random.default_rng(1000 * n + d)
-                q, k, v = (rng.standard_normal((1, h, n, d), dtype=np.float32) for _ in range(3))
+                q, k, v = (rng.standard_normal((1, h, n, d), dtype=np.float32).astype(in_dtype)
+                           for _ in range(3))
+                tol = TOL if in_dtype == np.float32 else TOL_F16
                 paths = {x: os.path.join(tmp, x + ".npy") for x in "qkvo"}
                 for x, a in zip("qkv", (q, k, v)):
                     np.save(paths[x], a)
                 sel = sample_rows(n)
                 ref = reference_f64(q[0], k[0], v[0], is_causal, sel)
                 scale = np.float32(1 / np.sqrt(d))
-                r = dict(n=n, d=d, causal=causal, gflop=gflop, reps=reps)
+                r = dict(n=n, d=d, causal=causal, gflop=gflop, reps=reps, dtype=args.dtype)
 
                 base = [args.fa_run, "attention", "--q", paths["q"], "--k", paths["k"], "--v",
                         paths["v"], "-o", paths["o"], "--causal", causal, "--time", "--quiet"]
@@ -253,7 +264,7 @@ def bench_attention(args, tmp, torch, log):
                         continue
                     ms, comp, rss, o = run_fa(base + extra, paths["o"], reps,
                                               omp_env if par else one_env)
-                    err = check(f"fa-run {key} N={n} D={d} causal={causal}", o[0][:, sel], ref)
+                    err = check(f"fa-run {key} N={n} D={d} causal={causal}", o[0][:, sel], ref, tol)
                     r[key], r[key + "_compile"], r[key + "_rss"], r[key + "_err"] = ms, comp, rss, err
 
                 r["s_mib"] = h * n * n * 4 / 2**20
@@ -262,9 +273,9 @@ def bench_attention(args, tmp, torch, log):
                     bias = None
                     if is_causal:
                         bias = np.where(causal_keep(n), 0, -np.inf).astype(np.float32)
-                    qh, kh, vh = q[0], k[0], v[0]
+                    qh, kh, vh = (x[0].astype(np.float32) for x in (q, k, v))
                     o = numpy_unfused(qh, kh, vh, scale, bias)  # warm-up, and checked
-                    r["numpy_err"] = check(f"numpy unfused N={n} D={d}", o[:, sel], ref)
+                    r["numpy_err"] = check(f"numpy unfused N={n} D={d}", o[:, sel], ref, tol)
                     del o
                     # NumPy is cheap next to ours: at least 3 runs against scheduling noise.
                     r["numpy"] = best_time(lambda: numpy_unfused(qh, kh, vh, scale, bias),
@@ -282,7 +293,7 @@ def bench_attention(args, tmp, torch, log):
                     with torch.no_grad():
                         fn = lambda: F.scaled_dot_product_attention(tq, tk, tv, is_causal=is_causal)
                         to = fn().numpy()
-                        check(f"torch SDPA N={n} D={d}", to[0][:, sel], ref)
+                        check(f"torch SDPA N={n} D={d}", to[0][:, sel], ref, tol)
                         r["torch"] = best_time(fn, max(reps, 3))
 
                 rows.append(r)
@@ -354,7 +365,7 @@ def plot(rows, path, torch_ok, threads, log):
             ax.set_xscale("log", base=2)
             ax.set_xlabel("N (queries = keys)")
             ax.set_ylabel("GFLOP/s")
-            ax.set_title(f"f32 attention, D = {d}, causal = {c}")
+            ax.set_title(f"{rows[0]['dtype']} attention, D = {d}, causal = {c}")
             ax.grid(True, alpha=0.3)
             ax.legend(fontsize=8)
     fig.tight_layout()
@@ -452,6 +463,8 @@ def main():
     ap.add_argument("--causal", nargs="+", default=["none", "bottom-right"],
                     choices=["none", "top-left", "bottom-right"])
     ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--dtype", choices=["f32", "f16"], default="f32",
+                    help="input/output element type of the attention (bf16: bench_tiles.py)")
     ap.add_argument("--threads", type=int, default=os.cpu_count(),
                     help="OpenMP threads of `fa-run --parallel` and torch's threads")
     ap.add_argument("--repeats", type=int, default=3)
@@ -520,11 +533,12 @@ def main():
            f"{sg1:.1f} GFLOP/s on one thread (the better of before the sweep: {sg_start:.1f} / "
            f"{sg1_start:.1f}, and after: {sg_end:.1f} / {sg1_end:.1f}).",
            "",
-           f"Attention, f32, B = 1, H = {args.heads}; time in ms (GFLOP/s in parentheses), best of "
+           f"Attention, {args.dtype}" + (" (NumPy in float32 on the same values)" if args.dtype != "f32" else "")
+           + f", B = 1, H = {args.heads}; time in ms (GFLOP/s in parentheses), best of "
            f"{args.repeats} (1 from N = {args.big_n}; NumPy and torch at least 3). \"Best ours\" is the "
            f"faster of the vector kernel on 1 and on {args.threads} OpenMP threads; a ratio above 1× "
            "means ours is faster. Every output (ours, NumPy, torch) is within "
-           f"{TOL:g} (relative) of a float64 reference on sampled query rows.",
+           f"{TOL if args.dtype == 'f32' else TOL_F16:g} (relative) of a float64 reference on sampled query rows.",
            ""]
     out += attention_table(rows, torch_ok, args.threads)
     if plot_path:

@@ -1,9 +1,17 @@
 // RUN: fa-opt %s -split-input-file -fa-cpu-attention="require-kernel-form=true" -verify-diagnostics
 // RUN: not fa-opt %s -split-input-file -fa-cpu-attention="block-q=40" 2>&1 | FileCheck %s --check-prefix=BQ
+// RUN: not fa-opt %s -split-input-file -fa-cpu-attention="block-q=-16" 2>&1 | FileCheck %s --check-prefix=BQNEG
 // RUN: not fa-opt %s -split-input-file -fa-cpu-attention="key-rows=0" 2>&1 | FileCheck %s --check-prefix=ROWS
+// RUN: not fa-opt %s -split-input-file -fa-cpu-attention="block-kv=-64" 2>&1 | FileCheck %s --check-prefix=BKV
+// RUN: not fa-opt %s -split-input-file -fa-cpu-attention="l2-cache-size=-1" 2>&1 | FileCheck %s --check-prefix=L2
+// RUN: not fa-opt %s -split-input-file -fa-lower-to-cpu="cpu-block-q=24" 2>&1 | FileCheck %s --check-prefix=PIPE
 
-// BQ: error: fa-cpu-attention: block-q must be a positive multiple of vector-width (16) and of pv-rows (4), got 40
-// ROWS: error: fa-cpu-attention: vector-width, block-kv, key-rows, pv-rows and pv-vectors must be positive
+// BQ: error: fa-cpu-attention: block-q must be 0 (automatic) or a positive multiple of vector-width (16) and of pv-rows (4), got 40
+// BQNEG: error: fa-cpu-attention: block-q must be 0 (automatic) or a positive multiple of vector-width (16) and of pv-rows (4), got -16
+// ROWS: error: fa-cpu-attention: vector-width, key-rows, pv-rows and pv-vectors must be positive
+// BKV: error: fa-cpu-attention: block-kv and l2-cache-size must not be negative (0: automatic), got -64 and 0
+// L2: error: fa-cpu-attention: block-kv and l2-cache-size must not be negative (0: automatic), got 0 and -1
+// PIPE: error: fa-cpu-attention: block-q must be 0 (automatic) or a positive multiple of vector-width (16) and of pv-rows (4), got 24
 
 // Tensor arguments are not the kernel form.
 func.func @tensors(%q: tensor<1x1x8x16xf32>, %k: tensor<1x1x8x16xf32>, %v: tensor<1x1x8x16xf32>, %o: tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32> {

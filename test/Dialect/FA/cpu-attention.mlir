@@ -1,6 +1,6 @@
-// RUN: fa-opt %s -split-input-file -fa-cpu-attention -verify-diagnostics | FileCheck %s
-// RUN: fa-opt %s -split-input-file -fa-cpu-attention="parallel=true" -verify-diagnostics | FileCheck %s --check-prefix=PAR
-// RUN: fa-opt %s -split-input-file -fa-cpu-attention="vector-width=8 block-q=32 key-rows=3 pv-rows=4 pv-vectors=2" -verify-diagnostics | FileCheck %s --check-prefix=AVX2
+// RUN: fa-opt %s -split-input-file -fa-cpu-attention="block-q=64 block-kv=64" -verify-diagnostics | FileCheck %s
+// RUN: fa-opt %s -split-input-file -fa-cpu-attention="parallel=true block-q=64 block-kv=64" -verify-diagnostics | FileCheck %s --check-prefix=PAR
+// RUN: fa-opt %s -split-input-file -fa-cpu-attention="vector-width=8 block-q=32 block-kv=64 key-rows=3 pv-rows=4 pv-vectors=2" -verify-diagnostics | FileCheck %s --check-prefix=AVX2
 
 // A kernel function with f16 inputs, GQA (Hq = 4, Hkv = 2), key lengths, a
 // boolean mask (i8 bytes, as fa-run passes it), bottom-right causality,
@@ -181,6 +181,9 @@ func.func @kernel(%q: memref<?x4x?x40xf16>, %k: memref<?x2x?x40xf16>, %v: memref
 //   CHECK-NOT:       arith.select
 //       CHECK:       scf.yield
 //       CHECK:   vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<16xf32>, memref<1x2x?x32xf32>
+// Without causality the query tiles keep their order under parallel=true.
+// PAR-LABEL: func.func @plain
+//   PAR-NOT:   arith.remui
 func.func @plain(%q: memref<1x2x?x32xf32>, %k: memref<1x2x?x32xf32>, %v: memref<1x2x?x32xf32>, %o: memref<1x2x?x32xf32>) {
   %qt = bufferization.to_tensor %q restrict : memref<1x2x?x32xf32> to tensor<1x2x?x32xf32>
   %kt = bufferization.to_tensor %k restrict : memref<1x2x?x32xf32> to tensor<1x2x?x32xf32>
@@ -224,6 +227,20 @@ func.func @tensors(%q: tensor<1x1x8x16xf32>, %k: tensor<1x1x8x16xf32>, %v: tenso
 //       CHECK:       scf.for {{.*}} -> (vector<16xf32>
 //   CHECK-NOT:         arith.select
 //       CHECK:         scf.yield
+// With parallel=true, iteration t of the forall takes query tile t / 2
+// when t is even and T - 1 - t / 2 when odd, so that the contiguous chunks
+// of a static OpenMP schedule pair light and heavy causal tiles.
+// PAR-LABEL: func.func @causal
+//       PAR:   %[[T:.*]] = arith.ceildivui %{{.*}}, %c64
+//       PAR:   scf.forall (%{{.*}}, %{{.*}}, %[[IT:.*]]) in (%{{.*}}, 2, %[[T]]) {
+//       PAR:     %[[HALF:.*]] = arith.divui %[[IT]], %c2
+//       PAR:     %[[REM:.*]] = arith.remui %[[IT]], %c2
+//       PAR:     %[[REMI:.*]] = arith.index_castui %[[REM]] : index to i64
+//       PAR:     %[[ODD:.*]] = arith.trunci %[[REMI]] : i64 to i1
+//       PAR:     %[[LAST:.*]] = arith.subi %[[T]], %c1
+//       PAR:     %[[MIRROR:.*]] = arith.subi %[[LAST]], %[[HALF]]
+//       PAR:     %[[TILE:.*]] = arith.select %[[ODD]], %[[MIRROR]], %[[HALF]]
+//       PAR:     arith.muli %[[TILE]], %c64
 func.func @causal(%q: memref<1x2x?x32xf32>, %k: memref<1x2x?x32xf32>, %v: memref<1x2x?x32xf32>, %o: memref<1x2x?x32xf32>) {
   %qt = bufferization.to_tensor %q restrict : memref<1x2x?x32xf32> to tensor<1x2x?x32xf32>
   %kt = bufferization.to_tensor %k restrict : memref<1x2x?x32xf32> to tensor<1x2x?x32xf32>

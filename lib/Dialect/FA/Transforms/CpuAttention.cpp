@@ -33,7 +33,11 @@
 #include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "llvm/Support/MemoryBuffer.h"
+
 #include <limits>
+#include <numeric>
+#include <unistd.h> // sysconf
 
 namespace mlir {
 namespace fa {
@@ -200,7 +204,7 @@ private:
        maskBroadcastsHeads = false;
 
   // Per tile.
-  Value batch, head, kvHead, q0, qRows, nq, nk, diagOffset, kvEnd;
+  Value numTiles, batch, head, kvHead, q0, qRows, nq, nk, diagOffset, kvEnd;
   Value qT, kP, vP, sT, mT, oAcc, mBuf, lBuf, aBuf;
 };
 
@@ -232,6 +236,7 @@ void CpuKernelBuilder::build() {
   Value gB = memref::DimOp::create(b, loc, args.q, 0);
   Value gNq = memref::DimOp::create(b, loc, args.q, 2);
   Value tiles = arith::CeilDivUIOp::create(b, loc, gNq, cIdx(b, cfg.blockQ));
+  numTiles = tiles;
   auto forall = scf::ForallOp::create(
       b, loc,
       ArrayRef<OpFoldResult>{gB, b.getIndexAttr(qType.getDimSize(1)), tiles},
@@ -275,7 +280,23 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
                                                      cIdx(b, group)));
   nq = memref::DimOp::create(b, loc, args.q, 2);
   nk = memref::DimOp::create(b, loc, args.k, 2);
-  q0 = mul(b, ivs[2], cIdx(b, cfg.blockQ));
+  Value tile = ivs[2];
+  if (cfg.parallel && causal != CausalKind::none) {
+    // Causal work grows along the query tiles of a head. Iteration t takes
+    // tile t / 2 when t is even and T - 1 - t / 2 when odd (0, T-1, 1,
+    // T-2, ...), so any contiguous run of iterations, what the static
+    // OpenMP schedule gives a thread, pairs light and heavy tiles even when
+    // the threads split a head.
+    Value half = arith::DivUIOp::create(b, loc, tile, cIdx(b, 2));
+    Value odd = arith::TruncIOp::create(
+        b, loc, b.getI1Type(),
+        arith::IndexCastUIOp::create(
+            b, loc, b.getI64Type(),
+            arith::RemUIOp::create(b, loc, tile, cIdx(b, 2))));
+    Value mirrored = sub(b, sub(b, numTiles, cIdx(b, 1)), half);
+    tile = arith::SelectOp::create(b, loc, odd, mirrored, half);
+  }
+  q0 = mul(b, tile, cIdx(b, cfg.blockQ));
   qRows = minI(b, cIdx(b, cfg.blockQ), sub(b, nq, q0));
   diagOffset = causal == CausalKind::bottom_right ? sub(b, nk, nq)
                                                   : cIdx(b, 0);
@@ -645,6 +666,102 @@ void CpuKernelBuilder::buildEpilogue(OpBuilder &b) {
 }
 
 //===----------------------------------------------------------------------===//
+// Tile sizes
+//===----------------------------------------------------------------------===//
+
+/// The L2 size assumed when the host does not say (small for current x86
+/// and AArch64 cores, which have 0.5 to 2 MiB per core).
+static constexpr int64_t kDefaultL2CacheSize = 512 * 1024;
+
+/// Reads a sysfs cache size ("1024K", "2M"); 0 when unreadable.
+static int64_t readSysfsCacheSize(const llvm::Twine &path) {
+  auto buf = llvm::MemoryBuffer::getFileAsStream(path);
+  if (!buf)
+    return 0;
+  StringRef text = (*buf)->getBuffer().trim();
+  int64_t unit = 1;
+  if (text.consume_back("K"))
+    unit = 1024;
+  else if (text.consume_back("M"))
+    unit = 1024 * 1024;
+  int64_t value = 0;
+  if (text.getAsInteger(10, value) || value <= 0)
+    return 0;
+  return value * unit;
+}
+
+/// The host's L2 cache per core in bytes: sysconf where the C library
+/// knows it, else /sys/devices/system/cpu/cpu0/cache (Linux), else
+/// kDefaultL2CacheSize.
+static int64_t getHostL2CacheSize() {
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  if (long size = sysconf(_SC_LEVEL2_CACHE_SIZE); size > 0)
+    return size;
+#endif
+  for (int index = 0; index < 8; ++index) {
+    std::string dir =
+        "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+    auto level = llvm::MemoryBuffer::getFileAsStream(dir + "/level");
+    auto type = llvm::MemoryBuffer::getFileAsStream(dir + "/type");
+    if (!level || !type)
+      break;
+    if ((*level)->getBuffer().trim() == "2" &&
+        (*type)->getBuffer().trim() != "Instruction")
+      if (int64_t size = readSysfsCacheSize(dir + "/size"))
+        return size;
+  }
+  return kDefaultL2CacheSize;
+}
+
+/// Fills in block-q and block-kv where they are 0 (automatic) for an
+/// attention with head dims D and Dv, given the L2 size per core. All
+/// scratch is f32 (f16/bf16 K and V are packed as f32), so sizes are
+/// 4 bytes per element; D and Dv are rounded up to the vector width.
+///
+///  * block-q is four vectors, 4 W: the register block of the S^T
+///    micro-kernel (key-rows x block-q / W accumulators plus block-q / W Q^T
+///    vectors fill the 32 AVX-512 or 16 AVX2 registers), unless the query
+///    tile's own state, Q^T and the O accumulator (block-q x (D + Dv)),
+///    would take more than a quarter of L2; then the largest multiple of
+///    lcm(W, pv-rows) that fits (at least one).
+///  * block-kv: the V tile is re-read by every register block of pv-rows
+///    queries and S^T by the two softmax sweeps and by P V, so the key
+///    tile's data, the K and V tiles (block-kv x (D + Dv)), S^T and the
+///    mask tile (block-kv x block-q each), must stay in L2 next to the
+///    query tile's state: all of it in half the L2 (the other half for the
+///    streamed K/V rows of the next tile and the outputs). block-kv is the
+///    largest multiple of 16 that fits, in [16, 512]; larger key tiles
+///    amortize the per-tile rescale of the O accumulator and the row
+///    statistics.
+///
+/// The L1 is not part of the model: Q^T (4 D block-q bytes, 32 KiB at
+/// D = 128) is streamed once per register block of keys and the hardware
+/// prefetcher keeps that stream fed from L2; 32-row tiles, whose Q^T fits
+/// a 32 KiB L1 at D = 128 and 256, measured no faster than 64-row ones
+/// (bench/cpu/bench_tiles.py).
+static void chooseTileSizes(CpuKernelConfig &cfg, int64_t headDim,
+                            int64_t valueDim, bool hasMask,
+                            int64_t l2CacheSize) {
+  int64_t dPad = llvm::divideCeil(headDim, cfg.vw) * cfg.vw;
+  int64_t dvPad = llvm::divideCeil(valueDim, cfg.vw) * cfg.vw;
+  if (cfg.blockQ == 0) {
+    int64_t align = std::lcm(cfg.vw, cfg.pvRows);
+    int64_t fit = l2CacheSize / 4 / (4 * std::max<int64_t>(dPad + dvPad, 1));
+    int64_t bq = std::min(fit, 4 * cfg.vw) / align * align;
+    cfg.blockQ = std::max(bq, align);
+  }
+  if (cfg.blockKV == 0) {
+    constexpr int64_t kMinBlockKV = 16, kMaxBlockKV = 512;
+    int64_t bq = cfg.blockQ;
+    int64_t queryState = 4 * bq * (dPad + dvPad);
+    int64_t perKey = 4 * (dPad + dvPad + bq * (hasMask ? 2 : 1));
+    int64_t fit = (l2CacheSize / 2 - queryState) / perKey;
+    cfg.blockKV = std::clamp<int64_t>(fit / kMinBlockKV * kMinBlockKV,
+                                      kMinBlockKV, kMaxBlockKV);
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // Pass
 //===----------------------------------------------------------------------===//
 
@@ -686,21 +803,34 @@ void FACpuAttentionPass::runOnOperation() {
   cfg.pvVectors = pvVectors;
   cfg.parallel = parallel;
   Location loc = getOperation()->getLoc();
-  if (cfg.vw <= 0 || cfg.blockKV <= 0 || cfg.keyRows <= 0 ||
-      cfg.pvRows <= 0 || cfg.pvVectors <= 0) {
-    mlir::emitError(loc) << "fa-cpu-attention: vector-width, block-kv, "
-                            "key-rows, pv-rows and pv-vectors must be "
-                            "positive";
+  if (cfg.vw <= 0 || cfg.keyRows <= 0 || cfg.pvRows <= 0 ||
+      cfg.pvVectors <= 0) {
+    mlir::emitError(loc) << "fa-cpu-attention: vector-width, key-rows, "
+                            "pv-rows and pv-vectors must be positive";
     return signalPassFailure();
   }
-  if (cfg.blockQ <= 0 || cfg.blockQ % cfg.vw != 0 ||
-      cfg.blockQ % cfg.pvRows != 0) {
-    mlir::emitError(loc) << "fa-cpu-attention: block-q must be a positive "
-                            "multiple of vector-width ("
+  if (cfg.blockKV < 0 || l2CacheSize < 0) {
+    mlir::emitError(loc) << "fa-cpu-attention: block-kv and l2-cache-size "
+                            "must not be negative (0: automatic), got "
+                         << cfg.blockKV << " and "
+                         << static_cast<int64_t>(l2CacheSize);
+    return signalPassFailure();
+  }
+  if (cfg.blockQ < 0 ||
+      (cfg.blockQ > 0 &&
+       (cfg.blockQ % cfg.vw != 0 || cfg.blockQ % cfg.pvRows != 0))) {
+    mlir::emitError(loc) << "fa-cpu-attention: block-q must be 0 "
+                            "(automatic) or a positive multiple of "
+                            "vector-width ("
                          << cfg.vw << ") and of pv-rows (" << cfg.pvRows
                          << "), got " << cfg.blockQ;
     return signalPassFailure();
   }
+  // The host is only asked when a size is automatic and the L2 size is
+  // not given.
+  int64_t l2 = l2CacheSize;
+  if ((cfg.blockQ == 0 || cfg.blockKV == 0) && l2 == 0)
+    l2 = getHostL2CacheSize();
 
   SmallVector<AttentionOp> ops;
   getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
@@ -730,7 +860,12 @@ void FACpuAttentionPass::runOnOperation() {
         return signalPassFailure();
       }
     }
-    CpuKernelBuilder(op, *args, cfg).build();
+    CpuKernelConfig opCfg = cfg;
+    chooseTileSizes(opCfg,
+                    cast<ShapedType>(op.getQuery().getType()).getDimSize(3),
+                    cast<ShapedType>(op.getValue().getType()).getDimSize(3),
+                    static_cast<bool>(args->mask), l2);
+    CpuKernelBuilder(op, *args, opCfg).build();
     for (Operation *u : users)
       u->erase();
     Region *region = op->getParentRegion();
