@@ -140,6 +140,13 @@ cl::opt<bool> checkRaces(
              "barrier interval (or written after a thread of another warp "
              "read it), and global elements shared between blocks"),
     cl::cat(emulateCategory));
+cl::opt<int64_t> dynamicSharedBase(
+    "dynamic-shared-base",
+    cl::desc("Shared-window address of dynamic shared memory (a positive "
+             "multiple of 16; the default 0x410 is deliberately not "
+             "1024-aligned, so kernels that need aligned tiles must align "
+             "them at run time)"),
+    cl::init(0x410), cl::cat(emulateCategory));
 cl::opt<bool> noCheckUninit(
     "no-check-uninit",
     cl::desc("Do not report reads of workgroup memory the block has not "
@@ -720,6 +727,7 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   options.shuffleMemoryOrder = shuffleOrder;
   options.seed = seed;
   options.maxReports = maxReports;
+  options.dynamicSharedBase = dynamicSharedBase;
   auto t2 = Clock::now();
   InterpreterStats stats;
   LogicalResult result =
