@@ -608,6 +608,22 @@ TEST_F(InterpreterTest, LdMatrixFollowsThePTXFragmentLayout) {
   }
 }
 
+/// Stores the m16n8 accumulator %d of every lane to out[16 x 8] row-major
+/// (lane l holds rows l/4 and l/4 + 8, columns 2 (l%4) and 2 (l%4) + 1).
+static const char *storeAccumulator = R"(
+    %c4 = arith.constant 4 : index
+    %g = arith.divui %l, %c4 : index
+    %t = arith.remui %l, %c4 : index
+    %t2 = arith.muli %t, %c2 : index
+    %g8 = arith.muli %g, %c8 : index
+    %o0 = arith.addi %g8, %t2 : index
+    %c64 = arith.constant 64 : index
+    %o1 = arith.addi %o0, %c64 : index
+    %d0 = vector.extract %d[0] : vector<2xf32> from vector<2x2xf32>
+    %d1 = vector.extract %d[1] : vector<2xf32> from vector<2x2xf32>
+    vector.store %d0, %out[%o0] : memref<128xf32>, vector<2xf32>
+    vector.store %d1, %out[%o1] : memref<128xf32>, vector<2xf32>)";
+
 TEST_F(InterpreterTest, MmaSyncComputesTheMatrixProduct) {
   // A = tile (16x16, row-major), B[k][n] = tile[k][n] for n < 8 (loaded with
   // ldmatrix.trans), C[i][j] = 0.5: D = A B + C, scattered from the
@@ -622,18 +638,7 @@ TEST_F(InterpreterTest, MmaSyncComputesTheMatrixProduct) {
     %b = nvgpu.ldmatrix %s[%ar, %z] {numTiles = 2 : i32, transpose = true} : memref<16x16xf16, #gpu.address_space<workgroup>> -> vector<2x2xf16>
     %cc = arith.constant dense<0.5> : vector<2x2xf32>
     %d = nvgpu.mma.sync (%a, %b, %cc) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-    %c4 = arith.constant 4 : index
-    %g = arith.divui %l, %c4 : index
-    %t = arith.remui %l, %c4 : index
-    %t2 = arith.muli %t, %c2 : index
-    %g8 = arith.muli %g, %c8 : index
-    %o0 = arith.addi %g8, %t2 : index
-    %c64 = arith.constant 64 : index
-    %o1 = arith.addi %o0, %c64 : index
-    %d0 = vector.extract %d[0] : vector<2xf32> from vector<2x2xf32>
-    %d1 = vector.extract %d[1] : vector<2xf32> from vector<2x2xf32>
-    vector.store %d0, %out[%o0] : memref<128xf32>, vector<2xf32>
-    vector.store %d1, %out[%o1] : memref<128xf32>, vector<2xf32>)";
+)" + std::string(storeAccumulator);
   std::vector<float> out(128, -1.0f);
   ASSERT_TRUE(
       succeeded(run(tileGlobal, "memref<128xf32>", body, 32, out.data(), 128)))
@@ -658,18 +663,7 @@ TEST_F(InterpreterTest, MmaSyncM16N8K8) {
     %b = nvgpu.ldmatrix %s[%ar, %z] {numTiles = 1 : i32, transpose = true} : memref<16x16xf16, #gpu.address_space<workgroup>> -> vector<1x2xf16>
     %cc = arith.constant dense<0.0> : vector<2x2xf32>
     %d = nvgpu.mma.sync (%a, %b, %cc) {mmaShape = [16, 8, 8]} : (vector<2x2xf16>, vector<1x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-    %c4 = arith.constant 4 : index
-    %g = arith.divui %l, %c4 : index
-    %t = arith.remui %l, %c4 : index
-    %t2 = arith.muli %t, %c2 : index
-    %g8 = arith.muli %g, %c8 : index
-    %o0 = arith.addi %g8, %t2 : index
-    %c64 = arith.constant 64 : index
-    %o1 = arith.addi %o0, %c64 : index
-    %d0 = vector.extract %d[0] : vector<2xf32> from vector<2x2xf32>
-    %d1 = vector.extract %d[1] : vector<2xf32> from vector<2x2xf32>
-    vector.store %d0, %out[%o0] : memref<128xf32>, vector<2xf32>
-    vector.store %d1, %out[%o1] : memref<128xf32>, vector<2xf32>)";
+)" + std::string(storeAccumulator);
   std::vector<float> out(128, -1.0f);
   ASSERT_TRUE(
       succeeded(run(tileGlobal, "memref<128xf32>", body, 32, out.data(), 128)))
