@@ -20,7 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "FACompile.h"
+#include "fa/Compiler/Compiler.h"
 
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/InitAll.h"

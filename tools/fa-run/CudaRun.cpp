@@ -7,7 +7,7 @@
 
 #include "CudaRun.h"
 
-#include "FACompile.h"
+#include "fa/Compiler/Compiler.h"
 
 #include "fa/Pipelines/Pipelines.h"
 

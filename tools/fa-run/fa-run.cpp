@@ -33,7 +33,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaRun.h"
-#include "FACompile.h"
+#include "fa/Compiler/Compiler.h"
 
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Emulate/Emulate.h"

@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "FACompile.h"
+#include "fa/Compiler/Compiler.h"
 
 #include "fa/Pipelines/Pipelines.h"
 

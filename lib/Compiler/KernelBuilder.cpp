@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "FACompile.h"
+#include "fa/Compiler/Compiler.h"
 
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Runtime/FARuntime.h"

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "FACompile.h"
+#include "fa/Compiler/Compiler.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

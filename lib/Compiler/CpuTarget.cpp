@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "FACompile.h"
+#include "fa/Compiler/Compiler.h"
 
 #include "fa/Pipelines/Pipelines.h"
 

@@ -1,4 +1,4 @@
-//===- FACompile.h - fa-compile internals -----------------------*- C++ -*-===//
+//===- Compiler.h - The fa kernel compiler library --------------*- C++ -*-===//
 //
 // Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FA_TOOLS_FACOMPILE_FACOMPILE_H
-#define FA_TOOLS_FACOMPILE_FACOMPILE_H
+#ifndef FA_COMPILER_COMPILER_H
+#define FA_COMPILER_COMPILER_H
 
 #include "fa/Runtime/KernelMetadata.h"
 
@@ -175,4 +175,4 @@ llvm::Error emitGpuArtifacts(KernelJob &job, const CompileOptions &options,
 } // namespace fa
 } // namespace mlir
 
-#endif // FA_TOOLS_FACOMPILE_FACOMPILE_H
+#endif // FA_COMPILER_COMPILER_H
