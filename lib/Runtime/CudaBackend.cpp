@@ -20,6 +20,8 @@
 #include "CudaDriver.h"
 #include "RuntimeInternal.h"
 
+#include "fa/Target/Chips.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -325,20 +327,14 @@ struct Chip {
   char suffix = 0; ///< 0, 'a' (arch-specific) or 'f' (family)
 
   static std::optional<Chip> parse(std::string_view name) {
-    if (!startsWith(name, "sm_"))
+    std::optional<::fa::target::ChipName> parsed =
+        ::fa::target::ChipName::parse(name);
+    if (!parsed)
       return std::nullopt;
-    name.remove_prefix(3);
     Chip chip;
-    if (endsWith(name, "a") || endsWith(name, "f")) {
-      chip.suffix = name.back();
-      name.remove_suffix(1);
-    }
-    uint64_t value;
-    if (name.empty() || !parseUnsigned(name, value) || value < 10 ||
-        value > 999)
-      return std::nullopt;
-    chip.major = static_cast<int>(value / 10);
-    chip.minor = static_cast<int>(value % 10);
+    chip.major = parsed->major;
+    chip.minor = parsed->minor;
+    chip.suffix = parsed->suffix;
     return chip;
   }
 

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Runtime/KernelMetadata.h"
+#include "fa/Target/Chips.h"
 
 #include "Json.h"
 #include "RuntimeInternal.h"
@@ -63,6 +64,13 @@ std::optional<DType> fa::runtime::parseDType(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<Causal> fa::runtime::parseCausal(std::string_view name) {
+  for (Causal c : {Causal::None, Causal::TopLeft, Causal::BottomRight})
+    if (name == getCausalName(c))
+      return c;
+  return std::nullopt;
+}
+
 std::string fa::runtime::getCausalName(Causal causal) {
   switch (causal) {
   case Causal::None:
@@ -117,16 +125,10 @@ static bool isIdentifier(std::string_view name) {
                      [](char c) { return isAlnum(c) || c == '_'; });
 }
 
-/// Whether `chip` is "sm_NN", "sm_NNa" or "sm_NNf" with NN >= 10.
+/// Whether `chip` is "sm_NN", "sm_NNa" or "sm_NNf" with NN >= 10 (any
+/// generation: artifacts may target chips newer than fa's table).
 static bool isChip(std::string_view chip) {
-  if (!startsWith(chip, "sm_"))
-    return false;
-  chip.remove_prefix(3);
-  if (endsWith(chip, "a") || endsWith(chip, "f"))
-    chip.remove_suffix(1);
-  uint64_t value;
-  return !chip.empty() && chip.size() <= 3 && parseUnsigned(chip, value) &&
-         value >= 10;
+  return ::fa::target::ChipName::parse(chip).has_value();
 }
 
 /// "X.Y" with decimal X and Y.
@@ -280,6 +282,19 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
     if (!isVersion(md.target.ptxIsa))
       return "field 'target.ptx_isa': expected <major>.<minor>, got '" +
              md.target.ptxIsa + "'";
+    // A chip of fa's table needs at least the table's PTX ISA version.
+    if (const ::fa::target::ChipInfo *chip =
+            ::fa::target::lookupChip(md.target.chip)) {
+      size_t dot = md.target.ptxIsa.find('.');
+      uint64_t major = 0, minor = 0;
+      parseUnsigned(std::string_view(md.target.ptxIsa).substr(0, dot), major);
+      parseUnsigned(std::string_view(md.target.ptxIsa).substr(dot + 1), minor);
+      if (static_cast<int64_t>(major * 10 + minor) < chip->minPtxIsa)
+        return "field 'target.ptx_isa': " + md.target.chip + " needs PTX ISA " +
+               std::to_string(chip->minPtxIsa / 10) + "." +
+               std::to_string(chip->minPtxIsa % 10) + " or newer, got '" +
+               md.target.ptxIsa + "'";
+    }
     if (md.files.ptx.empty() && md.files.cubin.empty())
       return std::string("field 'files': a cuda artifact needs 'ptx' or "
                          "'cubin'");

@@ -62,6 +62,8 @@ std::string getCausalName(Causal causal);
 std::string getMaskKindName(MaskKind mask);
 std::string getRoleName(ParamRole role);
 std::optional<DType> parseDType(std::string_view name);
+/// The inverse of getCausalName.
+std::optional<Causal> parseCausal(std::string_view name);
 
 /// One dimension of a parameter's shape: a symbol (`B`, `Hq`, `Nq`, `Nk`,
 /// `D`, `Dv`, `Hkv`; `N0`... for softmax) or a fixed size.

@@ -1,0 +1,79 @@
+//===- Chips.h - The NVIDIA chips fa compiles for ---------------*- C++ -*-===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The one table of GPU chips: what fa-lower-to-nvvm accepts, the oldest PTX
+// ISA each needs, which tensor-core kernel families it has and how much
+// shared memory a block may opt in to. The pipelines, fa-compile, fa-run and
+// the runtime read it. Like the runtime, this header and Chips.cpp need only
+// the C++17 standard library (no LLVM): the runtime's standalone build
+// compiles them too.
+//
+// Adding a chip means adding one row to the table in lib/Target/Chips.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_TARGET_CHIPS_H
+#define FA_TARGET_CHIPS_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace fa {
+namespace target {
+
+/// One chip of the GPU path.
+struct ChipInfo {
+  /// The target name, e.g. "sm_90a".
+  const char *name;
+  /// The oldest PTX ISA version that supports the chip, as 10 * major +
+  /// minor (80: PTX ISA 8.0).
+  int minPtxIsa;
+  /// Whether the mma.sync kernels (fa-map-to-tensor-cores) run on it.
+  bool hasMmaSync;
+  /// Whether the wgmma kernels (fa-map-to-wgmma) run on it.
+  bool hasWgmma;
+  /// The most shared memory (static + dynamic) one block may use after
+  /// opting in, in bytes.
+  int64_t optInSharedBytesPerBlock;
+};
+
+/// The chips, oldest first.
+struct ChipRange {
+  const ChipInfo *first, *last;
+  const ChipInfo *begin() const { return first; }
+  const ChipInfo *end() const { return last; }
+};
+ChipRange getChips();
+
+/// The row of `name`, or null for a chip fa does not compile for.
+const ChipInfo *lookupChip(std::string_view name);
+
+/// The supported chip names for messages: "sm_80, sm_86, sm_89, sm_90 or
+/// sm_90a".
+std::string getChipList();
+
+/// A chip name of any generation, "sm_<major><minor>" with an optional
+/// suffix: `a` (arch-specific code, that exact chip only) or `f` (family
+/// code, that major and later minors). The runtime loads artifacts for
+/// chips outside the table too.
+struct ChipName {
+  int major = 0, minor = 0;
+  char suffix = 0; ///< 0, 'a' or 'f'
+
+  /// Parses "sm_80", "sm_90a", "sm_100f"; nullopt for anything else.
+  static std::optional<ChipName> parse(std::string_view name);
+
+  /// 10 * major + minor.
+  int getComputeCapability() const { return major * 10 + minor; }
+};
+
+} // namespace target
+} // namespace fa
+
+#endif // FA_TARGET_CHIPS_H
