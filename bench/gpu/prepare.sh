@@ -18,9 +18,9 @@
 #     16, causal none/bottom_right, no key lengths or LSE; timed against
 #     torch's scaled_dot_product_attention.
 #   check_tc_* and bench_tc_*: the same bf16/f16 kernels compiled with
-#     --tensor-cores (mma.sync, ldmatrix, cp.async pipeline).
+#     --kernel mma (mma.sync, ldmatrix, cp.async pipeline).
 #   check_wg_* and bench_wg_* (sm_90a only): the same bf16/f16 kernels
-#     compiled with --wgmma (Hopper wgmma.mma_async from 128-byte-swizzled
+#     compiled with --kernel wgmma (Hopper wgmma.mma_async from 128-byte-swizzled
 #     shared memory, FlashAttention-3 style).
 # Each artifact is <name>.json (fa-kernel/1), <name>.ptx, <name>.cubin
 # (where ptxas exists) and <name>.h; manifest.json records the commit.
@@ -65,7 +65,7 @@ check_matrix() { # TARGET SUFFIX DIR [EXTRA...]
       for causal in none bottom-right; do
         compile "check_${dtype}_d${d}_${causal//-/_}_${suffix}" "$dir" \
           --head-dim "$d" --heads 8 --kv-heads 2 --dtype "$dtype" \
-          --causal "$causal" --kv-lens --lse --target "$target" "$@"
+          --causal "$causal" --kv-lens --lse --target "$target" --kernel simt "$@"
       done
     done
   done
@@ -86,7 +86,7 @@ for chip in $CHIPS; do
       for causal in none bottom-right; do
         compile "check_tc_${dtype}_d${d}_${causal//-/_}_${chip}" "$STAGE" \
           --head-dim "$d" --heads 8 --kv-heads 2 --dtype "$dtype" \
-          --causal "$causal" --kv-lens --lse --target "$chip" --tensor-cores
+          --causal "$causal" --kv-lens --lse --target "$chip" --kernel mma
       done
     done
   done
@@ -97,7 +97,7 @@ for chip in $CHIPS; do
         for causal in none bottom-right; do
           compile "check_wg_${dtype}_d${d}_${causal//-/_}_${chip}" "$STAGE" \
             --head-dim "$d" --heads 8 --kv-heads 2 --dtype "$dtype" \
-            --causal "$causal" --kv-lens --lse --target "$chip" --wgmma
+            --causal "$causal" --kv-lens --lse --target "$chip" --kernel wgmma
         done
       done
     done
@@ -107,14 +107,14 @@ for chip in $CHIPS; do
     for causal in none bottom-right; do
       compile "bench_${dtype}_d128_h16_${causal//-/_}_${chip}" "$STAGE" \
         --head-dim 128 --heads 16 --kv-heads 16 --dtype "$dtype" \
-        --causal "$causal" --target "$chip"
+        --causal "$causal" --target "$chip" --kernel simt
       compile "bench_tc_${dtype}_d128_h16_${causal//-/_}_${chip}" "$STAGE" \
         --head-dim 128 --heads 16 --kv-heads 16 --dtype "$dtype" \
-        --causal "$causal" --target "$chip" --tensor-cores
+        --causal "$causal" --target "$chip" --kernel mma
       if [[ "$chip" == sm_90a ]]; then
         compile "bench_wg_${dtype}_d128_h16_${causal//-/_}_${chip}" "$STAGE" \
           --head-dim 128 --heads 16 --kv-heads 16 --dtype "$dtype" \
-          --causal "$causal" --target "$chip" --wgmma
+          --causal "$causal" --target "$chip" --kernel wgmma
       fi
     done
   done

@@ -264,6 +264,7 @@ Error mlir::fa::compile::emitCpuArtifacts(KernelJob &job,
                 sti->checkFeatures("+avx512f");
   lowering.vectorWidth = avx512 ? 16 : 8;
   lowering.cpuBlockQ = avx512 ? 64 : 32;
+  lowering.cpuL2CacheSize = getHostL2CacheSize();
   buildLowerToCPUPipeline(pm, lowering);
   if (failed(pm.run(module)))
     return makeError("lowering kernel '" + md.name +

@@ -5,7 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The GPU path of fa-compile: fa-map-to-tensor-cores where enabled,
+// The GPU path of fa-compile: the kernel family (fa-map-to-wgmma and
+// fa-map-to-tensor-cores where chosen),
 // fa-promote-shared and fa-map-to-gpu (which fix the launch configuration,
 // incl. the dynamic shared memory of the tensor-core kernels), then the
 // NVVM code generation down to PTX; `<name>.cubin` from ptxas where it
@@ -18,6 +19,7 @@
 #include "fa/Compiler/Compiler.h"
 
 #include "fa/Pipelines/Pipelines.h"
+#include "fa/Target/Chips.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -125,11 +127,7 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   nvvm.features = llvm::formatv("+ptx{0}", *ptx).str();
   nvvm.blockQ = options.gpuBlockQ;
   nvvm.blockKV = options.gpuBlockKV;
-  // Tensor-core kernels (fa-map-to-tensor-cores) for the eligible f16/bf16
-  // kernels; the others keep the SIMT path.
-  nvvm.tensorCores = options.tensorCores;
-  // Hopper wgmma kernels (fa-map-to-wgmma) first where enabled.
-  nvvm.wgmma = options.wgmma;
+  nvvm.kernel = getKernelFamilyName(options.kernel).str();
   if (options.gpuBlockQ > 0)
     nvvm.tcBlockQ = options.gpuBlockQ;
   if (options.gpuBlockKV > 0)
@@ -147,6 +145,7 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   if (!config)
     return makeError("kernel '" + md.name +
                      "': fa-map-to-gpu left no launch configuration");
+  job.kernelFamily = getMappedKernelFamily(func);
   auto getInt = [&](StringRef key) {
     return config.getAs<IntegerAttr>(key).getInt();
   };
@@ -178,6 +177,15 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
     return makeError("kernel '" + md.name +
                      "': the launch's dynamic shared memory size is not a "
                      "constant");
+
+  // The chip's limit, which the runtime checks against the device again.
+  const ::fa::target::ChipInfo *chip = ::fa::target::lookupChip(options.target);
+  if (chip && staticShared + dynamicShared > chip->optInSharedBytesPerBlock)
+    return makeError(llvm::formatv(
+        "kernel '{0}' needs {1} bytes of shared memory per block ({2} "
+        "static, {3} dynamic); {4} allows at most {5}",
+        md.name, staticShared + dynamicShared, staticShared, dynamicShared,
+        options.target, chip->optInSharedBytesPerBlock));
 
   // Kernels -> PTX.
   PassManager codegen(module.getContext());

@@ -1,4 +1,4 @@
-//===- KernelBuilder.cpp - Kernel modules for fa-compile ------------------===//
+//===- KernelBuilder.cpp - Kernel modules of the fa tools -----------------===//
 //
 // Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
@@ -8,10 +8,10 @@
 // Builds the kernel function for a spec given by flags, and derives the
 // metadata of kernels written in an input .mlir file.
 //
-// The function has the same form as the one tools/fa-run builds (memref
-// arguments, bufferization.to_tensor, the fa op,
-// bufferization.materialize_in_destination, llvm.emit_c_interface). The
-// builder is duplicated here until it moves into a shared library.
+// The function (memref arguments, bufferization.to_tensor, the fa op,
+// bufferization.materialize_in_destination, llvm.emit_c_interface) is the
+// one every tool compiles: fa-compile's artifacts, fa-run's JIT, emulator
+// and CUDA runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +32,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -54,6 +55,26 @@ Error mlir::fa::compile::checkHeadDim(StringRef what, int64_t value) {
                              "positive multiples of 8 up to 256",
                              what, value));
   return Error::success();
+}
+
+std::optional<CausalKind> mlir::fa::compile::parseCausalKind(StringRef text) {
+  std::string name = text.str();
+  std::replace(name.begin(), name.end(), '-', '_');
+  return symbolizeCausalKind(name);
+}
+
+rt::Causal mlir::fa::compile::toRuntimeCausal(CausalKind kind) {
+  std::optional<rt::Causal> causal =
+      rt::parseCausal(stringifyCausalKind(kind).str());
+  assert(causal && "the runtime names every causal alignment");
+  return causal.value_or(rt::Causal::None);
+}
+
+CausalKind mlir::fa::compile::fromRuntimeCausal(rt::Causal causal) {
+  std::optional<CausalKind> kind =
+      symbolizeCausalKind(rt::getCausalName(causal));
+  assert(kind && "the dialect names every causal alignment");
+  return kind.value_or(CausalKind::none);
 }
 
 //===----------------------------------------------------------------------===//
@@ -185,10 +206,7 @@ mlir::fa::compile::buildKernelModule(MLIRContext &ctx,
     llvm::SmallVector<Type> resultTypes = {oInit.getType()};
     if (lseInit)
       resultTypes.push_back(lseInit.getType());
-    CausalKind causal = md.causal == rt::Causal::None ? CausalKind::none
-                        : md.causal == rt::Causal::TopLeft
-                            ? CausalKind::top_left
-                            : CausalKind::bottom_right;
+    CausalKind causal = fromRuntimeCausal(md.causal);
     // The scale attribute is only set when it differs from the default.
     float defaultScale = 1.0f / std::sqrt(static_cast<float>(md.headDim));
     FloatAttr scale;
@@ -371,10 +389,7 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
     md.kvHeads = kType.getDimSize(1);
     md.headDim = qType.getDimSize(3);
     md.valueHeadDim = vType.getDimSize(3);
-    md.causal = attention.getCausal() == CausalKind::none ? rt::Causal::None
-                : attention.getCausal() == CausalKind::top_left
-                    ? rt::Causal::TopLeft
-                    : rt::Causal::BottomRight;
+    md.causal = toRuntimeCausal(attention.getCausal());
     md.scale = attention.getEffectiveScale();
     md.hasKvLens = static_cast<bool>(attention.getKvLens());
     md.hasLse = static_cast<bool>(attention.getLse());

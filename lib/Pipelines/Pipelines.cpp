@@ -7,7 +7,9 @@
 
 #include "fa/Pipelines/Pipelines.h"
 
+#include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
+#include "fa/Target/Chips.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -17,11 +19,12 @@
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
-#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 
@@ -44,8 +47,8 @@ struct CheckCPUOptionsPass
 };
 } // namespace
 
-void fa::buildLowerToCPUPipeline(OpPassManager &pm,
-                                 const LowerToCPUOptions &options) {
+void mlir::fa::buildLowerToCPUPipeline(OpPassManager &pm,
+                                       const LowerToCPUOptions &options) {
   // fa ops -> tiled loops on tensors (or the naive reference, or the GPU
   // path's promoted form, which is already on memrefs).
   if (options.promoted)
@@ -133,28 +136,181 @@ void fa::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 }
 
-bool fa::isSupportedChip(StringRef chip) {
+bool mlir::fa::isSupportedChip(StringRef chip) {
   return minimumPtxVersion(chip).has_value();
 }
 
-void fa::buildMapToGPUPipeline(OpPassManager &pm,
-                               const LowerToNVVMOptions &options) {
-  // Hopper wgmma kernels, then mma.sync tensor-core kernels for the
-  // eligible functions; the others stay for the SIMT path below.
-  if (options.wgmma) {
-    FAMapToWgmmaPassOptions wgOpts;
-    wgOpts.warpgroups = options.wgWarpgroups;
-    wgOpts.blockKV = options.wgBlockKV;
-    wgOpts.stages = options.wgStages;
-    pm.addPass(createFAMapToWgmmaPass(wgOpts));
+std::optional<mlir::fa::KernelFamily>
+mlir::fa::parseKernelFamily(StringRef name) {
+  return llvm::StringSwitch<std::optional<KernelFamily>>(name)
+      .Case("auto", KernelFamily::Auto)
+      .Case("simt", KernelFamily::Simt)
+      .Case("mma", KernelFamily::Mma)
+      .Case("wgmma", KernelFamily::Wgmma)
+      .Default(std::nullopt);
+}
+
+StringRef mlir::fa::getKernelFamilyName(KernelFamily family) {
+  switch (family) {
+  case KernelFamily::Auto:
+    return "auto";
+  case KernelFamily::Simt:
+    return "simt";
+  case KernelFamily::Mma:
+    return "mma";
+  case KernelFamily::Wgmma:
+    return "wgmma";
   }
-  if (options.tensorCores) {
-    FAMapToTensorCoresPassOptions tcOpts;
-    tcOpts.blockQ = options.tcBlockQ;
-    tcOpts.blockKV = options.tcBlockKV;
-    tcOpts.stages = options.tcStages;
-    pm.addPass(createFAMapToTensorCoresPass(tcOpts));
+  return "auto";
+}
+
+SmallVector<mlir::fa::KernelFamily, 2>
+mlir::fa::getAutoKernelFamilies(StringRef chip) {
+  SmallVector<KernelFamily, 2> families;
+  const ::fa::target::ChipInfo *info = ::fa::target::lookupChip(chip);
+  if (!info)
+    return families;
+  if (info->hasWgmma)
+    families.push_back(KernelFamily::Wgmma);
+  if (info->hasMmaSync)
+    families.push_back(KernelFamily::Mma);
+  return families;
+}
+
+std::optional<mlir::fa::KernelFamily>
+mlir::fa::getMappedKernelFamily(Operation *func) {
+  auto config = func->getAttrOfType<DictionaryAttr>("fa.gpu_config");
+  if (!config)
+    return std::nullopt;
+  if (config.get("wgmma"))
+    return KernelFamily::Wgmma;
+  if (config.get("tensor_cores"))
+    return KernelFamily::Mma;
+  return KernelFamily::Simt;
+}
+
+std::optional<std::string>
+mlir::fa::verifyLowerToNVVMOptions(const LowerToNVVMOptions &options) {
+  if (options.removedTensorCores)
+    return std::string("fa-lower-to-nvvm: the tensor-cores option was "
+                       "replaced by kernel=mma (or kernel=auto)");
+  if (options.removedWgmma)
+    return std::string("fa-lower-to-nvvm: the wgmma option was replaced by "
+                       "kernel=wgmma (or kernel=auto)");
+  const ::fa::target::ChipInfo *info = ::fa::target::lookupChip(options.chip);
+  if (!info)
+    return "fa-lower-to-nvvm: unsupported chip '" + options.chip +
+           "'; expected " + ::fa::target::getChipList();
+  std::optional<KernelFamily> family = parseKernelFamily(options.kernel);
+  if (!family)
+    return "fa-lower-to-nvvm: kernel must be auto, simt, mma or wgmma, got "
+           "'" +
+           options.kernel + "'";
+  if (*family == KernelFamily::Wgmma && !info->hasWgmma)
+    return "fa-lower-to-nvvm: kernel=wgmma needs chip=sm_90a "
+           "(wgmma.mma_async exists only on the sm_90a target), got '" +
+           options.chip + "'";
+  if (*family == KernelFamily::Mma && !info->hasMmaSync)
+    return "fa-lower-to-nvvm: kernel=mma needs a chip with mma.sync, got '" +
+           options.chip + "'";
+  StringRef f(options.features);
+  unsigned ptx = 0;
+  if (!f.consume_front("+ptx") || f.getAsInteger(10, ptx))
+    return "fa-lower-to-nvvm: features must be '+ptxNN' (the PTX ISA "
+           "version, e.g. +ptx80), got '" +
+           options.features + "'";
+  if (static_cast<int>(ptx) < info->minPtxIsa)
+    return llvm::formatv("fa-lower-to-nvvm: PTX ISA {0}.{1} does not support "
+                         "{2}; it needs at least {3}.{4}",
+                         ptx / 10, ptx % 10, options.chip.getValue(),
+                         info->minPtxIsa / 10, info->minPtxIsa % 10)
+        .str();
+  return std::nullopt;
+}
+
+namespace {
+/// Rejects options verifyLowerToNVVMOptions rejects with a diagnostic,
+/// before the mapping passes or LLVM's NVPTX backend would fail on them.
+struct CheckNVVMTargetPass
+    : public PassWrapper<CheckNVVMTargetPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckNVVMTargetPass)
+  explicit CheckNVVMTargetPass(std::optional<std::string> error)
+      : error(std::move(error)) {}
+  StringRef getArgument() const final { return "fa-check-nvvm-target"; }
+  void runOnOperation() override {
+    if (!error)
+      return;
+    emitError(getOperation().getLoc()) << *error;
+    signalPassFailure();
   }
+  std::optional<std::string> error;
+};
+
+/// After the mapping pass of an explicitly requested family: an attention
+/// op it left (not eligible for that family) is an error.
+struct RequireKernelFamilyPass
+    : public PassWrapper<RequireKernelFamilyPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(RequireKernelFamilyPass)
+  explicit RequireKernelFamilyPass(mlir::fa::KernelFamily family)
+      : family(family) {}
+  StringRef getArgument() const final { return "fa-require-kernel-family"; }
+  void runOnOperation() override {
+    bool isWgmma = family == mlir::fa::KernelFamily::Wgmma;
+    WalkResult result = getOperation().walk([&](mlir::fa::AttentionOp op) {
+      auto func = op->getParentOfType<func::FuncOp>();
+      InFlightDiagnostic diag = op.emitError();
+      diag << "fa-lower-to-nvvm: kernel="
+           << mlir::fa::getKernelFamilyName(family) << ": the attention";
+      if (func)
+        diag << " of @" << func.getSymName();
+      diag << " is not eligible for "
+           << (isWgmma ? "the wgmma kernels (f16/bf16 Q, K, V in kernel "
+                         "form, head dims multiples of 64 up to 256, Dv "
+                         "<= 192 with a mask)"
+                       : "the mma.sync kernels (f16/bf16 Q, K, V in kernel "
+                         "form, head dims multiples of 16 up to 256)")
+           << "; use kernel=auto or kernel=simt";
+      return WalkResult::interrupt();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+  mlir::fa::KernelFamily family;
+};
+} // namespace
+
+void mlir::fa::buildMapToGPUPipeline(OpPassManager &pm,
+                                     const LowerToNVVMOptions &options) {
+  std::optional<std::string> error = verifyLowerToNVVMOptions(options);
+  pm.addPass(std::make_unique<CheckNVVMTargetPass>(error));
+  if (error)
+    return;
+  // The tensor-core families first, for the functions they are eligible
+  // for: auto tries what the chip has (wgmma, then mma.sync) and leaves the
+  // others to the SIMT path below; an explicit family must take them all.
+  KernelFamily family = *parseKernelFamily(options.kernel);
+  SmallVector<KernelFamily, 2> families;
+  if (family == KernelFamily::Auto)
+    families = getAutoKernelFamilies(options.chip);
+  else if (family != KernelFamily::Simt)
+    families.push_back(family);
+  for (KernelFamily f : families) {
+    if (f == KernelFamily::Wgmma) {
+      FAMapToWgmmaPassOptions wgOpts;
+      wgOpts.warpgroups = options.wgWarpgroups;
+      wgOpts.blockKV = options.wgBlockKV;
+      wgOpts.stages = options.wgStages;
+      pm.addPass(createFAMapToWgmmaPass(wgOpts));
+    } else {
+      FAMapToTensorCoresPassOptions tcOpts;
+      tcOpts.blockQ = options.tcBlockQ;
+      tcOpts.blockKV = options.tcBlockKV;
+      tcOpts.stages = options.tcStages;
+      pm.addPass(createFAMapToTensorCoresPass(tcOpts));
+    }
+  }
+  if (family == KernelFamily::Mma || family == KernelFamily::Wgmma)
+    pm.addPass(std::make_unique<RequireKernelFamilyPass>(family));
   FAPromoteSharedPassOptions promoteOpts;
   promoteOpts.blockQ = options.blockQ;
   promoteOpts.blockKV = options.blockKV;
@@ -166,72 +322,22 @@ void fa::buildMapToGPUPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
-namespace {
-/// Rejects an unsupported chip or a PTX version too old for it with a
-/// diagnostic, before LLVM's NVPTX backend would abort on it.
-struct CheckNVVMTargetPass
-    : public PassWrapper<CheckNVVMTargetPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckNVVMTargetPass)
-  CheckNVVMTargetPass(std::string chip, std::string features, bool wgmma)
-      : chip(std::move(chip)), features(std::move(features)), wgmma(wgmma) {}
-  StringRef getArgument() const final { return "fa-check-nvvm-target"; }
-  void runOnOperation() override {
-    std::optional<int> minPtx = fa::minimumPtxVersion(chip);
-    if (!minPtx) {
-      emitError(getOperation().getLoc())
-          << "fa-lower-to-nvvm: unsupported chip '" << chip
-          << "'; expected sm_80, sm_86, sm_89, sm_90 or sm_90a";
-      return signalPassFailure();
-    }
-    if (wgmma && chip != "sm_90a") {
-      emitError(getOperation().getLoc())
-          << "fa-lower-to-nvvm: wgmma needs chip=sm_90a (wgmma.mma_async "
-             "exists only on the sm_90a target), got '"
-          << chip << "'";
-      return signalPassFailure();
-    }
-    StringRef f(features);
-    unsigned ptx = 0;
-    if (!f.consume_front("+ptx") || f.getAsInteger(10, ptx)) {
-      emitError(getOperation().getLoc())
-          << "fa-lower-to-nvvm: features must be '+ptxNN' (the PTX ISA "
-             "version, e.g. +ptx80), got '"
-          << features << "'";
-      return signalPassFailure();
-    }
-    if (static_cast<int>(ptx) < *minPtx) {
-      emitError(getOperation().getLoc())
-          << "fa-lower-to-nvvm: PTX ISA " << ptx / 10 << "." << ptx % 10
-          << " does not support " << chip << "; it needs at least "
-          << *minPtx / 10 << "." << *minPtx % 10;
-      return signalPassFailure();
-    }
-  }
-  std::string chip, features;
-  bool wgmma;
-};
-} // namespace
-
-std::optional<int> fa::minimumPtxVersion(StringRef chip) {
-  return llvm::StringSwitch<std::optional<int>>(chip)
-      .Case("sm_80", 70)
-      .Case("sm_86", 71)
-      .Case("sm_89", 78)
-      .Case("sm_90", 78)
-      .Case("sm_90a", 80)
-      .Default(std::nullopt);
+std::optional<int> mlir::fa::minimumPtxVersion(StringRef chip) {
+  if (const ::fa::target::ChipInfo *info = ::fa::target::lookupChip(chip))
+    return info->minPtxIsa;
+  return std::nullopt;
 }
 
-void fa::buildLowerToNVVMPipeline(OpPassManager &pm,
-                                  const LowerToNVVMOptions &options) {
-  pm.addPass(std::make_unique<CheckNVVMTargetPass>(
-      options.chip, options.features, options.wgmma));
+void mlir::fa::buildLowerToNVVMPipeline(OpPassManager &pm,
+                                        const LowerToNVVMOptions &options) {
   buildMapToGPUPipeline(pm, options);
+  if (verifyLowerToNVVMOptions(options))
+    return;
   buildNVVMCodegenPipeline(pm, options);
 }
 
-void fa::buildNVVMCodegenPipeline(OpPassManager &pm,
-                                  const LowerToNVVMOptions &options) {
+void mlir::fa::buildNVVMCodegenPipeline(OpPassManager &pm,
+                                        const LowerToNVVMOptions &options) {
   gpu::GPUToNVVMPipelineOptions nvvm;
   nvvm.cubinChip = options.chip;
   nvvm.cubinFeatures = options.features;
@@ -242,7 +348,7 @@ void fa::buildNVVMCodegenPipeline(OpPassManager &pm,
   gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
 }
 
-void fa::registerFAPipelines() {
+void mlir::fa::registerFAPipelines() {
   PassPipelineRegistration<LowerToNVVMOptions>(
       "fa-lower-to-nvvm",
       "Lower kernel functions holding fa.attention to a gpu.binary (PTX or "

@@ -439,6 +439,10 @@ def run_case(fa_emulate, c, tmp, pipeline=None, needles=()):
     cmd = [fa_emulate, base + ".mlir", "--check-races"]
     if pipeline is not None:
         cmd += ["--pipeline", pipeline]
+    elif "--kernel" not in c["flags"]:
+        # The SIMT kernels: fa-emulate's default, --kernel auto, maps f16
+        # kernels to mma.sync.
+        cmd += ["--kernel", "simt"]
     if needles:
         cmd += ["--dump-mapped", mapped]
     cmd += save_attention_inputs(paths, *inputs, c["lse"], c["block_q"],

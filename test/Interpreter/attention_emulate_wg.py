@@ -13,7 +13,7 @@ Same kernels, inputs, reference and criteria as attention_emulate_tc.py
 (the matrix of mma_cases and the runners of attention_emulate.py, which
 both use); the kernel function is mapped with
 `--pipeline builtin.module(fa-map-to-wgmma{...},canonicalize,cse)` (one case
-through `--wgmma`, the default pipeline's option) and interpreted with race
+through `--kernel wgmma`, the default pipeline's option) and interpreted with race
 and bounds checks. The interpreter places the dynamic workgroup memory at a
 base that is NOT 1024-aligned and applies the 128-byte swizzle to absolute
 addresses, so the kernel's run-time alignment is exercised.
@@ -40,8 +40,8 @@ tiles only 16-byte aligned, a wrong shuffle offset, and, on a NaN case, the
 non-finite V elements not zeroed before the wgmma) must each be caught.
 
 With `--fa-run FA_RUN`, f16 cases also run through
-`fa-run attention --device emulate --wgmma` (the tool's option), and
-`--device cpu --wgmma` must be a one-line error.
+`fa-run attention --device emulate --kernel wgmma` (the tool's option), and
+`--device cpu --kernel wgmma` must be a one-line error.
 
 Usage: attention_emulate_wg.py FA_EMULATE [--fa-run FA_RUN] [SUBSTRING...]
 """
@@ -67,7 +67,7 @@ PIPELINE = "builtin.module(fa-map-to-wgmma{%s},canonicalize,cse)"
 
 # The shared 16-bit matrix (head dims 64 and 128; the largest head dim with
 # one head), then two warpgroups, 128-key tiles, pipeline depth and the
-# default pipeline's wgmma option (fa-emulate --wgmma).
+# default pipeline's wgmma option (fa-emulate --kernel wgmma).
 CASES = mma_cases("wg", (64, 128), mqa_dv=128, Hq=1, Hkv=1) + [
     mapped_case("wg_f16_2wg", "warpgroups=2", dtype="float16", Hq=2, Hkv=1,
                 Nq=150, Nk=100, causal="bottom-right", lens=[90]),
@@ -76,7 +76,7 @@ CASES = mma_cases("wg", (64, 128), mqa_dv=128, Hq=1, Hkv=1) + [
     mapped_case("wg_f16_stages3", "stages=3", dtype="float16", Nq=40, Nk=200,
                 causal="bottom-right", lens=[170]),
     mapped_case("wg_f16_option", dtype="float16", Hq=4, Hkv=2, Nq=37, Nk=70,
-                causal="top-left", flags=["--wgmma"]),
+                causal="top-left", flags=["--kernel", "wgmma"]),
 ]
 
 # What the mapped module must hold: the wgmma kernel.
@@ -86,7 +86,7 @@ NEEDLES = ("nvvm.wgmma.mma_async", "nvvm.wgmma.wait.group.sync.aligned",
 
 
 def run_wg_case(fa_emulate, c, tmp):
-    pipeline = None if "--wgmma" in c["flags"] else PIPELINE % c["opts"]
+    pipeline = None if "--kernel" in c["flags"] else PIPELINE % c["opts"]
     return run_case(fa_emulate, c, tmp, pipeline, NEEDLES)
 
 
@@ -230,12 +230,13 @@ FA_RUN_CASES = ("wg_f16_d128", "wg_f16_causal_br", "wg_f16_kv_lens",
 
 
 def run_fa_run(fa_run, c, tmp):
-    """Runs case `c` with `fa-run attention --device emulate --wgmma`."""
+    """Runs case `c` with `fa-run attention --device emulate --kernel
+    wgmma`."""
     inputs, base, paths = prepare_case(c, tmp)
     for name in ("o", "lse"):
         if os.path.exists(paths[name]):
             os.remove(paths[name])
-    cmd = [fa_run, "attention", "--device", "emulate", "--wgmma",
+    cmd = [fa_run, "attention", "--device", "emulate", "--kernel", "wgmma",
            "--causal", c["causal"]]
     if c["scale"] is not None:
         cmd += ["--scale", repr(c["scale"])]
@@ -244,18 +245,20 @@ def run_fa_run(fa_run, c, tmp):
     if proc.returncode != 0:
         return False, "fa-run failed (exit %d): %s" % (
             proc.returncode, proc.stderr.strip()[:1000])
-    if "(SIMT interpreter, wgmma)" not in proc.stderr + proc.stdout:
+    if "(SIMT interpreter, sm_90a, kernel wgmma)" not in proc.stderr + \
+            proc.stdout:
         return False, "fa-run did not report the wgmma emulation"
     return check_outputs(c, inputs, paths)
 
 
 def check_fa_run_errors(fa_run):
-    proc = subprocess.run([fa_run, "attention", "--device", "cpu", "--wgmma",
+    proc = subprocess.run([fa_run, "attention", "--device", "cpu", "--kernel",
+                           "wgmma",
                            "--q", "q.npy", "--k", "k.npy", "--v", "v.npy",
                            "-o", "o.npy"], capture_output=True, text=True)
-    expected = "--wgmma applies to --device cuda, emulate or auto only"
+    expected = "--kernel applies to --device cuda, emulate or auto only"
     ok = proc.returncode != 0 and expected in proc.stderr
-    print("%s fa-run --device cpu --wgmma is an error: %s" % (
+    print("%s fa-run --device cpu --kernel wgmma is an error: %s" % (
         "PASS" if ok else "FAIL", proc.stderr.strip()[:200]), flush=True)
     return ok
 

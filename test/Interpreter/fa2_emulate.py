@@ -12,7 +12,7 @@ attention_emulate.py: max abs error of O at most 2x that of a naive kernel
 Every variant (plain loads, cp.async, the double-buffered cp.async pipeline
 in dynamic shared memory) in f16 and bf16, with several K/V tiles and
 several heads and batches; the pipeline variant once more as a bare kernel
-(fa-emulate --kernel/--grid/--block/--dynamic-shared instead of the host
+(fa-emulate --func/--grid/--block/--dynamic-shared instead of the host
 function's launch) and once with the threads of every memory op in a random
 order.
 
@@ -62,7 +62,7 @@ CASES = [
     fa2_case("fa2_f16_pipe_one_tile", "f16", "pipe", Nq=64, Nk=64),
     # The bare kernel over an explicit grid (Nq / 64, H, B).
     fa2_case("fa2_bf16_pipe_bare", "bf16", "pipe", B=1, H=2, Nq=64, Nk=128,
-             flags=["--kernel", "fa2", "--grid", "1,2,1", "--block",
+             flags=["--func", "fa2", "--grid", "1,2,1", "--block",
                     "128,1,1", "--dynamic-shared",
                     str(fa2_kernel_gen.dynamic_shared_bytes("pipe"))]),
     fa2_case("fa2_f16_async_shuffled", "f16", "async", Nq=64, Nk=128,

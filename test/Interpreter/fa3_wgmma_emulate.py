@@ -3,7 +3,7 @@
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """A hand-written Hopper wgmma kernel runs under the interpreter (fa-emulate
---kernel, --check-races) against a float64 numpy reference, and three
+--func, --check-races) against a float64 numpy reference, and three
 mutations of it are caught.
 
 The kernel (one warpgroup, 128 threads) computes
@@ -194,7 +194,7 @@ def run(fa_emulate, tmp, name, text, dtype, seed):
     out = os.path.join(tmp, name + ".o.npy")
     if os.path.exists(out):
         os.remove(out)
-    cmd = [fa_emulate, mlir, "--kernel", "fa3", "--grid", "1", "--block",
+    cmd = [fa_emulate, mlir, "--func", "fa3", "--grid", "1", "--block",
            "128", "--dynamic-shared", str(DYN_BYTES), "--arg-roles",
            "q,k,v,o", "--check-races"]
     for n in ("q", "k", "v"):

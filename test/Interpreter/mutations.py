@@ -162,7 +162,8 @@ def main(argv):
         with open(src, "w") as f:
             f.write(h.kernel_text(c))
         io = ["--q", p["q"], "--k", p["k"], "--v", p["v"], "--kv-lens",
-              p["lens"], "-o", p["o"], "--lse", p["lse"], "--check-races"]
+              p["lens"], "-o", p["o"], "--lse", p["lse"], "--check-races",
+              "--kernel", "simt"]
 
         def run(path, extra=()):
             for n in ("o", "lse"):
@@ -215,7 +216,7 @@ def main(argv):
             path = os.path.join(tmp, name + ".mlir")
             with open(path, "w") as f:
                 f.write(mutated)
-            proc = run(path, ["--kernel", "fa_attention", "--arg-roles",
+            proc = run(path, ["--func", "fa_attention", "--arg-roles",
                               "q,k,v,kv_lens,o,lse"])
             first = (proc.stderr.strip().split("\n") or [""])[0]
             if expect == "wrong":

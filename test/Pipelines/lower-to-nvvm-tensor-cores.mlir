@@ -1,20 +1,21 @@
-// fa-lower-to-nvvm with tensor-cores=true: f16 and bf16 kernels become
+// fa-lower-to-nvvm with kernel=auto (the default) on sm_80 and sm_90, or
+// kernel=mma: f16 and bf16 kernels become
 // FA2-style PTX on the tensor cores for sm_80 and sm_90: mma.sync m16n8k16
 // with f32 accumulators (bf16 through fa-legalize-mma-bf16), ldmatrix (plain
 // for Q and K, .trans for V), the cp.async pipeline with commit/wait groups,
 // quad shuffles, dynamic shared memory, no libdevice and no local memory.
-// An f32 kernel in the same module keeps the SIMT path.
-// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 tensor-cores=true" | FileCheck %s --check-prefixes=CHECK,SM80
-// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90 tensor-cores=true" | FileCheck %s --check-prefixes=CHECK,SM90
+// An f32 kernel in the same module keeps the SIMT path under kernel=auto.
+// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80" | FileCheck %s --check-prefixes=CHECK,SM80
+// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90 kernel=auto" | FileCheck %s --check-prefixes=CHECK,SM90
 // No libdevice calls (exp2 is the ex2.approx.f32 intrinsic), no local memory.
-// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90 tensor-cores=true" | FileCheck %s --check-prefix=NOLIB --implicit-check-not=__nv_ --implicit-check-not=.local
+// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90" | FileCheck %s --check-prefix=NOLIB --implicit-check-not=__nv_ --implicit-check-not=.local
 // NOLIB: gpu.binary @attn_f16_kernels
 // NOLIB: gpu.binary @attn_bf16_kernels
-// Without the option (the default) every kernel stays on the SIMT path.
-// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80" | FileCheck %s --check-prefix=SIMT --implicit-check-not=mma.sync --implicit-check-not=ldmatrix --implicit-check-not=cp.async
+// kernel=simt: every kernel stays on the SIMT path.
+// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 kernel=simt" | FileCheck %s --check-prefix=SIMT --implicit-check-not=mma.sync --implicit-check-not=ldmatrix --implicit-check-not=cp.async
 // SIMT: gpu.binary @attn_f16_kernels
 // SIMT: gpu.binary @attn_bf16_kernels
-// RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 tensor-cores=true tc-stages=5" 2>&1 | FileCheck %s --check-prefix=STAGES
+// RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 kernel=mma tc-stages=5" 2>&1 | FileCheck %s --check-prefix=STAGES
 
 // STAGES: error: fa-map-to-tensor-cores: stages must be 2, 3 or 4, got 5
 

@@ -1,29 +1,30 @@
-// fa-lower-to-nvvm with wgmma=true (chip sm_90a): f16 and bf16 kernels with
+// fa-lower-to-nvvm on chip sm_90a (kernel=auto, the default, or kernel=wgmma):
+// f16 and bf16 kernels with
 // head dims multiples of 64 become FA3-style PTX on the Hopper warpgroup
 // tensor cores: wgmma.mma_async m64nNk16 with f32 accumulators (S = Q K^T
 // with K-major B: imm-trans-b 0; O += P V with MN-major V: imm-trans-b 1),
 // wgmma fence/commit/wait, fence.proxy.async before the barriers, the
 // cp.async pipeline, quad shuffles, dynamic shared memory, no libdevice and
 // no local memory. A D = 96 kernel in the same module (not a multiple of 64)
-// takes fa-map-to-tensor-cores when that is on too, else the SIMT path.
-// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a wgmma=true" | FileCheck %s
-// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a wgmma=true" | FileCheck %s --check-prefix=NOLIB --implicit-check-not=__nv_ --implicit-check-not=.local
+// takes fa-map-to-tensor-cores under kernel=auto.
+// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a" | FileCheck %s
+// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a kernel=auto" | FileCheck %s --check-prefix=NOLIB --implicit-check-not=__nv_ --implicit-check-not=.local
 // NOLIB: gpu.binary @attn_f16_kernels
 // NOLIB: gpu.binary @attn_bf16_kernels
 // NOLIB: gpu.binary @attn_d96_kernels
-// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a wgmma=true tensor-cores=true" | FileCheck %s --check-prefix=BOTH
+// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a kernel=auto" | FileCheck %s --check-prefix=BOTH
 // Two warpgroups and 128-key tiles.
-// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a wgmma=true wg-warpgroups=2 wg-block-kv=128" | FileCheck %s --check-prefix=WG2
-// Without the option (the default) no kernel uses wgmma.
-// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a" | FileCheck %s --check-prefix=PLAIN --implicit-check-not=wgmma
+// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a wg-warpgroups=2 wg-block-kv=128" | FileCheck %s --check-prefix=WG2
+// kernel=simt: no kernel uses wgmma.
+// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a kernel=simt" | FileCheck %s --check-prefix=PLAIN --implicit-check-not=wgmma
 // PLAIN: gpu.binary @attn_f16_kernels
 // wgmma exists only on sm_90a: any other chip is a clear error.
-// RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90 wgmma=true" 2>&1 | FileCheck %s --check-prefix=CHIP90
-// RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 wgmma=true" 2>&1 | FileCheck %s --check-prefix=CHIP80
-// RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a wgmma=true wg-stages=5" 2>&1 | FileCheck %s --check-prefix=STAGES
+// RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90 kernel=wgmma" 2>&1 | FileCheck %s --check-prefix=CHIP90
+// RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 kernel=wgmma" 2>&1 | FileCheck %s --check-prefix=CHIP80
+// RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a wg-stages=5" 2>&1 | FileCheck %s --check-prefix=STAGES
 
-// CHIP90: error: fa-lower-to-nvvm: wgmma needs chip=sm_90a (wgmma.mma_async exists only on the sm_90a target), got 'sm_90'
-// CHIP80: error: fa-lower-to-nvvm: wgmma needs chip=sm_90a (wgmma.mma_async exists only on the sm_90a target), got 'sm_80'
+// CHIP90: error: fa-lower-to-nvvm: kernel=wgmma needs chip=sm_90a (wgmma.mma_async exists only on the sm_90a target), got 'sm_90'
+// CHIP80: error: fa-lower-to-nvvm: kernel=wgmma needs chip=sm_90a (wgmma.mma_async exists only on the sm_90a target), got 'sm_80'
 // STAGES: error: fa-map-to-wgmma: stages must be 2, 3 or 4, got 5
 
 // CHECK-LABEL: llvm.func @attn_f16(
@@ -92,7 +93,7 @@ func.func @attn_bf16(%q: memref<?x4x?x64xbf16>, %k: memref<?x4x?x64xbf16>, %v: m
 
 // -----
 
-// D = 96 is not a multiple of 64: no wgmma; mma.sync with tensor-cores=true.
+// D = 96 is not a multiple of 64: no wgmma; mma.sync under kernel=auto.
 
 // CHECK-LABEL: llvm.func @attn_d96(
 // CHECK:      gpu.binary @attn_d96_kernels

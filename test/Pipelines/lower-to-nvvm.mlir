@@ -2,8 +2,8 @@
 // workgroup buffers as .shared, barriers, warp shuffles and the kernel entry
 // taking expanded memref descriptors (pointer, pointer, offset, sizes,
 // strides per argument); the host code is in the LLVM dialect.
-// RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_80" | FileCheck %s --check-prefixes=CHECK,SM80
-// RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_90a" | FileCheck %s --check-prefixes=CHECK,SM90A
+// RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_80 kernel=simt" | FileCheck %s --check-prefixes=CHECK,SM80
+// RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_90a kernel=simt" | FileCheck %s --check-prefixes=CHECK,SM90A
 // RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_75" 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_90 features=+ptx60" 2>&1 | FileCheck %s --check-prefix=PTX
 // RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_90 features=sm90" 2>&1 | FileCheck %s --check-prefix=FEAT

@@ -24,6 +24,7 @@
 
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/InitAll.h"
+#include "fa/Target/Chips.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -91,19 +92,20 @@ cl::opt<int64_t> blockQ("block-q", cl::desc("Query rows per tile"),
 cl::opt<int64_t> blockKV("block-kv", cl::desc("Keys per key/value tile"),
                          cl::value_desc("N"), cl::init(64),
                          cl::cat(compileCategory));
-cl::opt<bool> tensorCores(
-    "tensor-cores",
-    cl::desc("GPU targets: f16/bf16 attention on tensor cores (mma.sync fed "
-             "by ldmatrix, cp.async K/V pipeline); f32 and head dims that "
-             "are not multiples of 16 keep the SIMT kernel"),
-    cl::init(false), cl::cat(compileCategory));
-cl::opt<bool> wgmma(
-    "wgmma",
-    cl::desc("GPU target sm_90a: f16/bf16 attention with head dims multiples "
-             "of 64 up to 256 on Hopper warpgroup tensor cores (wgmma, "
-             "FlashAttention-3 style); the others take --tensor-cores or the "
-             "SIMT kernel"),
-    cl::init(false), cl::cat(compileCategory));
+cl::opt<std::string> kernelFamily(
+    "kernel",
+    cl::desc("GPU targets: the attention kernel family. auto (default): "
+             "wgmma on sm_90a where eligible (f16/bf16, head dims multiples "
+             "of 64), else mma.sync for f16/bf16 with head dims multiples "
+             "of 16, else SIMT; simt, mma (mma.sync fed by ldmatrix, "
+             "cp.async K/V pipeline) or wgmma (sm_90a warpgroup tensor "
+             "cores) ask for one, and a kernel it cannot take is an error"),
+    cl::value_desc("auto|simt|mma|wgmma"), cl::init("auto"),
+    cl::cat(compileCategory));
+// Replaced by --kernel; given, they are an error naming it.
+cl::opt<bool> removedTensorCores("tensor-cores", cl::Hidden,
+                                 cl::cat(compileCategory));
+cl::opt<bool> removedWgmma("wgmma", cl::Hidden, cl::cat(compileCategory));
 cl::opt<int64_t> softmaxTile("softmax-tile",
                              cl::desc("Row elements per softmax tile"),
                              cl::value_desc("N"), cl::init(256),
@@ -189,17 +191,13 @@ static LogicalResult printDiagnostic(Diagnostic &diag) {
 // Options
 //===----------------------------------------------------------------------===//
 
-static const char *const kTargets[] = {"cpu",   "sm_80", "sm_86",
-                                       "sm_89", "sm_90", "sm_90a"};
-
 /// Checks the options every mode shares.
 static Error checkCommonOptions(CompileOptions &options) {
   if (targetName.empty())
-    return makeError("missing --target: cpu, sm_80, sm_86, sm_89, sm_90 or "
-                     "sm_90a");
-  if (!llvm::is_contained(kTargets, StringRef(targetName)))
-    return makeError("unknown --target '" + targetName +
-                     "': expected cpu, sm_80, sm_86, sm_89, sm_90 or sm_90a");
+    return makeError("missing --target: cpu, " + ::fa::target::getChipList());
+  if (targetName != "cpu" && !::fa::target::lookupChip(targetName))
+    return makeError("unknown --target '" + targetName + "': expected cpu, " +
+                     ::fa::target::getChipList());
   bool isCpu = targetName == "cpu";
   if (!isCpu && cpuName.getNumOccurrences())
     return makeError("--cpu applies to --target cpu only");
@@ -212,9 +210,23 @@ static Error checkCommonOptions(CompileOptions &options) {
   if (softmaxTile <= 0)
     return makeError(formatv("--softmax-tile must be positive, got {0}",
                              softmaxTile.getValue()));
-  if (wgmma && targetName != "sm_90a")
-    return makeError("--wgmma needs --target sm_90a (wgmma.mma_async exists "
-                     "only on the sm_90a target), got '" +
+  if (removedTensorCores.getNumOccurrences())
+    return makeError("--tensor-cores was replaced by --kernel mma (mma.sync "
+                     "is also the default, --kernel auto, for f16/bf16)");
+  if (removedWgmma.getNumOccurrences())
+    return makeError("--wgmma was replaced by --kernel wgmma (wgmma is also "
+                     "the default, --kernel auto, on sm_90a)");
+  std::optional<KernelFamily> family = parseKernelFamily(kernelFamily);
+  if (!family)
+    return makeError("--kernel must be auto, simt, mma or wgmma, got '" +
+                     kernelFamily + "'");
+  if (isCpu && *family != KernelFamily::Auto)
+    return makeError("--kernel " + kernelFamily +
+                     " applies to GPU targets (sm_*) only");
+  if (!isCpu && *family == KernelFamily::Wgmma &&
+      !::fa::target::lookupChip(targetName)->hasWgmma)
+    return makeError("--kernel wgmma needs --target sm_90a (wgmma.mma_async "
+                     "exists only on the sm_90a target), got '" +
                      targetName + "'");
   if (outputDir.empty())
     return makeError("missing the output directory: pass -o DIR");
@@ -225,8 +237,7 @@ static Error checkCommonOptions(CompileOptions &options) {
   options.cc = ccName;
   options.blockQ = blockQ;
   options.blockKV = blockKV;
-  options.tensorCores = tensorCores;
-  options.wgmma = wgmma;
+  options.kernel = *family;
   if (blockQ.getNumOccurrences())
     options.gpuBlockQ = blockQ;
   if (blockKV.getNumOccurrences())
@@ -342,17 +353,12 @@ static Expected<KernelJob> buildJobFromSpec(MLIRContext &ctx,
                                "{1} (query head h reads kv head h / (Hq / "
                                "Hkv))",
                                md.heads, md.kvHeads));
-    std::optional<rt::Causal> causal =
-        llvm::StringSwitch<std::optional<rt::Causal>>(causalName)
-            .Case("none", rt::Causal::None)
-            .Cases({"top-left", "top_left"}, rt::Causal::TopLeft)
-            .Cases({"bottom-right", "bottom_right"}, rt::Causal::BottomRight)
-            .Default(std::nullopt);
+    std::optional<CausalKind> causal = parseCausalKind(causalName);
     if (!causal)
       return makeError("--causal must be none, top-left or bottom-right, got "
                        "'" +
                        causalName + "'");
-    md.causal = *causal;
+    md.causal = toRuntimeCausal(*causal);
     std::optional<rt::MaskKind> mask =
         llvm::StringSwitch<std::optional<rt::MaskKind>>(maskName)
             .Case("none", rt::MaskKind::None)

@@ -85,10 +85,10 @@ cl::OptionCategory emulateCategory("fa-emulate options");
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<kernel.mlir>"),
                                cl::Required, cl::cat(emulateCategory));
 cl::opt<std::string> kernelName(
-    "kernel",
+    "func",
     cl::desc("The kernel function (a func.func holding fa.attention, or the "
-             "host function launching the mapped kernel); default: the only "
-             "such function"),
+             "host function launching the mapped kernel; with --grid, the "
+             "gpu.func); default: the only such function"),
     cl::value_desc("name"), cl::cat(emulateCategory));
 cl::opt<std::string> queryPath("q", cl::desc("Query [B, Hq, Nq, D]"),
                                cl::value_desc("file"),
@@ -167,17 +167,23 @@ cl::opt<std::string> dumpMapped(
     cl::desc("Write the mapped module here; diagnostics then point into "
              "this file"),
     cl::value_desc("file"), cl::cat(emulateCategory));
-cl::opt<bool> tensorCores(
-    "tensor-cores",
-    cl::desc("Map with fa-map-to-tensor-cores first (the default pipeline's "
-             "tensor-cores option: mma.sync kernels for f16/bf16)"),
+cl::opt<std::string> kernelFamily(
+    "kernel",
+    cl::desc("The attention kernel family to map to (fa-lower-to-nvvm's "
+             "kernel option): auto (default: wgmma on sm_90a where eligible, "
+             "else mma.sync for f16/bf16 where eligible, else SIMT), simt, "
+             "mma or wgmma"),
+    cl::value_desc("auto|simt|mma|wgmma"), cl::init("auto"),
     cl::cat(emulateCategory));
-cl::opt<bool> wgmma(
-    "wgmma",
-    cl::desc("Map with fa-map-to-wgmma first (the default pipeline's wgmma "
-             "option: sm_90a warpgroup kernels for f16/bf16 with head dims "
-             "multiples of 64)"),
-    cl::cat(emulateCategory));
+cl::opt<std::string> chipName(
+    "chip",
+    cl::desc("The chip the mapping targets (sm_80, sm_86, sm_89, sm_90 or "
+             "sm_90a; default sm_80, sm_90a with --kernel wgmma)"),
+    cl::value_desc("sm_XX"), cl::cat(emulateCategory));
+// Replaced by --kernel; given, they are an error naming it.
+cl::opt<bool> removedTensorCores("tensor-cores", cl::Hidden,
+                                 cl::cat(emulateCategory));
+cl::opt<bool> removedWgmma("wgmma", cl::Hidden, cl::cat(emulateCategory));
 cl::list<int64_t> gridSizes(
     "grid",
     cl::desc("Run the gpu.func kernel named by --kernel over this grid "
@@ -419,6 +425,16 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
 
+  if (removedTensorCores.getNumOccurrences())
+    return fail("--tensor-cores was replaced by --kernel mma (mma.sync is "
+                "also the default, --kernel auto, for f16/bf16)");
+  if (removedWgmma.getNumOccurrences())
+    return fail("--wgmma was replaced by --kernel wgmma (wgmma is also the "
+                "default, --kernel auto, on sm_90a)");
+  if (!parseKernelFamily(kernelFamily))
+    return fail("--kernel must be auto, simt, mma or wgmma, got '" +
+                kernelFamily + "' (the kernel function is named with --func)");
+
   OwningOpRef<ModuleOp> module =
       parseSourceFile<ModuleOp>(inputPath.getValue(), sourceMgr, &ctx);
   if (!module)
@@ -440,7 +456,7 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
       return true;
     };
     if (kernelName.empty())
-      return fail("--grid: name the gpu.func kernel with --kernel");
+      return fail("--grid: name the gpu.func kernel with --func");
     if (!dims(gridSizes, "--grid", launch.grid))
       return 1;
     if (!blockSizes.getNumOccurrences())
@@ -531,8 +547,11 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
     mapOptions.lowering.blockQ = blockQ;
     mapOptions.lowering.blockKV = blockKV;
     mapOptions.lowering.warps = numWarps;
-    mapOptions.lowering.tensorCores = tensorCores;
-    mapOptions.lowering.wgmma = wgmma;
+    mapOptions.lowering.kernel = kernelFamily.getValue();
+    mapOptions.lowering.chip = chipName.getNumOccurrences()
+                                   ? chipName.getValue()
+                               : kernelFamily == "wgmma" ? "sm_90a"
+                                                         : "sm_80";
     mapOptions.dumpPath = dumpMapped;
     kernelModule = mapForEmulation(*module, mapOptions, mappedMgr, error);
     if (!kernelModule)

@@ -10,6 +10,7 @@
 #include "fa/Compiler/Compiler.h"
 
 #include "fa/Pipelines/Pipelines.h"
+#include "fa/Target/Chips.h"
 
 #include "mlir/IR/Verifier.h"
 
@@ -60,11 +61,6 @@ std::optional<std::string> mlir::fa::run::probeCuda() {
   }
 }
 
-/// The chips fa-lower-to-nvvm compiles for without arch-specific features,
-/// newest first, with their compute capabilities (10 * major + minor).
-static const std::pair<const char *, int> kPortableChips[] = {
-    {"sm_90", 90}, {"sm_89", 89}, {"sm_86", 86}, {"sm_80", 80}};
-
 /// The chip to compile for and the device's chip: `requested` if given,
 /// else the device's chip if fa-lower-to-nvvm supports it, else the newest
 /// supported chip older than the device (its PTX is JIT-compiled forward).
@@ -76,20 +72,34 @@ selectChip(const std::string &requested) {
     return makeError("cannot query the device: " + lastRuntimeError(status));
   std::string device = buffer;
   if (!requested.empty()) {
-    if (!isSupportedChip(requested))
+    if (!::fa::target::lookupChip(requested))
       return makeError("--chip '" + requested +
-                       "' is not supported; expected sm_80, sm_86, sm_89, "
-                       "sm_90 or sm_90a");
+                       "' is not supported; expected " +
+                       ::fa::target::getChipList());
     return std::make_pair(requested, device);
   }
-  if (isSupportedChip(device))
+  if (::fa::target::lookupChip(device))
     return std::make_pair(device, device);
-  int capability = 0;
-  if (llvm::StringRef(device).drop_front(3).getAsInteger(10, capability))
+  std::optional<::fa::target::ChipName> deviceName =
+      ::fa::target::ChipName::parse(device);
+  if (!deviceName || deviceName->suffix)
     return makeError("unexpected device chip '" + device + "'");
-  for (auto [chip, cc] : kPortableChips)
-    if (capability >= cc)
-      return std::make_pair(std::string(chip), device);
+  // The newest chip of the table without arch-specific features that is
+  // not newer than the device: its PTX is JIT-compiled forward.
+  const ::fa::target::ChipInfo *best = nullptr;
+  int bestCapability = 0;
+  for (const ::fa::target::ChipInfo &chip : ::fa::target::getChips()) {
+    std::optional<::fa::target::ChipName> name =
+        ::fa::target::ChipName::parse(chip.name);
+    if (!name || name->suffix ||
+        name->getComputeCapability() > deviceName->getComputeCapability() ||
+        name->getComputeCapability() <= bestCapability)
+      continue;
+    best = &chip;
+    bestCapability = name->getComputeCapability();
+  }
+  if (best)
+    return std::make_pair(std::string(best->name), device);
   return makeError("the device is " + device +
                    "; the GPU path needs sm_80 or newer");
 }
@@ -123,15 +133,19 @@ mlir::fa::run::runAttentionOnCuda(MLIRContext &ctx, rt::KernelMetadata md,
     return chip.takeError();
   result.chip = chip->first;
   result.device = chip->second;
-  if (options.wgmma) {
-    // wgmma code is sm_90a: it runs on compute capability 9.0 only.
+  // wgmma code is sm_90a: it runs on compute capability 9.0 only.
+  bool hopper = result.device == "sm_90" || result.device == "sm_90a";
+  if (options.kernel == KernelFamily::Wgmma) {
     if (!options.chip.empty() && options.chip != "sm_90a")
-      return makeError("--wgmma needs --chip sm_90a, got '" + options.chip +
-                       "'");
-    if (result.device != "sm_90" && result.device != "sm_90a")
-      return makeError("--wgmma needs an sm_90 (Hopper) device; the device "
-                       "is " +
+      return makeError("--kernel wgmma needs --chip sm_90a, got '" +
+                       options.chip + "'");
+    if (!hopper)
+      return makeError("--kernel wgmma needs an sm_90 (Hopper) device; the "
+                       "device is " +
                        result.device);
+    result.chip = "sm_90a";
+  } else if (options.kernel == KernelFamily::Auto && options.chip.empty() &&
+             hopper) {
     result.chip = "sm_90a";
   }
 
@@ -147,8 +161,7 @@ mlir::fa::run::runAttentionOnCuda(MLIRContext &ctx, rt::KernelMetadata md,
   compileOptions.target = result.chip;
   compileOptions.gpuBlockQ = options.gpuBlockQ;
   compileOptions.gpuBlockKV = options.gpuBlockKV;
-  compileOptions.tensorCores = options.tensorCores;
-  compileOptions.wgmma = options.wgmma;
+  compileOptions.kernel = options.kernel;
   Expected<std::unique_ptr<compile::ArtifactStage>> stage =
       compile::ArtifactStage::create();
   if (!stage)
@@ -156,6 +169,8 @@ mlir::fa::run::runAttentionOnCuda(MLIRContext &ctx, rt::KernelMetadata md,
   if (Error err = compile::emitGpuArtifacts(job, compileOptions, **stage))
     return makeError("compiling for " + result.chip + ": " +
                      llvm::toString(std::move(err)));
+
+  result.kernel = job.kernelFamily.value_or(KernelFamily::Simt);
 
   std::string dir = options.artifactsDir;
   bool temporary = dir.empty();

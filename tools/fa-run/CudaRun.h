@@ -16,6 +16,7 @@
 #ifndef FA_TOOLS_FARUN_CUDARUN_H
 #define FA_TOOLS_FARUN_CUDARUN_H
 
+#include "fa/Pipelines/Pipelines.h"
 #include "fa/Runtime/FARuntime.h"
 #include "fa/Runtime/KernelMetadata.h"
 
@@ -53,11 +54,9 @@ struct CudaRunOptions {
   std::string chip;
   /// GPU tile sizes; 0 lets fa-promote-shared choose.
   int64_t gpuBlockQ = 0, gpuBlockKV = 0;
-  /// Tensor-core kernels for eligible f16/bf16 attention.
-  bool tensorCores = false;
-  /// Hopper wgmma kernels (compiled for sm_90a) for eligible f16/bf16
-  /// attention.
-  bool wgmma = false;
+  /// The kernel family; auto on an sm_90 device without --chip compiles for
+  /// sm_90a, so that the wgmma kernels are tried first.
+  KernelFamily kernel = KernelFamily::Auto;
   /// Where the PTX and metadata go; empty: a temporary directory, removed
   /// afterwards.
   std::string artifactsDir;
@@ -66,6 +65,7 @@ struct CudaRunOptions {
 struct CudaRunResult {
   std::string chip;   ///< the chip the kernel was compiled for
   std::string device; ///< the device's chip ("sm_90")
+  KernelFamily kernel = KernelFamily::Simt; ///< the family compiled
   double compileMs = 0, runMs = 0;
 };
 

@@ -41,6 +41,7 @@
 #include "fa/Runtime/FARuntime.h"
 #include "fa/Runtime/KernelMetadata.h"
 #include "fa/Support/Npy.h"
+#include "fa/Target/Chips.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -84,10 +85,8 @@
 
 using namespace mlir;
 using namespace mlir::fa;
-using mlir::fa::compile::bytesToI1;
-using mlir::fa::compile::materialize;
-using mlir::fa::compile::toTensor;
 namespace cl = llvm::cl;
+namespace rt = ::fa::runtime;
 using llvm::Error;
 using llvm::Expected;
 using llvm::formatv;
@@ -121,23 +120,26 @@ cl::opt<std::string> deviceName(
              "note)"),
     cl::value_desc("cpu|cuda|emulate|auto"), cl::init("cpu"),
     cl::sub(attentionCmd), cl::sub(softmaxCmd), cl::cat(runCategory));
-cl::opt<bool> tensorCores(
-    "tensor-cores",
-    cl::desc("GPU kernels (--device cuda, emulate, auto): f16/bf16 attention "
-             "on tensor cores (fa-map-to-tensor-cores: mma.sync fed by "
-             "ldmatrix, cp.async K/V pipeline); f32 keeps the SIMT kernel"),
+cl::opt<std::string> kernelFamily(
+    "kernel",
+    cl::desc("GPU kernels (--device cuda, emulate, auto): the attention "
+             "kernel family. auto (default): wgmma on sm_90a where eligible "
+             "(f16/bf16, head dims multiples of 64), else mma.sync for "
+             "f16/bf16 with head dims multiples of 16, else SIMT; simt, mma "
+             "or wgmma ask for one, and a kernel it cannot take is an error"),
+    cl::value_desc("auto|simt|mma|wgmma"), cl::init("auto"),
     cl::sub(attentionCmd), cl::cat(runCategory));
-cl::opt<bool> wgmma(
-    "wgmma",
-    cl::desc("GPU kernels (--device cuda, emulate, auto): f16/bf16 attention "
-             "with head dims multiples of 64 up to 256 on Hopper warpgroup "
-             "tensor cores (fa-map-to-wgmma, compiled for sm_90a); the "
-             "others take --tensor-cores or the SIMT kernel"),
-    cl::sub(attentionCmd), cl::cat(runCategory));
+// Replaced by --kernel; given, they are an error naming it.
+cl::opt<bool> removedTensorCores("tensor-cores", cl::Hidden,
+                                 cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<bool> removedWgmma("wgmma", cl::Hidden, cl::sub(attentionCmd),
+                           cl::cat(runCategory));
 cl::opt<std::string> chipName(
     "chip",
-    cl::desc("With --device cuda: the chip to compile for (sm_80, sm_86, "
-             "sm_89, sm_90 or sm_90a; default: the device's)"),
+    cl::desc("With --device cuda or emulate: the chip to compile for "
+             "(sm_80, sm_86, sm_89, sm_90 or sm_90a; default: the device's, "
+             "sm_90a on an sm_90 device with --kernel auto or wgmma; "
+             "emulate: sm_80, sm_90a with --kernel wgmma)"),
     cl::value_desc("sm_XX"), cl::sub(attentionCmd), cl::cat(runCategory));
 cl::opt<std::string> artifactsDir(
     "artifacts",
@@ -304,18 +306,6 @@ static void poison(NpyArray &array) {
   }
 }
 
-/// The MLIR element type of a float dtype.
-static Type getFloatType(MLIRContext &ctx, NpyDType dtype) {
-  return dtype == NpyDType::Float16 ? Type(Float16Type::get(&ctx))
-                                    : Type(Float32Type::get(&ctx));
-}
-
-/// The tensor type with the shape and element type of `memref`.
-static RankedTensorType getTensorType(Value memref) {
-  auto type = cast<MemRefType>(memref.getType());
-  return RankedTensorType::get(type.getShape(), type.getElementType());
-}
-
 /// A ranked memref descriptor laid out as the LLVM lowering expects it (and
 /// as StridedMemRefType<T, N> declares it): allocated pointer, aligned
 /// pointer, offset, sizes[N], strides[N], every field 64-bit. Describes a
@@ -469,19 +459,19 @@ writeOutputs(ArrayRef<std::pair<std::string, const NpyArray *>> outputs) {
   return Error::success();
 }
 
-/// Builds a module holding `func.func @fa_kernel(argTypes)` with the C
-/// interface, and returns it and its entry block (builder set at its start).
-static std::pair<OwningOpRef<ModuleOp>, Block *>
-createKernelFunction(OpBuilder &b, ArrayRef<Type> argTypes) {
-  Location loc = NameLoc::get(b.getStringAttr("fa_kernel"));
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  b.setInsertionPointToEnd(module->getBody());
-  auto func = func::FuncOp::create(b, loc, "fa_kernel",
-                                   b.getFunctionType(argTypes, {}));
-  func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-  Block *body = func.addEntryBlock();
-  b.setInsertionPointToStart(body);
-  return {std::move(module), body};
+/// The kernel dtype of a float array.
+static rt::DType getKernelDType(NpyDType dtype) {
+  return dtype == NpyDType::Float16 ? rt::DType::F16 : rt::DType::F32;
+}
+
+/// Builds the kernel `md` describes with the compiler library's builder
+/// (the one fa-compile uses) and checks it.
+static Expected<OwningOpRef<ModuleOp>>
+buildKernel(MLIRContext &ctx, const rt::KernelMetadata &md) {
+  OwningOpRef<ModuleOp> module = compile::buildKernelModule(ctx, md);
+  if (failed(verify(*module)))
+    return makeError("internal error: the kernel module does not verify");
+  return module;
 }
 
 /// Prints `--time` and the summary line.
@@ -499,7 +489,8 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
                        "softmax-tile={2} reference={3} promoted={4} "
                        "gpu-block-q={5} gpu-block-kv={6} "
                        "gpu-double-buffer={7} parallel={8} "
-                       "cpu-kernel={9} cpu-block-q={10} cpu-block-kv={11}}",
+                       "cpu-kernel={9} cpu-block-q={10} cpu-block-kv={11} "
+                       "cpu-l2-cache-size={12}}",
                        bq, bkv, tile, referenceLowering ? "true" : "false",
                        promotedLowering ? "true" : "false",
                        // The promoted form picks its own tile sizes unless
@@ -510,7 +501,8 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
                        parallelRun ? "true" : "false", cpuKernel.getValue(),
                        // The vector kernel too (0: its automatic sizes).
                        blockQ.getNumOccurrences() ? bq : 0,
-                       blockKV.getNumOccurrences() ? bkv : 0)
+                       blockKV.getNumOccurrences() ? bkv : 0,
+                       compile::getHostL2CacheSize())
       .str();
 }
 
@@ -543,11 +535,17 @@ static Expected<Device> resolveDevice(StringRef op) {
       deviceName != "emulate")
     return makeError("--device must be cpu, cuda, emulate or auto, got '" +
                      deviceName + "'");
-  if (deviceName == "cpu" && tensorCores)
-    return makeError("--tensor-cores applies to --device cuda, emulate or "
-                     "auto only");
-  if (deviceName == "cpu" && wgmma)
-    return makeError("--wgmma applies to --device cuda, emulate or auto "
+  if (removedTensorCores.getNumOccurrences())
+    return makeError("--tensor-cores was replaced by --kernel mma (mma.sync "
+                     "is also the default, --kernel auto, for f16/bf16)");
+  if (removedWgmma.getNumOccurrences())
+    return makeError("--wgmma was replaced by --kernel wgmma (wgmma is also "
+                     "the default, --kernel auto, on sm_90a)");
+  if (!parseKernelFamily(kernelFamily))
+    return makeError("--kernel must be auto, simt, mma or wgmma, got '" +
+                     kernelFamily + "'");
+  if (deviceName == "cpu" && kernelFamily.getNumOccurrences())
+    return makeError("--kernel applies to --device cuda, emulate or auto "
                      "only");
   bool cudaOnlyOption = chipName.getNumOccurrences() ||
                         artifactsDir.getNumOccurrences();
@@ -563,10 +561,11 @@ static Expected<Device> resolveDevice(StringRef op) {
     if (op == "softmax")
       return makeError("--device emulate: softmax has no GPU kernel yet; use "
                        "--device cpu");
-    if (cudaOnlyOption)
-      return makeError(
-          Twine(chipName.getNumOccurrences() ? "--chip" : "--artifacts") +
-          " applies to --device cuda or auto only");
+    if (artifactsDir.getNumOccurrences())
+      return makeError("--artifacts applies to --device cuda or auto only");
+    if (chipName.getNumOccurrences() && !::fa::target::lookupChip(chipName))
+      return makeError("--chip '" + chipName + "' is not supported; expected " +
+                       ::fa::target::getChipList());
     if (!cpuOnly.empty())
       return makeError("--device emulate: " + llvm::join(cpuOnly, ", ") +
                        (cpuOnly.size() == 1 ? " applies" : " apply") +
@@ -626,6 +625,168 @@ static bool allFinite(const NpyArray &array) {
   return true;
 }
 
+/// The arrays of one attention run, by role (null when absent).
+struct AttentionArrays {
+  NpyArray *q, *k, *v, *lens, *mask, *out, *lse;
+
+  NpyArray *get(rt::ParamRole role) const {
+    switch (role) {
+    case rt::ParamRole::Query:
+      return q;
+    case rt::ParamRole::Key:
+      return k;
+    case rt::ParamRole::Value:
+      return v;
+    case rt::ParamRole::KvLens:
+      return lens;
+    case rt::ParamRole::Mask:
+      return mask;
+    case rt::ParamRole::Output:
+      return out;
+    case rt::ParamRole::Lse:
+      return lse;
+    case rt::ParamRole::Input:
+      break;
+    }
+    return nullptr;
+  }
+};
+
+/// --device cuda: compiles the kernel `md` describes with the compiler
+/// library's GPU path and runs it through FARuntime. Returns where it ran.
+static Expected<std::string> runOnCuda(MLIRContext &ctx,
+                                       const rt::KernelMetadata &md,
+                                       const AttentionArrays &arrays,
+                                       double &compileMs, double &runMs) {
+  auto toFa = [](NpyDType t) {
+    switch (t) {
+    case NpyDType::Float16:
+      return FA_DTYPE_F16;
+    case NpyDType::Int32:
+      return FA_DTYPE_I32;
+    case NpyDType::Bool:
+      return FA_DTYPE_BOOL;
+    default:
+      return FA_DTYPE_F32;
+    }
+  };
+  std::vector<run::HostOperand> operands;
+  for (const rt::ParamInfo &param : md.params) {
+    NpyArray *array = arrays.get(param.role);
+    assert(array && "every attention param has an array");
+    run::HostOperand operand;
+    operand.data = array->getData();
+    operand.dtype = toFa(array->getDType());
+    operand.shape.assign(array->getShape().begin(), array->getShape().end());
+    operand.bytes = static_cast<int64_t>(array->getNumBytes());
+    operand.isOutput =
+        param.role == rt::ParamRole::Output || param.role == rt::ParamRole::Lse;
+    operands.push_back(std::move(operand));
+  }
+
+  run::CudaRunOptions options;
+  options.chip = chipName;
+  options.gpuBlockQ = blockQ.getNumOccurrences() ? blockQ.getValue() : 0;
+  options.gpuBlockKV = blockKV.getNumOccurrences() ? blockKV.getValue() : 0;
+  options.kernel = *parseKernelFamily(kernelFamily);
+  options.artifactsDir = artifactsDir;
+  Expected<run::CudaRunResult> ran =
+      run::runAttentionOnCuda(ctx, md, operands, options);
+  if (!ran)
+    return ran.takeError();
+
+  // Poisoned outputs the kernel left as NaN, when no input could have
+  // produced a NaN, mean elements it did not write.
+  NpyArray *mask = arrays.mask;
+  bool finiteInputs = allFinite(*arrays.q) && allFinite(*arrays.k) &&
+                      allFinite(*arrays.v) &&
+                      (!mask || mask->getDType() == NpyDType::Bool || [&] {
+                        for (float f : mask->getElements<float>())
+                          if (std::isnan(f) || f == INFINITY)
+                            return false;
+                        return true;
+                      }());
+  if (finiteInputs) {
+    NpyArray *lse = arrays.lse;
+    int64_t missing = countNaNs(*arrays.out) + (lse ? countNaNs(*lse) : 0);
+    int64_t total =
+        arrays.out->getNumElements() + (lse ? lse->getNumElements() : 0);
+    if (missing)
+      return makeError(formatv("--device cuda: the kernel left {0} of {1} "
+                               "output elements unwritten (still NaN) on "
+                               "{2}; no output written",
+                               missing, total, ran->device));
+  }
+  compileMs = ran->compileMs;
+  runMs = ran->runMs;
+  return "cuda (" + ran->chip +
+         (ran->chip == ran->device ? "" : " on " + ran->device) + ", kernel " +
+         getKernelFamilyName(ran->kernel).str() + ")";
+}
+
+/// --device emulate: maps `module` as fa-emulate does and runs it under the
+/// SIMT interpreter, the host function launching the kernel over its grid.
+/// Returns where it ran.
+static Expected<std::string> runOnEmulator(ModuleOp module,
+                                           const AttentionArrays &arrays,
+                                           double &compileMs, double &runMs) {
+  auto start = std::chrono::steady_clock::now();
+  EmulationMapOptions mapOptions;
+  mapOptions.lowering.blockQ =
+      blockQ.getNumOccurrences() ? blockQ.getValue() : 0;
+  mapOptions.lowering.blockKV =
+      blockKV.getNumOccurrences() ? blockKV.getValue() : 0;
+  mapOptions.lowering.kernel = kernelFamily.getValue();
+  // The emulated chip: sm_80 unless given (sm_90a for --kernel wgmma).
+  mapOptions.lowering.chip = chipName.getNumOccurrences() ? chipName.getValue()
+                             : kernelFamily == "wgmma"    ? "sm_90a"
+                                                          : "sm_80";
+  if (blockQ.getNumOccurrences())
+    mapOptions.lowering.tcBlockQ = blockQ.getValue();
+  if (blockKV.getNumOccurrences())
+    mapOptions.lowering.tcBlockKV = blockKV.getValue();
+  llvm::SourceMgr mappedMgr;
+  std::string error;
+  OwningOpRef<ModuleOp> mapped =
+      mapForEmulation(module, mapOptions, mappedMgr, error);
+  if (!mapped)
+    return makeError("--device emulate: " + error);
+  compileMs = millisecondsSince(start);
+
+  llvm::SmallVector<EmulationBuffer> buffers;
+  auto add = [&](StringRef name, NpyArray *array, bool isOutput) {
+    if (!array)
+      return;
+    EmulationBuffer buf;
+    buf.name = name.str();
+    buf.data = array->getData();
+    buf.shape.assign(array->getShape().begin(), array->getShape().end());
+    buf.isOutput = isOutput;
+    buffers.push_back(std::move(buf));
+  };
+  add("Q", arrays.q, false);
+  add("K", arrays.k, false);
+  add("V", arrays.v, false);
+  add("kv_lens", arrays.lens, false);
+  add("mask", arrays.mask, false);
+  add("O", arrays.out, true);
+  add("LSE", arrays.lse, true);
+  InterpreterOptions options;
+  options.checkRaces = true;
+  EmulationLaunch launch;
+  launch.function = "fa_kernel";
+  start = std::chrono::steady_clock::now();
+  if (failed(runEmulation(*mapped, launch, buffers, options, error)))
+    return makeError("--device emulate: " + error);
+  runMs = millisecondsSince(start);
+  KernelFamily family = KernelFamily::Simt;
+  if (auto host = mapped->lookupSymbol<func::FuncOp>("fa_kernel"))
+    family = getMappedKernelFamily(host).value_or(KernelFamily::Simt);
+  return ("emulate (SIMT interpreter, " + mapOptions.lowering.chip.getValue() +
+          ", kernel " + getKernelFamilyName(family) + ")")
+      .str();
+}
+
 /// Checks the options both subcommands share.
 static Error checkCommonOptions() {
   if (outputPath.empty())
@@ -643,12 +804,7 @@ static Error runAttention(MLIRContext &ctx) {
     return err;
   if (queryPath.empty() || keyPath.empty() || valuePath.empty())
     return makeError("attention needs --q, --k and --v (and -o)");
-  std::optional<CausalKind> causal =
-      llvm::StringSwitch<std::optional<CausalKind>>(causalName)
-          .Case("none", CausalKind::none)
-          .Cases({"top-left", "top_left"}, CausalKind::top_left)
-          .Cases({"bottom-right", "bottom_right"}, CausalKind::bottom_right)
-          .Default(std::nullopt);
+  std::optional<CausalKind> causal = compile::parseCausalKind(causalName);
   if (!causal)
     return makeError("--causal must be none, top-left or bottom-right, got '" +
                      causalName + "'");
@@ -813,253 +969,71 @@ static Error runAttention(MLIRContext &ctx) {
     return Error::success();
   };
 
+  // The kernel as fa-compile describes it: B, Nq and Nk dynamic; heads and
+  // head dims static; mask dims of size 1 static (they broadcast).
+  bool boolMask = mask && mask->array.getDType() == NpyDType::Bool;
+  rt::KernelMetadata md;
+  md.name = "attention";
+  // The JIT and the emulator call @fa_kernel; the CUDA artifact is named
+  // like fa-compile's.
+  md.symbol = *device == Device::Cuda ? "fa_attention" : "fa_kernel";
+  md.generator = "fa-run";
+  md.op = rt::OpKind::Attention;
+  md.dtype = getKernelDType(dtype);
+  md.headDim = D;
+  md.valueHeadDim = Dv;
+  md.heads = Hq;
+  md.kvHeads = Hkv;
+  md.causal = compile::toRuntimeCausal(*causal);
+  md.scale = scale ? *scale : 1.0f / std::sqrt(static_cast<float>(D));
+  md.mask = !mask      ? rt::MaskKind::None
+            : boolMask ? rt::MaskKind::Bool
+                       : rt::MaskKind::Additive;
+  md.hasKvLens = lens.has_value();
+  md.hasLse = lse.has_value();
+  md.blockQ = blockQ;
+  md.blockKV = blockKV;
+  md.params = rt::getCanonicalParams(
+      md, boolMask ? rt::DType::I8 : rt::DType::F32,
+      /*maskBroadcastBatch=*/mask && mask->shape()[0] == 1,
+      /*maskBroadcastHeads=*/mask && mask->shape()[1] == 1);
+  if (std::optional<std::string> err = rt::verifyKernelSignature(md))
+    return makeError("internal error: " + *err);
+
+  AttentionArrays arrays{&q->array,
+                         &k->array,
+                         &v->array,
+                         lens ? &lens->array : nullptr,
+                         mask ? &mask->array : nullptr,
+                         &out,
+                         lse ? &*lse : nullptr};
+  double compileMs = 0, runMs = 0;
   if (*device == Device::Cuda) {
-    // The kernel as fa-compile would describe it, then fa-compile's GPU
-    // path and FARuntime.
-    namespace rt = ::fa::runtime;
-    rt::KernelMetadata md;
-    md.name = "attention";
-    md.symbol = "fa_attention";
-    md.generator = "fa-run";
-    md.op = rt::OpKind::Attention;
-    md.dtype = dtype == NpyDType::Float16 ? rt::DType::F16 : rt::DType::F32;
-    md.headDim = D;
-    md.valueHeadDim = Dv;
-    md.heads = Hq;
-    md.kvHeads = Hkv;
-    md.causal = *causal == CausalKind::none       ? rt::Causal::None
-                : *causal == CausalKind::top_left ? rt::Causal::TopLeft
-                                                  : rt::Causal::BottomRight;
-    md.scale = scale ? *scale : 1.0f / std::sqrt(static_cast<float>(D));
-    bool boolMask = mask && mask->array.getDType() == NpyDType::Bool;
-    md.mask = !mask     ? rt::MaskKind::None
-              : boolMask ? rt::MaskKind::Bool
-                         : rt::MaskKind::Additive;
-    md.hasKvLens = lens.has_value();
-    md.hasLse = lse.has_value();
-    md.blockQ = blockQ;
-    md.blockKV = blockKV;
-    md.params = rt::getCanonicalParams(
-        md, boolMask ? rt::DType::I8 : rt::DType::F32,
-        /*maskBroadcastBatch=*/mask && mask->shape()[0] == 1,
-        /*maskBroadcastHeads=*/mask && mask->shape()[1] == 1);
-    if (std::optional<std::string> err = rt::verifyKernelSignature(md))
-      return makeError("internal error: " + *err);
-
-    auto toFa = [](NpyDType t) {
-      switch (t) {
-      case NpyDType::Float16:
-        return FA_DTYPE_F16;
-      case NpyDType::Int32:
-        return FA_DTYPE_I32;
-      case NpyDType::Bool:
-        return FA_DTYPE_BOOL;
-      default:
-        return FA_DTYPE_F32;
-      }
-    };
-    std::vector<run::HostOperand> operands;
-    for (const rt::ParamInfo &param : md.params) {
-      NpyArray *array = nullptr;
-      bool isOutput = false;
-      switch (param.role) {
-      case rt::ParamRole::Query:
-        array = &q->array;
-        break;
-      case rt::ParamRole::Key:
-        array = &k->array;
-        break;
-      case rt::ParamRole::Value:
-        array = &v->array;
-        break;
-      case rt::ParamRole::KvLens:
-        array = &lens->array;
-        break;
-      case rt::ParamRole::Mask:
-        array = &mask->array;
-        break;
-      case rt::ParamRole::Output:
-        array = &out;
-        isOutput = true;
-        break;
-      case rt::ParamRole::Lse:
-        array = &*lse;
-        isOutput = true;
-        break;
-      case rt::ParamRole::Input:
-        break;
-      }
-      assert(array && "every attention role has an array");
-      run::HostOperand operand;
-      operand.data = array->getData();
-      operand.dtype = toFa(array->getDType());
-      operand.shape.assign(array->getShape().begin(),
-                           array->getShape().end());
-      operand.bytes = static_cast<int64_t>(array->getNumBytes());
-      operand.isOutput = isOutput;
-      operands.push_back(std::move(operand));
-    }
-
-    run::CudaRunOptions options;
-    options.chip = chipName;
-    options.gpuBlockQ = blockQ.getNumOccurrences() ? blockQ.getValue() : 0;
-    options.gpuBlockKV = blockKV.getNumOccurrences() ? blockKV.getValue() : 0;
-    options.tensorCores = tensorCores;
-    options.wgmma = wgmma;
-    options.artifactsDir = artifactsDir;
-    Expected<run::CudaRunResult> ran =
-        run::runAttentionOnCuda(ctx, md, operands, options);
-    if (!ran)
-      return ran.takeError();
-
-    // Poisoned outputs the kernel left as NaN, when no input could have
-    // produced a NaN, mean elements it did not write.
-    bool finiteInputs = allFinite(q->array) && allFinite(k->array) &&
-                        allFinite(v->array) &&
-                        (!mask || boolMask || [&] {
-                          for (float f : mask->array.getElements<float>())
-                            if (std::isnan(f) || f == INFINITY)
-                              return false;
-                          return true;
-                        }());
-    if (finiteInputs) {
-      int64_t missing = countNaNs(out) + (lse ? countNaNs(*lse) : 0);
-      int64_t total = out.getNumElements() + (lse ? lse->getNumElements() : 0);
-      if (missing)
-        return makeError(formatv("--device cuda: the kernel left {0} of {1} "
-                                 "output elements unwritten (still NaN) on "
-                                 "{2}; no output written",
-                                 missing, total, ran->device));
-    }
-    return finish(ran->compileMs, ran->runMs,
-                  "cuda (" + ran->chip +
-                      (ran->chip == ran->device ? "" : " on " + ran->device) +
-                      ")");
+    Expected<std::string> where = runOnCuda(ctx, md, arrays, compileMs, runMs);
+    if (!where)
+      return where.takeError();
+    return finish(compileMs, runMs, *where);
   }
 
-  // The kernel: B, Nq and Nk dynamic; heads and head dims static; mask dims
-  // of size 1 static (they broadcast).
-  OpBuilder b(&ctx);
-  const int64_t dyn = ShapedType::kDynamic;
-  Type elt = getFloatType(ctx, dtype);
-  llvm::SmallVector<Type> argTypes = {
-      MemRefType::get({dyn, Hq, dyn, D}, elt),
-      MemRefType::get({dyn, Hkv, dyn, D}, elt),
-      MemRefType::get({dyn, Hkv, dyn, Dv}, elt)};
-  if (lens)
-    argTypes.push_back(MemRefType::get({dyn}, b.getI32Type()));
-  if (mask) {
-    ArrayRef<int64_t> m = mask->shape();
-    Type maskElt = mask->array.getDType() == NpyDType::Bool
-                       ? Type(b.getI8Type())
-                       : Type(b.getF32Type());
-    argTypes.push_back(MemRefType::get(
-        {m[0] == 1 ? 1 : dyn, m[1] == 1 ? 1 : Hq, dyn, dyn}, maskElt));
-  }
-  argTypes.push_back(MemRefType::get({dyn, Hq, dyn, Dv}, elt));
-  if (lse)
-    argTypes.push_back(MemRefType::get({dyn, Hq, dyn}, b.getF32Type()));
-
-  auto [module, body] = createKernelFunction(b, argTypes);
-  Location loc = module->getLoc();
-  unsigned argIdx = 0;
-  Value qT = toTensor(b, loc, body->getArgument(argIdx++), false);
-  Value kT = toTensor(b, loc, body->getArgument(argIdx++), false);
-  Value vT = toTensor(b, loc, body->getArgument(argIdx++), false);
-  Value lensT, maskT;
-  if (lens)
-    lensT = toTensor(b, loc, body->getArgument(argIdx++), false);
-  if (mask) {
-    maskT = toTensor(b, loc, body->getArgument(argIdx++), false);
-    if (mask->array.getDType() == NpyDType::Bool)
-      maskT = bytesToI1(b, loc, maskT);
-  }
-  Value oMem = body->getArgument(argIdx++);
-  Value oInit = toTensor(b, loc, oMem, /*writable=*/true);
-  Value lseMem, lseInit;
-  if (lse) {
-    lseMem = body->getArgument(argIdx++);
-    lseInit = toTensor(b, loc, lseMem, /*writable=*/true);
-  }
-  llvm::SmallVector<Type> resultTypes = {oInit.getType()};
-  if (lse)
-    resultTypes.push_back(lseInit.getType());
-  auto attention = AttentionOp::create(
-      b, loc, resultTypes, qT, kT, vT, lensT, maskT, oInit, lseInit,
-      scale ? b.getF32FloatAttr(*scale) : FloatAttr(),
-      CausalKindAttr::get(&ctx, *causal));
-  materialize(b, loc, attention.getResult(), oMem);
-  if (lse)
-    materialize(b, loc, attention.getLseResult(), lseMem);
-  func::ReturnOp::create(b, loc);
+  Expected<OwningOpRef<ModuleOp>> module = buildKernel(ctx, md);
+  if (!module)
+    return module.takeError();
 
   if (*device == Device::Emulate) {
-    // fa-emulate's default mapping, then the interpreter on the host
-    // function, which launches the kernel over its grid.
-    auto start = std::chrono::steady_clock::now();
-    EmulationMapOptions mapOptions;
-    mapOptions.lowering.blockQ =
-        blockQ.getNumOccurrences() ? blockQ.getValue() : 0;
-    mapOptions.lowering.blockKV =
-        blockKV.getNumOccurrences() ? blockKV.getValue() : 0;
-    mapOptions.lowering.tensorCores = tensorCores;
-    mapOptions.lowering.wgmma = wgmma;
-    if (blockQ.getNumOccurrences())
-      mapOptions.lowering.tcBlockQ = blockQ.getValue();
-    if (blockKV.getNumOccurrences())
-      mapOptions.lowering.tcBlockKV = blockKV.getValue();
-    llvm::SourceMgr mappedMgr;
-    std::string error;
-    OwningOpRef<ModuleOp> mapped =
-        mapForEmulation(*module, mapOptions, mappedMgr, error);
-    if (!mapped)
-      return makeError("--device emulate: " + error);
-    double compileMs = millisecondsSince(start);
-    llvm::SmallVector<EmulationBuffer> buffers;
-    auto add = [&](StringRef name, NpyArray &array, bool isOutput) {
-      EmulationBuffer buf;
-      buf.name = name.str();
-      buf.data = array.getData();
-      buf.shape.assign(array.getShape().begin(), array.getShape().end());
-      buf.isOutput = isOutput;
-      buffers.push_back(std::move(buf));
-    };
-    add("Q", q->array, false);
-    add("K", k->array, false);
-    add("V", v->array, false);
-    if (lens)
-      add("kv_lens", lens->array, false);
-    if (mask)
-      add("mask", mask->array, false);
-    add("O", out, true);
-    if (lse)
-      add("LSE", *lse, true);
-    InterpreterOptions options;
-    options.checkRaces = true;
-    EmulationLaunch launch;
-    launch.function = "fa_kernel";
-    start = std::chrono::steady_clock::now();
-    if (failed(runEmulation(*mapped, launch, buffers, options, error)))
-      return makeError("--device emulate: " + error);
-    return finish(compileMs, millisecondsSince(start),
-                  wgmma         ? "emulate (SIMT interpreter, wgmma)"
-                  : tensorCores ? "emulate (SIMT interpreter, tensor cores)"
-                                : "emulate (SIMT interpreter)");
+    Expected<std::string> where =
+        runOnEmulator(**module, arrays, compileMs, runMs);
+    if (!where)
+      return where.takeError();
+    return finish(compileMs, runMs, *where);
   }
 
-  // Run.
+  // Run on the CPU.
   llvm::SmallVector<MemRefDescriptor> descriptors;
-  for (Input *in : {&*q, &*k, &*v})
-    descriptors.emplace_back(in->array.getData(), in->shape());
-  if (lens)
-    descriptors.emplace_back(lens->array.getData(), lens->shape());
-  if (mask)
-    descriptors.emplace_back(mask->array.getData(), mask->shape());
-  descriptors.emplace_back(out.getData(), out.getShape());
-  if (lse)
-    descriptors.emplace_back(lse->getData(), lse->getShape());
-  double compileMs = 0, runMs = 0;
-  if (Error err = lowerAndRun(*module, pipelineText(blockQ, blockKV, 256),
+  for (const rt::ParamInfo &param : md.params) {
+    NpyArray *array = arrays.get(param.role);
+    descriptors.emplace_back(array->getData(), array->getShape());
+  }
+  if (Error err = lowerAndRun(**module, pipelineText(blockQ, blockKV, 256),
                               descriptors, compileMs, runMs))
     return err;
   return finish(compileMs, runMs, "cpu");
@@ -1103,24 +1077,26 @@ static Error runSoftmax(MLIRContext &ctx) {
   poison(out);
 
   // The kernel: every dim dynamic.
-  OpBuilder b(&ctx);
-  Type elt = getFloatType(ctx, x->array.getDType());
-  llvm::SmallVector<int64_t> dynShape(rank, ShapedType::kDynamic);
-  auto memrefType = MemRefType::get(dynShape, elt);
-  auto [module, body] = createKernelFunction(b, {memrefType, memrefType});
-  Location loc = module->getLoc();
-  Value xT = toTensor(b, loc, body->getArgument(0), false);
-  Value yInit = toTensor(b, loc, body->getArgument(1), /*writable=*/true);
-  auto softmax = SoftmaxOp::create(b, loc, yInit.getType(), xT, yInit,
-                                   b.getI64IntegerAttr(dim));
-  materialize(b, loc, softmax.getResult(), body->getArgument(1));
-  func::ReturnOp::create(b, loc);
+  rt::KernelMetadata md;
+  md.name = "softmax";
+  md.symbol = "fa_kernel";
+  md.generator = "fa-run";
+  md.op = rt::OpKind::Softmax;
+  md.dtype = getKernelDType(x->array.getDType());
+  md.rank = rank;
+  md.dimension = dim;
+  md.params = rt::getCanonicalParams(md, rt::DType::I8,
+                                     /*maskBroadcastBatch=*/false,
+                                     /*maskBroadcastHeads=*/false);
+  Expected<OwningOpRef<ModuleOp>> module = buildKernel(ctx, md);
+  if (!module)
+    return module.takeError();
 
   llvm::SmallVector<MemRefDescriptor> descriptors;
   descriptors.emplace_back(x->array.getData(), x->shape());
   descriptors.emplace_back(out.getData(), out.getShape());
   double compileMs = 0, runMs = 0;
-  if (Error err = lowerAndRun(*module, pipelineText(64, 64, softmaxTile),
+  if (Error err = lowerAndRun(**module, pipelineText(64, 64, softmaxTile),
                               descriptors, compileMs, runMs))
     return err;
   if (Error err = writeOutputs({{outputPath, &out}}))

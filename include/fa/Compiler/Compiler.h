@@ -14,6 +14,8 @@
 #ifndef FA_COMPILER_COMPILER_H
 #define FA_COMPILER_COMPILER_H
 
+#include "fa/Dialect/FA/IR/FA.h"
+#include "fa/Pipelines/Pipelines.h"
 #include "fa/Runtime/KernelMetadata.h"
 
 #include "mlir/IR/Builders.h"
@@ -25,6 +27,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +52,8 @@ struct KernelJob {
   /// order of `metadata.params`) whose body runs one fa op on tensors, with
   /// `llvm.emit_c_interface`.
   OwningOpRef<ModuleOp> module;
+  /// The family of the GPU kernel emitGpuArtifacts made.
+  std::optional<KernelFamily> kernelFamily;
 };
 
 /// Options that apply to every kernel of one fa-compile run.
@@ -62,12 +67,9 @@ struct CompileOptions {
   /// GPU tile sizes (0: chosen by fa-promote-shared from the shared-memory
   /// budget); set from --block-q / --block-kv when given explicitly.
   int64_t gpuBlockQ = 0, gpuBlockKV = 0;
-  /// GPU: tensor-core kernels (fa-map-to-tensor-cores) for the eligible
-  /// f16/bf16 attention kernels; the others keep the SIMT path.
-  bool tensorCores = false;
-  /// GPU sm_90a: wgmma kernels (fa-map-to-wgmma) for the eligible f16/bf16
-  /// attention kernels, before the tensor-core and SIMT paths.
-  bool wgmma = false;
+  /// GPU: the kernel family (fa-lower-to-nvvm's `kernel`); auto takes the
+  /// fastest one the chip has and the kernel is eligible for.
+  KernelFamily kernel = KernelFamily::Auto;
 };
 
 //===----------------------------------------------------------------------===//
@@ -100,8 +102,23 @@ void materialize(OpBuilder &b, Location loc, Value result, Value memref);
 llvm::Expected<std::vector<KernelJob>>
 extractKernelJobs(ModuleOp module, const CompileOptions &options);
 
+/// Parses a causal alignment as the tools spell it: `none`, `top-left` or
+/// `bottom-right` (the attribute's `top_left` and `bottom_right` too).
+std::optional<CausalKind> parseCausalKind(llvm::StringRef text);
+
+/// The runtime's name for the causal alignment `kind` and back, through the
+/// names both share (`none`, `top_left`, `bottom_right`).
+::fa::runtime::Causal toRuntimeCausal(CausalKind kind);
+CausalKind fromRuntimeCausal(::fa::runtime::Causal causal);
+
 /// Checks a head dim: a positive multiple of 8, at most 256.
 llvm::Error checkHeadDim(llvm::StringRef what, int64_t value);
+
+/// The host's L2 cache per core in bytes (sysconf where the C library knows
+/// it, else /sys/devices/system/cpu/cpu0/cache on Linux), or 0 when unknown
+/// (fa-lower-to-cpu then assumes 512 KiB). What the tools pass as
+/// `cpu-l2-cache-size`.
+int64_t getHostL2CacheSize();
 
 /// Prints a diagnostic and its notes as "<tool>: error: <location>:
 /// <message>" (file:line:col for file locations) to stderr; for

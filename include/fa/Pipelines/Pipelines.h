@@ -10,9 +10,11 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <optional>
+#include <string>
 
 namespace mlir {
 namespace fa {
@@ -56,17 +58,18 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
   PassOptions::Option<int64_t> cpuBlockQ{
       *this, "cpu-block-q",
       llvm::cl::desc("fa-cpu-attention query rows per tile (0: automatic, "
-                     "from the host's cache sizes)"),
+                     "from cpu-l2-cache-size)"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> cpuBlockKV{
       *this, "cpu-block-kv",
       llvm::cl::desc("fa-cpu-attention keys per tile (0: automatic, from "
-                     "the host's cache sizes)"),
+                     "cpu-l2-cache-size)"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> cpuL2CacheSize{
       *this, "cpu-l2-cache-size",
       llvm::cl::desc("fa-cpu-attention l2-cache-size: L2 bytes per core "
-                     "the automatic tile sizes assume (0: the host's)"),
+                     "the automatic tile sizes assume (0: 512 KiB; fa-compile "
+                     "and fa-run pass the host's)"),
       llvm::cl::init(0)};
   PassOptions::Option<bool> promoted{
       *this, "promoted",
@@ -118,11 +121,22 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       *this, "double-buffer",
       llvm::cl::desc("Two K/V slots: copy tile j+1 while tile j is computed"),
       llvm::cl::init(false)};
-  PassOptions::Option<bool> tensorCores{
-      *this, "tensor-cores",
-      llvm::cl::desc("Run fa-map-to-tensor-cores first: f16/bf16 kernels "
-                     "with head dims multiples of 16 get mma.sync/ldmatrix/"
-                     "cp.async kernels, the others the SIMT path"),
+  PassOptions::Option<std::string> kernel{
+      *this, "kernel",
+      llvm::cl::desc("Kernel family of the attention kernels: auto (the "
+                     "default: wgmma where the chip has it and the op is "
+                     "eligible, else mma.sync where eligible, else SIMT), "
+                     "simt (fa-promote-shared), mma (fa-map-to-tensor-cores: "
+                     "mma.sync/ldmatrix/cp.async) or wgmma (fa-map-to-wgmma, "
+                     "chip=sm_90a). An explicit family an op is not "
+                     "eligible for is an error"),
+      llvm::cl::init("auto")};
+  /// Replaced by `kernel`; given, they are an error that names it.
+  PassOptions::Option<bool> removedTensorCores{
+      *this, "tensor-cores", llvm::cl::desc("Removed: use kernel=mma"),
+      llvm::cl::init(false)};
+  PassOptions::Option<bool> removedWgmma{
+      *this, "wgmma", llvm::cl::desc("Removed: use kernel=wgmma"),
       llvm::cl::init(false)};
   PassOptions::Option<int64_t> tcBlockQ{
       *this, "tc-block-q",
@@ -136,13 +150,6 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       *this, "tc-stages",
       llvm::cl::desc("fa-map-to-tensor-cores cp.async pipeline stages"),
       llvm::cl::init(2)};
-  PassOptions::Option<bool> wgmma{
-      *this, "wgmma",
-      llvm::cl::desc("Run fa-map-to-wgmma first (before fa-map-to-tensor-"
-                     "cores): f16/bf16 kernels with head dims multiples of "
-                     "64 up to 256 get sm_90a wgmma kernels; needs "
-                     "chip=sm_90a"),
-      llvm::cl::init(false)};
   PassOptions::Option<int64_t> wgWarpgroups{
       *this, "wg-warpgroups",
       llvm::cl::desc("fa-map-to-wgmma warpgroups per block (1 or 2)"),
@@ -156,6 +163,29 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("fa-map-to-wgmma cp.async pipeline stages"),
       llvm::cl::init(2)};
 };
+
+/// The kernel families of `fa-lower-to-nvvm` (its `kernel` option).
+enum class KernelFamily { Auto, Simt, Mma, Wgmma };
+
+/// Parses "auto", "simt", "mma" or "wgmma".
+std::optional<KernelFamily> parseKernelFamily(llvm::StringRef name);
+
+/// The option spelling of `family`: "auto", "simt", "mma" or "wgmma".
+llvm::StringRef getKernelFamilyName(KernelFamily family);
+
+/// The families `kernel=auto` tries on `chip`, best first (wgmma where the
+/// chip has it, then mma.sync); SIMT takes whatever they leave.
+llvm::SmallVector<KernelFamily, 2> getAutoKernelFamilies(llvm::StringRef chip);
+
+/// The family fa-map-to-gpu's launch configuration (`fa.gpu_config`) on a
+/// mapped kernel function records, or nothing when it has none.
+std::optional<KernelFamily> getMappedKernelFamily(Operation *func);
+
+/// Checks the `fa-lower-to-nvvm` options that need no IR: the chip, the
+/// PTX features, the kernel family (and that the chip has it), the removed
+/// options. Returns a one-line message on failure.
+std::optional<std::string>
+verifyLowerToNVVMOptions(const LowerToNVVMOptions &options);
 
 /// The chips `fa-lower-to-nvvm` accepts.
 bool isSupportedChip(llvm::StringRef chip);

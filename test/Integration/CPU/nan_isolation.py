@@ -3,8 +3,8 @@
 # RUN: env OMP_NUM_THREADS=2 %python %s %fa_run --parallel
 # RUN: %python %s %fa_run --promoted
 # RUN: %python %s %fa_run --device emulate
-# RUN: %python %s %fa_run --dtype float16 --device emulate --tensor-cores
-# RUN: %python %s %fa_emulate --dtype bfloat16 --tensor-cores
+# RUN: %python %s %fa_run --dtype float16 --device emulate --kernel mma
+# RUN: %python %s %fa_emulate --dtype bfloat16 --kernel mma
 #
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
@@ -24,7 +24,7 @@ then held to the tolerance of test/Interpreter/attention_emulate_tc.py: max
 abs error at most 2x that of a naive kernel (float32 math on the 16-bit
 inputs, O rounded to the 16-bit type) plus 1e-4. This is how the
 tensor-core kernels (fa-map-to-tensor-cores, f16/bf16 only) are run: through
-`fa-run --device emulate --tensor-cores` for float16 and, since fa-run reads
+`fa-run --device emulate --kernel mma` for float16 and, since fa-run reads
 no bfloat16, through fa-emulate (the kernel text of
 test/Interpreter/attention_emulate.py, float32 files rounded to bfloat16)
 for bfloat16.

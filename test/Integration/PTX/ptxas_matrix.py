@@ -9,11 +9,11 @@ spills and no stack frame.
 For head dims 64, 96 and 128, f16/bf16/f32, causal none and bottom-right,
 sm_80 and sm_90 (36 kernels), and for every head dim 8, 16, ..., 256 with a
 different value head dim, f16 and f32, on sm_80 (64 kernels), and double-buffered K/V for D 64 and 128 (4 kernels);
-and the tensor-core kernels (tensor-cores=true): D 64/96/128 x f16/bf16 x
+and the tensor-core kernels (kernel=mma): D 64/96/128 x f16/bf16 x
 causal none/bottom-right x sm_80/sm_90 with GQA, key lengths and LSE (24),
 boolean and additive masks (4), 3 stages (2) and other head dims (6), whose
 PTX must also hold mma.sync m16n8k16, ldmatrix (plain and .trans) and
-cp.async with its commit/wait; and the Hopper wgmma kernels (wgmma=true,
+cp.async with its commit/wait; and the Hopper wgmma kernels (kernel=wgmma,
 sm_90a only): D 64/128 x f16/bf16 x causal none/bottom-right (8), masks (2),
 two warpgroups, 128-key tiles, 3 stages (4) and wide head dims (5), whose PTX
 must hold wgmma.mma_async m64nNk16 for S (N = block_kv) and P V (N = Dv, V
@@ -110,20 +110,21 @@ def main(argv):
     failures = 0
     configs = []
     with tempfile.TemporaryDirectory(prefix="fa-ptxas-") as tmp:
-        configs = [(chip, d, d, t, causal, "", "")
+        simt = " kernel=simt"
+        configs = [(chip, d, d, t, causal, simt, "")
                    for chip in ("sm_80", "sm_90") for d in (64, 96, 128)
                    for t in ("f16", "bf16", "f32")
                    for causal in ("none", "bottom_right")]
         # Every head dim the GPU path accepts, V's differing from Q/K's.
-        configs += [("sm_80", d, 264 - d if d != 128 else 128, t, "none", "", "")
+        configs += [("sm_80", d, 264 - d if d != 128 else 128, t, "none", simt, "")
                     for d in range(8, 257, 8) for t in ("f16", "f32")]
         # Double-buffered K/V.
-        configs += [(chip, d, d, "bf16", "bottom_right", " double-buffer=true", "")
+        configs += [(chip, d, d, "bf16", "bottom_right", simt + " double-buffer=true", "")
                     for chip in ("sm_80", "sm_90") for d in (64, 128)]
         # Tensor cores (fa-map-to-tensor-cores): GQA with key lengths and
         # LSE at D 64/96/128, f16/bf16, causal none/bottom-right, then the
         # mask variants, 3 stages and the other head dims.
-        tc = " tensor-cores=true"
+        tc = " kernel=mma"
         configs += [(chip, d, d, t, causal, tc, "")
                     for chip in ("sm_80", "sm_90") for d in (64, 96, 128)
                     for t in ("f16", "bf16")
@@ -142,7 +143,7 @@ def main(argv):
         # lengths and LSE at D 64/128, f16/bf16, causal none/bottom-right,
         # then the masks, two warpgroups, 128-key tiles, 3 stages and the
         # wide head dims.
-        wg = " wgmma=true"
+        wg = " kernel=wgmma"
         configs += [("sm_90a", d, d, t, causal, wg, "")
                     for d in (64, 128) for t in ("f16", "bf16")
                     for causal in ("none", "bottom_right")]
@@ -163,8 +164,8 @@ def main(argv):
             if True:
                 if True:
                     if True:
-                        tensor_cores = "tensor-cores" in extra
-                        wgmma = "wgmma" in extra
+                        tensor_cores = "kernel=mma" in extra
+                        wgmma = "kernel=wgmma" in extra
                         name = (f"{chip}_d{d}_dv{dv}_{t}_{causal}"
                                 + ("_db" if "double" in extra else "")
                                 + ("_tc" if tensor_cores else "")

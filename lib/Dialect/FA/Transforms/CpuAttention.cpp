@@ -33,11 +33,8 @@
 #include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include "llvm/Support/MemoryBuffer.h"
-
 #include <limits>
 #include <numeric>
-#include <unistd.h> // sysconf
 
 namespace mlir {
 namespace fa {
@@ -669,49 +666,10 @@ void CpuKernelBuilder::buildEpilogue(OpBuilder &b) {
 // Tile sizes
 //===----------------------------------------------------------------------===//
 
-/// The L2 size assumed when the host does not say (small for current x86
-/// and AArch64 cores, which have 0.5 to 2 MiB per core).
+/// The L2 size assumed when none is given (small for current x86 and
+/// AArch64 cores, which have 0.5 to 2 MiB per core). The tools pass the
+/// host's (fa::compile::getHostL2CacheSize).
 static constexpr int64_t kDefaultL2CacheSize = 512 * 1024;
-
-/// Reads a sysfs cache size ("1024K", "2M"); 0 when unreadable.
-static int64_t readSysfsCacheSize(const llvm::Twine &path) {
-  auto buf = llvm::MemoryBuffer::getFileAsStream(path);
-  if (!buf)
-    return 0;
-  StringRef text = (*buf)->getBuffer().trim();
-  int64_t unit = 1;
-  if (text.consume_back("K"))
-    unit = 1024;
-  else if (text.consume_back("M"))
-    unit = 1024 * 1024;
-  int64_t value = 0;
-  if (text.getAsInteger(10, value) || value <= 0)
-    return 0;
-  return value * unit;
-}
-
-/// The host's L2 cache per core in bytes: sysconf where the C library
-/// knows it, else /sys/devices/system/cpu/cpu0/cache (Linux), else
-/// kDefaultL2CacheSize.
-static int64_t getHostL2CacheSize() {
-#ifdef _SC_LEVEL2_CACHE_SIZE
-  if (long size = sysconf(_SC_LEVEL2_CACHE_SIZE); size > 0)
-    return size;
-#endif
-  for (int index = 0; index < 8; ++index) {
-    std::string dir =
-        "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
-    auto level = llvm::MemoryBuffer::getFileAsStream(dir + "/level");
-    auto type = llvm::MemoryBuffer::getFileAsStream(dir + "/type");
-    if (!level || !type)
-      break;
-    if ((*level)->getBuffer().trim() == "2" &&
-        (*type)->getBuffer().trim() != "Instruction")
-      if (int64_t size = readSysfsCacheSize(dir + "/size"))
-        return size;
-  }
-  return kDefaultL2CacheSize;
-}
 
 /// Fills in block-q and block-kv where they are 0 (automatic) for an
 /// attention with head dims D and Dv, given the L2 size per core. All
@@ -826,11 +784,7 @@ void FACpuAttentionPass::runOnOperation() {
                          << "), got " << cfg.blockQ;
     return signalPassFailure();
   }
-  // The host is only asked when a size is automatic and the L2 size is
-  // not given.
-  int64_t l2 = l2CacheSize;
-  if ((cfg.blockQ == 0 || cfg.blockKV == 0) && l2 == 0)
-    l2 = getHostL2CacheSize();
+  int64_t l2 = l2CacheSize == 0 ? kDefaultL2CacheSize : l2CacheSize;
 
   SmallVector<AttentionOp> ops;
   getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });

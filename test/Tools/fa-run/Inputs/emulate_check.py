@@ -27,15 +27,15 @@ CASES = [
     ("f32_gqa_causal_lens", np.float32, 2, 4, 2, 37, 70, 64, 64,
      "bottom-right", [0, 61], None),
     ("f16_bool_mask", np.float16, 1, 2, 2, 24, 45, 32, 32, "none", None,
-     "bool"),
+     "bool", ["--kernel", "simt"]),
     ("f32_float_mask_dv", np.float32, 1, 2, 1, 20, 33, 32, 16, "top-left",
      None, "float"),
-    # --tensor-cores: mma.sync/ldmatrix/cp.async kernels (f16; N not a
+    # --kernel mma: mma.sync/ldmatrix/cp.async kernels (f16; N not a
     # multiple of the 64-row tiles, an empty batch, GQA, a boolean mask).
     ("f16_tc_gqa_causal_lens", np.float16, 2, 4, 2, 70, 93, 64, 64,
-     "bottom-right", [0, 81], None, ["--tensor-cores"]),
+     "bottom-right", [0, 81], None, ["--kernel", "mma"]),
     ("f16_tc_bool_mask", np.float16, 1, 2, 2, 33, 45, 32, 32, "none", None,
-     "bool", ["--tensor-cores"]),
+     "bool", ["--kernel", "mma"]),
 ]
 
 

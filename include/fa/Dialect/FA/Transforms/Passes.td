@@ -337,8 +337,8 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
       type and LSE = m + log(l) (-inf when l = 0).
 
     `block-q` and `block-kv` of 0 (the default) are chosen per op from the
-    L2 size per core (`l2-cache-size`, else the host's from sysconf or
-    /sys/devices/system/cpu/cpu0/cache, else 512 KiB): `block-q` is four
+    L2 size per core (`l2-cache-size`, else 512 KiB; the pass does not probe
+    the host, the tools pass the host's): `block-q` is four
     vectors (the register block of the S^T micro-kernel) unless Q^T and the
     O accumulator would take more than a quarter of L2; `block-kv` is the
     largest multiple of 16 in [16, 512] for which Q^T, the O accumulator,
@@ -358,7 +358,7 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
            "Keys per key/value tile (0: automatic, from the cache sizes)">,
     Option<"l2CacheSize", "l2-cache-size", "int64_t", /*default=*/"0",
            "L2 cache per core in bytes the automatic tile sizes assume "
-           "(0: the host's, 512 KiB when unknown)">,
+           "(0: 512 KiB)">,
     Option<"keyRows", "key-rows", "int64_t", /*default=*/"6",
            "Keys per register block of the S micro-kernel">,
     Option<"pvRows", "pv-rows", "int64_t", /*default=*/"4",
