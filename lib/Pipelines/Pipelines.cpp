@@ -7,6 +7,7 @@
 
 #include "fa/Pipelines/Pipelines.h"
 
+#include "fa/Codegen/Passes.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
