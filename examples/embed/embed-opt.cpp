@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/FA.h"
+#include "fa/Codegen/Passes.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/Pipelines/Pipelines.h"
 
@@ -73,6 +74,7 @@ int main(int argc, char **argv) {
   // fa's passes (fa-tile-attention, ...) and pipelines (fa-lower-to-cpu,
   // fa-lower-to-nvvm), plus two upstream passes for stepping through.
   mlir::fa::registerFAPasses();
+  mlir::fa::registerFACodegenPasses();
   mlir::fa::registerFAPipelines();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

@@ -8,6 +8,7 @@
 #include "fa-c/Dialects.h"
 
 #include "fa/Dialect/FA/IR/FA.h"
+#include "fa/Codegen/Passes.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/InitAll.h"
 #include "fa/Pipelines/Pipelines.h"
@@ -30,7 +31,10 @@ void faRegisterAllDialects(MlirDialectRegistry registry) {
   fa::registerAllDialects(*unwrap(registry));
 }
 
-void faRegisterPasses(void) { fa::registerFAPasses(); }
+void faRegisterPasses(void) {
+  fa::registerFAPasses();
+  fa::registerFACodegenPasses();
+}
 
 void faRegisterPipelines(void) { fa::registerFAPipelines(); }
 

@@ -8,6 +8,7 @@
 #include "fa/InitAll.h"
 
 #include "fa/Dialect/FA/IR/FA.h"
+#include "fa/Codegen/Passes.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/Dialect/FA/Transforms/Transforms.h"
 #include "fa/Pipelines/Pipelines.h"
@@ -44,6 +45,7 @@ void fa::registerAllPasses() {
   // Pipelines may be registered only once; make repeated calls harmless.
   static const bool registered = [] {
     fa::registerFAPasses();
+    fa::registerFACodegenPasses();
     fa::registerFAPipelines();
     // Upstream passes the pipelines are made of, so users can run the steps
     // one by one with fa-opt.

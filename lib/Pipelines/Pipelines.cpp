@@ -7,6 +7,7 @@
 
 #include "fa/Pipelines/Pipelines.h"
 
+#include "fa/Codegen/Passes.h"
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/Target/Chips.h"

@@ -12,7 +12,7 @@ materialize_in_destination), seeded random .npy inputs, and runs
 and fa-map-to-gpu and interprets the resulting gpu.func kernel (and the host
 function's launch) block by block, lock-step over the block's threads. The
 outputs are compared with a float64 implementation of the semantic contract
-in DESIGN.md that shares no code with the lowering (test/lib/fa_reference.py,
+in docs/FA/FADialect.md that shares no code with the lowering (test/lib/fa_reference.py,
 shared with the CPU numerics tests):
 
   * float32: relative Frobenius error of O below max(1e-5, 2x the error of a

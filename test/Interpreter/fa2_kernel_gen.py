@@ -32,8 +32,8 @@
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """Writes a hand-written FA2-style tensor-core attention kernel at the
-gpu/nvgpu level (the kernel of ../shared/notes/FA2-KERNEL-AT-NVGPU-LEVEL.md,
-generalized to [B, H, N, 64] tensors), as a test input of the interpreter.
+gpu/nvgpu level (ldmatrix, mma.sync m16n8k16, quad shuffles; on
+[B, H, N, 64] tensors), as a test input of the interpreter.
 
 The module holds a host function `@fa2` (Q, K, V, O: memref<?x?x?x64xT>)
 whose gpu.launch_func runs the kernel `@fa2_kernels::@fa2` over (Nq / 64, H,

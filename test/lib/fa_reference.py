@@ -1,7 +1,7 @@
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """The attention reference of the numerics tests, written from the semantic
-contract in DESIGN.md and sharing no code with the lowerings:
+contract in docs/FA/FADialect.md and sharing no code with the lowerings:
 
     S = scale * Q K^T per (b, h), query head h reading kv head h // (Hq/Hkv)
     S += additive mask;  S = -inf where the boolean mask, causality

@@ -11,7 +11,7 @@
 Each case writes seeded random inputs (the seed comes from the case name, so a
 failure reproduces and every case differs), runs fa-run on them, and compares
 O and LSE with a float64 implementation of the semantic contract in
-DESIGN.md that shares no code with the lowering:
+docs/FA/FADialect.md that shares no code with the lowering:
 
     S = scale * Q K^T per (b, h), query head h reading kv head h // (Hq/Hkv)
     S += additive mask;  S = -inf where the boolean mask, causality

@@ -11,7 +11,7 @@
 """NaN and inf in the V rows of keys a row does not attend (causally
 excluded, masked by a boolean or an additive -inf mask, past the key
 length) must not reach that row's output (0 * NaN), while a row that does
-attend such a key gets NaN (DESIGN.md: a real NaN in attended inputs stays
+attend such a key gets NaN (docs/FA/FADialect.md: a real NaN in attended inputs stays
 NaN). Each case puts NaN/inf into a few V rows, runs fa-run, and checks:
 
   * rows attending none of the bad keys: finite and within 1e-5 (max abs)

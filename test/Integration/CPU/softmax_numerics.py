@@ -7,7 +7,7 @@
 
 Each case writes seeded random input (the seed comes from the case name), runs
 fa-run, and compares the result with a float64 softmax along the chosen
-dimension, where a row that is entirely -inf gives zeros (DESIGN.md).
+dimension, where a row that is entirely -inf gives zeros (docs/FA/FADialect.md).
 
 Pass criteria:
   * float32: relative Frobenius error below max(1e-5, 2x the error of a naive

@@ -16,7 +16,7 @@
 #include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/Dialect/FA/Transforms/Transforms.h"
 
-#include "LoweringUtils.h"
+#include "fa/Dialect/FA/Utils/LoweringUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

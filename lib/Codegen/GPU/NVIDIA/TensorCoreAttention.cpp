@@ -41,7 +41,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/FA.h"
-#include "fa/Dialect/FA/Transforms/Passes.h"
+#include "fa/Codegen/Passes.h"
 
 #include "GpuKernelCommon.h"
 
@@ -64,7 +64,7 @@
 namespace mlir {
 namespace fa {
 #define GEN_PASS_DEF_FAMAPTOTENSORCORESPASS
-#include "fa/Dialect/FA/Transforms/Passes.h.inc"
+#include "fa/Codegen/Passes.h.inc"
 } // namespace fa
 } // namespace mlir
 

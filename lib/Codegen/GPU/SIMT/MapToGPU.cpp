@@ -26,9 +26,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/FA.h"
-#include "fa/Dialect/FA/Transforms/Passes.h"
+#include "fa/Codegen/Passes.h"
 
-#include "GpuKernelUtils.h"
+#include "fa/Codegen/GPU/GpuKernelUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -45,7 +45,7 @@
 namespace mlir {
 namespace fa {
 #define GEN_PASS_DEF_FAMAPTOGPUPASS
-#include "fa/Dialect/FA/Transforms/Passes.h.inc"
+#include "fa/Codegen/Passes.h.inc"
 } // namespace fa
 } // namespace mlir
 

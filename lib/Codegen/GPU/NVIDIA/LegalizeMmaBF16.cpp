@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fa/Dialect/FA/Transforms/Passes.h"
+#include "fa/Codegen/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -25,7 +25,7 @@
 namespace mlir {
 namespace fa {
 #define GEN_PASS_DEF_FALEGALIZEMMABF16PASS
-#include "fa/Dialect/FA/Transforms/Passes.h.inc"
+#include "fa/Codegen/Passes.h.inc"
 } // namespace fa
 } // namespace mlir
 

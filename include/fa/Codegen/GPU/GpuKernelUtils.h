@@ -5,9 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FA_LIB_DIALECT_FA_TRANSFORMS_GPUKERNELUTILS_H
-#define FA_LIB_DIALECT_FA_TRANSFORMS_GPUKERNELUTILS_H
+#ifndef FA_CODEGEN_GPU_GPUKERNELUTILS_H
+#define FA_CODEGEN_GPU_GPUKERNELUTILS_H
 
+#include "fa/Codegen/Common/KernelForm.h"
 #include "fa/Dialect/FA/IR/FA.h"
 
 #include <string>
@@ -31,12 +32,6 @@ constexpr const char *kConfigAttrName = "fa.gpu_config";
 /// after it.
 constexpr const char *kNoBarrierAttrName = "fa.no_barrier_after";
 
-/// The memrefs of a kernel function, in the kernel's parameter order
-/// (absent optional operands are null).
-struct KernelOperands {
-  Value q, k, v, kvLens, mask, o, lse;
-};
-
 /// Tile sizes and derived layout of one promoted kernel.
 struct KernelConfig {
   int64_t blockQ = 16, blockKV = 64, numWarps = 4;
@@ -51,10 +46,6 @@ struct KernelConfig {
   /// Workgroup memory of the tiles and the state for the given sizes.
   int64_t sharedBytes(int64_t bq, int64_t bkv) const;
 };
-
-/// Matches the kernel form: operands read from memrefs through
-/// bufferization.to_tensor, results materialized into memrefs.
-FailureOr<KernelOperands> matchKernelForm(AttentionOp op);
 
 /// Picks tile sizes (0 = automatic) within `budget` bytes of workgroup
 /// memory, or explains in `error` why none fits.
@@ -94,4 +85,4 @@ FailureOr<TensorCoreConfig> chooseTensorCoreConfig(AttentionOp op,
 } // namespace fa
 } // namespace mlir
 
-#endif // FA_LIB_DIALECT_FA_TRANSFORMS_GPUKERNELUTILS_H
+#endif // FA_CODEGEN_GPU_GPUKERNELUTILS_H

@@ -16,10 +16,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/FA.h"
-#include "fa/Dialect/FA/Transforms/Passes.h"
+#include "fa/Codegen/Passes.h"
 
-#include "GpuKernelUtils.h"
-#include "LoweringUtils.h"
+#include "fa/Codegen/Common/KernelForm.h"
+#include "fa/Dialect/FA/Utils/LoweringUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -39,13 +39,12 @@
 namespace mlir {
 namespace fa {
 #define GEN_PASS_DEF_FACPUATTENTIONPASS
-#include "fa/Dialect/FA/Transforms/Passes.h.inc"
+#include "fa/Codegen/Passes.h.inc"
 } // namespace fa
 } // namespace mlir
 
 using namespace mlir;
 using namespace mlir::fa;
-using namespace mlir::fa::gpukernel;
 
 namespace {
 

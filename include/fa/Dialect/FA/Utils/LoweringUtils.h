@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FA_LIB_DIALECT_FA_TRANSFORMS_LOWERINGUTILS_H
-#define FA_LIB_DIALECT_FA_TRANSFORMS_LOWERINGUTILS_H
+#ifndef FA_DIALECT_FA_UTILS_LOWERINGUTILS_H
+#define FA_DIALECT_FA_UTILS_LOWERINGUTILS_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
@@ -69,4 +69,4 @@ Value loopIndex(OpBuilder &b, Location loc, int64_t dim);
 } // namespace fa
 } // namespace mlir
 
-#endif // FA_LIB_DIALECT_FA_TRANSFORMS_LOWERINGUTILS_H
+#endif // FA_DIALECT_FA_UTILS_LOWERINGUTILS_H

@@ -15,10 +15,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FA_LIB_DIALECT_FA_TRANSFORMS_GPUKERNELCOMMON_H
-#define FA_LIB_DIALECT_FA_TRANSFORMS_GPUKERNELCOMMON_H
+#ifndef FA_LIB_CODEGEN_GPU_NVIDIA_GPUKERNELCOMMON_H
+#define FA_LIB_CODEGEN_GPU_NVIDIA_GPUKERNELCOMMON_H
 
-#include "GpuKernelUtils.h"
+#include "fa/Codegen/GPU/GpuKernelUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -209,4 +209,4 @@ protected:
 } // namespace fa
 } // namespace mlir
 
-#endif // FA_LIB_DIALECT_FA_TRANSFORMS_GPUKERNELCOMMON_H
+#endif // FA_LIB_CODEGEN_GPU_NVIDIA_GPUKERNELCOMMON_H

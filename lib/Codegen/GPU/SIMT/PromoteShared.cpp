@@ -13,9 +13,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/FA.h"
-#include "fa/Dialect/FA/Transforms/Passes.h"
+#include "fa/Codegen/Passes.h"
 
-#include "GpuKernelUtils.h"
+#include "fa/Codegen/GPU/GpuKernelUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -32,63 +32,13 @@
 namespace mlir {
 namespace fa {
 #define GEN_PASS_DEF_FAPROMOTESHAREDPASS
-#include "fa/Dialect/FA/Transforms/Passes.h.inc"
+#include "fa/Codegen/Passes.h.inc"
 } // namespace fa
 } // namespace mlir
 
 using namespace mlir;
 using namespace mlir::fa;
 using namespace mlir::fa::gpukernel;
-
-//===----------------------------------------------------------------------===//
-// Matching the kernel form
-//===----------------------------------------------------------------------===//
-
-/// Follows a tensor operand back to the memref it was read from: either
-/// `bufferization.to_tensor %m`, or an elementwise i8 -> i1 conversion of
-/// such a tensor (how byte-per-element boolean masks enter the kernel).
-static Value traceToMemref(Value tensor) {
-  Operation *def = tensor.getDefiningOp();
-  if (auto toTensor = dyn_cast_or_null<bufferization::ToTensorOp>(def))
-    return toTensor.getBuffer();
-  if (auto generic = dyn_cast_or_null<linalg::GenericOp>(def)) {
-    if (generic.getNumDpsInputs() != 1)
-      return Value();
-    Value in = generic.getDpsInputOperand(0)->get();
-    auto inType = dyn_cast<RankedTensorType>(in.getType());
-    if (!inType || !inType.getElementType().isInteger(8))
-      return Value();
-    return traceToMemref(in);
-  }
-  return Value();
-}
-
-/// The memref a result is materialized into.
-static Value traceToDestination(Value result) {
-  for (Operation *user : result.getUsers())
-    if (auto mat = dyn_cast<bufferization::MaterializeInDestinationOp>(user))
-      if (isa<BaseMemRefType>(mat.getDest().getType()))
-        return mat.getDest();
-  return Value();
-}
-
-FailureOr<KernelOperands> gpukernel::matchKernelForm(AttentionOp op) {
-  KernelOperands k;
-  k.q = traceToMemref(op.getQuery());
-  k.k = traceToMemref(op.getKey());
-  k.v = traceToMemref(op.getValue());
-  if (op.getKvLens())
-    k.kvLens = traceToMemref(op.getKvLens());
-  if (op.getMask())
-    k.mask = traceToMemref(op.getMask());
-  k.o = traceToDestination(op.getResult());
-  if (op.getLseResult())
-    k.lse = traceToDestination(op.getLseResult());
-  if (!k.q || !k.k || !k.v || !k.o || (op.getKvLens() && !k.kvLens) ||
-      (op.getMask() && !k.mask) || (op.getLseResult() && !k.lse))
-    return failure();
-  return k;
-}
 
 //===----------------------------------------------------------------------===//
 // Tile sizes

@@ -1,0 +1,35 @@
+//===- KernelForm.h - fa.attention in the kernel form -----------*- C++ -*-===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The kernel form every backend kernel builder starts from: one fa.attention
+// per function whose operands are read from memrefs
+// (`bufferization.to_tensor`, or an elementwise i8 -> i1 conversion of one)
+// and whose results are materialized into memrefs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_CODEGEN_COMMON_KERNELFORM_H
+#define FA_CODEGEN_COMMON_KERNELFORM_H
+
+#include "fa/Dialect/FA/IR/FA.h"
+
+namespace mlir {
+namespace fa {
+
+/// The memrefs of an attention op in the kernel form (null when absent).
+struct KernelOperands {
+  Value q, k, v, kvLens, mask, o, lse;
+};
+
+/// The memrefs `op` reads and writes, or failure when it is not in the
+/// kernel form.
+FailureOr<KernelOperands> matchKernelForm(AttentionOp op);
+
+} // namespace fa
+} // namespace mlir
+
+#endif // FA_CODEGEN_COMMON_KERNELFORM_H

@@ -1,0 +1,332 @@
+//===- Passes.td - fa's backend kernel builders ------------*- tablegen -*-===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The passes that build target kernels from fa.attention / fa.softmax in the
+// kernel form (bufferized, one op per function): the CPU vector kernel
+// (lib/Codegen/CPU), the SIMT GPU kernel (lib/Codegen/GPU/SIMT) and the
+// NVIDIA tensor-core kernels (lib/Codegen/GPU/NVIDIA). The target-independent
+// rewrites stay with the dialect (fa/Dialect/FA/Transforms/Passes.td).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_CODEGEN_PASSES_TD
+#define FA_CODEGEN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// CPU
+//===----------------------------------------------------------------------===//
+
+def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
+  let summary = "Lower kernel-form fa.attention to a register-blocked, "
+                "vectorized CPU kernel";
+  let description = [{
+    Rewrites each `fa.attention` in kernel form (operands read from memrefs
+    through `bufferization.to_tensor`, results written to memrefs through
+    `bufferization.materialize_in_destination`, the form `fa-run` and
+    `fa-compile` build) into memref-level loops on `vector<Wxf32>` values
+    (W = `vector-width`: 16 for AVX-512, 8 for AVX2):
+
+    * an `scf.forall` over (batch, query head, query tile of `block-q`
+      rows); its f32 scratch buffers (`memref.alloca`, 64-byte aligned) sit
+      before the loop, or with `parallel` in the loop body, where every
+      OpenMP iteration gets its own (convert-scf-to-openmp wraps the body in
+      an alloca scope); with `parallel` and causality, iteration t takes
+      query tile t / 2 (t even) or T - 1 - t / 2 (t odd), so that the
+      contiguous chunks of the static OpenMP schedule pair light and heavy
+      tiles even when threads split a head;
+    * per query tile, Q is packed transposed and pre-scaled (Q^T, f32),
+      one query per vector lane;
+    * per key/value tile (`block-kv` keys, only the tiles below
+      `kv_end = min(Nk, clamp(kv_lens[b]), causal end)`), f16/bf16 K and V
+      are packed as f32 rows (converted while packing); f32 K, and f32 V
+      whose Dv is a multiple of W, are read in place;
+    * S^T = K (scale Q)^T by a register-blocked micro-kernel: `key-rows`
+      keys x (`block-q` / W) query vectors of accumulators carried as
+      `scf.for` iter_args over d, each step broadcasting K[j][d] and doing
+      `vector.fma` with the Q^T row d;
+    * the online softmax per lane, with no horizontal reductions: masks
+      (boolean -> -inf, additive, causal per lane) and the running max in
+      one sweep over the key rows, then P = exp(S - m) and its sum in a
+      second; `exp` is a polynomial on vectors (no libm calls); m = -inf is
+      replaced by 0 before the subtraction;
+    * O += P V by a second micro-kernel: `pv-rows` query rows x
+      `pv-vectors` vectors of Dv, the accumulators first rescaled by
+      alpha = exp(m_old - m_new), each step broadcasting P[r][j] and doing
+      `vector.fma` with the V row j; with a mask, keys with p = 0 are
+      skipped by a select, so NaN or inf in their V rows cannot leak;
+    * the epilogue writes O = acc / l (O = 0 when l = 0) in the element
+      type and LSE = m + log(l) (-inf when l = 0).
+
+    `block-q` and `block-kv` of 0 (the default) are chosen per op from the
+    L2 size per core (`l2-cache-size`, else 512 KiB; the pass does not probe
+    the host, the tools pass the host's): `block-q` is four
+    vectors (the register block of the S^T micro-kernel) unless Q^T and the
+    O accumulator would take more than a quarter of L2; `block-kv` is the
+    largest multiple of 16 in [16, 512] for which Q^T, the O accumulator,
+    the K and V tiles, S^T and the mask tile fit in half the L2 (64 x 512
+    at D = 64, 64 x 352 at D = 128 with 1 MiB).
+
+    Functions not in kernel form are left for `fa-tile-attention` unless
+    `require-kernel-form` is set.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
+           "f32 lanes per vector (16: AVX-512, 8: AVX2)">,
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"0",
+           "Query rows per tile (a multiple of vector-width and pv-rows; "
+           "0: automatic, from the cache sizes)">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
+           "Keys per key/value tile (0: automatic, from the cache sizes)">,
+    Option<"l2CacheSize", "l2-cache-size", "int64_t", /*default=*/"0",
+           "L2 cache per core in bytes the automatic tile sizes assume "
+           "(0: 512 KiB)">,
+    Option<"keyRows", "key-rows", "int64_t", /*default=*/"6",
+           "Keys per register block of the S micro-kernel">,
+    Option<"pvRows", "pv-rows", "int64_t", /*default=*/"4",
+           "Query rows per register block of the P V micro-kernel">,
+    Option<"pvVectors", "pv-vectors", "int64_t", /*default=*/"4",
+           "Vectors of Dv per register block of the P V micro-kernel">,
+    Option<"parallel", "parallel", "bool", /*default=*/"false",
+           "The forall will run in parallel: scratch buffers per iteration "
+           "(scf-forall-to-parallel and convert-scf-to-openmp make each "
+           "iteration an alloca scope) instead of one set before the loop">,
+    Option<"requireKernelForm", "require-kernel-form", "bool",
+           /*default=*/"false",
+           "Fail on an fa.attention that is not in kernel form instead of "
+           "leaving it">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// GPU, SIMT
+//===----------------------------------------------------------------------===//
+
+def FAPromoteSharedPass : Pass<"fa-promote-shared", "::mlir::func::FuncOp"> {
+  let summary = "Lower fa.attention to block/warp-structured tiles promoted "
+                "to workgroup memory";
+  let description = [{
+    The first half of the GPU path. Applies to a kernel function whose
+    memref arguments feed one `fa.attention` through
+    `bufferization.to_tensor` and receive its results through
+    `bufferization.materialize_in_destination` (the form `fa-run` and
+    `fa-compile` build). The function body becomes:
+
+    * an `scf.forall` over (query tile, query head, batch) mapped to
+      `#gpu.block<x|y|z>`;
+    * in it, the Q tile, each K/V tile and the running state (`m`, `l`,
+      `acc` per query row, f32) in workgroup memory (address space 3), the
+      K rows padded so that lanes reading different keys hit different
+      banks;
+    * cooperative copies as `scf.forall` over the block's threads
+      (`#gpu.thread<x>`), zero-filling rows past the sequence ends;
+    * the online-softmax update of each query row as an `scf.forall` over
+      warps (`#gpu.warp<x>`) whose body computes on `vector<32x...>` values,
+      one element per lane: scores by lane-parallel dot products, the row
+      max and row sum as `vector.reduction`, P V by broadcasting each lane's
+      `p` with `vector.extract`. Exponentials use `exp2` with `log2(e)`
+      folded into the scale.
+
+    Consecutive thread- and warp-level foralls are separated by barriers
+    once mapped (`fa-map-to-gpu`); run sequentially on the CPU the IR is
+    already a correct kernel, which is how the promotion's arithmetic is
+    tested without a GPU. Head dims must be multiples of 8 up to 256.
+
+    With `double-buffer`, K and V get two slots: a prologue copies tile 0,
+    and iteration j copies tile j+1 into the other slot in the same barrier
+    interval as the compute of tile j (the copy forall is marked
+    `fa.no_barrier_after`), so the global loads of the next tile overlap the
+    current tile's arithmetic across warps and each tile costs one barrier
+    instead of two.
+  }];
+  let options = [
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"0",
+           "Query rows per block (0: choose from the shared-memory budget)">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
+           "Keys per K/V tile (0: choose from the shared-memory budget)">,
+    Option<"numWarps", "warps", "int64_t", /*default=*/"4",
+           "Warps per block">,
+    Option<"sharedBudget", "shared-budget", "int64_t", /*default=*/"49152",
+           "Bytes of workgroup memory the tiles may use">,
+    Option<"doubleBuffer", "double-buffer", "bool", /*default=*/"false",
+           "Two K/V slots: the copy of tile j+1 shares a barrier interval "
+           "with the compute of tile j (one barrier per tile instead of "
+           "two)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect", "::mlir::gpu::GPUDialect"
+  ];
+}
+
+def FAMapToGPUPass : Pass<"fa-map-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Map the promoted tiles onto a gpu.func kernel";
+  let description = [{
+    The second half of the GPU path, run after `fa-promote-shared`. For each
+    kernel function, the block-level `scf.forall` becomes a `gpu.func`
+    kernel in a new `gpu.module` (named `<function>_kernels`), launched by a
+    `gpu.launch_func` over the grid (query tiles, Hq, B) with the threads of
+    the promoted form; the function's memref arguments are the kernel's
+    parameters, in order. The workgroup buffers become workgroup globals
+    (`memref.global` in address space 3, 16-byte aligned).
+
+    Inside the kernel a thread-level forall runs once per thread and a
+    warp-level forall once per warp, each followed by `gpu.barrier`. Every
+    `vector<32xT>` lane vector of a warp forall is distributed, lane `l`
+    holding element `l`: elementwise ops become scalar ops, `vector.step`
+    the lane id, `vector.reduction` a butterfly of `gpu.shuffle xor` with
+    offsets 16, 8, 4, 2, 1 (the warp-level row max and row sum),
+    `vector.extract` a `gpu.shuffle idx`, `vector.gather` a load and
+    `vector.scatter` a guarded store at the lane's index. An op outside this
+    vocabulary is an error naming the op.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// GPU, NVIDIA tensor cores
+//===----------------------------------------------------------------------===//
+
+def FAMapToTensorCoresPass : Pass<"fa-map-to-tensor-cores", "::mlir::ModuleOp"> {
+  let summary = "Map f16/bf16 attention kernels onto mma.sync tensor cores";
+  let description = [{
+    Turns each eligible kernel function (the form `fa-promote-shared`
+    accepts) directly into a `gpu.func` kernel in a new `gpu.module`
+    (`<function>_kernels`), launched like the kernels of `fa-map-to-gpu`:
+    grid (ceil(Nq / block_q), Hq, B), the function's memref arguments as the
+    kernel parameters in order, and `fa.gpu_config` on the function
+    (block_q, block_kv, threads, stages, dynamic_shared_bytes,
+    tensor_cores). The kernel has the FlashAttention-2 structure, fully
+    unrolled over mma fragments:
+
+    * `block-q / 16` warps, each owning 16 query rows;
+    * Q, `stages` K tiles and `stages` V tiles in one dynamic workgroup
+      buffer (`gpu.dynamic_shared_memory` + `memref.view`, its size on the
+      launch), rows padded by 16 bytes against bank conflicts;
+    * a `stages`-deep `cp.async` pipeline (`nvgpu.device_async_copy`, one
+      group per K/V tile, rows past the sequence end zero-filled through
+      `srcElements`);
+    * S = Q K^T and O += P V as `nvgpu.mma.sync` m16n8k16 (f32
+      accumulation) fed by `nvgpu.ldmatrix` (V transposed); P is reused
+      from registers as the A operand;
+    * the online softmax on the accumulator layout: row max over the quad
+      with `gpu.shuffle xor` 1 and 2, per-lane row sums reduced after the
+      loop, `exp2` with log2(e) folded into the scale, the m = -inf guard;
+    * key lengths and causality bound the KV loop; only the tile holding
+      kv_end and the tiles crossing the causal diagonal are masked; boolean
+      and additive masks are read per fragment element;
+    * O (in the op's element type) and LSE stored from the fragments; empty
+      rows give O = 0 and LSE = -inf.
+
+    Eligible: f16 or bf16 Q/K/V, head dims D and Dv multiples of 16 up to
+    256, every `fa.attention` feature. Other kernel functions are left
+    untouched for the SIMT path.
+  }];
+  let options = [
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"64",
+           "Query rows per block (16 per warp, up to 128)">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
+           "Keys per K/V tile, a multiple of 16 (0: 64, or 32 for head dims "
+           "above 128)">,
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "K/V tiles in the cp.async pipeline (2 to 4)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
+def FAMapToWgmmaPass : Pass<"fa-map-to-wgmma", "::mlir::ModuleOp"> {
+  let summary = "Map f16/bf16 attention kernels onto sm_90a wgmma tensor "
+                "cores (FlashAttention-3 style)";
+  let description = [{
+    Turns each eligible kernel function (the form `fa-promote-shared`
+    accepts) into a `gpu.func` kernel in a new `gpu.module`
+    (`<function>_kernels`) for Hopper warpgroup tensor cores, launched like
+    the kernels of `fa-map-to-tensor-cores`: grid (ceil(Nq / block_q), Hq,
+    B) with block_q = 64 x `warpgroups`, 128 threads per warpgroup, and
+    `fa.gpu_config` on the function (block_q, block_kv, threads, stages,
+    warpgroups, dynamic_shared_bytes, wgmma). The kernel:
+
+    * keeps Q, `stages` K and V tiles and one P tile per warpgroup in one
+      dynamic workgroup buffer aligned to 1024 bytes at run time
+      (`memref.extract_aligned_pointer_as_index`), in the 128-byte-swizzled
+      layout of wgmma (64-column regions, 1024-byte atoms of 8 rows);
+    * fills them with a `stages`-deep `cp.async` pipeline writing the
+      swizzled positions, rows past the sequence ends zero-filled, then
+      `nvvm.fence.proxy` (async.shared, cta) and a barrier;
+    * computes S = Q K^T with `nvvm.wgmma.mma_async` m64n<block_kv>k16 from
+      shared-memory descriptors (K-major A and B), the f32 accumulator an
+      `!llvm.struct`;
+    * runs the online softmax on the struct elements (rows lane/4 and
+      lane/4 + 8 of each warp's 16, quad shuffles, exp2 with log2(e) folded
+      into the scale, the m = -inf guard, masks only on the tiles that need
+      them, causally excluded tiles skipped);
+    * writes P (f16/bf16) to a swizzled K-major tile, fences, and computes
+      O = alpha O + P V with wgmma m64n<Dv>k16 (V MN-major);
+    * keeps NaN/inf in the V rows of masked keys out of the rows that do
+      not attend them (tiles that mask keys below kv_end test their V
+      block-uniformly; when set, the non-finite elements are added to the
+      attending rows and zeroed in the tile before the wgmma);
+    * stores O / l and LSE, empty rows giving O = 0 and LSE = -inf.
+
+    The result needs chip sm_90a (`fa-lower-to-nvvm{chip=sm_90a}`, whose
+    kernel=auto runs this pass first there, or kernel=wgmma).
+    Eligible: f16 or bf16 Q/K/V, head dims D and Dv multiples of 64 up to
+    256 (Dv up to 192 with a user mask: register budget), every
+    `fa.attention` feature. Other kernel functions are left untouched for
+    `fa-map-to-tensor-cores` or the SIMT path.
+  }];
+  let options = [
+    Option<"warpgroups", "warpgroups", "int64_t", /*default=*/"1",
+           "Consumer warpgroups per block (1 or 2), 64 query rows each">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"64",
+           "Keys per K/V tile (64 or 128)">,
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "K/V tiles in the cp.async pipeline (2 to 4)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect", "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
+def FALegalizeMmaBF16Pass : Pass<"fa-legalize-mma-bf16", "::mlir::ModuleOp"> {
+  let summary = "Rewrite bf16 nvgpu.mma.sync into nvvm.mma.sync for NVVM";
+  let description = [{
+    The upstream NVGPU-to-NVVM conversion cannot lower `nvgpu.mma.sync` with
+    bf16 operands ("failed to deduce operand PTX types"): PTX takes bf16
+    fragments as packed 32-bit registers. This pass, run right before the
+    NVVM code generation, rewrites each such m16n8k16 op into
+    `nvvm.mma.sync` on `i32` operands (each `vector<2xbf16>` row bitcast to
+    one `i32`) with explicit bf16 multiplicand types, row/col layouts and f32
+    accumulators. Other ops are left alone. The kernels the interpreter runs
+    (before this pass) keep `nvgpu.mma.sync`.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+#endif // FA_CODEGEN_PASSES_TD
