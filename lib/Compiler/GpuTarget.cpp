@@ -203,6 +203,8 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
     return makeError("kernel '" + md.name + "': no PTX in the gpu.binary");
 
   md.target.kind = rt::TargetKind::Cuda;
+  md.kernel =
+      getKernelFamilyName(job.kernelFamily.value_or(KernelFamily::Simt)).str();
   md.target.chip = options.target;
   md.target.ptxIsa = llvm::formatv("{0}.{1}", *ptx / 10, *ptx % 10).str();
   md.blockQ = getInt("block_q");

@@ -301,12 +301,18 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
     if (!md.launch)
       return std::string("missing field 'launch' (required for cuda "
                          "targets)");
+    if (!md.kernel.empty() && md.kernel != "simt" && md.kernel != "mma" &&
+        md.kernel != "wgmma")
+      return "field 'kernel': expected one of simt, mma, wgmma, got '" +
+             md.kernel + "'";
   } else {
     if (md.target.triple.empty())
       return std::string("field 'target.triple' must not be empty");
     if (md.files.library.empty() && md.files.object.empty())
       return std::string("field 'files': a cpu artifact needs 'library' or "
                          "'object'");
+    if (!md.kernel.empty())
+      return std::string("field 'kernel' applies to cuda targets only");
   }
 
   // Launch configuration.
@@ -753,6 +759,8 @@ static MaybeError readMetadata(const Value &root, KernelMetadata &md) {
     return err;
   if (MaybeError err = readTarget(*target, md.target))
     return err;
+  if (MaybeError err = reader.getString("kernel", md.kernel, false))
+    return err;
 
   const Value *files = nullptr;
   if (MaybeError err = reader.getObject("files", files))
@@ -881,6 +889,8 @@ std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
     j.endArray();
   }
   j.endObject();
+  if (!md.kernel.empty())
+    j.member("kernel", md.kernel);
   j.key("files");
   j.beginObject();
   const std::pair<const char *, const std::string *> fileFields[] = {

@@ -121,6 +121,9 @@ struct KernelMetadata {
   std::string name;
   OpKind op = OpKind::Attention;
   TargetInfo target;
+  /// CUDA: the kernel family, "simt", "mma" (mma.sync) or "wgmma"; empty
+  /// for CPU artifacts and CUDA artifacts that predate the field.
+  std::string kernel;
   FileInfo files;
   std::string symbol;
   DType dtype = DType::F32;

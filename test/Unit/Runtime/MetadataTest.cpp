@@ -47,9 +47,11 @@ TEST(MetadataTest, RoundTrip) {
   md.params = getCanonicalParams(md, DType::I8, /*batch=*/true,
                                  /*heads=*/false);
   md.launch->dynamicSharedBytes = 65536;
+  md.kernel = "mma";
   std::string error;
   std::optional<KernelMetadata> back = parseKernelMetadata(toJson(md), error);
   ASSERT_TRUE(back.has_value()) << error;
+  EXPECT_EQ(back->kernel, "mma");
   EXPECT_EQ(back->name, "attn");
   EXPECT_EQ(back->symbol, "fa_attn");
   EXPECT_EQ(back->target.chip, "sm_80");
@@ -275,6 +277,20 @@ TEST(MetadataTest, UnknownValues) {
                                     })),
               HasSubstr("field 'target.chip': expected sm_<NN>[a|f], got "
                         "'gfx90a'"));
+  // The chip table's minimum PTX ISA for a chip it knows.
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*o.getObject("target"))["chip"] =
+                                          "sm_90a";
+                                      (*o.getObject("target"))["ptx_isa"] =
+                                          "7.8";
+                                    })),
+              HasSubstr("field 'target.ptx_isa': sm_90a needs PTX ISA 8.0 "
+                        "or newer, got '7.8'"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["kernel"] = "tensor"; })),
+              HasSubstr("field 'kernel': expected one of simt, mma, wgmma, "
+                        "got 'tensor'"));
   EXPECT_THAT(parseError(mutateJson(
                   base, [](json::Object &o) { o["symbol"] = "fa-attn"; })),
               HasSubstr("'fa-attn' is not a C identifier"));
