@@ -17,6 +17,7 @@
 
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Codegen/Passes.h"
+#include "fa/Dialect/FA/Utils/AttentionSemantics.h"
 
 #include "fa/Codegen/Common/KernelForm.h"
 #include "fa/Dialect/FA/Utils/LoweringUtils.h"
@@ -195,9 +196,8 @@ private:
   /// instead of being packed per tile.
   bool directK = false, directV = false;
   float scale = 1.0f;
-  CausalKind causal = CausalKind::none;
-  bool maskIsBoolean = false, maskBroadcastsBatch = false,
-       maskBroadcastsHeads = false;
+  AttentionSemantics sem;
+  bool maskBroadcastsBatch = false, maskBroadcastsHeads = false;
 
   // Per tile.
   Value numTiles, batch, head, kvHead, q0, qRows, nq, nk, diagOffset, kvEnd;
@@ -218,13 +218,12 @@ void CpuKernelBuilder::build() {
   keyRowsPad = llvm::divideCeil(cfg.blockKV, cfg.keyRows) * cfg.keyRows;
   group = op.getGroupSize();
   scale = op.getEffectiveScale();
-  causal = op.getCausal();
+  sem = AttentionSemantics::get(op);
   vecType = VectorType::get({cfg.vw}, b.getF32Type());
   directK = elt.isF32();
   directV = elt.isF32() && valueDim % cfg.vw == 0;
   if (args.mask) {
     auto mType = cast<MemRefType>(args.mask.getType());
-    maskIsBoolean = !isa<FloatType>(mType.getElementType());
     maskBroadcastsBatch = mType.getDimSize(0) == 1;
     maskBroadcastsHeads = mType.getDimSize(1) == 1;
   }
@@ -277,7 +276,7 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
   nq = memref::DimOp::create(b, loc, args.q, 2);
   nk = memref::DimOp::create(b, loc, args.k, 2);
   Value tile = ivs[2];
-  if (cfg.parallel && causal != CausalKind::none) {
+  if (cfg.parallel && sem.isCausal()) {
     // Causal work grows along the query tiles of a head. Iteration t takes
     // tile t / 2 when t is even and T - 1 - t / 2 when odd (0, T-1, 1,
     // T-2, ...), so any contiguous run of iterations, what the static
@@ -294,21 +293,15 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
   }
   q0 = mul(b, tile, cIdx(b, cfg.blockQ));
   qRows = minI(b, cIdx(b, cfg.blockQ), sub(b, nq, q0));
-  diagOffset = causal == CausalKind::bottom_right ? sub(b, nk, nq)
-                                                  : cIdx(b, 0);
+  diagOffset = sem.diagonalOffset(b, loc, nq, nk);
 
   // Keys past kvEnd are never visited (key lengths and causality).
   Value zero = cIdx(b, 0);
-  kvEnd = nk;
-  if (args.kvLens) {
-    Value len = memref::LoadOp::create(b, loc, args.kvLens, ValueRange{batch});
-    Value lenIdx = arith::IndexCastOp::create(b, loc, b.getIndexType(), len);
-    kvEnd = minI(b, maxI(b, lenIdx, zero), kvEnd);
-  }
-  if (causal != CausalKind::none) {
-    Value end = add(b, add(b, q0, qRows), diagOffset);
-    kvEnd = minI(b, maxI(b, end, zero), kvEnd);
-  }
+  Value len;
+  if (args.kvLens)
+    len = memref::LoadOp::create(b, loc, args.kvLens, ValueRange{batch});
+  kvEnd = sem.visitedKeyEnd(b, loc, sem.keyLengthEnd(b, loc, len, nk), q0,
+                            qRows, diagOffset);
 
   // Scratch (f32): Q^T (scaled), the K and V tiles, S^T / P^T, the additive
   // mask tile (transposed), the output accumulator and the row state.
@@ -375,17 +368,10 @@ void CpuKernelBuilder::buildKVStep(OpBuilder &b, Value j) {
       loop(lb, cIdx(lb, 0), kCols, [&](OpBuilder &ib, Value jj) {
         Value x = memref::LoadOp::create(ib, loc, args.mask,
                                          ValueRange{mb, mh, q, add(ib, k0, jj)});
-        Value f;
-        if (maskIsBoolean) {
-          Value keep = arith::CmpIOp::create(
-              ib, loc, arith::CmpIPredicate::ne, x,
-              arith::ConstantOp::create(ib, loc, ib.getZeroAttr(x.getType())));
-          f = arith::SelectOp::create(
-              ib, loc, keep, cF32(ib, 0.0f),
-              cF32(ib, -std::numeric_limits<float>::infinity()));
-        } else {
-          f = toF32(ib, x);
-        }
+        // The mask's term of the score: x (additive) or 0 / -inf (keep).
+        Value f = cF32(ib, 0.0f), keep;
+        sem.applyMaskElement(ib, loc, x, f, keep);
+        f = AttentionSemantics::removeUnkept(ib, loc, keep, f);
         memref::StoreOp::create(ib, loc, f, mT, ValueRange{jj, r});
       });
     });
@@ -397,14 +383,11 @@ void CpuKernelBuilder::buildKVStep(OpBuilder &b, Value j) {
   // or inf in their V rows through 0 * NaN. With a mask every tile is
   // guarded; with causality only the tiles that cross the diagonal (some
   // key of the tile is past the first row's last key).
-  if (args.mask || causal == CausalKind::none) {
+  if (args.mask || !sem.isCausal()) {
     buildPV(b, k0, kCols, /*guardMasked=*/static_cast<bool>(args.mask));
     return;
   }
-  Value lastKey = sub(b, add(b, k0, kCols), cIdx(b, 1));
-  Value crosses = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::sgt, sub(b, sub(b, lastKey, q0), diagOffset),
-      zero);
+  Value crosses = sem.crossesDiagonal(b, loc, k0, kCols, q0, diagOffset);
   scf::IfOp::create(
       b, loc, crosses,
       [&](OpBuilder &tb, Location) {
@@ -478,10 +461,12 @@ void CpuKernelBuilder::buildSoftmax(OpBuilder &b, Value k0, Value kCols) {
       [&](OpBuilder &lb, Location, Value jj, ValueRange vmax) {
         SmallVector<Value> next;
         Value threshold;
-        if (causal != CausalKind::none) {
-          // Query q keeps key k when k <= q + offset, i.e. lane r keeps key
-          // k0 + jj when r >= k0 + jj - q0 - offset.
-          threshold = sub(lb, sub(lb, add(lb, k0, jj), q0), diagOffset);
+        if (sem.isCausal()) {
+          // Lane r (query q0 + r) keeps key k0 + jj when q0 + r is at least
+          // the first query keeping it.
+          threshold = sub(
+              lb, sem.firstCausalQuery(lb, loc, add(lb, k0, jj), diagOffset),
+              q0);
         }
         for (int64_t v = 0; v < qVecs; ++v) {
           Value col = cIdx(lb, v * cfg.vw);
@@ -489,7 +474,7 @@ void CpuKernelBuilder::buildSoftmax(OpBuilder &b, Value k0, Value kCols) {
           bool changed = false;
           if (mT) {
             Value m = vload(lb, mT, {jj, col});
-            if (maskIsBoolean) {
+            if (sem.hasKeepMask()) {
               Value drop = arith::CmpFOp::create(lb, loc,
                                                  arith::CmpFPredicate::OEQ, m,
                                                  splatF32(lb, -inf));

@@ -14,9 +14,10 @@
 //       CHECK:   %[[S:.*]] = linalg.generic {indexing_maps = [#[[$QMAP]], #[[$KMAP]], {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[Q]], %[[K]] : {{.*}}) outs(%{{.*}} : tensor<?x4x?x?xf32>)
 //       CHECK:   %[[SM:.*]] = linalg.generic {indexing_maps = [{{.*}}, #[[$LENMAP]], #[[$MASKMAP]], {{.*}}]{{.*}} ins(%[[S]], %[[LENS]], %[[MASK]] : {{.*}})
 //       CHECK:     arith.cmpi slt
-//       CHECK:     arith.select
-//       CHECK:     arith.select
 //       CHECK:     arith.cmpi sle
+//       CHECK:     arith.andi
+//       CHECK:     arith.andi
+//       CHECK:     arith.select
 //       CHECK:   %[[MAX:.*]] = linalg.generic {{.*}} ins(%[[SM]] : tensor<?x4x?x?xf32>)
 //       CHECK:     arith.maximumf
 //       CHECK:   %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[SM]], %[[MAX]] : {{.*}})

@@ -23,24 +23,6 @@ using namespace mlir::fa::gpukernel;
 // Pass-level helpers
 //===----------------------------------------------------------------------===//
 
-bool gpukernel::hasTensorCoreTypes(AttentionOp op, int64_t dimMultiple) {
-  auto qType = cast<RankedTensorType>(op.getQuery().getType());
-  auto kType = cast<RankedTensorType>(op.getKey().getType());
-  auto vType = cast<RankedTensorType>(op.getValue().getType());
-  Type elt = qType.getElementType();
-  if (!(elt.isF16() || elt.isBF16()) || kType.getElementType() != elt ||
-      vType.getElementType() != elt)
-    return false;
-  auto goodDim = [&](int64_t d) {
-    return !ShapedType::isDynamic(d) && d > 0 && d <= 256 &&
-           d % dimMultiple == 0;
-  };
-  if (!goodDim(qType.getDimSize(3)) || !goodDim(vType.getDimSize(3)))
-    return false;
-  Type oElt = cast<RankedTensorType>(op.getResult().getType()).getElementType();
-  return oElt.isF16() || oElt.isBF16() || oElt.isF32();
-}
-
 SmallVector<KernelCandidate>
 gpukernel::collectKernelCandidates(ModuleOp module,
                                    function_ref<bool(AttentionOp)> eligible) {
@@ -155,7 +137,7 @@ AttentionKernelBuilder::AttentionKernelBuilder(AttentionOp op,
   elt = qType.getElementType();
   oElt = cast<RankedTensorType>(op.getResult().getType()).getElementType();
   group = op.getGroupSize();
-  causal = op.getCausal();
+  sem = AttentionSemantics::get(op);
   scaleLog2 = op.getEffectiveScale() * static_cast<float>(M_LOG2E);
 }
 
@@ -201,29 +183,20 @@ void AttentionKernelBuilder::emitKeyRange(Value qTile) {
   q0 = mul(qTile, cIdx(tiles.blockQ));
   Value qRows = arith::MinSIOp::create(b, loc, cIdx(tiles.blockQ),
                                        arith::SubIOp::create(b, loc, nq, q0));
-  diag = causal == CausalKind::bottom_right
-             ? Value(arith::SubIOp::create(b, loc, nk, nq))
-             : cIdx(0);
-  Value zero = zeroIdx = cIdx(0);
-  kvEnd = nk;
-  if (args.kvLens) {
-    Value len = memref::LoadOp::create(b, loc, args.kvLens, ValueRange{batch});
-    Value lenIdx = arith::IndexCastOp::create(b, loc, b.getIndexType(), len);
-    kvEnd = arith::MinSIOp::create(
-        b, loc, arith::MaxSIOp::create(b, loc, lenIdx, zero), kvEnd);
-  }
-  if (causal != CausalKind::none) {
-    // Causally excluded tiles are never visited.
-    Value end = add(add(q0, qRows), diag);
-    kvEnd = arith::MinSIOp::create(
-        b, loc, arith::MaxSIOp::create(b, loc, end, zero), kvEnd);
-  }
+  diag = sem.diagonalOffset(b, loc, nq, nk);
+  zeroIdx = cIdx(0);
+  // Keys past kv_end (key lengths, causally excluded tiles) are never
+  // visited.
+  Value len;
+  if (args.kvLens)
+    len = memref::LoadOp::create(b, loc, args.kvLens, ValueRange{batch});
+  kvEnd = sem.visitedKeyEnd(b, loc, sem.keyLengthEnd(b, loc, len, nk), q0,
+                            qRows, diag);
   numKV = arith::CeilDivUIOp::create(b, loc, kvEnd, cIdx(tiles.blockKV));
 }
 
 Value AttentionKernelBuilder::tileCrossesBlockDiagonal(Value k0) {
-  return cmp(arith::CmpIPredicate::sgt, addC(k0, tiles.blockKV - 1),
-             add(q0, diag));
+  return sem.crossesDiagonal(b, loc, k0, cIdx(tiles.blockKV), q0, diag);
 }
 
 Value AttentionKernelBuilder::ifElseFalse(Value cond,
@@ -244,12 +217,10 @@ AttentionKernelBuilder::ScoreMask AttentionKernelBuilder::beginScoreMask() {
   m.ninf = cF32(-std::numeric_limits<float>::infinity());
   Value rowQ[2] = {add(add(q0, warpRow0), laneRow),
                    addC(add(add(q0, warpRow0), laneRow), 8)};
-  if (causal != CausalKind::none)
-    for (int r = 0; r < 2; ++r)
-      m.limit[r] = add(rowQ[r], diag);
+  for (int r = 0; r < 2; ++r)
+    m.row[r] = rowQ[r];
   if (args.mask) {
     auto mType = cast<MemRefType>(args.mask.getType());
-    m.maskElt = mType.getElementType();
     Value lastRow = arith::SubIOp::create(b, loc, nq, cIdx(1));
     for (int r = 0; r < 2; ++r)
       m.maskRow[r] = arith::MinSIOp::create(b, loc, rowQ[r], lastRow);
@@ -262,29 +233,13 @@ AttentionKernelBuilder::ScoreMask AttentionKernelBuilder::beginScoreMask() {
 
 Value AttentionKernelBuilder::maskScore(const ScoreMask &sm, Value v, Value key,
                                         int64_t r) {
-  Value valid = cmp(arith::CmpIPredicate::slt, key, kvEnd);
-  if (causal != CausalKind::none)
-    valid = arith::AndIOp::create(
-        b, loc, valid, cmp(arith::CmpIPredicate::sle, key, sm.limit[r]));
+  Value valid = sem.keepKey(b, loc, sm.row[r], key, kvEnd, diag);
   if (args.mask) {
-    Type maskElt = sm.maskElt;
     Value keyC = arith::MinSIOp::create(b, loc, key, sm.lastKey);
     Value m = memref::LoadOp::create(
         b, loc, args.mask, ValueRange{sm.mb, sm.mh, sm.maskRow[r], keyC});
-    if (maskElt.isInteger(1)) {
-      valid = arith::AndIOp::create(b, loc, valid, m);
-    } else if (maskElt.isInteger(8)) {
-      Value z = arith::ConstantOp::create(b, loc, b.getIntegerAttr(maskElt, 0));
-      valid = arith::AndIOp::create(
-          b, loc, valid,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, m, z));
-    } else {
-      if (!maskElt.isF32())
-        m = arith::ExtFOp::create(b, loc, b.getF32Type(), m);
-      v = arith::AddFOp::create(
-          b, loc, v,
-          arith::MulFOp::create(b, loc, m, cF32(static_cast<float>(M_LOG2E))));
-    }
+    // Scores are in the log2 domain.
+    sem.applyMaskElement(b, loc, m, v, valid, M_LOG2E);
   }
   return arith::SelectOp::create(b, loc, valid, v, sm.ninf);
 }
@@ -295,15 +250,8 @@ AttentionKernelBuilder::maskScoresWhereNeeded(SmallVector<Value> x, Value k0) {
     return maskScores(x, k0);
   // Only the tile holding kv_end and the tiles crossing the causal
   // diagonal of this warp's rows need masking.
-  Value tileEnd = addC(k0, tiles.blockKV);
-  Value need = cmp(arith::CmpIPredicate::sgt, tileEnd, kvEnd);
-  if (causal != CausalKind::none) {
-    Value firstRowLimit = add(add(q0, warpRow0), diag);
-    need =
-        arith::OrIOp::create(b, loc, need,
-                             cmp(arith::CmpIPredicate::sgt,
-                                 addC(k0, tiles.blockKV - 1), firstRowLimit));
-  }
+  Value need = sem.tileNeedsElementMask(b, loc, k0, cIdx(tiles.blockKV),
+                                        kvEnd, add(q0, warpRow0), diag);
   SmallVector<Type> types =
       llvm::to_vector(llvm::map_range(x, [](Value v) { return v.getType(); }));
   auto ifOp = scf::IfOp::create(b, loc, types, need, /*withElse=*/true);

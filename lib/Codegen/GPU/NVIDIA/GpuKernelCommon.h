@@ -20,6 +20,8 @@
 
 #include "fa/Codegen/GPU/GpuKernelUtils.h"
 
+#include "fa/Dialect/FA/Utils/AttentionSemantics.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -36,11 +38,6 @@ namespace gpukernel {
 //===----------------------------------------------------------------------===//
 // Pass-level helpers
 //===----------------------------------------------------------------------===//
-
-/// Whether `op` has the types of a tensor-core kernel: f16/bf16 Q, K, V of
-/// one element type, static head dims multiples of `dimMultiple` up to 256,
-/// an f16/bf16/f32 output.
-bool hasTensorCoreTypes(AttentionOp op, int64_t dimMultiple);
 
 /// A kernel function the tensor-core passes rewrite, its attention op and
 /// its memrefs.
@@ -123,8 +120,7 @@ protected:
   /// What the masking of one tile's scores reads, computed once per tile.
   struct ScoreMask {
     Value ninf;
-    Value limit[2], maskRow[2], mb, mh, lastKey;
-    Type maskElt;
+    Value row[2], maskRow[2], mb, mh, lastKey;
   };
   ScoreMask beginScoreMask();
   /// The masked log2-domain score `v` of row `r` of the thread and `key`.
@@ -193,7 +189,7 @@ protected:
   OpBuilder b{op.getContext()};
   Type elt, oElt;
   int64_t group;
-  CausalKind causal;
+  AttentionSemantics sem;
   float scaleLog2;
   KernelOperands args;
 

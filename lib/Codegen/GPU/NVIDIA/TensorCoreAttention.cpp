@@ -42,6 +42,7 @@
 
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Codegen/Passes.h"
+#include "fa/Dialect/FA/Utils/AttentionSemantics.h"
 
 #include "GpuKernelCommon.h"
 
@@ -77,7 +78,7 @@ using namespace mlir::fa::gpukernel;
 //===----------------------------------------------------------------------===//
 
 bool gpukernel::isTensorCoreEligible(AttentionOp op) {
-  return hasTensorCoreTypes(op, /*dimMultiple=*/16);
+  return isEligible(KernelFamily::Mma, op);
 }
 
 int64_t TensorCoreConfig::sharedBytes() const {
@@ -285,7 +286,7 @@ TensorCoreKernelBuilder::tileUpdate(Value j, ValueRange state, Value) {
   Value vNonFinite;
   if (args.mask) {
     vNonFinite = vTileHasNonFinite(slot);
-  } else if (causal != CausalKind::none) {
+  } else if (sem.isCausal()) {
     vNonFinite = ifElseFalse(tileCrossesBlockDiagonal(k0),
                              [&] { return vTileHasNonFinite(slot); });
   }

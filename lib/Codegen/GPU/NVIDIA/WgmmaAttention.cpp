@@ -53,6 +53,7 @@
 
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Codegen/Passes.h"
+#include "fa/Dialect/FA/Utils/AttentionSemantics.h"
 
 #include "GpuKernelCommon.h"
 
@@ -133,7 +134,7 @@ constexpr int64_t kMaxMaskedValueDim = 192;
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
 bool isWgmmaEligible(AttentionOp op) {
-  if (!hasTensorCoreTypes(op, /*dimMultiple=*/kRegionCols))
+  if (!isEligible(KernelFamily::Wgmma, op))
     return false;
   // A user mask next to the 128 f32 of a Dv = 256 accumulator exceeds the
   // 255 registers of a thread (ptxas spills): such kernels are left to
@@ -151,7 +152,7 @@ FailureOr<WgmmaConfig> chooseWgmmaConfig(AttentionOp op, int64_t warpgroups,
   c.warpgroups = warpgroups;
   c.blockKV = blockKV;
   c.stages = stages;
-  c.guardNonFinite = op.getCausal() != CausalKind::none || op.getMask();
+  c.guardNonFinite = AttentionSemantics::get(op).removesKeysInsideRange();
   if (c.warpgroups != 1 && c.warpgroups != 2) {
     error = "warpgroups must be 1 or 2, got " + std::to_string(c.warpgroups);
     return failure();
@@ -420,14 +421,10 @@ void WgmmaKernelBuilder::zeroNonFiniteV(Value slot) {
 }
 
 Value WgmmaKernelBuilder::attends(Value row, Value key) {
-  Value valid = cmp(arith::CmpIPredicate::slt, key, kvEnd);
-  if (causal != CausalKind::none)
-    valid = arith::AndIOp::create(
-        b, loc, valid, cmp(arith::CmpIPredicate::sle, key, add(row, diag)));
+  Value valid = sem.keepKey(b, loc, row, key, kvEnd, diag);
   if (!args.mask)
     return valid;
   auto mType = cast<MemRefType>(args.mask.getType());
-  Type maskElt = mType.getElementType();
   Value mb = mType.getDimSize(0) == 1 ? cIdx(0) : batch;
   Value mh = mType.getDimSize(1) == 1 ? cIdx(0) : head;
   Value mRow = arith::MinSIOp::create(
@@ -436,21 +433,8 @@ Value WgmmaKernelBuilder::attends(Value row, Value key) {
       b, loc, key, arith::SubIOp::create(b, loc, nk, cIdx(1)));
   Value m =
       memref::LoadOp::create(b, loc, args.mask, ValueRange{mb, mh, mRow, mKey});
-  Value keep;
-  if (maskElt.isInteger(1)) {
-    keep = m;
-  } else if (maskElt.isInteger(8)) {
-    keep = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::ne, m,
-        arith::ConstantOp::create(b, loc, b.getIntegerAttr(maskElt, 0)));
-  } else {
-    // An additive -inf removes the key.
-    if (!maskElt.isF32())
-      m = arith::ExtFOp::create(b, loc, b.getF32Type(), m);
-    keep = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, m,
-                                 cF32(-std::numeric_limits<float>::infinity()));
-  }
-  return arith::AndIOp::create(b, loc, valid, keep);
+  return arith::AndIOp::create(b, loc, valid,
+                               sem.maskElementKeeps(b, loc, m));
 }
 
 Value WgmmaKernelBuilder::addNonFiniteV(Value o, Value slot, Value k0) {
@@ -736,7 +720,7 @@ Value WgmmaKernelBuilder::beforeTileBarrier(Value j) {
   if (args.mask) {
     check = arith::ConstantIntOp::create(b, loc, 1, 1);
     publishNonFinite(arith::RemUIOp::create(b, loc, j, cIdx(cfg.stages)));
-  } else if (causal != CausalKind::none) {
+  } else if (sem.isCausal()) {
     Value k0 = mul(j, cIdx(cfg.blockKV));
     check = tileCrossesBlockDiagonal(k0);
     auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, check,

@@ -14,6 +14,7 @@
 
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Codegen/Passes.h"
+#include "fa/Dialect/FA/Utils/AttentionSemantics.h"
 
 #include "fa/Codegen/GPU/GpuKernelUtils.h"
 
@@ -59,7 +60,9 @@ FailureOr<KernelConfig> gpukernel::chooseConfig(AttentionOp op,
   c.elementBytes = qType.getElementType().getIntOrFloatBitWidth() / 8;
   c.numWarps = numWarps;
   c.doubleBuffer = doubleBuffer;
-  auto badDim = [](int64_t d) { return d <= 0 || d > 256 || d % 8 != 0; };
+  auto badDim = [](int64_t d) {
+    return !isSupportedHeadDim(KernelFamily::Simt, d);
+  };
   if (badDim(c.headDim) || badDim(c.valueDim)) {
     error = "head dims must be multiples of 8 up to 256 on the GPU path, got "
             "D = " +
@@ -130,7 +133,7 @@ public:
     elt = qType.getElementType();
     heads = qType.getDimSize(1);
     group = op.getGroupSize();
-    causal = op.getCausal();
+    sem = AttentionSemantics::get(op);
     // Scores live in the log2 domain: exp(x) = exp2(x * log2(e)).
     scaleLog2 = op.getEffectiveScale() * static_cast<float>(M_LOG2E);
     lanes = VectorType::get({kWarpSize}, IndexType::get(ctx));
@@ -237,7 +240,7 @@ private:
   Location loc;
   Type elt;
   int64_t heads, group, keySlots, colSlots;
-  CausalKind causal;
+  AttentionSemantics sem;
   float scaleLog2;
   VectorType lanes, f32Lanes;
 
@@ -290,19 +293,13 @@ Value PromotedBuilder::maskedScores(OpBuilder &b, Value s, Value qRow,
   Value keyLocal = arith::AddIOp::create(
       b, loc, laneIds, splat(b, cIdx(b, t * kWarpSize)));
   Value key = arith::AddIOp::create(b, loc, keyLocal, splat(b, k0));
+  // Lanes past the tile hold no key; the rest follow the key range,
+  // causality and the mask.
   Value valid = arith::AndIOp::create(
       b, loc,
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, keyLocal,
                             splat(b, cIdx(b, cfg.blockKV))),
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, key,
-                            splat(b, kvEnd)));
-  if (causal != CausalKind::none) {
-    Value limit = arith::AddIOp::create(b, loc, qRow, diagOffset);
-    valid = arith::AndIOp::create(
-        b, loc, valid,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, key,
-                              splat(b, limit)));
-  }
+      sem.keepKey(b, loc, qRow, key, kvEnd, diagOffset));
   Value x = arith::MulFOp::create(b, loc, s, splat(b, cF32(b, scaleLog2)));
   if (args.mask) {
     // Clamp the indices so that every lane reads inside the mask; lanes
@@ -320,20 +317,9 @@ Value PromotedBuilder::maskedScores(OpBuilder &b, Value s, Value qRow,
     Value mv = vector::GatherOp::create(
         b, loc, resultType, args.mask, ValueRange{mb, mh, qRowC, cIdx(b, 0)},
         keyC, allTrue(b), pass);
-    if (mType.getElementType().isInteger(8)) {
-      Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(resultType));
-      valid = arith::AndIOp::create(
-          b, loc, valid,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, mv, zero));
-    } else {
-      Value add = arith::MulFOp::create(
-          b, loc, toF32(b, mv),
-          splat(b, cF32(b, static_cast<float>(M_LOG2E))));
-      x = arith::AddFOp::create(b, loc, x, add);
-    }
+    sem.applyMaskElement(b, loc, mv, x, valid, M_LOG2E);
   }
-  Value ninf = splat(b, cF32(b, -std::numeric_limits<float>::infinity()));
-  return arith::SelectOp::create(b, loc, valid, x, ninf);
+  return AttentionSemantics::removeUnkept(b, loc, valid, x);
 }
 
 void PromotedBuilder::buildRowUpdates(OpBuilder &b, Value w, Value k0,
@@ -593,27 +579,14 @@ void PromotedBuilder::build(func::FuncOp func) {
     q0 = arith::MulIOp::create(bb, loc, qTileIdx, cIdx(bb, cfg.blockQ));
     Value qRows = arith::MinSIOp::create(
         bb, loc, cIdx(bb, cfg.blockQ), arith::SubIOp::create(bb, loc, nq, q0));
-    diagOffset = causal == CausalKind::bottom_right
-                     ? Value(arith::SubIOp::create(bb, loc, nk, nq))
-                     : cIdx(bb, 0);
+    diagOffset = sem.diagonalOffset(bb, loc, nq, nk);
 
     // Keys past kv_end are never visited (key lengths and causality).
-    Value zero = cIdx(bb, 0);
-    kvEnd = nk;
-    if (args.kvLens) {
-      Value len = memref::LoadOp::create(bb, loc, args.kvLens, ValueRange{batch});
-      Value lenIdx =
-          arith::IndexCastOp::create(bb, loc, bb.getIndexType(), len);
-      kvEnd = arith::MinSIOp::create(
-          bb, loc, arith::MaxSIOp::create(bb, loc, lenIdx, zero), kvEnd);
-    }
-    if (causal != CausalKind::none) {
-      Value end = arith::AddIOp::create(
-          bb, loc, arith::AddIOp::create(bb, loc, q0, qRows), diagOffset);
-      kvEnd = arith::MinSIOp::create(
-          bb, loc, arith::MaxSIOp::create(bb, loc, end, zero), kvEnd);
-    }
-
+    Value len;
+    if (args.kvLens)
+      len = memref::LoadOp::create(bb, loc, args.kvLens, ValueRange{batch});
+    kvEnd = sem.visitedKeyEnd(bb, loc, sem.keyLengthEnd(bb, loc, len, nk), q0,
+                              qRows, diagOffset);
 
     auto threadMap = gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX);
     auto warpMap = gpu::GPUWarpMappingAttr::get(ctx, gpu::MappingId::DimX);

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/FA.h"
+#include "fa/Dialect/FA/Utils/AttentionSemantics.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/Dialect/FA/Transforms/Transforms.h"
 
@@ -70,18 +71,16 @@ DecomposeAttention::matchAndRewrite(AttentionOp op,
   int64_t hq = qType.getDimSize(1), dv = vType.getDimSize(3);
   int64_t group = op.getGroupSize();
   float scale = op.getEffectiveScale();
-  CausalKind causal = op.getCausal();
   Value kvLens = op.getKvLens(), mask = op.getMask();
 
   OpFoldResult batch = tensor::getMixedSize(rewriter, loc, op.getQuery(), 0);
   OpFoldResult nq = tensor::getMixedSize(rewriter, loc, op.getQuery(), 2);
   OpFoldResult nk = tensor::getMixedSize(rewriter, loc, op.getKey(), 2);
   OpFoldResult heads = rewriter.getIndexAttr(hq);
-  Value diagOffset = arith::ConstantIndexOp::create(rewriter, loc, 0);
-  if (causal == CausalKind::bottom_right)
-    diagOffset = arith::SubIOp::create(
-        rewriter, loc, getValueOrCreateConstantIndexOp(rewriter, loc, nk),
-        getValueOrCreateConstantIndexOp(rewriter, loc, nq));
+  AttentionSemantics sem = AttentionSemantics::get(op);
+  Value diagOffset = sem.diagonalOffset(
+      rewriter, loc, getValueOrCreateConstantIndexOp(rewriter, loc, nq),
+      getValueOrCreateConstantIndexOp(rewriter, loc, nk));
 
   AffineExpr b, h, i, j, d;
   bindDims(ctx, b, h, i, j, d);
@@ -114,10 +113,8 @@ DecomposeAttention::matchAndRewrite(AttentionOp op,
     ins.push_back(kvLens);
     maps.push_back(map4({b}));
   }
-  bool boolMask = false;
   if (mask) {
     auto mType = cast<RankedTensorType>(mask.getType());
-    boolMask = mType.getElementType().isInteger(1);
     AffineExpr zero = getAffineConstantExpr(0, ctx);
     ins.push_back(mask);
     maps.push_back(map4({mType.getDimSize(0) == 1 ? zero : b,
@@ -129,33 +126,21 @@ DecomposeAttention::matchAndRewrite(AttentionOp op,
   Value scores = buildGeneric(
       rewriter, loc, ins, {sEmpty}, maps, {par, par, par, par},
       [&](OpBuilder &nb, Location nl, ValueRange a) -> SmallVector<Value> {
-        Value ninf = negInf(nb, nl);
         Value x = arith::MulFOp::create(
             nb, nl, a[0],
             arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(scale)));
         unsigned next = 1;
-        Value kPos = loopIndex(nb, nl, 3);
-        if (kvLens) {
-          Value len = arith::IndexCastOp::create(nb, nl, nb.getIndexType(),
-                                                 a[next++]);
-          Value keep = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt,
-                                             kPos, len);
-          x = arith::SelectOp::create(nb, nl, keep, x, ninf);
-        }
-        if (mask) {
-          Value mv = a[next++];
-          x = boolMask ? Value(arith::SelectOp::create(nb, nl, mv, x, ninf))
-                       : Value(arith::AddFOp::create(nb, nl, x,
-                                                     toF32(nb, nl, mv)));
-        }
-        if (causal != CausalKind::none) {
-          Value limit =
-              arith::AddIOp::create(nb, nl, loopIndex(nb, nl, 2), diagOffset);
-          Value keep = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sle,
-                                             kPos, limit);
-          x = arith::SelectOp::create(nb, nl, keep, x, ninf);
-        }
-        return {x};
+        Value qPos = loopIndex(nb, nl, 2), kPos = loopIndex(nb, nl, 3);
+        // The key length is compared unclamped here: a key k < Nk is kept
+        // when k < len, which is what min(max(len, 0), Nk) gives.
+        Value keyEnd;
+        if (kvLens)
+          keyEnd = arith::IndexCastOp::create(nb, nl, nb.getIndexType(),
+                                              a[next++]);
+        Value keep = sem.keepKey(nb, nl, qPos, kPos, keyEnd, diagOffset);
+        if (mask)
+          sem.applyMaskElement(nb, nl, a[next++], x, keep);
+        return {AttentionSemantics::removeUnkept(nb, nl, keep, x)};
       })[0];
 
   // Sweep 1: row max. Sweep 2: row sum of exp. Sweep 3: normalize.
@@ -188,16 +173,12 @@ DecomposeAttention::matchAndRewrite(AttentionOp op,
         Value e = math::ExpOp::create(
             nb, nl, arith::SubFOp::create(nb, nl, a[0],
                                           guardedMax(nb, nl, a[1])));
-        Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
-        Value empty = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
-                                            a[2], zero);
-        return {arith::SelectOp::create(nb, nl, empty, zero,
-                                        arith::DivFOp::create(nb, nl, e, a[2]))};
+        return {guardedDivide(nb, nl, e, a[2])};
       })[0];
 
   // O[b, h, i, d] = sum_j P[b, h, i, j] V[b, h / G, j, d]; here d is the
   // value dim and j the reduction.
-  bool maybeMasked = kvLens || mask || causal != CausalKind::none;
+  bool maybeMasked = kvLens || sem.removesKeysInsideRange();
   Value oInit = buildFilled(rewriter, loc,
                             {batch, heads, nq, rewriter.getIndexAttr(dv)}, f32,
                             rewriter.getF32FloatAttr(0));
@@ -206,14 +187,9 @@ DecomposeAttention::matchAndRewrite(AttentionOp op,
       {map5({b, h, i, d}), map5({b, hkv, d, j}), map5({b, h, i, j})},
       {par, par, par, par, red},
       [&](OpBuilder &nb, Location nl, ValueRange a) -> SmallVector<Value> {
-        Value prod = arith::MulFOp::create(nb, nl, a[0], toF32(nb, nl, a[1]));
-        if (maybeMasked) {
-          Value zero =
-              arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
-          Value isZero = arith::CmpFOp::create(
-              nb, nl, arith::CmpFPredicate::OEQ, a[0], zero);
-          prod = arith::SelectOp::create(nb, nl, isZero, zero, prod);
-        }
+        Value v = toF32(nb, nl, a[1]);
+        Value prod = maybeMasked ? maskedProduct(nb, nl, a[0], v)
+                                 : Value(arith::MulFOp::create(nb, nl, a[0], v));
         return {arith::AddFOp::create(nb, nl, a[2], prod)};
       })[0];
   AffineMap id4 = AffineMap::getMultiDimIdentityMap(4, ctx);
@@ -230,13 +206,7 @@ DecomposeAttention::matchAndRewrite(AttentionOp op,
         rewriter, loc, {rowMax, rowSum}, {op.getLse()}, {id3, id3, id3},
         {par, par, par},
         [&](OpBuilder &nb, Location nl, ValueRange a) -> SmallVector<Value> {
-          Value zero =
-              arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
-          Value empty = arith::CmpFOp::create(
-              nb, nl, arith::CmpFPredicate::OEQ, a[1], zero);
-          Value lse = arith::AddFOp::create(nb, nl, a[0],
-                                            math::LogOp::create(nb, nl, a[1]));
-          return {arith::SelectOp::create(nb, nl, empty, negInf(nb, nl), lse)};
+          return {guardedLogSumExp(nb, nl, a[0], a[1])};
         })[0]);
   }
   rewriter.replaceOp(op, results);
@@ -292,12 +262,7 @@ DecomposeSoftmax::matchAndRewrite(SoftmaxOp op,
         Value e = math::ExpOp::create(
             nb, nl, arith::SubFOp::create(nb, nl, toF32(nb, nl, a[0]),
                                           guardedMax(nb, nl, a[1])));
-        Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
-        Value empty = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
-                                            a[2], zero);
-        Value v = arith::SelectOp::create(nb, nl, empty, zero,
-                                          arith::DivFOp::create(nb, nl, e, a[2]));
-        return {fromF32(nb, nl, v, elt)};
+        return {fromF32(nb, nl, guardedDivide(nb, nl, e, a[2]), elt)};
       })[0];
   rewriter.replaceOp(op, y);
   return success();

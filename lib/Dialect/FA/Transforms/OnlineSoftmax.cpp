@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/FA.h"
+#include "fa/Dialect/FA/Utils/AttentionSemantics.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/Dialect/FA/Transforms/Transforms.h"
 

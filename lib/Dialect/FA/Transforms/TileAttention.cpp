@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/FA.h"
+#include "fa/Dialect/FA/Utils/AttentionSemantics.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/Dialect/FA/Transforms/Transforms.h"
 
@@ -47,10 +48,9 @@ struct AttentionInfo {
   Type elementType;
   int64_t headDim, valueDim, group;
   float scale;
-  CausalKind causal;
+  AttentionSemantics sem;
   /// Mask dims 0 and 1 broadcast (static size 1).
   bool maskBroadcastsBatch = false, maskBroadcastsHeads = false;
-  bool maskIsBoolean = false;
 };
 
 /// Per (b, h, query tile) values used inside the KV loop.
@@ -92,28 +92,16 @@ static Value minIndex(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::MinSIOp::create(b, loc, x, y);
 }
 
-static Value maxIndex(OpBuilder &b, Location loc, Value x, Value y) {
-  return arith::MaxSIOp::create(b, loc, x, y);
-}
-
 Value TileAttentionPattern::buildKeyEnd(OpBuilder &b, Location loc,
                                         const AttentionInfo &info,
                                         const TileContext &tc,
                                         Value nk) const {
-  Value end = nk;
-  Value zero = cIndex(b, loc, 0);
-  if (info.kvLens) {
-    Value len = tensor::ExtractOp::create(b, loc, info.kvLens, tc.b);
-    Value lenIdx = arith::IndexCastOp::create(b, loc, b.getIndexType(), len);
-    end = minIndex(b, loc, maxIndex(b, loc, lenIdx, zero), end);
-  }
-  if (info.causal != CausalKind::none) {
-    // The last row q0 + rows - 1 keeps keys k <= q0 + rows - 1 + offset.
-    Value causalEnd = arith::AddIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, tc.q0, tc.qRows), tc.diagOffset);
-    end = minIndex(b, loc, maxIndex(b, loc, causalEnd, zero), end);
-  }
-  return end;
+  Value len;
+  if (info.kvLens)
+    len = tensor::ExtractOp::create(b, loc, info.kvLens, tc.b);
+  Value keyEnd = info.sem.keyLengthEnd(b, loc, len, nk);
+  return info.sem.visitedKeyEnd(b, loc, keyEnd, tc.q0, tc.qRows,
+                                tc.diagOffset);
 }
 
 SmallVector<Value> TileAttentionPattern::buildKVStep(
@@ -193,23 +181,15 @@ SmallVector<Value> TileAttentionPattern::buildKVStep(
         Value scaleC =
             arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(info.scale));
         Value x = arith::MulFOp::create(nb, nl, a[0], scaleC);
-        Value ninf = negInf(nb, nl);
-        if (info.mask) {
-          if (info.maskIsBoolean)
-            x = arith::SelectOp::create(nb, nl, a[1], x, ninf);
-          else
-            x = arith::AddFOp::create(nb, nl, x, toF32(nb, nl, a[1]));
-        }
-        if (info.causal != CausalKind::none) {
-          // Keep key k when k <= q + offset.
-          Value qPos =
-              arith::AddIOp::create(nb, nl, tc.q0, loopIndex(nb, nl, 0));
-          Value kPos = arith::AddIOp::create(nb, nl, k0, loopIndex(nb, nl, 1));
-          Value limit = arith::AddIOp::create(nb, nl, qPos, tc.diagOffset);
-          Value keep = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sle,
-                                             kPos, limit);
-          x = arith::SelectOp::create(nb, nl, keep, x, ninf);
-        }
+        // Keys past the key end are never visited; the causal rule and
+        // the mask remove keys inside the tile.
+        Value qPos = arith::AddIOp::create(nb, nl, tc.q0, loopIndex(nb, nl, 0));
+        Value kPos = arith::AddIOp::create(nb, nl, k0, loopIndex(nb, nl, 1));
+        Value keep = info.sem.keepKey(nb, nl, qPos, kPos, /*keyEnd=*/Value(),
+                                      tc.diagOffset);
+        if (info.mask)
+          info.sem.applyMaskElement(nb, nl, a[1], x, keep);
+        x = AttentionSemantics::removeUnkept(nb, nl, keep, x);
         return {x};
       })[0];
 
@@ -270,7 +250,7 @@ SmallVector<Value> TileAttentionPattern::buildKVStep(
       })[0];
   // A masked key has p == 0; do not let a NaN/inf in its V row leak
   // through 0 * NaN when some keys of the tile can be masked.
-  bool guardMaskedValues = info.mask || info.causal != CausalKind::none;
+  bool guardMaskedValues = info.sem.removesKeysInsideRange();
   Value accNew = buildGeneric(
       b, loc, {p, vTile}, {accScaled},
       {map3({d0, d2}), map3({d2, d1}), map3({d0, d1})}, {par, par, red},
@@ -303,10 +283,9 @@ TileAttentionPattern::matchAndRewrite(AttentionOp op,
   info.valueDim = vType.getDimSize(3);
   info.group = op.getGroupSize();
   info.scale = op.getEffectiveScale();
-  info.causal = op.getCausal();
+  info.sem = AttentionSemantics::get(op);
   if (info.mask) {
     auto mType = cast<RankedTensorType>(info.mask.getType());
-    info.maskIsBoolean = mType.getElementType().isInteger(1);
     info.maskBroadcastsBatch = mType.getDimSize(0) == 1;
     info.maskBroadcastsHeads = mType.getDimSize(1) == 1;
   }
@@ -318,9 +297,7 @@ TileAttentionPattern::matchAndRewrite(AttentionOp op,
   Value blockQ = cIndex(rewriter, loc, sizes.blockQ);
   Value blockKV = cIndex(rewriter, loc, sizes.blockKV);
   Value numQTiles = arith::CeilDivUIOp::create(rewriter, loc, nq, blockQ);
-  Value diagOffset = c0;
-  if (info.causal == CausalKind::bottom_right)
-    diagOffset = arith::SubIOp::create(rewriter, loc, nk, nq);
+  Value diagOffset = info.sem.diagonalOffset(rewriter, loc, nq, nk);
 
   SmallVector<Value> sharedOuts = {op.getOutput()};
   if (op.getLse())

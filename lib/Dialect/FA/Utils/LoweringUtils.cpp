@@ -61,41 +61,6 @@ Value lowering::negInf(OpBuilder &b, Location loc) {
       b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
 }
 
-Value lowering::guardedMax(OpBuilder &b, Location loc, Value m) {
-  Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m,
-                                         negInf(b, loc));
-  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-  return arith::SelectOp::create(b, loc, isNegInf, zero, m);
-}
-
-static Value isZero(OpBuilder &b, Location loc, Value x, Value &zero) {
-  zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, zero);
-}
-
-Value lowering::guardedDivide(OpBuilder &b, Location loc, Value num,
-                              Value den) {
-  Value zero;
-  Value empty = isZero(b, loc, den, zero);
-  Value div = arith::DivFOp::create(b, loc, num, den);
-  return arith::SelectOp::create(b, loc, empty, zero, div);
-}
-
-Value lowering::guardedLogSumExp(OpBuilder &b, Location loc, Value m,
-                                 Value l) {
-  Value zero;
-  Value empty = isZero(b, loc, l, zero);
-  Value lse = arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, l));
-  return arith::SelectOp::create(b, loc, empty, negInf(b, loc), lse);
-}
-
-Value lowering::maskedProduct(OpBuilder &b, Location loc, Value p, Value v) {
-  Value prod = arith::MulFOp::create(b, loc, p, v);
-  Value zero;
-  Value masked = isZero(b, loc, p, zero);
-  return arith::SelectOp::create(b, loc, masked, zero, prod);
-}
-
 Value lowering::loopIndex(OpBuilder &b, Location loc, int64_t dim) {
   return linalg::IndexOp::create(b, loc, dim);
 }

@@ -8,6 +8,8 @@
 #ifndef FA_DIALECT_FA_UTILS_LOWERINGUTILS_H
 #define FA_DIALECT_FA_UTILS_LOWERINGUTILS_H
 
+#include "fa/Dialect/FA/Utils/AttentionSemantics.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 
@@ -39,22 +41,6 @@ Value fromF32(OpBuilder &b, Location loc, Value v, Type type);
 
 /// The f32 constant -inf.
 Value negInf(OpBuilder &b, Location loc);
-
-/// Replaces a row max of -inf (a row with nothing attended so far) by 0, so
-/// that exp(x - m) and exp(m_old - m) never compute -inf - -inf.
-Value guardedMax(OpBuilder &b, Location loc, Value m);
-
-/// `den == 0 ? 0 : num / den`: the output of a row whose running sum is 0
-/// (nothing attended) is exactly 0, never 0/0.
-Value guardedDivide(OpBuilder &b, Location loc, Value num, Value den);
-
-/// `l == 0 ? -inf : m + log(l)`: the natural log-sum-exp of a row, -inf for
-/// a row with nothing attended.
-Value guardedLogSumExp(OpBuilder &b, Location loc, Value m, Value l);
-
-/// `p == 0 ? 0 : p * v`: a masked key (p == 0) contributes 0 even when its
-/// value row holds NaN or inf.
-Value maskedProduct(OpBuilder &b, Location loc, Value p, Value v);
 
 /// exp(x) for f32 scalars or vectors of f32 in plain arith ops (contractible
 /// multiply-adds, integer exponent bits): a Cephes-style polynomial, ~1 ulp on

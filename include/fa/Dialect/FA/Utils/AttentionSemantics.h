@@ -1,0 +1,212 @@
+//===- AttentionSemantics.h - the rules of fa.attention, once ---*- C++ -*-===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The one home of fa.attention's semantic contract as the lowerings need it:
+// which keys a query row attends (key lengths, both causal alignments,
+// boolean and additive masks), which keys a query tile visits, whether a
+// (query tile, key tile) pair needs element masks, the online-softmax guards
+// for rows with nothing attended, and which kernel families accept an op.
+//
+// Every lowering -- the reference, the tiled and CPU vector kernels, the
+// promoted SIMT kernel, the mma.sync and wgmma kernels -- asks this API what
+// to compute and adds only how to compute it on its target. The element
+// rules build plain `arith` ops and accept index scalars or vectors (a
+// scalar operand is splatted to the other operand's vector type), so the
+// same rule serves a linalg body, a vector lane set and a GPU thread.
+//
+// Adding a mask kind means: its fields in `AttentionSemantics`, its element
+// rule here (keep predicate or additive term), its tile rule in
+// `tileNeedsElementMask`, and one element hook per backend family.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_DIALECT_FA_UTILS_ATTENTIONSEMANTICS_H
+#define FA_DIALECT_FA_UTILS_ATTENTIONSEMANTICS_H
+
+#include "fa/Dialect/FA/IR/FA.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir {
+namespace fa {
+
+//===----------------------------------------------------------------------===//
+// Causal alignment
+//===----------------------------------------------------------------------===//
+
+/// Parses a causal alignment as the tools spell it: `none`, `top-left` or
+/// `top_left`, `bottom-right` or `bottom_right`.
+std::optional<CausalKind> parseCausalKind(StringRef name);
+
+//===----------------------------------------------------------------------===//
+// The rules of one op
+//===----------------------------------------------------------------------===//
+
+/// How a user mask element acts on a score.
+enum class MaskKind {
+  /// No user mask.
+  None,
+  /// i1 (true = attend) or i8 (0 = masked): removes keys.
+  Keep,
+  /// f16/bf16/f32: added to the scaled score.
+  Additive,
+};
+
+/// What an attention op computes, as far as masking and the key range go.
+/// Built once per op by `get`; every lowering reads its rules from here.
+class AttentionSemantics {
+public:
+  /// The rules of `op`.
+  static AttentionSemantics get(AttentionOp op);
+  /// The rules of an op with these parts (for kernels described outside IR).
+  static AttentionSemantics get(CausalKind causal, bool hasKeyLengths,
+                                Type maskElementType);
+
+  CausalKind getCausal() const { return causal; }
+  bool isCausal() const { return causal != CausalKind::none; }
+  bool hasKeyLengths() const { return keyLengths; }
+  MaskKind getMaskKind() const { return mask; }
+  bool hasMask() const { return mask != MaskKind::None; }
+  bool hasKeepMask() const { return mask == MaskKind::Keep; }
+  bool hasAdditiveMask() const { return mask == MaskKind::Additive; }
+  Type getMaskElementType() const { return maskElementType; }
+
+  /// Whether a key inside a row's visited range [0, key end) can still be
+  /// removed for that row (causality or a boolean mask): its probability is
+  /// then 0 while its V row may hold NaN/inf, so P·V must not multiply it.
+  bool removesKeysInsideRange() const { return isCausal() || hasMask(); }
+
+  //===--------------------------------------------------------------------===//
+  // Index rules (index-typed scalars)
+  //===--------------------------------------------------------------------===//
+
+  /// The diagonal offset `off` of the causal alignment: a query row q keeps
+  /// keys k <= q + off. Nk - Nq for bottom_right, 0 otherwise.
+  Value diagonalOffset(OpBuilder &b, Location loc, Value nq, Value nk) const;
+
+  /// The keys of a batch: min(max(len, 0), nk) for an integer key length
+  /// `len` (any integer type; null = none), else nk.
+  Value keyLengthEnd(OpBuilder &b, Location loc, Value len, Value nk) const;
+
+  /// The end of the keys visited by the query rows [q0, q0 + rows): every
+  /// key at or past it is removed for all of them (key lengths through
+  /// `keyEnd` from keyLengthEnd, causality through `off`).
+  Value visitedKeyEnd(OpBuilder &b, Location loc, Value keyEnd, Value q0,
+                      Value rows, Value off) const;
+
+  /// Whether the key tile [k0, k0 + cols) needs element masks for the query
+  /// rows starting at `firstRow` (i1): a key of it lies at or past `keyEnd`,
+  /// or (causal) past the diagonal of `firstRow`, or there is a user mask.
+  /// Tiles for which it is false are full: every key is kept for every row.
+  Value tileNeedsElementMask(OpBuilder &b, Location loc, Value k0, Value cols,
+                             Value keyEnd, Value firstRow, Value off) const;
+
+  /// Whether some key of [k0, k0 + cols) is causally removed for the row
+  /// `firstRow` (and so for some row of a tile starting there); false when
+  /// not causal.
+  Value crossesDiagonal(OpBuilder &b, Location loc, Value k0, Value cols,
+                        Value firstRow, Value off) const;
+
+  //===--------------------------------------------------------------------===//
+  // Element rules (index scalars or vectors of index)
+  //===--------------------------------------------------------------------===//
+
+  /// The last key query `q` keeps causally: q + off (null when not causal).
+  Value lastCausalKey(OpBuilder &b, Location loc, Value q, Value off) const;
+
+  /// The first query that keeps key `k` causally: k - off (null when not
+  /// causal). Rows q >= firstCausalQuery(k) keep k.
+  Value firstCausalQuery(OpBuilder &b, Location loc, Value k, Value off) const;
+
+  /// Whether query `q` keeps key `k` by the key range and causality: k <
+  /// keyEnd (when `keyEnd` is non-null) and k <= q + off (when causal). Null
+  /// when nothing applies.
+  Value keepKey(OpBuilder &b, Location loc, Value q, Value k, Value keyEnd,
+                Value off) const;
+
+  /// Applies one user mask element `m` (the mask's element type, scalar or
+  /// vector) to a score: a keep mask ANDs its predicate into `keep` (which
+  /// may be null, meaning "kept"), an additive mask adds `m * factor` (as f32)
+  /// to `score` (a factor of log2(e) serves exp2-domain kernels).
+  void applyMaskElement(OpBuilder &b, Location loc, Value m, Value &score,
+                        Value &keep, double factor = 1.0) const;
+
+  /// The predicate of a keep-mask element `m` (i1 or i8, scalar or vector).
+  static Value keepMaskPredicate(OpBuilder &b, Location loc, Value m);
+
+  /// Whether the mask element `m` leaves its key attended: the keep
+  /// predicate of a keep mask, `m > -inf` for an additive mask (an additive
+  /// -inf removes the key).
+  Value maskElementKeeps(OpBuilder &b, Location loc, Value m) const;
+
+  /// `keep ? score : -inf`; `score` when `keep` is null.
+  static Value removeUnkept(OpBuilder &b, Location loc, Value keep,
+                            Value score);
+
+private:
+  CausalKind causal = CausalKind::none;
+  bool keyLengths = false;
+  MaskKind mask = MaskKind::None;
+  Type maskElementType;
+};
+
+//===----------------------------------------------------------------------===//
+// Online softmax and empty rows
+//===----------------------------------------------------------------------===//
+
+/// Replaces a row max of -inf (a row with nothing attended so far) by 0, so
+/// that exp(x - m) and exp(m_old - m) never compute -inf - -inf.
+Value guardedMax(OpBuilder &b, Location loc, Value m);
+
+/// `den == 0 ? 0 : num / den`: the output of a row whose running sum is 0
+/// (nothing attended) is exactly 0, never 0/0.
+Value guardedDivide(OpBuilder &b, Location loc, Value num, Value den);
+
+/// `l == 0 ? -inf : m + log(l)`: the natural log-sum-exp of a row, -inf for
+/// a row with nothing attended.
+Value guardedLogSumExp(OpBuilder &b, Location loc, Value m, Value l);
+
+/// `p == 0 ? 0 : p * v`: a masked key (p == 0) contributes 0 even when its
+/// value row holds NaN or inf.
+Value maskedProduct(OpBuilder &b, Location loc, Value p, Value v);
+
+//===----------------------------------------------------------------------===//
+// Kernel families
+//===----------------------------------------------------------------------===//
+
+/// The GPU kernel families fa builds.
+enum class KernelFamily {
+  /// fa-promote-shared + fa-map-to-gpu: any element type, CUDA cores.
+  Simt,
+  /// fa-map-to-tensor-cores: mma.sync m16n8k16 (sm_80 and later).
+  Mma,
+  /// fa-map-to-wgmma: Hopper warpgroup wgmma.mma_async (sm_90a).
+  Wgmma,
+};
+
+/// `simt`, `mma` or `wgmma`.
+StringRef stringifyKernelFamily(KernelFamily family);
+std::optional<KernelFamily> parseKernelFamily(StringRef name);
+
+/// The head-dim rule of a kernel family: `dim` (of Q/K or of V) is static,
+/// positive, at most 256 and a multiple of 8 (SIMT), 16 (mma.sync) or 64
+/// (wgmma).
+bool isSupportedHeadDim(KernelFamily family, int64_t dim);
+
+/// Whether `family` accepts the types and head dims of `op`; otherwise
+/// `reason` (when non-null) says why in a phrase such as "head dims must be
+/// multiples of 16 up to 256".
+bool isEligible(KernelFamily family, AttentionOp op,
+                std::string *reason = nullptr);
+
+} // namespace fa
+} // namespace mlir
+
+#endif // FA_DIALECT_FA_UTILS_ATTENTIONSEMANTICS_H

@@ -1,0 +1,381 @@
+//===- AttentionSemantics.cpp - the rules of fa.attention, once -----------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FA/Utils/AttentionSemantics.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::fa;
+
+//===----------------------------------------------------------------------===//
+// Causal alignment
+//===----------------------------------------------------------------------===//
+
+std::optional<CausalKind> fa::parseCausalKind(StringRef name) {
+  std::string spelled = name.str();
+  for (char &c : spelled)
+    if (c == '-')
+      c = '_';
+  return symbolizeCausalKind(spelled);
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// `v` splatted to the shape of `like` when `like` is a vector and `v` a
+/// scalar; `v` otherwise.
+static Value matchShape(OpBuilder &b, Location loc, Value v, Value like) {
+  auto vt = dyn_cast<VectorType>(like.getType());
+  if (!vt || isa<VectorType>(v.getType()))
+    return v;
+  return vector::BroadcastOp::create(
+      b, loc, VectorType::get(vt.getShape(), v.getType()), v);
+}
+
+/// `x op y` with a scalar operand splatted to the other's vector type.
+static Value cmpI(OpBuilder &b, Location loc, arith::CmpIPredicate p, Value x,
+                  Value y) {
+  x = matchShape(b, loc, x, y);
+  y = matchShape(b, loc, y, x);
+  return arith::CmpIOp::create(b, loc, p, x, y);
+}
+
+static Value addI(OpBuilder &b, Location loc, Value x, Value y) {
+  x = matchShape(b, loc, x, y);
+  y = matchShape(b, loc, y, x);
+  return arith::AddIOp::create(b, loc, x, y);
+}
+
+static Value subI(OpBuilder &b, Location loc, Value x, Value y) {
+  x = matchShape(b, loc, x, y);
+  y = matchShape(b, loc, y, x);
+  return arith::SubIOp::create(b, loc, x, y);
+}
+
+static Value andI(OpBuilder &b, Location loc, Value x, Value y) {
+  if (!x)
+    return y;
+  if (!y)
+    return x;
+  x = matchShape(b, loc, x, y);
+  y = matchShape(b, loc, y, x);
+  return arith::AndIOp::create(b, loc, x, y);
+}
+
+static Value orI(OpBuilder &b, Location loc, Value x, Value y) {
+  return arith::OrIOp::create(b, loc, x, y);
+}
+
+static Value minS(OpBuilder &b, Location loc, Value x, Value y) {
+  return arith::MinSIOp::create(b, loc, x, y);
+}
+
+static Value maxS(OpBuilder &b, Location loc, Value x, Value y) {
+  return arith::MaxSIOp::create(b, loc, x, y);
+}
+
+static Value cIndex(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// A constant of the element type of `like` (f32 scalar or vector).
+static Value cFloatLike(OpBuilder &b, Location loc, Value like, double v) {
+  Type t = like.getType();
+  if (auto vt = dyn_cast<VectorType>(t))
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(vt, b.getFloatAttr(vt.getElementType(), v)));
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(t, v));
+}
+
+/// `v` as f32 (scalar or vector), extending f16/bf16.
+static Value extToF32(OpBuilder &b, Location loc, Value v) {
+  Type t = v.getType();
+  Type elt = getElementTypeOrSelf(t);
+  if (elt.isF32())
+    return v;
+  Type f32 = b.getF32Type();
+  if (auto vt = dyn_cast<VectorType>(t))
+    f32 = VectorType::get(vt.getShape(), f32);
+  return arith::ExtFOp::create(b, loc, f32, v);
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionSemantics
+//===----------------------------------------------------------------------===//
+
+AttentionSemantics AttentionSemantics::get(CausalKind causal,
+                                           bool hasKeyLengths,
+                                           Type maskElementType) {
+  AttentionSemantics s;
+  s.causal = causal;
+  s.keyLengths = hasKeyLengths;
+  s.maskElementType = maskElementType;
+  if (maskElementType)
+    s.mask = isa<IntegerType>(maskElementType) ? MaskKind::Keep
+                                                : MaskKind::Additive;
+  return s;
+}
+
+AttentionSemantics AttentionSemantics::get(AttentionOp op) {
+  Type maskElt;
+  if (Value mask = op.getMask())
+    maskElt = getElementTypeOrSelf(mask.getType());
+  return get(op.getCausal(), static_cast<bool>(op.getKvLens()), maskElt);
+}
+
+Value AttentionSemantics::diagonalOffset(OpBuilder &b, Location loc, Value nq,
+                                         Value nk) const {
+  if (causal == CausalKind::bottom_right)
+    return arith::SubIOp::create(b, loc, nk, nq);
+  // top_left aligns the first query with the first key; without causality
+  // the offset is never read but kept well defined.
+  return cIndex(b, loc, 0);
+}
+
+Value AttentionSemantics::keyLengthEnd(OpBuilder &b, Location loc, Value len,
+                                       Value nk) const {
+  if (!len)
+    return nk;
+  Value idx = len;
+  if (!idx.getType().isIndex())
+    idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), len);
+  return minS(b, loc, maxS(b, loc, idx, cIndex(b, loc, 0)), nk);
+}
+
+Value AttentionSemantics::visitedKeyEnd(OpBuilder &b, Location loc,
+                                        Value keyEnd, Value q0, Value rows,
+                                        Value off) const {
+  if (!isCausal())
+    return keyEnd;
+  // The last row q0 + rows - 1 keeps keys up to q0 + rows - 1 + off.
+  Value end = addI(b, loc, addI(b, loc, q0, rows), off);
+  return minS(b, loc, maxS(b, loc, end, cIndex(b, loc, 0)), keyEnd);
+}
+
+Value AttentionSemantics::crossesDiagonal(OpBuilder &b, Location loc, Value k0,
+                                          Value cols, Value firstRow,
+                                          Value off) const {
+  if (!isCausal())
+    return arith::ConstantIntOp::create(b, loc, 0, 1);
+  Value lastKey = subI(b, loc, addI(b, loc, k0, cols), cIndex(b, loc, 1));
+  return cmpI(b, loc, arith::CmpIPredicate::sgt, lastKey,
+              lastCausalKey(b, loc, firstRow, off));
+}
+
+Value AttentionSemantics::tileNeedsElementMask(OpBuilder &b, Location loc,
+                                               Value k0, Value cols,
+                                               Value keyEnd, Value firstRow,
+                                               Value off) const {
+  if (hasMask())
+    return arith::ConstantIntOp::create(b, loc, 1, 1);
+  Value need = cmpI(b, loc, arith::CmpIPredicate::sgt, addI(b, loc, k0, cols),
+                    keyEnd);
+  if (isCausal())
+    need = orI(b, loc, need, crossesDiagonal(b, loc, k0, cols, firstRow, off));
+  return need;
+}
+
+Value AttentionSemantics::lastCausalKey(OpBuilder &b, Location loc, Value q,
+                                        Value off) const {
+  if (!isCausal())
+    return Value();
+  return addI(b, loc, q, off);
+}
+
+Value AttentionSemantics::firstCausalQuery(OpBuilder &b, Location loc, Value k,
+                                           Value off) const {
+  if (!isCausal())
+    return Value();
+  return subI(b, loc, k, off);
+}
+
+Value AttentionSemantics::keepKey(OpBuilder &b, Location loc, Value q, Value k,
+                                  Value keyEnd, Value off) const {
+  Value keep;
+  if (keyEnd)
+    keep = cmpI(b, loc, arith::CmpIPredicate::slt, k, keyEnd);
+  if (isCausal())
+    keep = andI(b, loc, keep,
+                cmpI(b, loc, arith::CmpIPredicate::sle, k,
+                     lastCausalKey(b, loc, q, off)));
+  return keep;
+}
+
+Value AttentionSemantics::keepMaskPredicate(OpBuilder &b, Location loc,
+                                            Value m) {
+  Type elt = getElementTypeOrSelf(m.getType());
+  if (elt.isInteger(1))
+    return m;
+  Value zero;
+  if (auto vt = dyn_cast<VectorType>(m.getType()))
+    zero = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vt, b.getIntegerAttr(elt, 0)));
+  else
+    zero = arith::ConstantOp::create(b, loc, b.getIntegerAttr(elt, 0));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, m, zero);
+}
+
+Value AttentionSemantics::maskElementKeeps(OpBuilder &b, Location loc,
+                                           Value m) const {
+  if (mask == MaskKind::Keep)
+    return keepMaskPredicate(b, loc, m);
+  Value f = extToF32(b, loc, m);
+  return arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::OGT, f,
+      cFloatLike(b, loc, f, -std::numeric_limits<double>::infinity()));
+}
+
+void AttentionSemantics::applyMaskElement(OpBuilder &b, Location loc, Value m,
+                                          Value &score, Value &keep,
+                                          double factor) const {
+  switch (mask) {
+  case MaskKind::None:
+    return;
+  case MaskKind::Keep:
+    keep = andI(b, loc, keep, keepMaskPredicate(b, loc, m));
+    return;
+  case MaskKind::Additive: {
+    Value add = extToF32(b, loc, m);
+    if (factor != 1.0)
+      add = arith::MulFOp::create(b, loc, add,
+                                  cFloatLike(b, loc, add, factor));
+    score = arith::AddFOp::create(b, loc, score, add);
+    return;
+  }
+  }
+}
+
+Value AttentionSemantics::removeUnkept(OpBuilder &b, Location loc, Value keep,
+                                       Value score) {
+  if (!keep)
+    return score;
+  Value ninf =
+      cFloatLike(b, loc, score, -std::numeric_limits<double>::infinity());
+  keep = matchShape(b, loc, keep, score);
+  return arith::SelectOp::create(b, loc, keep, score, ninf);
+}
+
+//===----------------------------------------------------------------------===//
+// Online softmax and empty rows
+//===----------------------------------------------------------------------===//
+
+Value fa::guardedMax(OpBuilder &b, Location loc, Value m) {
+  Value ninf = cFloatLike(b, loc, m, -std::numeric_limits<double>::infinity());
+  Value isNegInf =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, ninf);
+  Value zero = cFloatLike(b, loc, m, 0.0);
+  return arith::SelectOp::create(b, loc, isNegInf, zero, m);
+}
+
+/// `x == 0` and the zero it compared with.
+static Value isZero(OpBuilder &b, Location loc, Value x, Value &zero) {
+  zero = cFloatLike(b, loc, x, 0.0);
+  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, zero);
+}
+
+Value fa::guardedDivide(OpBuilder &b, Location loc, Value num, Value den) {
+  Value zero;
+  Value empty = isZero(b, loc, den, zero);
+  Value div = arith::DivFOp::create(b, loc, num, den);
+  return arith::SelectOp::create(b, loc, empty, zero, div);
+}
+
+Value fa::guardedLogSumExp(OpBuilder &b, Location loc, Value m, Value l) {
+  Value zero;
+  Value empty = isZero(b, loc, l, zero);
+  // l > 0 implies m > -inf: no guard on m needed here.
+  Value lse = arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, l));
+  Value ninf = cFloatLike(b, loc, l, -std::numeric_limits<double>::infinity());
+  return arith::SelectOp::create(b, loc, empty, ninf, lse);
+}
+
+Value fa::maskedProduct(OpBuilder &b, Location loc, Value p, Value v) {
+  Value prod = arith::MulFOp::create(b, loc, p, v);
+  Value zero;
+  Value masked = isZero(b, loc, p, zero);
+  return arith::SelectOp::create(b, loc, masked, zero, prod);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel families
+//===----------------------------------------------------------------------===//
+
+StringRef fa::stringifyKernelFamily(KernelFamily family) {
+  switch (family) {
+  case KernelFamily::Simt:
+    return "simt";
+  case KernelFamily::Mma:
+    return "mma";
+  case KernelFamily::Wgmma:
+    return "wgmma";
+  }
+  llvm_unreachable("unknown kernel family");
+}
+
+std::optional<KernelFamily> fa::parseKernelFamily(StringRef name) {
+  return llvm::StringSwitch<std::optional<KernelFamily>>(name)
+      .Case("simt", KernelFamily::Simt)
+      .Case("mma", KernelFamily::Mma)
+      .Case("wgmma", KernelFamily::Wgmma)
+      .Default(std::nullopt);
+}
+
+/// The multiple a head dim of `family` must be.
+static int64_t headDimMultiple(KernelFamily family) {
+  switch (family) {
+  case KernelFamily::Simt:
+    return 8;
+  case KernelFamily::Mma:
+    return 16;
+  case KernelFamily::Wgmma:
+    return 64;
+  }
+  llvm_unreachable("unknown kernel family");
+}
+
+bool fa::isSupportedHeadDim(KernelFamily family, int64_t dim) {
+  return !ShapedType::isDynamic(dim) && dim > 0 && dim <= 256 &&
+         dim % headDimMultiple(family) == 0;
+}
+
+bool fa::isEligible(KernelFamily family, AttentionOp op,
+                    std::string *reason) {
+  auto fail = [&](const std::string &why) {
+    if (reason)
+      *reason = why;
+    return false;
+  };
+  auto qType = cast<RankedTensorType>(op.getQuery().getType());
+  auto kType = cast<RankedTensorType>(op.getKey().getType());
+  auto vType = cast<RankedTensorType>(op.getValue().getType());
+  int64_t d = qType.getDimSize(3), dv = vType.getDimSize(3);
+  if (!isSupportedHeadDim(family, d) || !isSupportedHeadDim(family, dv))
+    return fail("head dims must be multiples of " +
+                std::to_string(headDimMultiple(family)) +
+                " up to 256, got D = " + std::to_string(d) +
+                " and Dv = " + std::to_string(dv));
+  if (family == KernelFamily::Simt)
+    return true;
+  Type elt = qType.getElementType();
+  if (!(elt.isF16() || elt.isBF16()) || kType.getElementType() != elt ||
+      vType.getElementType() != elt)
+    return fail("Q, K and V must all be f16 or all be bf16");
+  Type oElt = cast<RankedTensorType>(op.getResult().getType()).getElementType();
+  if (!(oElt.isF16() || oElt.isBF16() || oElt.isF32()))
+    return fail("the output must be f16, bf16 or f32");
+  return true;
+}
