@@ -127,7 +127,7 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   nvvm.features = llvm::formatv("+ptx{0}", *ptx).str();
   nvvm.blockQ = options.gpuBlockQ;
   nvvm.blockKV = options.gpuBlockKV;
-  nvvm.kernel = getKernelFamilyName(options.kernel).str();
+  nvvm.kernel = getKernelChoiceName(options.kernel).str();
   if (options.gpuBlockQ > 0)
     nvvm.tcBlockQ = options.gpuBlockQ;
   if (options.gpuBlockKV > 0)
@@ -204,7 +204,8 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
 
   md.target.kind = rt::TargetKind::Cuda;
   md.kernel =
-      getKernelFamilyName(job.kernelFamily.value_or(KernelFamily::Simt)).str();
+      stringifyKernelFamily(job.kernelFamily.value_or(KernelFamily::Simt))
+          .str();
   md.target.chip = options.target;
   md.target.ptxIsa = llvm::formatv("{0}.{1}", *ptx / 10, *ptx % 10).str();
   md.blockQ = getInt("block_q");

@@ -32,7 +32,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
-#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -55,12 +54,6 @@ Error mlir::fa::compile::checkHeadDim(StringRef what, int64_t value) {
                              "positive multiples of 8 up to 256",
                              what, value));
   return Error::success();
-}
-
-std::optional<CausalKind> mlir::fa::compile::parseCausalKind(StringRef text) {
-  std::string name = text.str();
-  std::replace(name.begin(), name.end(), '-', '_');
-  return symbolizeCausalKind(name);
 }
 
 rt::Causal mlir::fa::compile::toRuntimeCausal(CausalKind kind) {

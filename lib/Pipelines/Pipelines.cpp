@@ -141,28 +141,20 @@ bool mlir::fa::isSupportedChip(StringRef chip) {
   return minimumPtxVersion(chip).has_value();
 }
 
-std::optional<mlir::fa::KernelFamily>
-mlir::fa::parseKernelFamily(StringRef name) {
-  return llvm::StringSwitch<std::optional<KernelFamily>>(name)
-      .Case("auto", KernelFamily::Auto)
-      .Case("simt", KernelFamily::Simt)
-      .Case("mma", KernelFamily::Mma)
-      .Case("wgmma", KernelFamily::Wgmma)
-      .Default(std::nullopt);
+bool mlir::fa::parseKernelChoice(StringRef name, KernelChoice &choice) {
+  if (name == "auto") {
+    choice = std::nullopt;
+    return true;
+  }
+  std::optional<KernelFamily> family = parseKernelFamily(name);
+  if (!family)
+    return false;
+  choice = *family;
+  return true;
 }
 
-StringRef mlir::fa::getKernelFamilyName(KernelFamily family) {
-  switch (family) {
-  case KernelFamily::Auto:
-    return "auto";
-  case KernelFamily::Simt:
-    return "simt";
-  case KernelFamily::Mma:
-    return "mma";
-  case KernelFamily::Wgmma:
-    return "wgmma";
-  }
-  return "auto";
+StringRef mlir::fa::getKernelChoiceName(KernelChoice choice) {
+  return choice ? stringifyKernelFamily(*choice) : StringRef("auto");
 }
 
 SmallVector<mlir::fa::KernelFamily, 2>
@@ -202,8 +194,8 @@ mlir::fa::verifyLowerToNVVMOptions(const LowerToNVVMOptions &options) {
   if (!info)
     return "fa-lower-to-nvvm: unsupported chip '" + options.chip +
            "'; expected " + ::fa::target::getChipList();
-  std::optional<KernelFamily> family = parseKernelFamily(options.kernel);
-  if (!family)
+  KernelChoice family;
+  if (!parseKernelChoice(options.kernel, family))
     return "fa-lower-to-nvvm: kernel must be auto, simt, mma or wgmma, got "
            "'" +
            options.kernel + "'";
@@ -261,7 +253,7 @@ struct RequireKernelFamilyPass
       auto func = op->getParentOfType<func::FuncOp>();
       InFlightDiagnostic diag = op.emitError();
       diag << "fa-lower-to-nvvm: kernel="
-           << mlir::fa::getKernelFamilyName(family) << ": the attention";
+           << mlir::fa::stringifyKernelFamily(family) << ": the attention";
       if (func)
         diag << " of @" << func.getSymName();
       diag << " is not eligible for "
@@ -289,12 +281,13 @@ void mlir::fa::buildMapToGPUPipeline(OpPassManager &pm,
   // The tensor-core families first, for the functions they are eligible
   // for: auto tries what the chip has (wgmma, then mma.sync) and leaves the
   // others to the SIMT path below; an explicit family must take them all.
-  KernelFamily family = *parseKernelFamily(options.kernel);
+  KernelChoice family;
+  (void)parseKernelChoice(options.kernel, family);
   SmallVector<KernelFamily, 2> families;
-  if (family == KernelFamily::Auto)
+  if (!family)
     families = getAutoKernelFamilies(options.chip);
-  else if (family != KernelFamily::Simt)
-    families.push_back(family);
+  else if (*family != KernelFamily::Simt)
+    families.push_back(*family);
   for (KernelFamily f : families) {
     if (f == KernelFamily::Wgmma) {
       FAMapToWgmmaPassOptions wgOpts;
@@ -311,7 +304,7 @@ void mlir::fa::buildMapToGPUPipeline(OpPassManager &pm,
     }
   }
   if (family == KernelFamily::Mma || family == KernelFamily::Wgmma)
-    pm.addPass(std::make_unique<RequireKernelFamilyPass>(family));
+    pm.addPass(std::make_unique<RequireKernelFamilyPass>(*family));
   FAPromoteSharedPassOptions promoteOpts;
   promoteOpts.blockQ = options.blockQ;
   promoteOpts.blockKV = options.blockKV;

@@ -216,14 +216,14 @@ static Error checkCommonOptions(CompileOptions &options) {
   if (removedWgmma.getNumOccurrences())
     return makeError("--wgmma was replaced by --kernel wgmma (wgmma is also "
                      "the default, --kernel auto, on sm_90a)");
-  std::optional<KernelFamily> family = parseKernelFamily(kernelFamily);
-  if (!family)
+  KernelChoice family;
+  if (!parseKernelChoice(kernelFamily, family))
     return makeError("--kernel must be auto, simt, mma or wgmma, got '" +
                      kernelFamily + "'");
-  if (isCpu && *family != KernelFamily::Auto)
+  if (isCpu && family)
     return makeError("--kernel " + kernelFamily +
                      " applies to GPU targets (sm_*) only");
-  if (!isCpu && *family == KernelFamily::Wgmma &&
+  if (!isCpu && family == KernelFamily::Wgmma &&
       !::fa::target::lookupChip(targetName)->hasWgmma)
     return makeError("--kernel wgmma needs --target sm_90a (wgmma.mma_async "
                      "exists only on the sm_90a target), got '" +
@@ -237,7 +237,7 @@ static Error checkCommonOptions(CompileOptions &options) {
   options.cc = ccName;
   options.blockQ = blockQ;
   options.blockKV = blockKV;
-  options.kernel = *family;
+  options.kernel = family;
   if (blockQ.getNumOccurrences())
     options.gpuBlockQ = blockQ;
   if (blockKV.getNumOccurrences())

@@ -431,7 +431,8 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   if (removedWgmma.getNumOccurrences())
     return fail("--wgmma was replaced by --kernel wgmma (wgmma is also the "
                 "default, --kernel auto, on sm_90a)");
-  if (!parseKernelFamily(kernelFamily))
+  KernelChoice choice;
+  if (!parseKernelChoice(kernelFamily, choice))
     return fail("--kernel must be auto, simt, mma or wgmma, got '" +
                 kernelFamily + "' (the kernel function is named with --func)");
 

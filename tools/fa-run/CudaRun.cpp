@@ -144,8 +144,7 @@ mlir::fa::run::runAttentionOnCuda(MLIRContext &ctx, rt::KernelMetadata md,
                        "device is " +
                        result.device);
     result.chip = "sm_90a";
-  } else if (options.kernel == KernelFamily::Auto && options.chip.empty() &&
-             hopper) {
+  } else if (!options.kernel && options.chip.empty() && hopper) {
     result.chip = "sm_90a";
   }
 

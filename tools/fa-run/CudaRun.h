@@ -56,7 +56,7 @@ struct CudaRunOptions {
   int64_t gpuBlockQ = 0, gpuBlockKV = 0;
   /// The kernel family; auto on an sm_90 device without --chip compiles for
   /// sm_90a, so that the wgmma kernels are tried first.
-  KernelFamily kernel = KernelFamily::Auto;
+  KernelChoice kernel;
   /// Where the PTX and metadata go; empty: a temporary directory, removed
   /// afterwards.
   std::string artifactsDir;

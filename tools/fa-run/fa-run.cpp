@@ -541,7 +541,8 @@ static Expected<Device> resolveDevice(StringRef op) {
   if (removedWgmma.getNumOccurrences())
     return makeError("--wgmma was replaced by --kernel wgmma (wgmma is also "
                      "the default, --kernel auto, on sm_90a)");
-  if (!parseKernelFamily(kernelFamily))
+  KernelChoice choice;
+  if (!parseKernelChoice(kernelFamily, choice))
     return makeError("--kernel must be auto, simt, mma or wgmma, got '" +
                      kernelFamily + "'");
   if (deviceName == "cpu" && kernelFamily.getNumOccurrences())
@@ -688,7 +689,7 @@ static Expected<std::string> runOnCuda(MLIRContext &ctx,
   options.chip = chipName;
   options.gpuBlockQ = blockQ.getNumOccurrences() ? blockQ.getValue() : 0;
   options.gpuBlockKV = blockKV.getNumOccurrences() ? blockKV.getValue() : 0;
-  options.kernel = *parseKernelFamily(kernelFamily);
+  (void)parseKernelChoice(kernelFamily, options.kernel);
   options.artifactsDir = artifactsDir;
   Expected<run::CudaRunResult> ran =
       run::runAttentionOnCuda(ctx, md, operands, options);
@@ -721,7 +722,7 @@ static Expected<std::string> runOnCuda(MLIRContext &ctx,
   runMs = ran->runMs;
   return "cuda (" + ran->chip +
          (ran->chip == ran->device ? "" : " on " + ran->device) + ", kernel " +
-         getKernelFamilyName(ran->kernel).str() + ")";
+         stringifyKernelFamily(ran->kernel).str() + ")";
 }
 
 /// --device emulate: maps `module` as fa-emulate does and runs it under the
@@ -783,7 +784,7 @@ static Expected<std::string> runOnEmulator(ModuleOp module,
   if (auto host = mapped->lookupSymbol<func::FuncOp>("fa_kernel"))
     family = getMappedKernelFamily(host).value_or(KernelFamily::Simt);
   return ("emulate (SIMT interpreter, " + mapOptions.lowering.chip.getValue() +
-          ", kernel " + getKernelFamilyName(family) + ")")
+          ", kernel " + stringifyKernelFamily(family) + ")")
       .str();
 }
 
@@ -804,7 +805,7 @@ static Error runAttention(MLIRContext &ctx) {
     return err;
   if (queryPath.empty() || keyPath.empty() || valuePath.empty())
     return makeError("attention needs --q, --k and --v (and -o)");
-  std::optional<CausalKind> causal = compile::parseCausalKind(causalName);
+  std::optional<CausalKind> causal = parseCausalKind(causalName);
   if (!causal)
     return makeError("--causal must be none, top-left or bottom-right, got '" +
                      causalName + "'");

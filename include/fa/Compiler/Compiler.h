@@ -69,7 +69,7 @@ struct CompileOptions {
   int64_t gpuBlockQ = 0, gpuBlockKV = 0;
   /// GPU: the kernel family (fa-lower-to-nvvm's `kernel`); auto takes the
   /// fastest one the chip has and the kernel is eligible for.
-  KernelFamily kernel = KernelFamily::Auto;
+  KernelChoice kernel;
 };
 
 //===----------------------------------------------------------------------===//
@@ -101,10 +101,6 @@ void materialize(OpBuilder &b, Location loc, Value result, Value memref);
 /// that are no operand) is an error naming the function.
 llvm::Expected<std::vector<KernelJob>>
 extractKernelJobs(ModuleOp module, const CompileOptions &options);
-
-/// Parses a causal alignment as the tools spell it: `none`, `top-left` or
-/// `bottom-right` (the attribute's `top_left` and `bottom_right` too).
-std::optional<CausalKind> parseCausalKind(llvm::StringRef text);
 
 /// The runtime's name for the causal alignment `kind` and back, through the
 /// names both share (`none`, `top_left`, `bottom_right`).

@@ -8,6 +8,8 @@
 #ifndef FA_PIPELINES_PIPELINES_H
 #define FA_PIPELINES_PIPELINES_H
 
+#include "fa/Dialect/FA/Utils/AttentionSemantics.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 #include "llvm/ADT/SmallVector.h"
@@ -164,14 +166,17 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init(2)};
 };
 
-/// The kernel families of `fa-lower-to-nvvm` (its `kernel` option).
-enum class KernelFamily { Auto, Simt, Mma, Wgmma };
+/// The `kernel` option of `fa-lower-to-nvvm` (and the tools' --kernel): a
+/// kernel family (AttentionSemantics.h), or auto (nullopt): the best family
+/// the chip has and the op is eligible for.
+using KernelChoice = std::optional<KernelFamily>;
 
-/// Parses "auto", "simt", "mma" or "wgmma".
-std::optional<KernelFamily> parseKernelFamily(llvm::StringRef name);
+/// Parses "auto", "simt", "mma" or "wgmma" into `choice`; false for
+/// anything else.
+bool parseKernelChoice(llvm::StringRef name, KernelChoice &choice);
 
-/// The option spelling of `family`: "auto", "simt", "mma" or "wgmma".
-llvm::StringRef getKernelFamilyName(KernelFamily family);
+/// The option spelling of `choice`: "auto", "simt", "mma" or "wgmma".
+llvm::StringRef getKernelChoiceName(KernelChoice choice);
 
 /// The families `kernel=auto` tries on `chip`, best first (wgmma where the
 /// chip has it, then mma.sync); SIMT takes whatever they leave.
