@@ -77,29 +77,64 @@ TEST(MetadataTest, NotJson) {
   EXPECT_THAT(parseError("\x01\x02garbage"), HasSubstr("not valid JSON"));
 }
 
-/// The reader is strict JSON (RFC 8259) and names the position and field.
+/// The reader is strict JSON (RFC 8259): nlohmann-json's errors, with the
+/// line and column, plus duplicate keys.
 TEST(MetadataTest, StrictJson) {
   std::string base = toJson(makeCudaAttentionMetadata());
   EXPECT_EQ(parseError(base + "\n\n"), "");
-  EXPECT_THAT(parseError(base + "x"),
-              HasSubstr("not valid JSON: line 102, column 1: unexpected 'x' "
-                        "after the JSON value (trailing garbage)"));
-  EXPECT_THAT(parseError(base + "{}"), HasSubstr("trailing garbage"));
-  // A duplicate key is an error, not last-one-wins.
+  EXPECT_EQ(parseError(base + "x"),
+            "not valid JSON: line 102, column 1: syntax error while parsing "
+            "value - invalid literal; expected end of input");
+  EXPECT_THAT(parseError(base + "{}"),
+              HasSubstr("unexpected '{'; expected end of input"));
+  // A duplicate key is an error, not last-one-wins, also in nested objects.
   std::string duplicate = base;
   duplicate.replace(duplicate.find("\"heads\": 8"), 10,
                     "\"heads\": 8, \"heads\": 4");
-  EXPECT_THAT(parseError(duplicate), HasSubstr("duplicate key \"heads\""));
-  // Inside a nested field, the error names it.
+  EXPECT_EQ(parseError(duplicate), "not valid JSON: duplicate key \"heads\"");
+  std::string nested = base;
+  nested.replace(nested.find("\"rank\": 4"), 9, "\"rank\": 4, \"rank\": 4");
+  EXPECT_EQ(parseError(nested), "not valid JSON: duplicate key \"rank\"");
+  // The same key in different objects is fine.
+  EXPECT_THAT(base, HasSubstr("\"name\": \"q\""));
+  // A bare word inside a nested field.
   std::string badShape = base;
-  badShape.replace(badShape.find("\"Hq\""), 4, "Hq");
-  EXPECT_THAT(parseError(badShape),
-              HasSubstr("line 34, column 7: expected a JSON value, got 'H' (in "
-                        "'launch.grid[1]')"));
-  EXPECT_THAT(parseError("{\"format\": \"fa-kernel/1\", \"name\": \"a\u0000\n"),
-              HasSubstr("not valid JSON"));
+  badShape.replace(badShape.find("\"Hkv\""), 5, "Hkv");
+  EXPECT_EQ(parseError(badShape),
+            "not valid JSON: line 60, column 9: syntax error while parsing "
+            "value - invalid literal");
+  EXPECT_EQ(parseError("{\"format\": \"fa-kernel/1\", \"name\": \"a\n"),
+            "not valid JSON: line 2, column 0: syntax error while parsing "
+            "value - invalid string: control character U+000A (LF) must be "
+            "escaped to \\u000A or \\n");
   EXPECT_THAT(parseError(""), HasSubstr("not valid JSON: line 1, column 1: "
-                                        "expected a JSON value"));
+                                        "syntax error while parsing value - "
+                                        "unexpected end of input"));
+  EXPECT_THAT(parseError("{\"a\": 1,}"),
+              HasSubstr("line 1, column 9: syntax error while parsing object "
+                        "key - unexpected '}'; expected string literal"));
+  EXPECT_THAT(parseError("[1, 2,]"), HasSubstr("unexpected ']'"));
+  EXPECT_THAT(parseError("// c\n{}"), HasSubstr("invalid literal"));
+  EXPECT_THAT(parseError("{\"a\": NaN}"), HasSubstr("invalid literal"));
+  EXPECT_THAT(parseError("{\"a\": 01}"), HasSubstr("unexpected number"));
+  EXPECT_THAT(parseError("{\"a\": 1e999}"),
+              HasSubstr("not valid JSON: number overflow parsing '1e999'"));
+  EXPECT_THAT(parseError("{\"a\": \"\xff\"}"),
+              HasSubstr("invalid string: ill-formed UTF-8 byte"));
+  EXPECT_THAT(parseError("{\"a\": \"\xed\xa0\x80\"}"),
+              HasSubstr("ill-formed UTF-8 byte"));
+  EXPECT_THAT(parseError("{\"a\": \"\\ud83d\"}"), HasSubstr("surrogate"));
+  EXPECT_THAT(parseError(std::string("{\"a\": \"\0\"}", 9)),
+              HasSubstr("control character U+0000"));
+  // Deep nesting is an error (not an object), not a crash.
+  EXPECT_THAT(parseError(std::string(100000, '[')),
+              HasSubstr("not valid JSON"));
+  EXPECT_EQ(parseError(std::string(100000, '[') + std::string(100000, ']')),
+            "expected a JSON object at the top level, got an array");
+  EXPECT_EQ(parseError("\"fa-kernel/1\""),
+            "expected a JSON object at the top level, got \"fa-kernel/1\"");
+  EXPECT_EQ(parseError("null"),
+            "expected a JSON object at the top level, got null");
 }
 
 TEST(MetadataTest, Integers) {
@@ -113,13 +148,22 @@ TEST(MetadataTest, Integers) {
   std::string exponent = base;
   exponent.replace(exponent.find("\"heads\": 8"), 10, "\"heads\": 8e0");
   EXPECT_THAT(parseError(exponent),
-              HasSubstr("field 'heads': expected an integer, got 8e0"));
+              HasSubstr("field 'heads': expected an integer, got 8.0"));
   std::string huge = base;
-  huge.replace(huge.find("\"heads\": 8"), 10,
-               "\"heads\": 80000000000000000000");
+  huge.replace(huge.find("\"heads\": 8"), 10, "\"heads\": 9223372036854775808");
   EXPECT_THAT(parseError(huge), HasSubstr("field 'heads': integer "
-                                          "80000000000000000000 is out of "
+                                          "9223372036854775808 is out of "
                                           "range"));
+  // Beyond uint64_t the JSON library reads a double.
+  std::string huger = base;
+  huger.replace(huger.find("\"heads\": 8"), 10,
+                "\"heads\": 80000000000000000000");
+  EXPECT_THAT(parseError(huger),
+              HasSubstr("field 'heads': expected an integer, got 8e+19"));
+  std::string negative = base;
+  negative.replace(negative.find("\"heads\": 8"), 10, "\"heads\": -8");
+  EXPECT_THAT(parseError(negative),
+              HasSubstr("field 'heads' must be positive, got -8"));
   EXPECT_THAT(parseError(mutateJson(base,
                                     [](json::Object &o) {
                                       (*o.getObject("launch"))["block"] =
@@ -127,6 +171,12 @@ TEST(MetadataTest, Integers) {
                                     })),
               HasSubstr("field 'launch.block[1]': expected an integer, got "
                         "1.5"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base,
+                  [](json::Object &o) {
+                    (*o.getObject("launch"))["block"] = json::Array{128, 1};
+                  })),
+              HasSubstr("field 'launch.block': expected 3 integers, got 2"));
   EXPECT_THAT(parseError(mutateJson(base,
                                     [](json::Object &o) {
                                       (*o.getObject("launch"))["block"] =
@@ -213,6 +263,20 @@ TEST(MetadataTest, MissingFields) {
                                           ->erase("shape");
                                     })),
               HasSubstr("missing field 'params[2].shape'"));
+  for (const char *field : {"block", "grid"})
+    EXPECT_THAT(parseError(mutateJson(base,
+                                      [&](json::Object &o) {
+                                        o.getObject("launch")->erase(field);
+                                      })),
+                HasSubstr(std::string("missing field 'launch.") + field + "'"));
+  for (const char *field : {"name", "role", "dtype", "rank"})
+    EXPECT_THAT(
+        parseError(mutateJson(base,
+                              [&](json::Object &o) {
+                                (*o.getArray("params"))[0].getAsObject()->erase(
+                                    field);
+                              })),
+        HasSubstr(std::string("missing field 'params[0].") + field + "'"));
 }
 
 TEST(MetadataTest, WrongTypes) {
@@ -251,6 +315,64 @@ TEST(MetadataTest, WrongTypes) {
                                           json::Array{"B", "Hq", "Nq"};
                                     })),
               HasSubstr("'params[0].shape': 3 entries for rank 4"));
+  EXPECT_THAT(
+      parseError(mutateJson(
+          base, [](json::Object &o) { (*o.getArray("params"))[0] = "q"; })),
+      HasSubstr("field 'params[0]': expected an object, got \"q\""));
+  EXPECT_THAT(parseError(mutateJson(
+                  base,
+                  [](json::Object &o) {
+                    (*o.getArray("params"))[0].getAsObject()->operator[](
+                        "shape") = json::Array{"B", "Hq", 2.5, "D"};
+                  })),
+              HasSubstr("field 'params[0].shape[2]': expected a symbol "
+                        "string or an integer, got 2.5"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base,
+                  [](json::Object &o) {
+                    (*o.getArray("params"))[0].getAsObject()->operator[](
+                        "shape") = json::Array{"B", "", "Nq", "D"};
+                  })),
+              HasSubstr("field 'params[0].shape[1]': expected a symbol "
+                        "string or an integer, got \"\""));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      o["name"] = std::string(50, 'n');
+                                      o["symbol"] = json::Array{};
+                                    })),
+              HasSubstr("field 'symbol': expected a string, got an array"));
+  EXPECT_THAT(
+      parseError(mutateJson(
+          base, [](json::Object &o) { o["causal"] = std::string(50, 'c'); })),
+      HasSubstr("field 'causal': expected one of none, top_left, "
+                "bottom_right, got '"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      o["dtype"] = std::string(50, 'd');
+                                      o["heads"] = std::string(50, 'h');
+                                    })),
+              HasSubstr("field 'dtype': expected one of"));
+  EXPECT_THAT(
+      parseError(mutateJson(
+          base, [](json::Object &o) { o["heads"] = std::string(50, 'h'); })),
+      HasSubstr("field 'heads': expected an integer, got \"" +
+                std::string(40, 'h') + "\"..."));
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["launch"] = json::Array{}; })),
+              HasSubstr("field 'launch': expected an object, got an array"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*o.getObject("launch"))["block"] = 128;
+                                    })),
+              HasSubstr("field 'launch.block': expected an array, got 128"));
+  EXPECT_THAT(
+      parseError(mutateJson(base,
+                            [](json::Object &o) {
+                              (*o.getObject("launch"))["dynamic_shared_bytes"] =
+                                  "0";
+                            })),
+      HasSubstr("field 'launch.dynamic_shared_bytes': expected an "
+                "integer, got \"0\""));
 }
 
 TEST(MetadataTest, UnknownValues) {
@@ -431,6 +553,14 @@ TEST(MetadataTest, LoadReportsArtifactErrors) {
   EXPECT_THAT(fa_last_error(), HasSubstr(bad + ": not valid JSON"));
 
   std::string base = toJson(makeCudaAttentionMetadata());
+  std::string wrongType = dir.write(
+      "type.json",
+      mutateJson(base, [](json::Object &o) { o["heads"] = json::Array{8}; }));
+  EXPECT_EQ(fa_kernel_load(wrongType.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_EQ(std::string(fa_last_error()),
+            wrongType + ": field 'heads': expected an integer, got an array");
+
   std::string noSymbol = dir.write(
       "nosym.json",
       mutateJson(base, [](json::Object &o) { o.erase("symbol"); }));
