@@ -468,8 +468,6 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
     set("Hkv", md.kvHeads, "");
     set("D", md.headDim, "");
     set("Dv", md.valueHeadDim, "");
-    set("block_q", md.blockQ, "");
-    set("block_kv", md.blockKV, "");
   } else {
     const ParamInfo &xParam = *md.findParam(ParamRole::Input);
     const fa_tensor &x = *lookup(tensors, ParamRole::Input);

@@ -1,4 +1,4 @@
-//===- KernelMetadata.cpp - fa-kernel/1 artifact metadata -----------------===//
+//===- KernelMetadata.cpp - fa-kernel/2 artifact metadata -----------------===//
 //
 // Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
@@ -117,6 +117,18 @@ std::string fa::runtime::getRoleName(ParamRole role) {
   return "?";
 }
 
+std::string fa::runtime::getGridAxisName(GridAxis axis) {
+  switch (axis) {
+  case GridAxis::QueryTiles:
+    return "q_tiles";
+  case GridAxis::Heads:
+    return "heads";
+  case GridAxis::Batch:
+    return "batch";
+  }
+  return "?";
+}
+
 /// True for C identifiers: [A-Za-z_][A-Za-z0-9_]*.
 static bool isIdentifier(std::string_view name) {
   if (name.empty() || isDigit(name.front()))
@@ -153,7 +165,7 @@ static bool isVersion(std::string_view text) {
 
 std::vector<std::string> KernelMetadata::getSymbols() const {
   if (op == OpKind::Attention)
-    return {"B", "Hq", "Hkv", "Nq", "Nk", "D", "Dv", "block_q", "block_kv"};
+    return {"B", "Hq", "Hkv", "Nq", "Nk", "D", "Dv"};
   std::vector<std::string> symbols;
   for (int64_t i = 0; i < rank; ++i)
     symbols.push_back("N" + std::to_string(i));
@@ -249,6 +261,26 @@ fa::runtime::getCanonicalParams(const KernelMetadata &md, DType maskDType,
   return params;
 }
 
+std::array<int64_t, 3> fa::runtime::getLaunchGrid(const KernelMetadata &md,
+                                                  int64_t batch,
+                                                  int64_t queryLen) {
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  for (size_t i = 0; i < 3; ++i) {
+    switch (md.launch->grid[i]) {
+    case GridAxis::QueryTiles:
+      grid[i] = queryLen / md.blockQ + (queryLen % md.blockQ != 0);
+      break;
+    case GridAxis::Heads:
+      grid[i] = md.heads;
+      break;
+    case GridAxis::Batch:
+      grid[i] = batch;
+      break;
+    }
+  }
+  return grid;
+}
+
 //===----------------------------------------------------------------------===//
 // Semantic checks
 //===----------------------------------------------------------------------===//
@@ -294,6 +326,10 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
     if (!md.launch)
       return std::string("missing field 'launch' (required for cuda "
                          "targets)");
+    if (md.op != OpKind::Attention)
+      return "field 'op': cuda kernels compute attention (their grid tiles "
+             "the queries), got '" +
+             getOpName(md.op) + "'";
   } else {
     if (md.target.triple.empty())
       return std::string("field 'target.triple' must not be empty");
@@ -323,12 +359,14 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
                          "negative");
     if (launch.dynamicSharedBytes > UINT32_MAX)
       return std::string("field 'launch.dynamic_shared_bytes' is too large");
-    std::vector<std::string> symbols = md.getSymbols();
-    for (size_t i = 0; i < 3; ++i) {
-      std::string error;
-      if (!LaunchExpr::parse(launch.grid[i], symbols, error))
-        return cat("field 'launch.grid[", i, "]': ", error);
-    }
+    // Each axis once: the kernel reads its tile, head and batch entry from
+    // the block's coordinates.
+    for (size_t i = 0; i < 3; ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (launch.grid[i] == launch.grid[j])
+          return "field 'launch.grid': '" + getGridAxisName(launch.grid[i]) +
+                 "' appears twice (expected q_tiles, heads and batch, each "
+                 "once)";
   }
   return std::nullopt;
 }
@@ -635,6 +673,11 @@ constexpr std::pair<const char *, DType> kDTypeChoices[] = {
     {"i32", DType::I32},
     {"i8", DType::I8}};
 
+constexpr std::pair<const char *, GridAxis> kGridAxisChoices[] = {
+    {"q_tiles", GridAxis::QueryTiles},
+    {"heads", GridAxis::Heads},
+    {"batch", GridAxis::Batch}};
+
 } // namespace
 
 static MaybeError readFilePath(const ObjectReader &reader,
@@ -693,21 +736,15 @@ static MaybeError readLaunch(const Json &object, LaunchInfo &launch) {
   if (MaybeError err = reader.getArray("grid", grid))
     return err;
   if (grid->size() != 3)
-    return cat("field 'launch.grid': expected 3 entries, got ", grid->size());
+    return cat("field 'launch.grid': expected 3 axes, got ", grid->size());
   for (size_t i = 0; i < 3; ++i) {
-    const Json &g = (*grid)[i];
+    const Json &axis = (*grid)[i];
     std::string field = cat("launch.grid[", i, "]");
-    if (g.is_string()) {
-      launch.grid[i] = g.get<std::string>();
-      continue;
-    }
-    int64_t value;
-    if (!g.is_number_integer())
-      return ObjectReader::wrongType(field,
-                                     "an integer or an expression string", g);
-    if (MaybeError err = ObjectReader::readInteger(g, field, value))
+    if (!axis.is_string())
+      return ObjectReader::wrongType(field, "a string", axis);
+    if (MaybeError err = ObjectReader::readChoice(
+            axis.get<std::string>(), field, launch.grid[i], kGridAxisChoices))
       return err;
-    launch.grid[i] = std::to_string(value);
   }
   if (MaybeError err = reader.getInt("static_shared_bytes",
                                      launch.staticSharedBytes, false))
@@ -768,7 +805,8 @@ static MaybeError readMetadata(const Json &root, KernelMetadata &md) {
   if (md.format != kMetadataFormat) {
     if (startsWith(md.format, "fa-kernel/"))
       return "unsupported format version '" + md.format +
-             "': this runtime reads " + kMetadataFormat;
+             "': this runtime reads " + kMetadataFormat +
+             " (recompile the kernel with this fa-compile)";
     return "field 'format': unknown format '" + md.format + "', expected " +
            kMetadataFormat;
   }
@@ -993,7 +1031,9 @@ std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
   if (md.launch) {
     Json &launch = j["launch"] = Json::object();
     launch["block"] = md.launch->block;
-    launch["grid"] = md.launch->grid;
+    Json &grid = launch["grid"] = Json::array();
+    for (GridAxis axis : md.launch->grid)
+      grid.push_back(getGridAxisName(axis));
     launch["static_shared_bytes"] = md.launch->staticSharedBytes;
     launch["dynamic_shared_bytes"] = md.launch->dynamicSharedBytes;
   }
@@ -1021,250 +1061,4 @@ std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
 void fa::runtime::writeKernelMetadata(const KernelMetadata &md,
                                       std::ostream &os) {
   os << serializeKernelMetadata(md);
-}
-
-//===----------------------------------------------------------------------===//
-// LaunchExpr
-//===----------------------------------------------------------------------===//
-
-namespace fa {
-namespace runtime {
-
-/// Recursive descent over
-///   expr   := term (('+' | '-') term)*
-///   term   := factor (('*' | '/') factor)*
-///   factor := INT | SYMBOL | '(' expr ')' | 'ceil' '(' expr '/' expr ')'
-///           | 'cdiv' '(' expr ',' expr ')'
-/// emitting postfix code.
-class LaunchExprParser {
-public:
-  LaunchExprParser(std::string_view text,
-                   const std::vector<std::string> &symbols, LaunchExpr &expr)
-      : text(text), symbols(symbols), expr(expr) {}
-
-  MaybeError parse() {
-    if (MaybeError err = parseExpr())
-      return err;
-    skipSpace();
-    if (pos != text.size())
-      return error("unexpected '" + std::string(text.substr(pos, 1)) + "'");
-    return std::nullopt;
-  }
-
-private:
-  static constexpr int kMaxDepth = 32;
-
-  std::string error(const std::string &message) const {
-    return cat("bad expression '", text, "': ", message, " at offset ", pos);
-  }
-
-  void skipSpace() {
-    while (pos < text.size() && isSpace(text[pos]))
-      ++pos;
-  }
-
-  bool consume(char c) {
-    skipSpace();
-    if (pos < text.size() && text[pos] == c) {
-      ++pos;
-      return true;
-    }
-    return false;
-  }
-
-  void emit(LaunchExpr::Kind kind, int64_t value = 0) {
-    expr.program.push_back({kind, value});
-  }
-
-  MaybeError parseExpr() {
-    if (++depth > kMaxDepth)
-      return error("nested too deeply");
-    if (MaybeError err = parseTerm())
-      return err;
-    while (true) {
-      if (consume('+')) {
-        if (MaybeError err = parseTerm())
-          return err;
-        emit(LaunchExpr::Kind::Add);
-      } else if (consume('-')) {
-        if (MaybeError err = parseTerm())
-          return err;
-        emit(LaunchExpr::Kind::Sub);
-      } else {
-        --depth;
-        return std::nullopt;
-      }
-    }
-  }
-
-  MaybeError parseTerm() {
-    if (MaybeError err = parseFactor())
-      return err;
-    while (true) {
-      if (consume('*')) {
-        if (MaybeError err = parseFactor())
-          return err;
-        emit(LaunchExpr::Kind::Mul);
-      } else if (consume('/')) {
-        if (MaybeError err = parseFactor())
-          return err;
-        emit(LaunchExpr::Kind::Div);
-      } else {
-        return std::nullopt;
-      }
-    }
-  }
-
-  MaybeError parseFactor() {
-    skipSpace();
-    if (pos >= text.size())
-      return error("expected a value");
-    char c = text[pos];
-    if (isDigit(c)) {
-      size_t start = pos;
-      while (pos < text.size() && isDigit(text[pos]))
-        ++pos;
-      uint64_t value;
-      if (!parseUnsigned(text.substr(start, pos - start), value) ||
-          value > static_cast<uint64_t>(INT64_MAX))
-        return error("integer too large");
-      emit(LaunchExpr::Kind::Const, static_cast<int64_t>(value));
-      return std::nullopt;
-    }
-    if (consume('(')) {
-      if (MaybeError err = parseExpr())
-        return err;
-      if (!consume(')'))
-        return error("expected ')'");
-      return std::nullopt;
-    }
-    if (isAlpha(c) || c == '_') {
-      size_t start = pos;
-      while (pos < text.size() && (isAlnum(text[pos]) || text[pos] == '_'))
-        ++pos;
-      std::string_view word = text.substr(start, pos - start);
-      if (word == "ceil") {
-        // ceil(a / b): the argument's outermost operation must be `/`,
-        // which becomes a rounding-up division.
-        if (!consume('('))
-          return error("expected '(' after ceil");
-        if (MaybeError err = parseExpr())
-          return err;
-        if (!consume(')'))
-          return error("expected ')'");
-        if (expr.program.empty() ||
-            expr.program.back().kind != LaunchExpr::Kind::Div)
-          return error("expected ceil(a / b)");
-        expr.program.back().kind = LaunchExpr::Kind::CeilDiv;
-        return std::nullopt;
-      }
-      if (word == "cdiv") {
-        if (!consume('('))
-          return error("expected '(' after cdiv");
-        if (MaybeError err = parseExpr())
-          return err;
-        if (!consume(','))
-          return error("expected cdiv(a, b)");
-        if (MaybeError err = parseExpr())
-          return err;
-        if (!consume(')'))
-          return error("expected ')'");
-        emit(LaunchExpr::Kind::CeilDiv);
-        return std::nullopt;
-      }
-      for (size_t i = 0; i < symbols.size(); ++i)
-        if (symbols[i] == word) {
-          emit(LaunchExpr::Kind::Symbol, static_cast<int64_t>(i));
-          return std::nullopt;
-        }
-      return error("unknown symbol '" + std::string(word) +
-                   "' (known: " + join(symbols, ", ") + ")");
-    }
-    return error("unexpected '" + std::string(1, c) + "'");
-  }
-
-  std::string_view text;
-  const std::vector<std::string> &symbols;
-  LaunchExpr &expr;
-  size_t pos = 0;
-  int depth = 0;
-};
-
-} // namespace runtime
-} // namespace fa
-
-std::optional<LaunchExpr>
-LaunchExpr::parse(std::string_view text,
-                  const std::vector<std::string> &symbols,
-                  std::string &error) {
-  LaunchExpr expr;
-  expr.text = std::string(text);
-  LaunchExprParser parser(text, symbols, expr);
-  if (MaybeError err = parser.parse()) {
-    error = *err;
-    return std::nullopt;
-  }
-  return expr;
-}
-
-std::optional<int64_t> LaunchExpr::evaluate(const std::vector<int64_t> &values,
-                                            std::string &error) const {
-  std::vector<int64_t> stack;
-  auto fail = [&](const char *what) -> std::optional<int64_t> {
-    error = "'" + text + "': " + what;
-    return std::nullopt;
-  };
-  for (const Node &node : program) {
-    if (node.kind == Kind::Const) {
-      stack.push_back(node.value);
-      continue;
-    }
-    if (node.kind == Kind::Symbol) {
-      if (node.value >= static_cast<int64_t>(values.size()))
-        return fail("missing symbol value");
-      stack.push_back(values[node.value]);
-      continue;
-    }
-    if (stack.size() < 2)
-      return fail("malformed expression");
-    int64_t rhs = stack.back();
-    stack.pop_back();
-    int64_t lhs = stack.back();
-    stack.pop_back();
-    int64_t result = 0;
-    bool overflow = false;
-    switch (node.kind) {
-    case Kind::Add:
-      overflow = __builtin_add_overflow(lhs, rhs, &result);
-      break;
-    case Kind::Sub:
-      overflow = __builtin_sub_overflow(lhs, rhs, &result);
-      break;
-    case Kind::Mul:
-      overflow = __builtin_mul_overflow(lhs, rhs, &result);
-      break;
-    case Kind::Div:
-    case Kind::CeilDiv:
-      if (rhs == 0)
-        return fail("division by zero");
-      if (lhs == INT64_MIN && rhs == -1)
-        return fail("integer overflow");
-      result = lhs / rhs;
-      if (node.kind == Kind::CeilDiv && lhs % rhs != 0 &&
-          ((lhs < 0) == (rhs < 0)))
-        ++result;
-      else if (node.kind == Kind::Div && lhs % rhs != 0 &&
-               ((lhs < 0) != (rhs < 0)))
-        --result;
-      break;
-    default:
-      break;
-    }
-    if (overflow)
-      return fail("integer overflow");
-    stack.push_back(result);
-  }
-  if (stack.size() != 1)
-    return fail("malformed expression");
-  return stack.back();
 }
