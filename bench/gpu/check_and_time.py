@@ -525,7 +525,11 @@ def load_artifacts(directory, kind, only):
         path = os.path.join(directory, entry)
         with open(path) as f:
             md = json.load(f)
-        if md.get("format") != "fa-kernel/1" or not md["name"].startswith(kind + "_"):
+        fmt = md.get("format")
+        if isinstance(fmt, str) and fmt.startswith("fa-kernel/") and fmt != "fa-kernel/2":
+            sys.exit(f"{path}: format '{fmt}', but this script and FARuntime read "
+                     "fa-kernel/2: re-run bench/gpu/prepare.sh")
+        if fmt != "fa-kernel/2" or not md["name"].startswith(kind + "_"):
             continue
         if only and not re.search(only, md["name"]):
             continue
@@ -548,7 +552,7 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lib", required=True, help="libFARuntime.so")
     parser.add_argument("--artifacts", required=True,
-                        help="directory of fa-kernel/1 artifacts")
+                        help="directory of fa-kernel/2 artifacts")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--memory", choices=("auto", "torch", "runtime"),
                         default="auto",

@@ -8,7 +8,8 @@
 // The CUDA backend: checks the artifact's PTX and cubin before the driver
 // sees them, opens the driver with dlopen, checks the device's compute
 // capability and shared memory against the artifact, loads the module and
-// launches with the metadata's grid and block on the caller's stream.
+// launches on the caller's stream with the metadata's block and a grid
+// derived from its axes and the shapes.
 // Error handling follows Triton's driver.c: every CUresult is checked and
 // turned into a status with a message naming the call.
 //
@@ -468,8 +469,9 @@ private:
   bool retainedPrimary = false;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
-  LaunchInfo launchInfo;
-  std::vector<LaunchExpr> grid;
+  KernelMetadata metadata;
+  /// The indices of B and Nq in LaunchArgs::symbols.
+  size_t batchSymbol = 0, queryLenSymbol = 0;
 };
 
 } // namespace
@@ -554,15 +556,14 @@ Result<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
 
   auto backend = std::make_unique<CudaBackend>();
   backend->name = md.name;
-  backend->launchInfo = *md.launch;
+  backend->metadata = md;
   std::vector<std::string> symbols = md.getSymbols();
-  for (const std::string &text : md.launch->grid) {
-    std::string error;
-    std::optional<LaunchExpr> expr = LaunchExpr::parse(text, symbols, error);
-    if (!expr)
-      return makeFailure(FA_ERROR_INVALID_ARTIFACT, "launch.grid: " + error);
-    backend->grid.push_back(std::move(*expr));
-  }
+  auto indexOf = [&](const char *symbol) {
+    return static_cast<size_t>(
+        std::find(symbols.begin(), symbols.end(), symbol) - symbols.begin());
+  };
+  backend->batchSymbol = indexOf("B");
+  backend->queryLenSymbol = indexOf("Nq");
 
   // The driver and a context.
   Result<std::unique_ptr<Driver>> driver = Driver::open();
@@ -683,24 +684,22 @@ Result<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
 }
 
 MaybeFailure CudaBackend::launch(const LaunchArgs &args, void *cudaStream) {
-  // Grid from the metadata's expressions.
+  // The grid from the metadata's axes and the shapes.
+  const LaunchInfo &launchInfo = *metadata.launch;
+  std::array<int64_t, 3> grid = getLaunchGrid(
+      metadata, args.symbols[batchSymbol], args.symbols[queryLenSymbol]);
   std::array<unsigned, 3> gridDims;
   static constexpr int64_t limits[3] = {2147483647, 65535, 65535};
   static constexpr const char *axes[3] = {"x", "y", "z"};
   for (int i = 0; i < 3; ++i) {
-    std::string error;
-    std::optional<int64_t> value = grid[i].evaluate(args.symbols, error);
-    if (!value)
-      return makeFailure(FA_ERROR_INVALID_ARGUMENT,
-                         cat("grid.", axes[i], ": ", error));
-    if (*value < 0 || *value > limits[i])
-      return makeFailure(FA_ERROR_INVALID_ARGUMENT,
-                         cat("grid.", axes[i], " = ", grid[i].getText(), " = ",
-                             *value, " is outside CUDA's range [0, ",
-                             limits[i], "]"));
-    if (*value == 0)
+    if (grid[i] < 0 || grid[i] > limits[i])
+      return makeFailure(
+          FA_ERROR_INVALID_ARGUMENT,
+          cat("grid.", axes[i], " = ", getGridAxisName(launchInfo.grid[i]),
+              " = ", grid[i], " is outside CUDA's range [0, ", limits[i], "]"));
+    if (grid[i] == 0)
       return std::nullopt; // nothing to launch
-    gridDims[i] = static_cast<unsigned>(*value);
+    gridDims[i] = static_cast<unsigned>(grid[i]);
   }
 
   // The expanded memref descriptors: per param allocated and aligned

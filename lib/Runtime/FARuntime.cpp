@@ -110,8 +110,8 @@ extern "C" fa_status fa_cuda_available(int *deviceCount) {
   return succeed();
 }
 
-extern "C" fa_status fa_kernel_load(const char *metadataPath, fa_device device,
-                                    fa_kernel **out) {
+static fa_status loadKernel(const char *metadataPath, fa_device device,
+                            fa_kernel **out) {
   if (!out)
     return fail(FA_ERROR_INVALID_ARGUMENT, "fa_kernel_load: out is NULL");
   *out = nullptr;
@@ -157,6 +157,19 @@ extern "C" fa_status fa_kernel_load(const char *metadataPath, fa_device device,
   kernel->backend = std::move(*backend);
   *out = kernel;
   return succeed();
+}
+
+extern "C" fa_status fa_kernel_load(const char *metadataPath, fa_device device,
+                                    fa_kernel **out) {
+  // No exception leaves the C API: parseKernelMetadata catches the JSON
+  // library's own; this catches what is left (std::bad_alloc).
+  try {
+    return loadKernel(metadataPath, device, out);
+  } catch (const std::exception &e) {
+    return fail(FA_ERROR_INVALID_ARTIFACT,
+                cat("fa_kernel_load: ", metadataPath ? metadataPath : "NULL",
+                    ": ", e.what()));
+  }
 }
 
 extern "C" void fa_kernel_destroy(fa_kernel *kernel) { delete kernel; }
@@ -455,8 +468,6 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
     set("Hkv", md.kvHeads, "");
     set("D", md.headDim, "");
     set("Dv", md.valueHeadDim, "");
-    set("block_q", md.blockQ, "");
-    set("block_kv", md.blockKV, "");
   } else {
     const ParamInfo &xParam = *md.findParam(ParamRole::Input);
     const fa_tensor &x = *lookup(tensors, ParamRole::Input);

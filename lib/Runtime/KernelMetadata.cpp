@@ -1,20 +1,28 @@
-//===- KernelMetadata.cpp - fa-kernel/1 artifact metadata -----------------===//
+//===- KernelMetadata.cpp - fa-kernel/2 artifact metadata -----------------===//
 //
 // Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The metadata's JSON is read and written with nlohmann-json, which only
+// this file sees (the public header does not). This library is built with
+// exceptions on; none leaves parseKernelMetadata or serializeKernelMetadata.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fa/Runtime/KernelMetadata.h"
 #include "fa/Target/Chips.h"
 
-#include "Json.h"
 #include "RuntimeInternal.h"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <ostream>
+#include <set>
 
 using namespace fa::runtime;
 using MaybeError = std::optional<std::string>;
@@ -117,6 +125,18 @@ std::string fa::runtime::getRoleName(ParamRole role) {
   return "?";
 }
 
+std::string fa::runtime::getGridAxisName(GridAxis axis) {
+  switch (axis) {
+  case GridAxis::QueryTiles:
+    return "q_tiles";
+  case GridAxis::Heads:
+    return "heads";
+  case GridAxis::Batch:
+    return "batch";
+  }
+  return "?";
+}
+
 /// True for C identifiers: [A-Za-z_][A-Za-z0-9_]*.
 static bool isIdentifier(std::string_view name) {
   if (name.empty() || isDigit(name.front()))
@@ -147,7 +167,7 @@ static bool isVersion(std::string_view text) {
 
 std::vector<std::string> KernelMetadata::getSymbols() const {
   if (op == OpKind::Attention)
-    return {"B", "Hq", "Hkv", "Nq", "Nk", "D", "Dv", "block_q", "block_kv"};
+    return {"B", "Hq", "Hkv", "Nq", "Nk", "D", "Dv"};
   std::vector<std::string> symbols;
   for (int64_t i = 0; i < rank; ++i)
     symbols.push_back("N" + std::to_string(i));
@@ -243,6 +263,26 @@ fa::runtime::getCanonicalParams(const KernelMetadata &md, DType maskDType,
   return params;
 }
 
+std::array<int64_t, 3> fa::runtime::getLaunchGrid(const KernelMetadata &md,
+                                                  int64_t batch,
+                                                  int64_t queryLen) {
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  for (size_t i = 0; i < 3; ++i) {
+    switch (md.launch->grid[i]) {
+    case GridAxis::QueryTiles:
+      grid[i] = queryLen / md.blockQ + (queryLen % md.blockQ != 0);
+      break;
+    case GridAxis::Heads:
+      grid[i] = md.heads;
+      break;
+    case GridAxis::Batch:
+      grid[i] = batch;
+      break;
+    }
+  }
+  return grid;
+}
+
 //===----------------------------------------------------------------------===//
 // Semantic checks
 //===----------------------------------------------------------------------===//
@@ -301,6 +341,10 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
     if (!md.launch)
       return std::string("missing field 'launch' (required for cuda "
                          "targets)");
+    if (md.op != OpKind::Attention)
+      return "field 'op': cuda kernels compute attention (their grid tiles "
+             "the queries), got '" +
+             getOpName(md.op) + "'";
     if (!md.kernel.empty() && md.kernel != "simt" && md.kernel != "mma" &&
         md.kernel != "wgmma")
       return "field 'kernel': expected one of simt, mma, wgmma, got '" +
@@ -336,12 +380,14 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
                          "negative");
     if (launch.dynamicSharedBytes > UINT32_MAX)
       return std::string("field 'launch.dynamic_shared_bytes' is too large");
-    std::vector<std::string> symbols = md.getSymbols();
-    for (size_t i = 0; i < 3; ++i) {
-      std::string error;
-      if (!LaunchExpr::parse(launch.grid[i], symbols, error))
-        return cat("field 'launch.grid[", i, "]': ", error);
-    }
+    // Each axis once: the kernel reads its tile, head and batch entry from
+    // the block's coordinates.
+    for (size_t i = 0; i < 3; ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (launch.grid[i] == launch.grid[j])
+          return "field 'launch.grid': '" + getGridAxisName(launch.grid[i]) +
+                 "' appears twice (expected q_tiles, heads and batch, each "
+                 "once)";
   }
   return std::nullopt;
 }
@@ -472,95 +518,113 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
   return std::nullopt;
 }
 
-//===----------------------------------------------------------------------===//
 // Reading
 //===----------------------------------------------------------------------===//
 
 namespace {
 
-using json::Value;
+/// The JSON values the reader and the writer use; ordered, so that the
+/// writer keeps the schema's field order.
+using Json = nlohmann::ordered_json;
+
+/// How a value appears in an error message: `null`, `true`, `64`, `64.0`,
+/// `"text"` (cut at 40 bytes), `an array`, `an object`.
+std::string describe(const Json &value) {
+  if (value.is_array())
+    return "an array";
+  if (value.is_object())
+    return "an object";
+  if (value.is_string()) {
+    const auto &text = value.get_ref<const std::string &>();
+    if (text.size() > 40)
+      return Json(text.substr(0, 40))
+                 .dump(-1, ' ', false, Json::error_handler_t::replace) +
+             "...";
+  }
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
 /// Reads the fields of a JSON object and names the field path in errors.
 class ObjectReader {
 public:
-  ObjectReader(const Value &object, std::string path)
+  ObjectReader(const Json &object, std::string path)
       : object(object), path(std::move(path)) {}
 
   std::string field(std::string_view key) const {
     return path.empty() ? std::string(key) : path + "." + std::string(key);
   }
 
-  std::string missing(std::string_view key) const {
-    return "missing field '" + field(key) + "'";
+  const Json *find(std::string_view key) const {
+    auto it = object.find(std::string(key));
+    return it == object.end() ? nullptr : &*it;
   }
 
-  std::string wrongType(std::string_view key, std::string_view expected,
-                        const Value &got) const {
-    return "field '" + field(key) + "': expected " + std::string(expected) +
-           ", got " + got.describe();
-  }
+  bool has(std::string_view key) const { return find(key) != nullptr; }
 
-  bool has(std::string_view key) const { return object.find(key) != nullptr; }
+  /// Looks up `key`: sets `out` (null when absent) and returns an error
+  /// when it is required but missing, or present but fails `isType`.
+  template <typename IsType>
+  MaybeError lookup(std::string_view key, const Json *&out, bool required,
+                    const char *expected, IsType isType) const {
+    out = find(key);
+    if (!out)
+      return required ? MaybeError("missing field '" + field(key) + "'")
+                      : std::nullopt;
+    if (!isType(*out))
+      return wrongType(field(key), expected, *out);
+    return std::nullopt;
+  }
 
   MaybeError getString(std::string_view key, std::string &out,
                        bool required = true) const {
-    const Value *value = object.find(key);
-    if (!value)
-      return required ? MaybeError(missing(key)) : std::nullopt;
-    if (!value->isString())
-      return wrongType(key, "a string", *value);
-    out = value->getString();
+    const Json *value;
+    if (MaybeError err = lookup(key, value, required, "a string",
+                                [](const Json &v) { return v.is_string(); }))
+      return err;
+    if (value)
+      out = value->get<std::string>();
     return std::nullopt;
   }
 
   MaybeError getInt(std::string_view key, int64_t &out,
                     bool required = true) const {
-    const Value *value = object.find(key);
+    const Json *value = find(key);
     if (!value)
-      return required ? MaybeError(missing(key)) : std::nullopt;
+      return required ? MaybeError("missing field '" + field(key) + "'")
+                      : std::nullopt;
     return readInteger(*value, field(key), out);
   }
 
   MaybeError getNumber(std::string_view key, double &out,
                        bool required = true) const {
-    const Value *value = object.find(key);
-    if (!value)
-      return required ? MaybeError(missing(key)) : std::nullopt;
-    if (!value->isNumber())
-      return wrongType(key, "a number", *value);
-    out = value->getDouble();
+    const Json *value;
+    if (MaybeError err = lookup(key, value, required, "a number",
+                                [](const Json &v) { return v.is_number(); }))
+      return err;
+    if (value)
+      out = value->get<double>();
     return std::nullopt;
   }
 
   MaybeError getBool(std::string_view key, bool &out,
                      bool required = true) const {
-    const Value *value = object.find(key);
-    if (!value)
-      return required ? MaybeError(missing(key)) : std::nullopt;
-    if (!value->isBool())
-      return wrongType(key, "true or false", *value);
-    out = value->getBool();
+    const Json *value;
+    if (MaybeError err = lookup(key, value, required, "true or false",
+                                [](const Json &v) { return v.is_boolean(); }))
+      return err;
+    if (value)
+      out = value->get<bool>();
     return std::nullopt;
   }
 
-  MaybeError getObject(std::string_view key, const Value *&out) const {
-    const Value *value = object.find(key);
-    if (!value)
-      return missing(key);
-    if (!value->isObject())
-      return wrongType(key, "an object", *value);
-    out = value;
-    return std::nullopt;
+  MaybeError getObject(std::string_view key, const Json *&out) const {
+    return lookup(key, out, true, "an object",
+                  [](const Json &v) { return v.is_object(); });
   }
 
-  MaybeError getArray(std::string_view key, const Value *&out) const {
-    const Value *value = object.find(key);
-    if (!value)
-      return missing(key);
-    if (!value->isArray())
-      return wrongType(key, "an array", *value);
-    out = value;
-    return std::nullopt;
+  MaybeError getArray(std::string_view key, const Json *&out) const {
+    return lookup(key, out, true, "an array",
+                  [](const Json &v) { return v.is_array(); });
   }
 
   /// Reads a string field that must be one of `choices`.
@@ -573,6 +637,14 @@ public:
     std::string text;
     if (MaybeError err = getString(key, text))
       return err;
+    return readChoice(text, field(key), out, choices);
+  }
+
+  /// Sets `out` to the choice named `text`, or names `field` in the error.
+  template <typename T, size_t N>
+  static MaybeError readChoice(const std::string &text,
+                               const std::string &field, T &out,
+                               const std::pair<const char *, T> (&choices)[N]) {
     for (const auto &[name, value] : choices)
       if (text == name) {
         out = value;
@@ -581,27 +653,37 @@ public:
     std::string list;
     for (size_t i = 0; i < N; ++i)
       list += std::string(i ? ", " : "") + choices[i].first;
-    return "field '" + field(key) + "': expected one of " + list + ", got '" +
-           text + "'";
+    return "field '" + field + "': expected one of " + list + ", got '" + text +
+           "'";
   }
 
-  /// An integer written as one ("64", not "64.0" or "6.4e1").
-  static MaybeError readInteger(const Value &value, const std::string &field,
+  /// An integer written as one ("64", not "64.0" or "6.4e1") that fits
+  /// int64_t.
+  static MaybeError readInteger(const Json &value, const std::string &field,
                                 int64_t &out) {
-    if (value.isInteger()) {
-      out = value.getInteger();
+    if (value.is_number_unsigned()) {
+      auto u = value.get<uint64_t>();
+      if (u > static_cast<uint64_t>(INT64_MAX))
+        return "field '" + field + "': integer " + value.dump() +
+               " is out of range";
+      out = static_cast<int64_t>(u);
       return std::nullopt;
     }
-    if (value.isNumber() &&
-        value.getNumberText().find_first_of(".eE") == std::string::npos)
-      return "field '" + field + "': integer " + value.getNumberText() +
-             " is out of range";
-    return "field '" + field + "': expected an integer, got " +
-           value.describe();
+    if (value.is_number_integer()) {
+      out = value.get<int64_t>();
+      return std::nullopt;
+    }
+    return wrongType(field, "an integer", value);
+  }
+
+  static std::string wrongType(const std::string &field,
+                               std::string_view expected, const Json &got) {
+    return "field '" + field + "': expected " + std::string(expected) +
+           ", got " + describe(got);
   }
 
 private:
-  const Value &object;
+  const Json &object;
   std::string path;
 };
 
@@ -611,6 +693,11 @@ constexpr std::pair<const char *, DType> kDTypeChoices[] = {
     {"bf16", DType::BF16},
     {"i32", DType::I32},
     {"i8", DType::I8}};
+
+constexpr std::pair<const char *, GridAxis> kGridAxisChoices[] = {
+    {"q_tiles", GridAxis::QueryTiles},
+    {"heads", GridAxis::Heads},
+    {"batch", GridAxis::Batch}};
 
 } // namespace
 
@@ -624,7 +711,7 @@ static MaybeError readFilePath(const ObjectReader &reader,
   return std::nullopt;
 }
 
-static MaybeError readTarget(const Value &object, TargetInfo &target) {
+static MaybeError readTarget(const Json &object, TargetInfo &target) {
   ObjectReader reader(object, "target");
   constexpr std::pair<const char *, TargetKind> kinds[] = {
       {"cuda", TargetKind::Cuda}, {"cpu", TargetKind::Cpu}};
@@ -640,49 +727,45 @@ static MaybeError readTarget(const Value &object, TargetInfo &target) {
   if (MaybeError err = reader.getString("cpu", target.cpu, false))
     return err;
   if (reader.has("features")) {
-    const Value *features = nullptr;
+    const Json *features = nullptr;
     if (MaybeError err = reader.getArray("features", features))
       return err;
-    const std::vector<Value> &list = features->getArray();
-    for (size_t i = 0; i < list.size(); ++i) {
-      if (!list[i].isString())
-        return cat("field 'target.features[", i, "]': expected a string, got ",
-                   list[i].describe());
-      target.features.push_back(list[i].getString());
+    for (size_t i = 0; i < features->size(); ++i) {
+      const Json &feature = (*features)[i];
+      if (!feature.is_string())
+        return ObjectReader::wrongType(cat("target.features[", i, "]"),
+                                       "a string", feature);
+      target.features.push_back(feature.get<std::string>());
     }
   }
   return std::nullopt;
 }
 
-static MaybeError readLaunch(const Value &object, LaunchInfo &launch) {
+static MaybeError readLaunch(const Json &object, LaunchInfo &launch) {
   ObjectReader reader(object, "launch");
-  const Value *block = nullptr;
+  const Json *block = nullptr;
   if (MaybeError err = reader.getArray("block", block))
     return err;
-  if (block->getArray().size() != 3)
+  if (block->size() != 3)
     return cat("field 'launch.block': expected 3 integers, got ",
-               block->getArray().size());
+               block->size());
   for (size_t i = 0; i < 3; ++i)
     if (MaybeError err = ObjectReader::readInteger(
-            block->getArray()[i], cat("launch.block[", i, "]"),
-            launch.block[i]))
+            (*block)[i], cat("launch.block[", i, "]"), launch.block[i]))
       return err;
-  const Value *grid = nullptr;
+  const Json *grid = nullptr;
   if (MaybeError err = reader.getArray("grid", grid))
     return err;
-  if (grid->getArray().size() != 3)
-    return cat("field 'launch.grid': expected 3 entries, got ",
-               grid->getArray().size());
+  if (grid->size() != 3)
+    return cat("field 'launch.grid': expected 3 axes, got ", grid->size());
   for (size_t i = 0; i < 3; ++i) {
-    const Value &g = grid->getArray()[i];
-    if (g.isInteger())
-      launch.grid[i] = std::to_string(g.getInteger());
-    else if (g.isString())
-      launch.grid[i] = g.getString();
-    else
-      return cat("field 'launch.grid[", i,
-                 "]': expected an integer or an expression string, got ",
-                 g.describe());
+    const Json &axis = (*grid)[i];
+    std::string field = cat("launch.grid[", i, "]");
+    if (!axis.is_string())
+      return ObjectReader::wrongType(field, "a string", axis);
+    if (MaybeError err = ObjectReader::readChoice(
+            axis.get<std::string>(), field, launch.grid[i], kGridAxisChoices))
+      return err;
   }
   if (MaybeError err = reader.getInt("static_shared_bytes",
                                      launch.staticSharedBytes, false))
@@ -691,11 +774,10 @@ static MaybeError readLaunch(const Value &object, LaunchInfo &launch) {
                        false);
 }
 
-static MaybeError readParam(const Value &value, size_t index,
-                            ParamInfo &param) {
+static MaybeError readParam(const Json &value, size_t index, ParamInfo &param) {
   std::string path = cat("params[", index, "]");
-  if (!value.isObject())
-    return "field '" + path + "': expected an object, got " + value.describe();
+  if (!value.is_object())
+    return ObjectReader::wrongType(path, "an object", value);
   ObjectReader reader(value, path);
   if (MaybeError err = reader.getString("name", param.name))
     return err;
@@ -711,29 +793,32 @@ static MaybeError readParam(const Value &value, size_t index,
   int64_t rank = 0;
   if (MaybeError err = reader.getInt("rank", rank))
     return err;
-  const Value *shape = nullptr;
+  const Json *shape = nullptr;
   if (MaybeError err = reader.getArray("shape", shape))
     return err;
-  const std::vector<Value> &dims = shape->getArray();
-  if (static_cast<int64_t>(dims.size()) != rank)
-    return cat("field '", path, ".shape': ", dims.size(), " entries for rank ",
-               rank);
-  for (size_t i = 0; i < dims.size(); ++i) {
-    const Value &dim = dims[i];
-    if (dim.isInteger())
-      param.shape.push_back(ShapeDim::fixed(dim.getInteger()));
-    else if (dim.isString() && !dim.getString().empty())
-      param.shape.push_back(ShapeDim::sym(dim.getString()));
-    else
-      return cat("field '", path, ".shape[", i,
-                 "]': expected a symbol string or an integer, got ",
-                 dim.describe());
+  if (static_cast<int64_t>(shape->size()) != rank)
+    return cat("field '", path, ".shape': ", shape->size(),
+               " entries for rank ", rank);
+  for (size_t i = 0; i < shape->size(); ++i) {
+    const Json &dim = (*shape)[i];
+    std::string field = cat(path, ".shape[", i, "]");
+    if (dim.is_string() && !dim.get_ref<const std::string &>().empty()) {
+      param.shape.push_back(ShapeDim::sym(dim.get<std::string>()));
+      continue;
+    }
+    if (!dim.is_number_integer())
+      return ObjectReader::wrongType(field, "a symbol string or an integer",
+                                     dim);
+    int64_t size;
+    if (MaybeError err = ObjectReader::readInteger(dim, field, size))
+      return err;
+    param.shape.push_back(ShapeDim::fixed(size));
   }
   return std::nullopt;
 }
 
 /// Reads the fields of the top-level object into `md`.
-static MaybeError readMetadata(const Value &root, KernelMetadata &md) {
+static MaybeError readMetadata(const Json &root, KernelMetadata &md) {
   ObjectReader reader(root, "");
 
   if (MaybeError err = reader.getString("format", md.format))
@@ -741,7 +826,8 @@ static MaybeError readMetadata(const Value &root, KernelMetadata &md) {
   if (md.format != kMetadataFormat) {
     if (startsWith(md.format, "fa-kernel/"))
       return "unsupported format version '" + md.format +
-             "': this runtime reads " + kMetadataFormat;
+             "': this runtime reads " + kMetadataFormat +
+             " (recompile the kernel with this fa-compile)";
     return "field 'format': unknown format '" + md.format + "', expected " +
            kMetadataFormat;
   }
@@ -754,7 +840,7 @@ static MaybeError readMetadata(const Value &root, KernelMetadata &md) {
   if (MaybeError err = reader.getString("generator", md.generator, false))
     return err;
 
-  const Value *target = nullptr;
+  const Json *target = nullptr;
   if (MaybeError err = reader.getObject("target", target))
     return err;
   if (MaybeError err = readTarget(*target, md.target))
@@ -762,7 +848,7 @@ static MaybeError readMetadata(const Value &root, KernelMetadata &md) {
   if (MaybeError err = reader.getString("kernel", md.kernel, false))
     return err;
 
-  const Value *files = nullptr;
+  const Json *files = nullptr;
   if (MaybeError err = reader.getObject("files", files))
     return err;
   ObjectReader fileReader(*files, "files");
@@ -817,7 +903,7 @@ static MaybeError readMetadata(const Value &root, KernelMetadata &md) {
   }
 
   if (reader.has("launch")) {
-    const Value *launch = nullptr;
+    const Json *launch = nullptr;
     if (MaybeError err = reader.getObject("launch", launch))
       return err;
     md.launch.emplace();
@@ -825,38 +911,93 @@ static MaybeError readMetadata(const Value &root, KernelMetadata &md) {
       return err;
   }
 
-  const Value *params = nullptr;
+  const Json *params = nullptr;
   if (MaybeError err = reader.getArray("params", params))
     return err;
-  const std::vector<Value> &list = params->getArray();
-  for (size_t i = 0; i < list.size(); ++i) {
+  for (size_t i = 0; i < params->size(); ++i) {
     ParamInfo param;
-    if (MaybeError err = readParam(list[i], i, param))
+    if (MaybeError err = readParam((*params)[i], i, param))
       return err;
     md.params.push_back(std::move(param));
   }
   return verifyKernelMetadata(md);
 }
 
+/// nlohmann-json's "[json.exception.parse_error.101] parse error at line 1,
+/// column 8: syntax error while parsing value - invalid literal; last read:
+/// '...'; expected end of input" without the exception's id, "parse error
+/// at " and the last read token (which runs over lines).
+static std::string formatJsonError(std::string_view what) {
+  if (startsWith(what, "[json.exception.")) {
+    size_t end = what.find("] ");
+    if (end != std::string_view::npos)
+      what.remove_prefix(end + 2);
+  }
+  if (startsWith(what, "parse error at "))
+    what.remove_prefix(std::string_view("parse error at ").size());
+  std::string text(what);
+  size_t lastRead = text.find("; last read: '");
+  if (lastRead != std::string::npos) {
+    size_t end = text.rfind("'; expected ");
+    if (end == std::string::npos || end < lastRead)
+      end = text.size() - 1; // the closing quote
+    text.erase(lastRead, end + 1 - lastRead);
+  }
+  return text;
+}
+
+/// Parses `text` into `root` (strict JSON, and no duplicate keys: the JSON
+/// library would keep the last one).
+static MaybeError parseJson(std::string_view text, Json &root) {
+  std::vector<std::set<std::string>> keys; // one set per open object
+  std::string duplicate;
+  auto callback = [&](int, Json::parse_event_t event, Json &parsed) {
+    if (event == Json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == Json::parse_event_t::object_end) {
+      keys.pop_back();
+    } else if (event == Json::parse_event_t::key && !keys.empty()) {
+      const auto &key = parsed.get_ref<const std::string &>();
+      if (!keys.back().insert(key).second && duplicate.empty())
+        duplicate = key;
+    }
+    return true;
+  };
+  try {
+    root = Json::parse(text.begin(), text.end(), callback);
+  } catch (const Json::exception &e) {
+    return "not valid JSON: " + formatJsonError(e.what());
+  }
+  if (!duplicate.empty())
+    return "not valid JSON: duplicate key " +
+           Json(duplicate).dump(-1, ' ', false, Json::error_handler_t::replace);
+  return std::nullopt;
+}
+
 std::optional<KernelMetadata>
 fa::runtime::parseKernelMetadata(std::string_view text, std::string &error) {
-  std::string jsonError;
-  std::optional<json::Value> root = json::parse(text, jsonError);
-  if (!root) {
-    error = "not valid JSON: " + jsonError;
+  // Nothing throws past this point: the JSON library's exceptions (and
+  // std::bad_alloc) become the usual error message.
+  try {
+    Json root;
+    if (MaybeError err = parseJson(text, root)) {
+      error = *err;
+      return std::nullopt;
+    }
+    if (!root.is_object()) {
+      error = "expected a JSON object at the top level, got " + describe(root);
+      return std::nullopt;
+    }
+    KernelMetadata md;
+    if (MaybeError err = readMetadata(root, md)) {
+      error = *err;
+      return std::nullopt;
+    }
+    return md;
+  } catch (const std::exception &e) {
+    error = std::string("cannot read the metadata: ") + e.what();
     return std::nullopt;
   }
-  if (!root->isObject()) {
-    error = "expected a JSON object at the top level, got " +
-            std::string(json::describeKind(root->getKind()));
-    return std::nullopt;
-  }
-  KernelMetadata md;
-  if (MaybeError err = readMetadata(*root, md)) {
-    error = *err;
-    return std::nullopt;
-  }
-  return md;
 }
 
 //===----------------------------------------------------------------------===//
@@ -864,35 +1005,27 @@ fa::runtime::parseKernelMetadata(std::string_view text, std::string &error) {
 //===----------------------------------------------------------------------===//
 
 std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
-  json::Writer j;
-  j.beginObject();
-  j.member("format", md.format);
-  j.member("name", md.name);
-  j.member("op", getOpName(md.op));
+  Json j = Json::object();
+  j["format"] = md.format;
+  j["name"] = md.name;
+  j["op"] = getOpName(md.op);
   if (!md.generator.empty())
-    j.member("generator", md.generator);
-  j.key("target");
-  j.beginObject();
+    j["generator"] = md.generator;
+  Json &target = j["target"] = Json::object();
   if (md.target.kind == TargetKind::Cuda) {
-    j.member("kind", "cuda");
-    j.member("chip", md.target.chip);
-    j.member("ptx_isa", md.target.ptxIsa);
+    target["kind"] = "cuda";
+    target["chip"] = md.target.chip;
+    target["ptx_isa"] = md.target.ptxIsa;
   } else {
-    j.member("kind", "cpu");
-    j.member("triple", md.target.triple);
+    target["kind"] = "cpu";
+    target["triple"] = md.target.triple;
     if (!md.target.cpu.empty())
-      j.member("cpu", md.target.cpu);
-    j.key("features");
-    j.beginArray();
-    for (const std::string &feature : md.target.features)
-      j.stringValue(feature);
-    j.endArray();
+      target["cpu"] = md.target.cpu;
+    target["features"] = md.target.features;
   }
-  j.endObject();
   if (!md.kernel.empty())
-    j.member("kernel", md.kernel);
-  j.key("files");
-  j.beginObject();
+    j["kernel"] = md.kernel;
+  Json &files = j["files"] = Json::object();
   const std::pair<const char *, const std::string *> fileFields[] = {
       {"ptx", &md.files.ptx},
       {"cubin", &md.files.cubin},
@@ -901,314 +1034,56 @@ std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
       {"header", &md.files.header}};
   for (auto [key, value] : fileFields)
     if (!value->empty())
-      j.member(key, *value);
-  j.endObject();
-  j.member("symbol", md.symbol);
-  j.member("dtype", getDTypeName(md.dtype));
+      files[key] = *value;
+  j["symbol"] = md.symbol;
+  j["dtype"] = getDTypeName(md.dtype);
   if (md.op == OpKind::Attention) {
-    j.intMember("head_dim", md.headDim);
-    j.intMember("value_head_dim", md.valueHeadDim);
-    j.intMember("heads", md.heads);
-    j.intMember("kv_heads", md.kvHeads);
-    j.member("causal", getCausalName(md.causal));
-    j.doubleMember("scale", md.scale);
-    j.member("mask", getMaskKindName(md.mask));
-    j.boolMember("has_kv_lens", md.hasKvLens);
-    j.boolMember("has_lse", md.hasLse);
-    j.intMember("block_q", md.blockQ);
-    j.intMember("block_kv", md.blockKV);
+    j["head_dim"] = md.headDim;
+    j["value_head_dim"] = md.valueHeadDim;
+    j["heads"] = md.heads;
+    j["kv_heads"] = md.kvHeads;
+    j["causal"] = getCausalName(md.causal);
+    j["scale"] = md.scale;
+    j["mask"] = getMaskKindName(md.mask);
+    j["has_kv_lens"] = md.hasKvLens;
+    j["has_lse"] = md.hasLse;
+    j["block_q"] = md.blockQ;
+    j["block_kv"] = md.blockKV;
   } else {
-    j.intMember("rank", md.rank);
-    j.intMember("dimension", md.dimension);
+    j["rank"] = md.rank;
+    j["dimension"] = md.dimension;
   }
   if (md.launch) {
-    j.key("launch");
-    j.beginObject();
-    j.key("block");
-    j.beginArray();
-    for (int64_t b : md.launch->block)
-      j.intValue(b);
-    j.endArray();
-    j.key("grid");
-    j.beginArray();
-    for (const std::string &g : md.launch->grid)
-      j.stringValue(g);
-    j.endArray();
-    j.intMember("static_shared_bytes", md.launch->staticSharedBytes);
-    j.intMember("dynamic_shared_bytes", md.launch->dynamicSharedBytes);
-    j.endObject();
+    Json &launch = j["launch"] = Json::object();
+    launch["block"] = md.launch->block;
+    Json &grid = launch["grid"] = Json::array();
+    for (GridAxis axis : md.launch->grid)
+      grid.push_back(getGridAxisName(axis));
+    launch["static_shared_bytes"] = md.launch->staticSharedBytes;
+    launch["dynamic_shared_bytes"] = md.launch->dynamicSharedBytes;
   }
-  j.key("params");
-  j.beginArray();
+  Json &params = j["params"] = Json::array();
   for (const ParamInfo &param : md.params) {
-    j.beginObject();
-    j.member("name", param.name);
-    j.member("role", getRoleName(param.role));
-    j.member("dtype", getDTypeName(param.dtype));
-    j.intMember("rank", param.getRank());
-    j.key("shape");
-    j.beginArray();
+    Json p = Json::object();
+    p["name"] = param.name;
+    p["role"] = getRoleName(param.role);
+    p["dtype"] = getDTypeName(param.dtype);
+    p["rank"] = param.getRank();
+    Json &shape = p["shape"] = Json::array();
     for (const ShapeDim &dim : param.shape) {
       if (dim.isSymbol())
-        j.stringValue(dim.symbol);
+        shape.push_back(dim.symbol);
       else
-        j.intValue(dim.size);
+        shape.push_back(dim.size);
     }
-    j.endArray();
-    j.endObject();
+    params.push_back(std::move(p));
   }
-  j.endArray();
-  j.endObject();
-  return j.getText() + "\n";
+  // Strings that are not UTF-8 are written with U+FFFD rather than
+  // throwing.
+  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 void fa::runtime::writeKernelMetadata(const KernelMetadata &md,
                                       std::ostream &os) {
   os << serializeKernelMetadata(md);
-}
-
-//===----------------------------------------------------------------------===//
-// LaunchExpr
-//===----------------------------------------------------------------------===//
-
-namespace fa {
-namespace runtime {
-
-/// Recursive descent over
-///   expr   := term (('+' | '-') term)*
-///   term   := factor (('*' | '/') factor)*
-///   factor := INT | SYMBOL | '(' expr ')' | 'ceil' '(' expr '/' expr ')'
-///           | 'cdiv' '(' expr ',' expr ')'
-/// emitting postfix code.
-class LaunchExprParser {
-public:
-  LaunchExprParser(std::string_view text,
-                   const std::vector<std::string> &symbols, LaunchExpr &expr)
-      : text(text), symbols(symbols), expr(expr) {}
-
-  MaybeError parse() {
-    if (MaybeError err = parseExpr())
-      return err;
-    skipSpace();
-    if (pos != text.size())
-      return error("unexpected '" + std::string(text.substr(pos, 1)) + "'");
-    return std::nullopt;
-  }
-
-private:
-  static constexpr int kMaxDepth = 32;
-
-  std::string error(const std::string &message) const {
-    return cat("bad expression '", text, "': ", message, " at offset ", pos);
-  }
-
-  void skipSpace() {
-    while (pos < text.size() && isSpace(text[pos]))
-      ++pos;
-  }
-
-  bool consume(char c) {
-    skipSpace();
-    if (pos < text.size() && text[pos] == c) {
-      ++pos;
-      return true;
-    }
-    return false;
-  }
-
-  void emit(LaunchExpr::Kind kind, int64_t value = 0) {
-    expr.program.push_back({kind, value});
-  }
-
-  MaybeError parseExpr() {
-    if (++depth > kMaxDepth)
-      return error("nested too deeply");
-    if (MaybeError err = parseTerm())
-      return err;
-    while (true) {
-      if (consume('+')) {
-        if (MaybeError err = parseTerm())
-          return err;
-        emit(LaunchExpr::Kind::Add);
-      } else if (consume('-')) {
-        if (MaybeError err = parseTerm())
-          return err;
-        emit(LaunchExpr::Kind::Sub);
-      } else {
-        --depth;
-        return std::nullopt;
-      }
-    }
-  }
-
-  MaybeError parseTerm() {
-    if (MaybeError err = parseFactor())
-      return err;
-    while (true) {
-      if (consume('*')) {
-        if (MaybeError err = parseFactor())
-          return err;
-        emit(LaunchExpr::Kind::Mul);
-      } else if (consume('/')) {
-        if (MaybeError err = parseFactor())
-          return err;
-        emit(LaunchExpr::Kind::Div);
-      } else {
-        return std::nullopt;
-      }
-    }
-  }
-
-  MaybeError parseFactor() {
-    skipSpace();
-    if (pos >= text.size())
-      return error("expected a value");
-    char c = text[pos];
-    if (isDigit(c)) {
-      size_t start = pos;
-      while (pos < text.size() && isDigit(text[pos]))
-        ++pos;
-      uint64_t value;
-      if (!parseUnsigned(text.substr(start, pos - start), value) ||
-          value > static_cast<uint64_t>(INT64_MAX))
-        return error("integer too large");
-      emit(LaunchExpr::Kind::Const, static_cast<int64_t>(value));
-      return std::nullopt;
-    }
-    if (consume('(')) {
-      if (MaybeError err = parseExpr())
-        return err;
-      if (!consume(')'))
-        return error("expected ')'");
-      return std::nullopt;
-    }
-    if (isAlpha(c) || c == '_') {
-      size_t start = pos;
-      while (pos < text.size() && (isAlnum(text[pos]) || text[pos] == '_'))
-        ++pos;
-      std::string_view word = text.substr(start, pos - start);
-      if (word == "ceil") {
-        // ceil(a / b): the argument's outermost operation must be `/`,
-        // which becomes a rounding-up division.
-        if (!consume('('))
-          return error("expected '(' after ceil");
-        if (MaybeError err = parseExpr())
-          return err;
-        if (!consume(')'))
-          return error("expected ')'");
-        if (expr.program.empty() ||
-            expr.program.back().kind != LaunchExpr::Kind::Div)
-          return error("expected ceil(a / b)");
-        expr.program.back().kind = LaunchExpr::Kind::CeilDiv;
-        return std::nullopt;
-      }
-      if (word == "cdiv") {
-        if (!consume('('))
-          return error("expected '(' after cdiv");
-        if (MaybeError err = parseExpr())
-          return err;
-        if (!consume(','))
-          return error("expected cdiv(a, b)");
-        if (MaybeError err = parseExpr())
-          return err;
-        if (!consume(')'))
-          return error("expected ')'");
-        emit(LaunchExpr::Kind::CeilDiv);
-        return std::nullopt;
-      }
-      for (size_t i = 0; i < symbols.size(); ++i)
-        if (symbols[i] == word) {
-          emit(LaunchExpr::Kind::Symbol, static_cast<int64_t>(i));
-          return std::nullopt;
-        }
-      return error("unknown symbol '" + std::string(word) +
-                   "' (known: " + join(symbols, ", ") + ")");
-    }
-    return error("unexpected '" + std::string(1, c) + "'");
-  }
-
-  std::string_view text;
-  const std::vector<std::string> &symbols;
-  LaunchExpr &expr;
-  size_t pos = 0;
-  int depth = 0;
-};
-
-} // namespace runtime
-} // namespace fa
-
-std::optional<LaunchExpr>
-LaunchExpr::parse(std::string_view text,
-                  const std::vector<std::string> &symbols,
-                  std::string &error) {
-  LaunchExpr expr;
-  expr.text = std::string(text);
-  LaunchExprParser parser(text, symbols, expr);
-  if (MaybeError err = parser.parse()) {
-    error = *err;
-    return std::nullopt;
-  }
-  return expr;
-}
-
-std::optional<int64_t> LaunchExpr::evaluate(const std::vector<int64_t> &values,
-                                            std::string &error) const {
-  std::vector<int64_t> stack;
-  auto fail = [&](const char *what) -> std::optional<int64_t> {
-    error = "'" + text + "': " + what;
-    return std::nullopt;
-  };
-  for (const Node &node : program) {
-    if (node.kind == Kind::Const) {
-      stack.push_back(node.value);
-      continue;
-    }
-    if (node.kind == Kind::Symbol) {
-      if (node.value >= static_cast<int64_t>(values.size()))
-        return fail("missing symbol value");
-      stack.push_back(values[node.value]);
-      continue;
-    }
-    if (stack.size() < 2)
-      return fail("malformed expression");
-    int64_t rhs = stack.back();
-    stack.pop_back();
-    int64_t lhs = stack.back();
-    stack.pop_back();
-    int64_t result = 0;
-    bool overflow = false;
-    switch (node.kind) {
-    case Kind::Add:
-      overflow = __builtin_add_overflow(lhs, rhs, &result);
-      break;
-    case Kind::Sub:
-      overflow = __builtin_sub_overflow(lhs, rhs, &result);
-      break;
-    case Kind::Mul:
-      overflow = __builtin_mul_overflow(lhs, rhs, &result);
-      break;
-    case Kind::Div:
-    case Kind::CeilDiv:
-      if (rhs == 0)
-        return fail("division by zero");
-      if (lhs == INT64_MIN && rhs == -1)
-        return fail("integer overflow");
-      result = lhs / rhs;
-      if (node.kind == Kind::CeilDiv && lhs % rhs != 0 &&
-          ((lhs < 0) == (rhs < 0)))
-        ++result;
-      else if (node.kind == Kind::Div && lhs % rhs != 0 &&
-               ((lhs < 0) != (rhs < 0)))
-        --result;
-      break;
-    default:
-      break;
-    }
-    if (overflow)
-      return fail("integer overflow");
-    stack.push_back(result);
-  }
-  if (stack.size() != 1)
-    return fail("malformed expression");
-  return stack.back();
 }

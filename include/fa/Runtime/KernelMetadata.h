@@ -1,11 +1,11 @@
-//===- KernelMetadata.h - fa-kernel/1 artifact metadata ---------*- C++ -*-===//
+//===- KernelMetadata.h - fa-kernel/2 artifact metadata ---------*- C++ -*-===//
 //
 // Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 //===----------------------------------------------------------------------===//
 //
-// The in-memory form of the `fa-kernel/1` JSON metadata that describes an
+// The in-memory form of the `fa-kernel/2` JSON metadata that describes an
 // ahead-of-time kernel artifact (docs/artifacts.md), with its reader (used
 // by FARuntime) and writer (used by fa-compile and fa-run), so both sides
 // share one definition of the schema.
@@ -32,7 +32,7 @@ namespace fa {
 namespace runtime {
 
 /// The format string this library reads and writes.
-inline constexpr const char *kMetadataFormat = "fa-kernel/1";
+inline constexpr const char *kMetadataFormat = "fa-kernel/2";
 
 enum class OpKind { Attention, Softmax };
 enum class TargetKind { Cuda, Cpu };
@@ -106,16 +106,28 @@ struct FileInfo {
   std::string header;          ///< the C header (both)
 };
 
-/// The launch configuration of a CUDA kernel. Grid entries are expressions
-/// over the kernel's symbols (see LaunchExpr).
+/// What one dimension of a CUDA kernel's grid runs over.
+enum class GridAxis {
+  QueryTiles, ///< "q_tiles": ceil(Nq / block_q) tiles of query rows
+  Heads,      ///< "heads": the Hq query heads
+  Batch,      ///< "batch": the B batch entries
+};
+
+/// The schema's name of `axis`: "q_tiles", "heads", "batch".
+std::string getGridAxisName(GridAxis axis);
+
+/// The launch configuration of a CUDA kernel. The grid is named by what
+/// its x, y and z dimensions run over (each axis once); the runtime derives
+/// the sizes from the shapes (getLaunchGrid).
 struct LaunchInfo {
   std::array<int64_t, 3> block = {1, 1, 1};
-  std::array<std::string, 3> grid = {"1", "1", "1"};
+  std::array<GridAxis, 3> grid = {GridAxis::QueryTiles, GridAxis::Heads,
+                                  GridAxis::Batch};
   int64_t staticSharedBytes = 0;
   int64_t dynamicSharedBytes = 0;
 };
 
-/// Everything `fa-kernel/1` metadata says.
+/// Everything `fa-kernel/2` metadata says.
 struct KernelMetadata {
   std::string format = kMetadataFormat;
   std::string name;
@@ -143,8 +155,8 @@ struct KernelMetadata {
   std::vector<ParamInfo> params;    ///< in call order
   std::string generator;            ///< informational, e.g. "fa-compile"
 
-  /// The symbols shapes and grid expressions may use, in a fixed order:
-  /// attention `B Hq Hkv Nq Nk D Dv block_q block_kv`, softmax `N0 ...`.
+  /// The symbols shapes may use, in a fixed order: attention
+  /// `B Hq Hkv Nq Nk D Dv`, softmax `N0 ...`.
   std::vector<std::string> getSymbols() const;
   /// The param with `role`, or null.
   const ParamInfo *findParam(ParamRole role) const;
@@ -160,10 +172,11 @@ std::vector<ParamInfo> getCanonicalParams(const KernelMetadata &metadata,
                                           bool maskBroadcastHeads);
 
 /// Parses and checks metadata text (strict JSON: no trailing garbage,
-/// duplicate keys or invalid UTF-8; unknown fields are ignored). On failure
-/// returns nullopt and sets `error`, which names the field, e.g. "field
-/// 'params[2].dtype': expected one of f32, f16, bf16, i32, i8, got 'f64'",
-/// or starts with "not valid JSON: line L, column C: ...".
+/// comments, duplicate keys or invalid UTF-8; unknown fields are ignored).
+/// On failure returns nullopt and sets `error`, which names the field, e.g.
+/// "field 'params[2].dtype': expected one of f32, f16, bf16, i32, i8, got
+/// 'f64'", or starts with "not valid JSON: " (with the line and column
+/// where the JSON library gives them). Never throws.
 std::optional<KernelMetadata> parseKernelMetadata(std::string_view text,
                                                   std::string &error);
 
@@ -186,35 +199,12 @@ std::string serializeKernelMetadata(const KernelMetadata &metadata);
 /// Writes serializeKernelMetadata(metadata) to `os`.
 void writeKernelMetadata(const KernelMetadata &metadata, std::ostream &os);
 
-/// An integer expression over named symbols, used for grid sizes:
-/// integers, symbols, `+ - * /` (`/` rounds down), parentheses and
-/// `ceil(a / b)` (also written `cdiv(a, b)`).
-class LaunchExpr {
-public:
-  /// Parses `text`; symbols must be in `symbols` (their index is what
-  /// `evaluate` takes). On failure returns nullopt and sets `error` ("bad
-  /// expression 'X': unknown symbol 'H' ... at offset N").
-  static std::optional<LaunchExpr>
-  parse(std::string_view text, const std::vector<std::string> &symbols,
-        std::string &error);
-
-  /// Evaluates with `values[i]` for symbol i. Fails (nullopt, `error` set)
-  /// on division by zero, overflow or a missing value.
-  std::optional<int64_t> evaluate(const std::vector<int64_t> &values,
-                                  std::string &error) const;
-
-  const std::string &getText() const { return text; }
-
-private:
-  enum class Kind : uint8_t { Const, Symbol, Add, Sub, Mul, Div, CeilDiv };
-  struct Node {
-    Kind kind;
-    int64_t value; ///< constant or symbol index
-  };
-  std::string text;
-  std::vector<Node> program; ///< postfix
-  friend class LaunchExprParser;
-};
+/// The grid of a CUDA attention launch over `batch` (B) entries of
+/// `queryLen` (Nq) query rows: `metadata.launch->grid` with q_tiles =
+/// ceil(queryLen / block_q), heads = Hq and batch = B. Needs a launch
+/// configuration, a positive block_q and non-negative sizes.
+std::array<int64_t, 3> getLaunchGrid(const KernelMetadata &metadata,
+                                     int64_t batch, int64_t queryLen);
 
 } // namespace runtime
 } // namespace fa

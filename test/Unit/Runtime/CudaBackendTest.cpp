@@ -504,7 +504,7 @@ TEST_F(FakeDriverTest, LaunchPassesGridAndDescriptors) {
                                 &lseh, stream),
             FA_ERROR_INVALID_ARGUMENT);
   EXPECT_THAT(fa_last_error(),
-              HasSubstr("grid.z = B = 70000 is outside CUDA's range [0, "
+              HasSubstr("grid.z = batch = 70000 is outside CUDA's range [0, "
                         "65535]"));
   EXPECT_EQ(fake->launches, 1);
 
@@ -517,6 +517,29 @@ TEST_F(FakeDriverTest, LaunchPassesGridAndDescriptors) {
               HasSubstr("cuLaunchKernel(grid [3, 8, 3], block [128, 1, 1], "
                         "4096 bytes of dynamic shared memory) failed: "
                         "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"));
+  fa_kernel_destroy(kernel);
+}
+
+/// The grid follows the metadata's axis order.
+TEST_F(FakeDriverTest, LaunchGridOrder) {
+  md.launch->grid = {GridAxis::Batch, GridAxis::Heads, GridAxis::QueryTiles};
+  md.blockQ = 32;
+  fa_kernel *kernel = nullptr;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  const int64_t B = 5, Nq = 65, Nk = 7;
+  fa_tensor q = deviceTensor(0x100000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor k = deviceTensor(0x200000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor v = deviceTensor(0x300000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor o = deviceTensor(0x400000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor lse = deviceTensor(0x500000, FA_DTYPE_F32, {B, 8, Nq});
+  ASSERT_EQ(fa_attention_launch(kernel, &q, &k, &v, nullptr, nullptr, &o, &lse,
+                                nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  ASSERT_EQ(fake->launches, 1);
+  EXPECT_EQ(fake->grid[0], 5u); // B
+  EXPECT_EQ(fake->grid[1], 8u); // Hq
+  EXPECT_EQ(fake->grid[2], 3u); // ceil(65 / 32)
   fa_kernel_destroy(kernel);
 }
 

@@ -1,4 +1,4 @@
-//===- MetadataTest.cpp - fa-kernel/1 metadata reader and writer ----------===//
+//===- MetadataTest.cpp - fa-kernel/2 metadata reader and writer ----------===//
 //
 // Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
@@ -62,7 +62,9 @@ TEST(MetadataTest, RoundTrip) {
   EXPECT_TRUE(back->hasLse);
   EXPECT_DOUBLE_EQ(back->scale, 0.125);
   EXPECT_EQ(back->launch->dynamicSharedBytes, 65536);
-  EXPECT_EQ(back->launch->grid[0], "ceil(Nq/block_q)");
+  EXPECT_EQ(back->launch->grid[0], GridAxis::QueryTiles);
+  EXPECT_EQ(back->launch->grid[1], GridAxis::Heads);
+  EXPECT_EQ(back->launch->grid[2], GridAxis::Batch);
   ASSERT_EQ(back->params.size(), 7u);
   EXPECT_EQ(back->params[3].name, "kv_lens");
   EXPECT_EQ(back->params[4].role, ParamRole::Mask);
@@ -79,29 +81,64 @@ TEST(MetadataTest, NotJson) {
   EXPECT_THAT(parseError("\x01\x02garbage"), HasSubstr("not valid JSON"));
 }
 
-/// The reader is strict JSON (RFC 8259) and names the position and field.
+/// The reader is strict JSON (RFC 8259): nlohmann-json's errors, with the
+/// line and column, plus duplicate keys.
 TEST(MetadataTest, StrictJson) {
   std::string base = toJson(makeCudaAttentionMetadata());
   EXPECT_EQ(parseError(base + "\n\n"), "");
-  EXPECT_THAT(parseError(base + "x"),
-              HasSubstr("not valid JSON: line 102, column 1: unexpected 'x' "
-                        "after the JSON value (trailing garbage)"));
-  EXPECT_THAT(parseError(base + "{}"), HasSubstr("trailing garbage"));
-  // A duplicate key is an error, not last-one-wins.
+  EXPECT_EQ(parseError(base + "x"),
+            "not valid JSON: line 102, column 1: syntax error while parsing "
+            "value - invalid literal; expected end of input");
+  EXPECT_THAT(parseError(base + "{}"),
+              HasSubstr("unexpected '{'; expected end of input"));
+  // A duplicate key is an error, not last-one-wins, also in nested objects.
   std::string duplicate = base;
   duplicate.replace(duplicate.find("\"heads\": 8"), 10,
                     "\"heads\": 8, \"heads\": 4");
-  EXPECT_THAT(parseError(duplicate), HasSubstr("duplicate key \"heads\""));
-  // Inside a nested field, the error names it.
+  EXPECT_EQ(parseError(duplicate), "not valid JSON: duplicate key \"heads\"");
+  std::string nested = base;
+  nested.replace(nested.find("\"rank\": 4"), 9, "\"rank\": 4, \"rank\": 4");
+  EXPECT_EQ(parseError(nested), "not valid JSON: duplicate key \"rank\"");
+  // The same key in different objects is fine.
+  EXPECT_THAT(base, HasSubstr("\"name\": \"q\""));
+  // A bare word inside a nested field.
   std::string badShape = base;
-  badShape.replace(badShape.find("\"Hq\""), 4, "Hq");
-  EXPECT_THAT(parseError(badShape),
-              HasSubstr("line 34, column 7: expected a JSON value, got 'H' (in "
-                        "'launch.grid[1]')"));
-  EXPECT_THAT(parseError("{\"format\": \"fa-kernel/1\", \"name\": \"a\u0000\n"),
-              HasSubstr("not valid JSON"));
+  badShape.replace(badShape.find("\"Hkv\""), 5, "Hkv");
+  EXPECT_EQ(parseError(badShape),
+            "not valid JSON: line 60, column 9: syntax error while parsing "
+            "value - invalid literal");
+  EXPECT_EQ(parseError("{\"format\": \"fa-kernel/2\", \"name\": \"a\n"),
+            "not valid JSON: line 2, column 0: syntax error while parsing "
+            "value - invalid string: control character U+000A (LF) must be "
+            "escaped to \\u000A or \\n");
   EXPECT_THAT(parseError(""), HasSubstr("not valid JSON: line 1, column 1: "
-                                        "expected a JSON value"));
+                                        "syntax error while parsing value - "
+                                        "unexpected end of input"));
+  EXPECT_THAT(parseError("{\"a\": 1,}"),
+              HasSubstr("line 1, column 9: syntax error while parsing object "
+                        "key - unexpected '}'; expected string literal"));
+  EXPECT_THAT(parseError("[1, 2,]"), HasSubstr("unexpected ']'"));
+  EXPECT_THAT(parseError("// c\n{}"), HasSubstr("invalid literal"));
+  EXPECT_THAT(parseError("{\"a\": NaN}"), HasSubstr("invalid literal"));
+  EXPECT_THAT(parseError("{\"a\": 01}"), HasSubstr("unexpected number"));
+  EXPECT_THAT(parseError("{\"a\": 1e999}"),
+              HasSubstr("not valid JSON: number overflow parsing '1e999'"));
+  EXPECT_THAT(parseError("{\"a\": \"\xff\"}"),
+              HasSubstr("invalid string: ill-formed UTF-8 byte"));
+  EXPECT_THAT(parseError("{\"a\": \"\xed\xa0\x80\"}"),
+              HasSubstr("ill-formed UTF-8 byte"));
+  EXPECT_THAT(parseError("{\"a\": \"\\ud83d\"}"), HasSubstr("surrogate"));
+  EXPECT_THAT(parseError(std::string("{\"a\": \"\0\"}", 9)),
+              HasSubstr("control character U+0000"));
+  // Deep nesting is an error (not an object), not a crash.
+  EXPECT_THAT(parseError(std::string(100000, '[')),
+              HasSubstr("not valid JSON"));
+  EXPECT_EQ(parseError(std::string(100000, '[') + std::string(100000, ']')),
+            "expected a JSON object at the top level, got an array");
+  EXPECT_EQ(parseError("\"fa-kernel/2\""),
+            "expected a JSON object at the top level, got \"fa-kernel/2\"");
+  EXPECT_EQ(parseError("null"),
+            "expected a JSON object at the top level, got null");
 }
 
 TEST(MetadataTest, Integers) {
@@ -115,13 +152,22 @@ TEST(MetadataTest, Integers) {
   std::string exponent = base;
   exponent.replace(exponent.find("\"heads\": 8"), 10, "\"heads\": 8e0");
   EXPECT_THAT(parseError(exponent),
-              HasSubstr("field 'heads': expected an integer, got 8e0"));
+              HasSubstr("field 'heads': expected an integer, got 8.0"));
   std::string huge = base;
-  huge.replace(huge.find("\"heads\": 8"), 10,
-               "\"heads\": 80000000000000000000");
+  huge.replace(huge.find("\"heads\": 8"), 10, "\"heads\": 9223372036854775808");
   EXPECT_THAT(parseError(huge), HasSubstr("field 'heads': integer "
-                                          "80000000000000000000 is out of "
+                                          "9223372036854775808 is out of "
                                           "range"));
+  // Beyond uint64_t the JSON library reads a double.
+  std::string huger = base;
+  huger.replace(huger.find("\"heads\": 8"), 10,
+                "\"heads\": 80000000000000000000");
+  EXPECT_THAT(parseError(huger),
+              HasSubstr("field 'heads': expected an integer, got 8e+19"));
+  std::string negative = base;
+  negative.replace(negative.find("\"heads\": 8"), 10, "\"heads\": -8");
+  EXPECT_THAT(parseError(negative),
+              HasSubstr("field 'heads' must be positive, got -8"));
   EXPECT_THAT(parseError(mutateJson(base,
                                     [](json::Object &o) {
                                       (*o.getObject("launch"))["block"] =
@@ -129,6 +175,12 @@ TEST(MetadataTest, Integers) {
                                     })),
               HasSubstr("field 'launch.block[1]': expected an integer, got "
                         "1.5"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base,
+                  [](json::Object &o) {
+                    (*o.getObject("launch"))["block"] = json::Array{128, 1};
+                  })),
+              HasSubstr("field 'launch.block': expected 3 integers, got 2"));
   EXPECT_THAT(parseError(mutateJson(base,
                                     [](json::Object &o) {
                                       (*o.getObject("launch"))["block"] =
@@ -174,16 +226,20 @@ TEST(MetadataTest, WriterOutput) {
 TEST(MetadataTest, Format) {
   std::string base = toJson(makeCudaAttentionMetadata());
   EXPECT_EQ(parseError(base), "");
-  EXPECT_THAT(parseError(mutateJson(base,
-                                    [](json::Object &o) {
-                                      o["format"] = "fa-kernel/2";
-                                    })),
-              HasSubstr("unsupported format version 'fa-kernel/2': this "
-                        "runtime reads fa-kernel/1"));
-  EXPECT_THAT(
-      parseError(mutateJson(base,
-                            [](json::Object &o) { o["format"] = "onnx"; })),
-      HasSubstr("unknown format 'onnx'"));
+  // The previous version (grid expressions) and a future one.
+  for (const char *old : {"fa-kernel/1", "fa-kernel/3"})
+    EXPECT_EQ(parseError(mutateJson(
+                  base, [&](json::Object &o) { o["format"] = old; })),
+              std::string("unsupported format version '") + old +
+                  "': this runtime reads fa-kernel/2 (recompile the kernel "
+                  "with this fa-compile)");
+  EXPECT_EQ(
+      parseError(mutateJson(base, [](json::Object &o) { o["format"] = 2; })),
+      "field 'format': expected a string, got 2");
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["format"] = "onnx"; })),
+              HasSubstr("field 'format': unknown format 'onnx', expected "
+                        "fa-kernel/2"));
   EXPECT_THAT(
       parseError(mutateJson(base, [](json::Object &o) { o.erase("format"); })),
       HasSubstr("missing field 'format'"));
@@ -215,6 +271,20 @@ TEST(MetadataTest, MissingFields) {
                                           ->erase("shape");
                                     })),
               HasSubstr("missing field 'params[2].shape'"));
+  for (const char *field : {"block", "grid"})
+    EXPECT_THAT(parseError(mutateJson(base,
+                                      [&](json::Object &o) {
+                                        o.getObject("launch")->erase(field);
+                                      })),
+                HasSubstr(std::string("missing field 'launch.") + field + "'"));
+  for (const char *field : {"name", "role", "dtype", "rank"})
+    EXPECT_THAT(
+        parseError(mutateJson(base,
+                              [&](json::Object &o) {
+                                (*o.getArray("params"))[0].getAsObject()->erase(
+                                    field);
+                              })),
+        HasSubstr(std::string("missing field 'params[0].") + field + "'"));
 }
 
 TEST(MetadataTest, WrongTypes) {
@@ -253,6 +323,64 @@ TEST(MetadataTest, WrongTypes) {
                                           json::Array{"B", "Hq", "Nq"};
                                     })),
               HasSubstr("'params[0].shape': 3 entries for rank 4"));
+  EXPECT_THAT(
+      parseError(mutateJson(
+          base, [](json::Object &o) { (*o.getArray("params"))[0] = "q"; })),
+      HasSubstr("field 'params[0]': expected an object, got \"q\""));
+  EXPECT_THAT(parseError(mutateJson(
+                  base,
+                  [](json::Object &o) {
+                    (*o.getArray("params"))[0].getAsObject()->operator[](
+                        "shape") = json::Array{"B", "Hq", 2.5, "D"};
+                  })),
+              HasSubstr("field 'params[0].shape[2]': expected a symbol "
+                        "string or an integer, got 2.5"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base,
+                  [](json::Object &o) {
+                    (*o.getArray("params"))[0].getAsObject()->operator[](
+                        "shape") = json::Array{"B", "", "Nq", "D"};
+                  })),
+              HasSubstr("field 'params[0].shape[1]': expected a symbol "
+                        "string or an integer, got \"\""));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      o["name"] = std::string(50, 'n');
+                                      o["symbol"] = json::Array{};
+                                    })),
+              HasSubstr("field 'symbol': expected a string, got an array"));
+  EXPECT_THAT(
+      parseError(mutateJson(
+          base, [](json::Object &o) { o["causal"] = std::string(50, 'c'); })),
+      HasSubstr("field 'causal': expected one of none, top_left, "
+                "bottom_right, got '"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      o["dtype"] = std::string(50, 'd');
+                                      o["heads"] = std::string(50, 'h');
+                                    })),
+              HasSubstr("field 'dtype': expected one of"));
+  EXPECT_THAT(
+      parseError(mutateJson(
+          base, [](json::Object &o) { o["heads"] = std::string(50, 'h'); })),
+      HasSubstr("field 'heads': expected an integer, got \"" +
+                std::string(40, 'h') + "\"..."));
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["launch"] = json::Array{}; })),
+              HasSubstr("field 'launch': expected an object, got an array"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*o.getObject("launch"))["block"] = 128;
+                                    })),
+              HasSubstr("field 'launch.block': expected an array, got 128"));
+  EXPECT_THAT(
+      parseError(mutateJson(base,
+                            [](json::Object &o) {
+                              (*o.getObject("launch"))["dynamic_shared_bytes"] =
+                                  "0";
+                            })),
+      HasSubstr("field 'launch.dynamic_shared_bytes': expected an "
+                "integer, got \"0\""));
 }
 
 TEST(MetadataTest, UnknownValues) {
@@ -359,14 +487,50 @@ TEST(MetadataTest, Semantics) {
                                           json::Array{64, 32, 1};
                                     })),
               HasSubstr("2048 threads per block exceed CUDA's 1024"));
-  EXPECT_THAT(parseError(mutateJson(base,
-                                    [](json::Object &o) {
-                                      (*o.getObject("launch"))["grid"] =
-                                          json::Array{"ceil(Nq/BQ)", "Hq",
-                                                      "B"};
-                                    })),
-              HasSubstr("field 'launch.grid[0]': bad expression "
-                        "'ceil(Nq/BQ)': unknown symbol 'BQ'"));
+}
+
+/// The grid names what each dimension runs over; fa-kernel/1's expressions
+/// are gone.
+TEST(MetadataTest, LaunchGridAxes) {
+  std::string base = toJson(makeCudaAttentionMetadata());
+  EXPECT_THAT(base, HasSubstr("    \"grid\": [\n      \"q_tiles\",\n      "
+                              "\"heads\",\n      \"batch\"\n    ],\n"));
+  auto withGrid = [&](json::Value grid) {
+    return parseError(mutateJson(base, [&](json::Object &o) {
+      (*o.getObject("launch"))["grid"] = grid;
+    }));
+  };
+  EXPECT_EQ(withGrid(json::Array{"batch", "q_tiles", "heads"}), "");
+  EXPECT_EQ(withGrid(json::Array{"ceil(Nq/block_q)", "Hq", "B"}),
+            "field 'launch.grid[0]': expected one of q_tiles, heads, batch, "
+            "got 'ceil(Nq/block_q)'");
+  EXPECT_EQ(withGrid(json::Array{"q_tiles", 1, "batch"}),
+            "field 'launch.grid[1]': expected a string, got 1");
+  EXPECT_EQ(withGrid(json::Array{"q_tiles", "heads"}),
+            "field 'launch.grid': expected 3 axes, got 2");
+  EXPECT_EQ(withGrid(json::Array{"q_tiles", "heads", "batch", "batch"}),
+            "field 'launch.grid': expected 3 axes, got 4");
+  EXPECT_EQ(withGrid("q_tiles"),
+            "field 'launch.grid': expected an array, got \"q_tiles\"");
+  EXPECT_EQ(withGrid(json::Array{"q_tiles", "heads", "heads"}),
+            "field 'launch.grid': 'heads' appears twice (expected q_tiles, "
+            "heads and batch, each once)");
+}
+
+/// getLaunchGrid derives the grid from block_q, Hq and the shapes.
+TEST(MetadataTest, LaunchGridSizes) {
+  KernelMetadata md = makeCudaAttentionMetadata(); // block_q 64, Hq 8
+  using Grid = std::array<int64_t, 3>;
+  EXPECT_EQ(getLaunchGrid(md, 3, 130), (Grid{3, 8, 3}));
+  EXPECT_EQ(getLaunchGrid(md, 1, 128), (Grid{2, 8, 1}));
+  EXPECT_EQ(getLaunchGrid(md, 1, 1), (Grid{1, 8, 1}));
+  EXPECT_EQ(getLaunchGrid(md, 2, 0), (Grid{0, 8, 2}));
+  EXPECT_EQ(getLaunchGrid(md, 0, 64), (Grid{1, 8, 0}));
+  // No overflow in the rounding up.
+  EXPECT_EQ(getLaunchGrid(md, 1, INT64_MAX)[0], INT64_MAX / 64 + 1);
+  md.launch->grid = {GridAxis::Batch, GridAxis::QueryTiles, GridAxis::Heads};
+  md.blockQ = 16;
+  EXPECT_EQ(getLaunchGrid(md, 5, 33), (Grid{5, 3, 8}));
 }
 
 TEST(MetadataTest, Softmax) {
@@ -393,38 +557,14 @@ TEST(MetadataTest, Softmax) {
                                       o.getObject("files")->erase("library");
                                     })),
               HasSubstr("a cpu artifact needs 'library' or 'object'"));
-}
-
-TEST(MetadataTest, LaunchExpressions) {
-  std::vector<std::string> symbols = {"B", "Nq", "block_q"};
-  auto eval = [&](llvm::StringRef text,
-                  std::vector<int64_t> values) -> std::string {
-    std::string error;
-    std::optional<LaunchExpr> expr = LaunchExpr::parse(text, symbols, error);
-    if (!expr)
-      return "parse: " + error;
-    std::optional<int64_t> value = expr->evaluate(values, error);
-    if (!value)
-      return "eval: " + error;
-    return std::to_string(*value);
-  };
-  EXPECT_EQ(eval("ceil(Nq/block_q)", {2, 100, 64}), "2");
-  EXPECT_EQ(eval("ceil(Nq / block_q)", {2, 128, 64}), "2");
-  EXPECT_EQ(eval("ceil(Nq/block_q)", {2, 0, 64}), "0");
-  EXPECT_EQ(eval("cdiv(Nq, block_q) * B", {3, 129, 64}), "9");
-  EXPECT_EQ(eval("1 + 2 * 3 - 4 / 2", {0, 0, 0}), "5");
-  EXPECT_EQ(eval("(1 + 2) * 3", {0, 0, 0}), "9");
-  EXPECT_EQ(eval("Nq / block_q", {0, 100, 64}), "1");
-  EXPECT_EQ(eval("42", {}), "42");
-  EXPECT_THAT(eval("Nq / block_q", {0, 100, 0}), HasSubstr("division by zero"));
-  EXPECT_THAT(eval("B * B * B", {int64_t(1) << 30, 0, 0}),
-              HasSubstr("integer overflow"));
-  EXPECT_THAT(eval("Nq +", {}), HasSubstr("expected a value"));
-  EXPECT_THAT(eval("ceil(Nq * 2)", {}), HasSubstr("expected ceil(a / b)"));
-  EXPECT_THAT(eval("cdiv(Nq / 2)", {}), HasSubstr("expected cdiv(a, b)"));
-  EXPECT_THAT(eval("H", {}), HasSubstr("unknown symbol 'H'"));
-  EXPECT_THAT(eval("(B", {}), HasSubstr("expected ')'"));
-  EXPECT_THAT(eval("B B", {}), HasSubstr("unexpected 'B'"));
+  // The CUDA grid tiles the queries: there is no CUDA softmax.
+  KernelMetadata cuda = makeCudaAttentionMetadata();
+  md.target = cuda.target;
+  md.files = cuda.files;
+  md.launch = cuda.launch;
+  EXPECT_EQ(parseError(toJson(md)),
+            "field 'op': cuda kernels compute attention (their grid tiles the "
+            "queries), got 'softmax'");
 }
 
 /// fa_kernel_load reports metadata problems with the path and the field.
@@ -446,7 +586,28 @@ TEST(MetadataTest, LoadReportsArtifactErrors) {
             FA_ERROR_INVALID_ARTIFACT);
   EXPECT_THAT(fa_last_error(), HasSubstr(bad + ": not valid JSON"));
 
+  // An artifact of the previous schema: one line naming the file and what
+  // this runtime reads.
   std::string base = toJson(makeCudaAttentionMetadata());
+  std::string old = dir.write("old.json", mutateJson(base, [](json::Object &o) {
+                                o["format"] = "fa-kernel/1";
+                                (*o.getObject("launch"))["grid"] =
+                                    json::Array{"ceil(Nq/block_q)", "Hq", "B"};
+                              }));
+  EXPECT_EQ(fa_kernel_load(old.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_EQ(std::string(fa_last_error()),
+            old + ": unsupported format version 'fa-kernel/1': this runtime "
+                  "reads fa-kernel/2 (recompile the kernel with this "
+                  "fa-compile)");
+  std::string wrongType = dir.write(
+      "type.json",
+      mutateJson(base, [](json::Object &o) { o["heads"] = json::Array{8}; }));
+  EXPECT_EQ(fa_kernel_load(wrongType.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_EQ(std::string(fa_last_error()),
+            wrongType + ": field 'heads': expected an integer, got an array");
+
   std::string noSymbol = dir.write(
       "nosym.json",
       mutateJson(base, [](json::Object &o) { o.erase("symbol"); }));

@@ -81,7 +81,7 @@ mutateJson(llvm::StringRef json,
 }
 
 /// A CUDA attention artifact: f16, D = Dv = 64, Hq = 8, Hkv = 2, LSE,
-/// block_q = 64, sm_80, PTX ISA 8.0, grid (ceil(Nq/block_q), Hq, B).
+/// block_q = 64, sm_80, PTX ISA 8.0, grid (q_tiles, heads, batch).
 inline KernelMetadata makeCudaAttentionMetadata() {
   KernelMetadata md;
   md.name = "attn";
@@ -100,7 +100,7 @@ inline KernelMetadata makeCudaAttentionMetadata() {
   md.files.ptx = "attn.ptx";
   LaunchInfo launch;
   launch.block = {128, 1, 1};
-  launch.grid = {"ceil(Nq/block_q)", "Hq", "B"};
+  launch.grid = {GridAxis::QueryTiles, GridAxis::Heads, GridAxis::Batch};
   md.launch = launch;
   md.params = getCanonicalParams(md, DType::I8, false, false);
   return md;
