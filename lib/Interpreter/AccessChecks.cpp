@@ -34,6 +34,50 @@ void InterpreterImpl::report(int kind, Operation *second, Operation *first,
     d.attachNote(first->getLoc()) << note();
 }
 
+bool InterpreterImpl::isCrossBlock(const Frame &f, const Buffer &buf,
+                                   const Shadow &s) const {
+  return !buf.shared && s.wLaunch == launchId && s.wBlock >= 0 &&
+         s.wBlock != f.blockLinear;
+}
+
+void InterpreterImpl::reportRaceWithWrite(
+    Frame &f, const Instr &I, const Shadow &s, int32_t t,
+    llvm::function_ref<std::string()> where, bool isWrite, bool crossBlock) {
+  ++stats.races;
+  StringRef verb = isWrite ? "writes" : "reads", also = isWrite ? " also" : "";
+  if (crossBlock) {
+    report(
+        kCrossBlock, I.op, s.wOp,
+        [&] {
+          return formatv("race: {0} {1} {2}, which block {3}{4} wrote during "
+                         "the same launch",
+                         describeThread(f, t), verb, where(),
+                         describeBlock(s.wBlock, f), also)
+              .str();
+        },
+        [&] {
+          return formatv("the write by block {0}", describeBlock(s.wBlock, f))
+              .str();
+        });
+    return;
+  }
+  report(
+      isWrite ? kWAW : kRAW, I.op, s.wOp,
+      [&] {
+        return formatv("race: {0} {1} {2}, which thread {3} (warp {4}){5} "
+                       "wrote in the same barrier interval",
+                       describeThread(f, t), verb, where(), s.wThread,
+                       s.wThread / 32, also)
+            .str();
+      },
+      [&] {
+        return formatv(isWrite ? "the other write, by thread {0}"
+                               : "the write by thread {0}",
+                       s.wThread)
+            .str();
+      });
+}
+
 bool InterpreterImpl::checkRead(Frame &f, const Instr &I, Buffer &buf,
                                 Shadow &s, int32_t t,
                                 llvm::function_ref<std::string()> where,
@@ -59,34 +103,12 @@ bool InterpreterImpl::checkRead(Frame &f, const Instr &I, Buffer &buf,
   if (quiet) {
   } else if (s.wEpoch == epoch && s.wThread != t) {
     found = true;
-    ++stats.races;
-    report(
-        kRAW, I.op, s.wOp,
-        [&] {
-          return formatv("race: {0} reads {1}, which thread {2} (warp {3}) "
-                         "wrote in the same barrier interval",
-                         describeThread(f, t), where(), s.wThread,
-                         s.wThread / 32)
-              .str();
-        },
-        [&] { return formatv("the write by thread {0}", s.wThread).str(); });
-  } else if (!buf.shared && s.wLaunch == launchId && s.wBlock >= 0 &&
-             s.wBlock != f.blockLinear) {
+    reportRaceWithWrite(f, I, s, t, where, /*isWrite=*/false,
+                        /*crossBlock=*/false);
+  } else if (isCrossBlock(f, buf, s)) {
     found = true;
-    ++stats.races;
-    report(
-        kCrossBlock, I.op, s.wOp,
-        [&] {
-          return formatv(
-                     "race: {0} reads {1}, which block {2} wrote during the "
-                     "same launch",
-                     describeThread(f, t), where(), describeBlock(s.wBlock, f))
-              .str();
-        },
-        [&] {
-          return formatv("the write by block {0}", describeBlock(s.wBlock, f))
-              .str();
-        });
+    reportRaceWithWrite(f, I, s, t, where, /*isWrite=*/false,
+                        /*crossBlock=*/true);
   }
   // Record the reader (up to two of different warps per interval).
   if (s.rEpoch != epoch) {
@@ -109,36 +131,12 @@ bool InterpreterImpl::checkWrite(Frame &f, const Instr &I, Buffer &buf,
   if (opts.checkRaces && !quiet) {
     if (s.wEpoch == epoch && s.wThread != t) {
       found = true;
-      ++stats.races;
-      report(
-          kWAW, I.op, s.wOp,
-          [&] {
-            return formatv(
-                       "race: {0} writes {1}, which thread {2} (warp {3}) also "
-                       "wrote in the same barrier interval",
-                       describeThread(f, t), where(), s.wThread, s.wThread / 32)
-                .str();
-          },
-          [&] {
-            return formatv("the other write, by thread {0}", s.wThread).str();
-          });
-    } else if (!buf.shared && s.wLaunch == launchId && s.wBlock >= 0 &&
-               s.wBlock != f.blockLinear) {
+      reportRaceWithWrite(f, I, s, t, where, /*isWrite=*/true,
+                          /*crossBlock=*/false);
+    } else if (isCrossBlock(f, buf, s)) {
       found = true;
-      ++stats.races;
-      report(
-          kCrossBlock, I.op, s.wOp,
-          [&] {
-            return formatv("race: {0} writes {1}, which block {2} also wrote "
-                           "during the same launch",
-                           describeThread(f, t), where(),
-                           describeBlock(s.wBlock, f))
-                .str();
-          },
-          [&] {
-            return formatv("the write by block {0}", describeBlock(s.wBlock, f))
-                .str();
-          });
+      reportRaceWithWrite(f, I, s, t, where, /*isWrite=*/true,
+                          /*crossBlock=*/true);
     }
     if (!found && s.rEpoch == epoch) {
       int32_t other = -1;

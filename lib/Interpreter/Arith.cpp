@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -310,23 +311,18 @@ inline double mathF(FKind k, double x, FF ff, DF df) {
     return df(x);
   return roundF(k, static_cast<double>(ff(static_cast<float>(x))));
 }
+
+/// The value of the float of kind `k` with the bits `bits`, and back.
 double bitsToFloat(uint64_t bits, FKind k) {
   switch (k) {
   case FKind::F16:
     return halfBitsToDouble(static_cast<uint16_t>(bits));
   case FKind::BF16:
     return bfloat16BitsToDouble(static_cast<uint16_t>(bits));
-  case FKind::F32: {
-    uint32_t b = static_cast<uint32_t>(bits);
-    float v;
-    std::memcpy(&v, &b, 4);
-    return v;
-  }
-  case FKind::F64: {
-    double v;
-    std::memcpy(&v, &bits, 8);
-    return v;
-  }
+  case FKind::F32:
+    return llvm::bit_cast<float>(static_cast<uint32_t>(bits));
+  case FKind::F64:
+    return llvm::bit_cast<double>(bits);
   }
   return 0;
 }
@@ -337,17 +333,10 @@ uint64_t floatToBits(double x, FKind k) {
     return doubleToHalfBits(x);
   case FKind::BF16:
     return doubleToBFloat16Bits(x);
-  case FKind::F32: {
-    float v = static_cast<float>(x);
-    uint32_t b;
-    std::memcpy(&b, &v, 4);
-    return b;
-  }
-  case FKind::F64: {
-    uint64_t b;
-    std::memcpy(&b, &x, 8);
-    return b;
-  }
+  case FKind::F32:
+    return llvm::bit_cast<uint32_t>(static_cast<float>(x));
+  case FKind::F64:
+    return llvm::bit_cast<uint64_t>(x);
   }
   return 0;
 }
@@ -754,9 +743,8 @@ LogicalResult InterpreterImpl::execArith(Frame &f, const Instr &I,
     return success();
   }
   default:
-    break;
+    return reportUnimplemented(I);
   }
-  return I.op->emitOpError() << "has no interpreter implementation";
 }
 
 LogicalResult InterpreterImpl::execAffine(Frame &f, const Instr &I,

@@ -219,9 +219,8 @@ LogicalResult InterpreterImpl::execInstr(Frame &f, const Instr &I,
   case Opc::If:
     return execIf(f, I, act);
   default:
-    break;
+    return reportUnimplemented(I);
   }
-  return I.op->emitOpError() << "has no interpreter implementation";
 }
 
 LogicalResult InterpreterImpl::execFor(Frame &f, const Instr &I,

@@ -23,26 +23,16 @@ using namespace mlir::fa::interp;
 
 LogicalResult Compiler::compileGPUOp(Operation *op, Instr &I) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](gpu::ThreadIdOp o) {
-        I.opc = Opc::ThreadId;
-        I.imm = static_cast<int64_t>(o.getDimension());
-        return success();
-      })
-      .Case([&](gpu::BlockIdOp o) {
-        I.opc = Opc::BlockId;
-        I.imm = static_cast<int64_t>(o.getDimension());
-        return success();
-      })
-      .Case([&](gpu::BlockDimOp o) {
-        I.opc = Opc::BlockDim;
-        I.imm = static_cast<int64_t>(o.getDimension());
-        return success();
-      })
-      .Case([&](gpu::GridDimOp o) {
-        I.opc = Opc::GridDim;
-        I.imm = static_cast<int64_t>(o.getDimension());
-        return success();
-      })
+      .Case<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp, gpu::GridDimOp>(
+          [&](Operation *) {
+            I.opc = isa<gpu::ThreadIdOp>(op)   ? Opc::ThreadId
+                    : isa<gpu::BlockIdOp>(op)  ? Opc::BlockId
+                    : isa<gpu::BlockDimOp>(op) ? Opc::BlockDim
+                                               : Opc::GridDim;
+            I.imm = static_cast<int64_t>(
+                op->getAttrOfType<gpu::DimensionAttr>("dimension").getValue());
+            return success();
+          })
       .Case([&](gpu::LaneIdOp) {
         I.opc = Opc::LaneId;
         return success();
@@ -129,9 +119,8 @@ LogicalResult InterpreterImpl::execGPU(Frame &f, const Instr &I,
     return success();
   }
   default:
-    break;
+    return reportUnimplemented(I);
   }
-  return I.op->emitOpError() << "has no interpreter implementation";
 }
 
 LogicalResult InterpreterImpl::execShuffle(Frame &f, const Instr &I,
@@ -195,26 +184,34 @@ LogicalResult InterpreterImpl::execShuffle(Frame &f, const Instr &I,
   return success();
 }
 
-LogicalResult InterpreterImpl::checkFullWarps(Frame &f, const Instr &I,
-                                              ArrayRef<int32_t> act,
-                                              StringRef what) {
+std::optional<std::pair<int32_t, int32_t>>
+interp::findIncompleteGroup(Frame &f, ArrayRef<int32_t> act, int32_t size) {
   std::fill(f.mark.begin(), f.mark.end(), 0);
   for (int32_t t : act)
     f.mark[t] = 1;
   for (int32_t t : act) {
-    if (t % 32 != 0 && f.mark[t - 1])
+    if (t % size != 0 && f.mark[t - 1])
       continue;
-    int32_t base = t - t % 32;
-    for (int32_t l = base; l < base + 32; ++l)
-      if (l >= static_cast<int32_t>(f.numThreads) || !f.mark[l])
-        return I.op->emitOpError()
-               << "executed by lane " << t % 32 << " of warp " << t / 32
-               << " of block (" << f.blockId[0] << ", " << f.blockId[1] << ", "
-               << f.blockId[2] << ") while lane " << l % 32
-               << " of that warp is "
-               << (l >= static_cast<int32_t>(f.numThreads) ? "missing"
-                                                           : "inactive")
-               << "; " << what << " needs all 32 lanes";
+    int32_t base = t - t % size;
+    for (int32_t u = base; u < base + size; ++u)
+      if (u >= static_cast<int32_t>(f.numThreads) || !f.mark[u])
+        return std::make_pair(t, u);
   }
-  return success();
+  return std::nullopt;
+}
+
+LogicalResult InterpreterImpl::checkFullWarps(Frame &f, const Instr &I,
+                                              ArrayRef<int32_t> act,
+                                              StringRef what) {
+  std::optional<std::pair<int32_t, int32_t>> missing =
+      findIncompleteGroup(f, act, 32);
+  if (!missing)
+    return success();
+  auto [t, l] = *missing;
+  return I.op->emitOpError()
+         << "executed by lane " << t % 32 << " of warp " << t / 32
+         << " of block (" << f.blockId[0] << ", " << f.blockId[1] << ", "
+         << f.blockId[2] << ") while lane " << l % 32 << " of that warp is "
+         << (l >= static_cast<int32_t>(f.numThreads) ? "missing" : "inactive")
+         << "; " << what << " needs all 32 lanes";
 }

@@ -50,6 +50,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -82,29 +83,13 @@ enum class FKind : uint8_t { F16, BF16, F32, F64 };
 /// The element types of memrefs.
 enum class EKind : uint8_t { F16, BF16, F32, F64, I1, I8, I16, I32, I64 };
 
+/// The size in bytes of an element of kind `k`.
 inline size_t getEKindSize(EKind k) {
-  switch (k) {
-  case EKind::F16:
-  case EKind::BF16:
-  case EKind::I16:
-    return 2;
-  case EKind::F32:
-  case EKind::I32:
-    return 4;
-  case EKind::F64:
-  case EKind::I64:
-    return 8;
-  case EKind::I1:
-  case EKind::I8:
-    return 1;
-  }
-  return 8;
+  static constexpr uint8_t sizes[] = {2, 2, 4, 8, 1, 1, 2, 4, 8};
+  return sizes[static_cast<unsigned>(k)];
 }
 
-inline bool isFloatEKind(EKind k) {
-  return k == EKind::F16 || k == EKind::BF16 || k == EKind::F32 ||
-         k == EKind::F64;
-}
+inline bool isFloatEKind(EKind k) { return k <= EKind::F64; }
 
 /// The float type of `t`, if it is f16, bf16, f32 or f64.
 std::optional<FKind> getFKind(Type t);
@@ -203,32 +188,40 @@ inline unsigned log2Size(size_t s) {
   return l;
 }
 
+/// Reads a `T` from (possibly unaligned) `p`.
+template <typename T> inline T loadAs(const char *p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+/// Writes `v` to (possibly unaligned) `p`.
+template <typename T> inline void storeAs(char *p, T v) {
+  std::memcpy(p, &v, sizeof(T));
+}
+
+/// The value of the bf16 with the bits `b` (through the f32 of its upper
+/// half).
+inline double bfloat16ToDouble(uint16_t b) {
+  return llvm::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
+
+/// The value of the 16-bit float (f16 or bf16) with the bits `b`.
+inline double float16ToDouble(uint16_t b, bool isHalf) {
+  return isHalf ? getHalfTable()[b] : bfloat16ToDouble(b);
+}
+
 /// The float value of the element of kind `k` at `p`.
 inline double loadElem(const char *p, EKind k) {
   switch (k) {
-  case EKind::F16: {
-    uint16_t b;
-    std::memcpy(&b, p, 2);
-    return getHalfTable()[b];
-  }
-  case EKind::BF16: {
-    uint16_t b;
-    std::memcpy(&b, p, 2);
-    uint32_t w = static_cast<uint32_t>(b) << 16;
-    float v;
-    std::memcpy(&v, &w, 4);
-    return v;
-  }
-  case EKind::F32: {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  case EKind::F64: {
-    double v;
-    std::memcpy(&v, p, 8);
-    return v;
-  }
+  case EKind::F16:
+    return getHalfTable()[loadAs<uint16_t>(p)];
+  case EKind::BF16:
+    return bfloat16ToDouble(loadAs<uint16_t>(p));
+  case EKind::F32:
+    return loadAs<float>(p);
+  case EKind::F64:
+    return loadAs<double>(p);
   default:
     return 0;
   }
@@ -241,21 +234,12 @@ inline int64_t loadInt(const char *p, EKind k) {
     return *p ? -1 : 0;
   case EKind::I8:
     return static_cast<int8_t>(*p);
-  case EKind::I16: {
-    int16_t v;
-    std::memcpy(&v, p, 2);
-    return v;
-  }
-  case EKind::I32: {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  case EKind::I64: {
-    int64_t v;
-    std::memcpy(&v, p, 8);
-    return v;
-  }
+  case EKind::I16:
+    return loadAs<int16_t>(p);
+  case EKind::I32:
+    return loadAs<int32_t>(p);
+  case EKind::I64:
+    return loadAs<int64_t>(p);
   default:
     return 0;
   }
@@ -264,43 +248,26 @@ inline int64_t loadInt(const char *p, EKind k) {
 /// Stores `v` as an element of kind `k` at `p`.
 inline void storeElem(char *p, EKind k, Slot v) {
   switch (k) {
-  case EKind::F16: {
-    uint16_t b = doubleToHalfBits(v.f);
-    std::memcpy(p, &b, 2);
-    return;
-  }
-  case EKind::BF16: {
-    uint16_t b = doubleToBFloat16Bits(v.f);
-    std::memcpy(p, &b, 2);
-    return;
-  }
-  case EKind::F32: {
-    float x = static_cast<float>(v.f);
-    std::memcpy(p, &x, 4);
-    return;
-  }
+  case EKind::F16:
+    return storeAs(p, doubleToHalfBits(v.f));
+  case EKind::BF16:
+    return storeAs(p, doubleToBFloat16Bits(v.f));
+  case EKind::F32:
+    return storeAs(p, static_cast<float>(v.f));
   case EKind::F64:
-    std::memcpy(p, &v.f, 8);
-    return;
+    return storeAs(p, v.f);
   case EKind::I1:
     *p = v.i ? 1 : 0;
     return;
   case EKind::I8:
     *p = static_cast<char>(v.i);
     return;
-  case EKind::I16: {
-    int16_t x = static_cast<int16_t>(v.i);
-    std::memcpy(p, &x, 2);
-    return;
-  }
-  case EKind::I32: {
-    int32_t x = static_cast<int32_t>(v.i);
-    std::memcpy(p, &x, 4);
-    return;
-  }
+  case EKind::I16:
+    return storeAs(p, static_cast<int16_t>(v.i));
+  case EKind::I32:
+    return storeAs(p, static_cast<int32_t>(v.i));
   case EKind::I64:
-    std::memcpy(p, &v.i, 8);
-    return;
+    return storeAs(p, v.i);
   }
 }
 
@@ -535,6 +502,11 @@ struct CFunction {
 /// Whether `opc` is run by InterpreterImpl::execArith.
 inline bool isArithOpc(Opc opc) { return opc <= Opc::Lg2Approx; }
 
+/// Reports an op whose opcode the exec function it reached does not handle.
+inline LogicalResult reportUnimplemented(const Instr &I) {
+  return I.op->emitOpError() << "has no interpreter implementation";
+}
+
 //===----------------------------------------------------------------------===//
 // Compiler
 //===----------------------------------------------------------------------===//
@@ -742,6 +714,13 @@ struct Frame {
   }
 };
 
+/// The first thread `t` of `act` whose group of `size` threads (aligned to
+/// `size`: a warp, a warpgroup) is not all active, with the first thread of
+/// that group that is missing (past the block) or inactive; none when every
+/// group is complete. Uses Frame::mark.
+std::optional<std::pair<int32_t, int32_t>>
+findIncompleteGroup(Frame &f, ArrayRef<int32_t> act, int32_t size);
+
 /// Formats a multi-index as "[i, j, ...]".
 std::string formatIndex(ArrayRef<int64_t> idx);
 
@@ -891,6 +870,15 @@ public:
                  llvm::function_ref<std::string()> where, bool quiet);
   bool checkWrite(Frame &f, const Instr &I, Buffer &buf, Shadow &s, int32_t t,
                   llvm::function_ref<std::string()> where, bool quiet);
+  /// Whether `s` records a write of global memory `buf` by another block in
+  /// this launch.
+  bool isCrossBlock(const Frame &f, const Buffer &buf, const Shadow &s) const;
+  /// Counts and reports a race of the access of thread `t` (a read, or a
+  /// write) with the last write recorded in `s`: in the same barrier
+  /// interval, or by another block of the launch.
+  void reportRaceWithWrite(Frame &f, const Instr &I, const Shadow &s, int32_t t,
+                           llvm::function_ref<std::string()> where,
+                           bool isWrite, bool crossBlock);
   /// Reports one finding unless the same pair of ops was reported already
   /// or the report budget is spent.
   void report(int kind, Operation *second, Operation *first,

@@ -204,9 +204,8 @@ LogicalResult InterpreterImpl::execMemRef(Frame &f, const Instr &I,
     return success();
   }
   default:
-    break;
+    return reportUnimplemented(I);
   }
-  return I.op->emitOpError() << "has no interpreter implementation";
 }
 
 LogicalResult InterpreterImpl::execMemory(Frame &f, const Instr &I,

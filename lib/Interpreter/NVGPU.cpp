@@ -135,7 +135,6 @@ LogicalResult InterpreterImpl::execLdMatrix(Frame &f, const Instr &I,
   const bool trans = I.flag;
   const int64_t step = m.strides[rank - 1];
   const bool isHalf = I.ek == EKind::F16;
-  const double *halfTable = getHalfTable();
   SmallVector<int64_t, 4> idx(rank);
   double M[4][8][8];
   for (int32_t base : act) {
@@ -173,18 +172,9 @@ LogicalResult InterpreterImpl::execLdMatrix(Frame &f, const Instr &I,
                     touch(f, I, buf, (lin + c * step) * 2, 2, t, false, where)))
               return failure();
         }
-        for (int64_t c = 0; c < 8; ++c) {
-          uint16_t bits;
-          std::memcpy(&bits, buf.data + (lin + c * step) * 2, 2);
-          if (isHalf) {
-            M[i][r][c] = halfTable[bits];
-          } else {
-            uint32_t w = static_cast<uint32_t>(bits) << 16;
-            float v;
-            std::memcpy(&v, &w, 4);
-            M[i][r][c] = v;
-          }
-        }
+        for (int64_t c = 0; c < 8; ++c)
+          M[i][r][c] = float16ToDouble(
+              loadAs<uint16_t>(buf.data + (lin + c * step) * 2), isHalf);
       }
     }
     for (int32_t l = 0; l < 32; ++l) {

@@ -128,27 +128,21 @@ LogicalResult InterpreterImpl::execFenceProxy(Frame &f, const Instr &I,
 
 LogicalResult InterpreterImpl::checkWarpgroups(Frame &f, const Instr &I,
                                                ArrayRef<int32_t> act) {
-  std::fill(f.mark.begin(), f.mark.end(), 0);
-  for (int32_t t : act)
-    f.mark[t] = 1;
-  for (int32_t t : act) {
-    if (t % 128 != 0 && f.mark[t - 1])
-      continue;
-    int32_t base = t - t % 128;
-    for (int32_t u = base; u < base + 128; ++u)
-      if (u >= static_cast<int32_t>(f.numThreads) || !f.mark[u])
-        return I.op->emitOpError()
-               << "executed by " << describeThread(f, t) << " while thread "
-               << u << " (warp " << u / 32 << ") of its warpgroup (threads "
-               << base << ".." << base + 127 << ", warps " << base / 32 << ".."
-               << base / 32 + 3 << ") is "
-               << (u >= static_cast<int32_t>(f.numThreads) ? "missing"
-                                                           : "inactive")
-               << "; wgmma instructions are executed by the 128 threads of a "
-                  "warpgroup (4 consecutive warps, the first a multiple of 4) "
-                  "together";
-  }
-  return success();
+  std::optional<std::pair<int32_t, int32_t>> missing =
+      findIncompleteGroup(f, act, 128);
+  if (!missing)
+    return success();
+  auto [t, u] = *missing;
+  int32_t base = t - t % 128;
+  return I.op->emitOpError()
+         << "executed by " << describeThread(f, t) << " while thread " << u
+         << " (warp " << u / 32 << ") of its warpgroup (threads " << base
+         << ".." << base + 127 << ", warps " << base / 32 << ".."
+         << base / 32 + 3 << ") is "
+         << (u >= static_cast<int32_t>(f.numThreads) ? "missing" : "inactive")
+         << "; wgmma instructions are executed by the 128 threads of a "
+            "warpgroup (4 consecutive warps, the first a multiple of 4) "
+            "together";
 }
 
 LogicalResult InterpreterImpl::checkWgPending(Frame &f, const Instr &I,
@@ -322,7 +316,6 @@ LogicalResult InterpreterImpl::execWgmma(Frame &f, const Instr &I,
   const bool bMN = I.w == 1;
   const bool isHalf = I.ek == EKind::F16;
   const double signA = (I.w2 & 1) ? -1.0 : 1.0, signB = (I.w2 & 2) ? -1.0 : 1.0;
-  const double *halfTable = getHalfTable();
   const uint32_t cSlot = I.in[0], aSlot = I.in[1], bSlot = I.in[2];
   const size_t nt = f.numThreads;
   // The block's shared allocations, which the descriptors address.
@@ -412,16 +405,7 @@ LogicalResult InterpreterImpl::execWgmma(Frame &f, const Instr &I,
       if (!buf->shadow.empty() &&
           failed(asyncRead(f, I, *buf, byte, 2, wg, where)))
         return failure();
-      uint16_t bits;
-      std::memcpy(&bits, buf->data + byte, 2);
-      if (isHalf) {
-        out = halfTable[bits];
-      } else {
-        uint32_t w = static_cast<uint32_t>(bits) << 16;
-        float v;
-        std::memcpy(&v, &w, 4);
-        out = v;
-      }
+      out = float16ToDouble(loadAs<uint16_t>(buf->data + byte), isHalf);
       return success();
     };
     WgmmaDesc da(desc[0]), db(desc[1]);

@@ -285,9 +285,8 @@ LogicalResult InterpreterImpl::execVector(Frame &f, const Instr &I,
   case Opc::Reduction:
     return execReduction(f, I, act);
   default:
-    break;
+    return reportUnimplemented(I);
   }
-  return I.op->emitOpError() << "has no interpreter implementation";
 }
 
 LogicalResult InterpreterImpl::execReduction(Frame &f, const Instr &I,
