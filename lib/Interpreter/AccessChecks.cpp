@@ -173,44 +173,33 @@ bool InterpreterImpl::checkWrite(Frame &f, const Instr &I, Buffer &buf,
   return found;
 }
 
-LogicalResult InterpreterImpl::touch(Frame &f, const Instr &I, Buffer &buf,
-                                     int64_t byte, unsigned size, int32_t t,
-                                     bool isWrite,
-                                     llvm::function_ref<std::string()> where) {
-  if (buf.shadow.empty())
-    return success();
-  int64_t g0 = byte >> buf.gshift, g1 = (byte + size - 1) >> buf.gshift;
-  bool found = false;
-  for (int64_t g = g0; g <= g1; ++g) {
-    Shadow &s = buf.shadow[g];
-    if (s.pendOp) {
-      InFlightDiagnostic d =
-          I.op->emitOpError()
-          << (isWrite ? "writes " : "reads ") << where() << " in "
-          << describeThread(f, t) << " while the '" << s.pendOp->getName()
-          << "' of thread " << s.pendThread << " to it (at "
-          << s.pendOp->getLoc()
-          << ") is still pending: no nvgpu.device_async_wait of that "
-             "thread has completed the copy's group";
-      d.attachNote(s.pendOp->getLoc()) << "the pending copy";
-      return failure();
-    }
-    if (isWrite && s.asyncReadOp && f.fn->hasWgmma &&
-        s.asyncReadGroup > f.wgRetired[s.asyncReadWg]) {
-      InFlightDiagnostic d =
-          I.op->emitOpError()
-          << "writes " << where() << " in " << describeThread(f, t)
-          << " while the 'nvvm.wgmma.mma_async' of warpgroup "
-          << s.asyncReadWg / 128
-          << " that reads it is in flight: no nvvm.wgmma.wait.group.sync."
-             "aligned of that warpgroup has retired its group";
-      d.attachNote(s.asyncReadOp->getLoc()) << "the wgmma.mma_async";
-      return failure();
-    }
-    found |= isWrite ? checkWrite(f, I, buf, s, t, where, found)
-                     : checkRead(f, I, buf, s, t, where, found);
-  }
-  return success();
+LogicalResult InterpreterImpl::reportPendingCopyAccess(
+    Frame &f, const Instr &I, const Shadow &s, int32_t t, bool isWrite,
+    llvm::function_ref<std::string()> where) {
+  InFlightDiagnostic d =
+      I.op->emitOpError()
+      << (isWrite ? "writes " : "reads ") << where() << " in "
+      << describeThread(f, t) << " while the '" << s.pendOp->getName()
+      << "' of thread " << s.pendThread << " to it (at " << s.pendOp->getLoc()
+      << ") is still pending: no nvgpu.device_async_wait of that "
+         "thread has completed the copy's group";
+  d.attachNote(s.pendOp->getLoc()) << "the pending copy";
+  return failure();
+}
+
+LogicalResult
+InterpreterImpl::reportWgmmaReadWrite(Frame &f, const Instr &I, const Shadow &s,
+                                      int32_t t,
+                                      llvm::function_ref<std::string()> where) {
+  InFlightDiagnostic d =
+      I.op->emitOpError()
+      << "writes " << where() << " in " << describeThread(f, t)
+      << " while the 'nvvm.wgmma.mma_async' of warpgroup "
+      << s.asyncReadWg / 128
+      << " that reads it is in flight: no nvvm.wgmma.wait.group.sync."
+         "aligned of that warpgroup has retired its group";
+  d.attachNote(s.asyncReadOp->getLoc()) << "the wgmma.mma_async";
+  return failure();
 }
 
 LogicalResult

@@ -844,9 +844,36 @@ public:
   /// Checks that thread `t` may access `size` bytes at `byte` of `buf`
   /// (bounds are checked by the caller), runs the race, initialization and
   /// pending-copy checks, and records the access. Fails on a hard error.
+  /// Defined here so that the memory ops inline it: it runs for every
+  /// element and thread.
   LogicalResult touch(Frame &f, const Instr &I, Buffer &buf, int64_t byte,
                       unsigned size, int32_t t, bool isWrite,
-                      llvm::function_ref<std::string()> where);
+                      llvm::function_ref<std::string()> where) {
+    if (buf.shadow.empty())
+      return success();
+    int64_t g0 = byte >> buf.gshift, g1 = (byte + size - 1) >> buf.gshift;
+    bool found = false;
+    for (int64_t g = g0; g <= g1; ++g) {
+      Shadow &s = buf.shadow[g];
+      if (s.pendOp)
+        return reportPendingCopyAccess(f, I, s, t, isWrite, where);
+      if (isWrite && s.asyncReadOp && f.fn->hasWgmma &&
+          s.asyncReadGroup > f.wgRetired[s.asyncReadWg])
+        return reportWgmmaReadWrite(f, I, s, t, where);
+      found |= isWrite ? checkWrite(f, I, buf, s, t, where, found)
+                       : checkRead(f, I, buf, s, t, where, found);
+    }
+    return success();
+  }
+  /// The hard errors of touch: an access of an element a cp.async has
+  /// pending, a write of an element an in-flight wgmma reads.
+  LogicalResult
+  reportPendingCopyAccess(Frame &f, const Instr &I, const Shadow &s, int32_t t,
+                          bool isWrite,
+                          llvm::function_ref<std::string()> where);
+  LogicalResult reportWgmmaReadWrite(Frame &f, const Instr &I, const Shadow &s,
+                                     int32_t t,
+                                     llvm::function_ref<std::string()> where);
 
   std::string describeThread(const Frame &f, int32_t t) const {
     std::string s = llvm::formatv("thread {0}", t).str();
