@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Compiler/Compiler.h"
+#include "fa/Dialect/FA/Utils/AttentionSemantics.h"
 
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Runtime/FARuntime.h"
@@ -49,7 +50,9 @@ static Error makeError(const Twine &message) {
 }
 
 Error mlir::fa::compile::checkHeadDim(StringRef what, int64_t value) {
-  if (value <= 0 || value % 8 != 0 || value > 256)
+  // The widest rule of any kernel family (SIMT's); narrower families are
+  // chosen by eligibility.
+  if (!isSupportedHeadDim(KernelFamily::Simt, value))
     return makeError(formatv("{0} {1} is not supported: head dims must be "
                              "positive multiples of 8 up to 256",
                              what, value));
