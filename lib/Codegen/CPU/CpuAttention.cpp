@@ -785,19 +785,12 @@ void FACpuAttentionPass::runOnOperation() {
       // Left for fa-tile-attention.
       continue;
     }
+    if (failed(verifyKernelResultUses(op, getArgument())))
+      return signalPassFailure();
     SmallVector<Operation *> users;
     for (Value r : op->getResults())
       for (Operation *u : r.getUsers())
         users.push_back(u);
-    for (Operation *u : users) {
-      if (!isa<bufferization::MaterializeInDestinationOp>(u) ||
-          !u->use_empty()) {
-        op.emitError() << "fa-cpu-attention: a result is used by '"
-                       << u->getName()
-                       << "'; expected only materialize_in_destination";
-        return signalPassFailure();
-      }
-    }
     CpuKernelConfig opCfg = cfg;
     chooseTileSizes(opCfg,
                     cast<ShapedType>(op.getQuery().getType()).getDimSize(3),

@@ -42,6 +42,19 @@ static Value traceToDestination(Value result) {
   return Value();
 }
 
+LogicalResult fa::verifyKernelResultUses(AttentionOp op, StringRef pass) {
+  for (Value r : op->getResults()) {
+    for (Operation *u : r.getUsers()) {
+      if (isa<bufferization::MaterializeInDestinationOp>(u) && u->use_empty())
+        continue;
+      return op.emitError() << pass << ": a result is used by '"
+                            << u->getName()
+                            << "'; expected only materialize_in_destination";
+    }
+  }
+  return success();
+}
+
 FailureOr<KernelOperands> fa::matchKernelForm(AttentionOp op) {
   KernelOperands k;
   k.q = traceToMemref(op.getQuery());

@@ -29,6 +29,14 @@ struct KernelOperands {
 /// kernel form.
 FailureOr<KernelOperands> matchKernelForm(AttentionOp op);
 
+/// Checks that the results of `op`, in the kernel form, are used only by
+/// their `bufferization.materialize_in_destination` (which has no uses
+/// itself): a kernel builder replaces the op and erases those users, so any
+/// other use would be left pointing at erased IR. Emits "<pass>: a result is
+/// used by '<op>'; expected only materialize_in_destination" on `op` and
+/// fails otherwise.
+LogicalResult verifyKernelResultUses(AttentionOp op, StringRef pass);
+
 } // namespace fa
 } // namespace mlir
 

@@ -755,6 +755,7 @@ LogicalResult FAMapToTensorCoresPass::mapFunction(func::FuncOp func,
 void FAMapToTensorCoresPass::runOnOperation() {
   for (auto &[func, op, args] :
        collectKernelCandidates(getOperation(), isTensorCoreEligible))
-    if (failed(mapFunction(func, op, args)))
+    if (failed(verifyKernelResultUses(op, getArgument())) ||
+        failed(mapFunction(func, op, args)))
       return signalPassFailure();
 }

@@ -777,6 +777,7 @@ LogicalResult FAMapToWgmmaPass::mapFunction(func::FuncOp func, AttentionOp op,
 void FAMapToWgmmaPass::runOnOperation() {
   for (auto &[func, op, args] :
        collectKernelCandidates(getOperation(), isWgmmaEligible))
-    if (failed(mapFunction(func, op, args)))
+    if (failed(verifyKernelResultUses(op, getArgument())) ||
+        failed(mapFunction(func, op, args)))
       return signalPassFailure();
 }

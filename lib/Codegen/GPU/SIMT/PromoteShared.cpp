@@ -708,6 +708,8 @@ void FAPromoteSharedPass::runOnOperation() {
                       "bufferization.materialize_in_destination";
     return signalPassFailure();
   }
+  if (failed(verifyKernelResultUses(op, getArgument())))
+    return signalPassFailure();
   std::string error;
   FailureOr<KernelConfig> cfg = chooseConfig(
       op, blockQ, blockKV, numWarps, sharedBudget, doubleBuffer, error);
