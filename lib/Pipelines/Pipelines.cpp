@@ -206,6 +206,9 @@ mlir::fa::verifyLowerToNVVMOptions(const LowerToNVVMOptions &options) {
   if (*family == KernelFamily::Mma && !info->hasMmaSync)
     return "fa-lower-to-nvvm: kernel=mma needs a chip with mma.sync, got '" +
            options.chip + "'";
+  if (!llvm::is_contained({"isa", "bin", "fatbin"}, options.format.getValue()))
+    return "fa-lower-to-nvvm: format must be isa, bin or fatbin, got '" +
+           options.format + "'";
   StringRef f(options.features);
   unsigned ptx = 0;
   if (!f.consume_front("+ptx") || f.getAsInteger(10, ptx))

@@ -7,6 +7,11 @@
 // RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_75" 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_90 features=+ptx60" 2>&1 | FileCheck %s --check-prefix=PTX
 // RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_90 features=sm90" 2>&1 | FileCheck %s --check-prefix=FEAT
+// An unknown format fails before anything is written (it used to exit 0 and
+// write an unparsable file).
+// RUN: rm -f %t.mlir
+// RUN: not fa-opt %s -fa-lower-to-nvvm="format=xyz" -o %t.mlir 2>&1 | FileCheck %s --check-prefix=FORMAT
+// RUN: not test -s %t.mlir
 
 // CHECK-NOT: fa.attention
 // CHECK:     llvm.func @fa_kernel(
@@ -27,6 +32,7 @@
 
 // CHIP: error: fa-lower-to-nvvm: unsupported chip 'sm_75'; expected sm_80, sm_86, sm_89, sm_90 or sm_90a
 // PTX: error: fa-lower-to-nvvm: PTX ISA 6.0 does not support sm_90; it needs at least 7.8
+// FORMAT: error: fa-lower-to-nvvm: format must be isa, bin or fatbin, got 'xyz'
 // FEAT: error: fa-lower-to-nvvm: features must be '+ptxNN' (the PTX ISA version, e.g. +ptx80), got 'sm90'
 
 func.func @fa_kernel(%q: memref<?x4x?x64xbf16>, %k: memref<?x4x?x64xbf16>, %v: memref<?x4x?x64xbf16>,
