@@ -137,6 +137,12 @@ void mlir::fa::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 }
 
+StringRef mlir::fa::getChipOptionDescription() {
+  static const std::string description =
+      "Target GPU: " + ::fa::target::getChipList();
+  return description;
+}
+
 bool mlir::fa::isSupportedChip(StringRef chip) {
   return minimumPtxVersion(chip).has_value();
 }

@@ -75,8 +75,10 @@ cl::opt<std::string> outputDir("o",
                                         "missing)"),
                                cl::value_desc("dir"),
                                cl::cat(compileCategory));
+/// The chip names come from the chip table.
+static const std::string kTargetHelp = "cpu, " + ::fa::target::getChipList();
 cl::opt<std::string> targetName(
-    "target", cl::desc("cpu, sm_80, sm_86, sm_89, sm_90 or sm_90a"),
+    "target", cl::desc(kTargetHelp),
     cl::value_desc("target"), cl::cat(compileCategory));
 cl::opt<std::string> cpuName(
     "cpu",

@@ -36,6 +36,7 @@
 #include "fa/Interpreter/Interpreter.h"
 #include "fa/Pipelines/Pipelines.h"
 #include "fa/Support/Npy.h"
+#include "fa/Target/Chips.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -175,10 +176,12 @@ cl::opt<std::string> kernelFamily(
              "mma or wgmma"),
     cl::value_desc("auto|simt|mma|wgmma"), cl::init("auto"),
     cl::cat(emulateCategory));
+/// The chip names come from the chip table.
+static const std::string kChipHelp =
+    "The chip the mapping targets (" + ::fa::target::getChipList() +
+    "; default sm_80, sm_90a with --kernel wgmma)";
 cl::opt<std::string> chipName(
-    "chip",
-    cl::desc("The chip the mapping targets (sm_80, sm_86, sm_89, sm_90 or "
-             "sm_90a; default sm_80, sm_90a with --kernel wgmma)"),
+    "chip", cl::desc(kChipHelp),
     cl::value_desc("sm_XX"), cl::cat(emulateCategory));
 // Replaced by --kernel; given, they are an error naming it.
 cl::opt<bool> removedTensorCores("tensor-cores", cl::Hidden,

@@ -134,12 +134,14 @@ cl::opt<bool> removedTensorCores("tensor-cores", cl::Hidden,
                                  cl::sub(attentionCmd), cl::cat(runCategory));
 cl::opt<bool> removedWgmma("wgmma", cl::Hidden, cl::sub(attentionCmd),
                            cl::cat(runCategory));
+/// The chip names come from the chip table.
+static const std::string kChipHelp =
+    "With --device cuda or emulate: the chip to compile for (" +
+    ::fa::target::getChipList() +
+    "; default: the device's, sm_90a on an sm_90 device with --kernel auto "
+    "or wgmma; emulate: sm_80, sm_90a with --kernel wgmma)";
 cl::opt<std::string> chipName(
-    "chip",
-    cl::desc("With --device cuda or emulate: the chip to compile for "
-             "(sm_80, sm_86, sm_89, sm_90 or sm_90a; default: the device's, "
-             "sm_90a on an sm_90 device with --kernel auto or wgmma; "
-             "emulate: sm_80, sm_90a with --kernel wgmma)"),
+    "chip", cl::desc(kChipHelp),
     cl::value_desc("sm_XX"), cl::sub(attentionCmd), cl::cat(runCategory));
 cl::opt<std::string> artifactsDir(
     "artifacts",

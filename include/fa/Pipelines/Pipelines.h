@@ -92,11 +92,14 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::desc("fa-promote-shared double-buffer"), llvm::cl::init(false)};
 };
 
+/// "Target GPU: " and the chips of the chip table, for the `chip` option.
+llvm::StringRef getChipOptionDescription();
+
 /// Options of `fa-lower-to-nvvm`.
 struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
   PassOptions::Option<std::string> chip{
       *this, "chip",
-      llvm::cl::desc("Target GPU: sm_80, sm_86, sm_89, sm_90 or sm_90a"),
+      llvm::cl::desc(getChipOptionDescription()),
       llvm::cl::init("sm_80")};
   PassOptions::Option<std::string> features{
       *this, "features",
