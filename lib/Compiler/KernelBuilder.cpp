@@ -59,6 +59,22 @@ Error mlir::fa::compile::checkHeadDim(StringRef what, int64_t value) {
   return Error::success();
 }
 
+Expected<KernelChoice>
+mlir::fa::compile::parseKernelFlag(StringRef value, bool tensorCoresGiven,
+                                   bool wgmmaGiven, StringRef hint) {
+  if (tensorCoresGiven)
+    return makeError("--tensor-cores was replaced by --kernel mma (mma.sync "
+                     "is also the default, --kernel auto, for f16/bf16)");
+  if (wgmmaGiven)
+    return makeError("--wgmma was replaced by --kernel wgmma (wgmma is also "
+                     "the default, --kernel auto, on sm_90a)");
+  KernelChoice choice;
+  if (!parseKernelChoice(value, choice))
+    return makeError("--kernel must be auto, simt, mma or wgmma, got '" +
+                     value + "'" + (hint.empty() ? "" : " (" + hint + ")"));
+  return choice;
+}
+
 rt::Causal mlir::fa::compile::toRuntimeCausal(CausalKind kind) {
   std::optional<rt::Causal> causal =
       rt::parseCausal(stringifyCausalKind(kind).str());

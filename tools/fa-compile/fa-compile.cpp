@@ -212,16 +212,12 @@ static Error checkCommonOptions(CompileOptions &options) {
   if (softmaxTile <= 0)
     return makeError(formatv("--softmax-tile must be positive, got {0}",
                              softmaxTile.getValue()));
-  if (removedTensorCores.getNumOccurrences())
-    return makeError("--tensor-cores was replaced by --kernel mma (mma.sync "
-                     "is also the default, --kernel auto, for f16/bf16)");
-  if (removedWgmma.getNumOccurrences())
-    return makeError("--wgmma was replaced by --kernel wgmma (wgmma is also "
-                     "the default, --kernel auto, on sm_90a)");
-  KernelChoice family;
-  if (!parseKernelChoice(kernelFamily, family))
-    return makeError("--kernel must be auto, simt, mma or wgmma, got '" +
-                     kernelFamily + "'");
+  Expected<KernelChoice> parsedFamily =
+      parseKernelFlag(kernelFamily, removedTensorCores.getNumOccurrences(),
+                      removedWgmma.getNumOccurrences());
+  if (!parsedFamily)
+    return parsedFamily.takeError();
+  KernelChoice family = *parsedFamily;
   if (isCpu && family)
     return makeError("--kernel " + kernelFamily +
                      " applies to GPU targets (sm_*) only");

@@ -29,6 +29,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fa/Compiler/Compiler.h"
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Emulate/Emulate.h"
 #include "fa/InitAll.h"
@@ -428,16 +429,13 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
 
-  if (removedTensorCores.getNumOccurrences())
-    return fail("--tensor-cores was replaced by --kernel mma (mma.sync is "
-                "also the default, --kernel auto, for f16/bf16)");
-  if (removedWgmma.getNumOccurrences())
-    return fail("--wgmma was replaced by --kernel wgmma (wgmma is also the "
-                "default, --kernel auto, on sm_90a)");
-  KernelChoice choice;
-  if (!parseKernelChoice(kernelFamily, choice))
-    return fail("--kernel must be auto, simt, mma or wgmma, got '" +
-                kernelFamily + "' (the kernel function is named with --func)");
+  llvm::Expected<KernelChoice> parsedChoice = compile::parseKernelFlag(
+      kernelFamily, removedTensorCores.getNumOccurrences(),
+      removedWgmma.getNumOccurrences(),
+      "the kernel function is named with --func");
+  if (!parsedChoice)
+    return fail(llvm::toString(parsedChoice.takeError()));
+  KernelChoice choice = *parsedChoice;
 
   OwningOpRef<ModuleOp> module =
       parseSourceFile<ModuleOp>(inputPath.getValue(), sourceMgr, &ctx);

@@ -537,16 +537,12 @@ static Expected<Device> resolveDevice(StringRef op) {
       deviceName != "emulate")
     return makeError("--device must be cpu, cuda, emulate or auto, got '" +
                      deviceName + "'");
-  if (removedTensorCores.getNumOccurrences())
-    return makeError("--tensor-cores was replaced by --kernel mma (mma.sync "
-                     "is also the default, --kernel auto, for f16/bf16)");
-  if (removedWgmma.getNumOccurrences())
-    return makeError("--wgmma was replaced by --kernel wgmma (wgmma is also "
-                     "the default, --kernel auto, on sm_90a)");
-  KernelChoice choice;
-  if (!parseKernelChoice(kernelFamily, choice))
-    return makeError("--kernel must be auto, simt, mma or wgmma, got '" +
-                     kernelFamily + "'");
+  // Checked here; the runs parse it again where they need the family.
+  if (Expected<KernelChoice> choice = compile::parseKernelFlag(
+          kernelFamily, removedTensorCores.getNumOccurrences(),
+          removedWgmma.getNumOccurrences());
+      !choice)
+    return choice.takeError();
   if (deviceName == "cpu" && kernelFamily.getNumOccurrences())
     return makeError("--kernel applies to --device cuda, emulate or auto "
                      "only");

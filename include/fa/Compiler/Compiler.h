@@ -110,6 +110,15 @@ CausalKind fromRuntimeCausal(::fa::runtime::Causal causal);
 /// Checks a head dim: a positive multiple of 8, at most 256.
 llvm::Error checkHeadDim(llvm::StringRef what, int64_t value);
 
+/// The tools' `--kernel` value (auto, simt, mma or wgmma). The removed
+/// `--tensor-cores` / `--wgmma` flags, when given, are errors naming
+/// `--kernel`; a bad value is an error that ends with `(<hint>)` when `hint`
+/// is not empty.
+llvm::Expected<KernelChoice> parseKernelFlag(llvm::StringRef value,
+                                             bool tensorCoresGiven,
+                                             bool wgmmaGiven,
+                                             llvm::StringRef hint = "");
+
 /// The host's L2 cache per core in bytes (sysconf where the C library knows
 /// it, else /sys/devices/system/cpu/cpu0/cache on Linux), or 0 when unknown
 /// (fa-lower-to-cpu then assumes 512 KiB). What the tools pass as
