@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Support/Npy.h"
+#include "fa/Support/OutputFile.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -512,28 +513,8 @@ void fa::writeNpy(raw_ostream &os, const NpyArray &array) {
   os.write(static_cast<const char *>(array.getData()), array.getNumBytes());
 }
 
-Error fa::writeNpyFile(StringRef path, const NpyArray &array) {
-  if (sys::fs::is_directory(path))
-    return makeError(path, "cannot write: it is a directory");
-  Expected<sys::fs::TempFile> temp =
-      sys::fs::TempFile::create(path + ".tmp-%%%%%%");
-  if (!temp)
-    return makeError(path, "cannot create a temporary file next to it: " +
-                               errorToErrorCode(temp.takeError()).message());
-  std::error_code writeError;
-  {
-    raw_fd_ostream os(temp->FD, /*shouldClose=*/false);
-    writeNpy(os, array);
-    os.flush();
-    writeError = os.error();
-    os.clear_error();
-  }
-  if (writeError) {
-    consumeError(temp->discard());
-    return makeError(path, "cannot write: " + writeError.message());
-  }
-  if (Error err = temp->keep(path))
-    return makeError(path, "cannot write: " +
-                               errorToErrorCode(std::move(err)).message());
-  return Error::success();
+Expected<WrittenOutput> fa::writeNpyFile(StringRef path,
+                                         const NpyArray &array) {
+  return writeOutputFile(path,
+                         [&](raw_ostream &os) { writeNpy(os, array); });
 }

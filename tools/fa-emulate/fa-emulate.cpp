@@ -771,8 +771,10 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
     bool isOutput = buf.role == Role::O || buf.role == Role::Lse;
     if (!isOutput || buf.file.empty())
       continue;
-    if (llvm::Error err = writeNpyFile(buf.file, toNpy(buf)))
-      return fail(llvm::toString(std::move(err)));
+    if (llvm::Expected<WrittenOutput> written =
+            writeNpyFile(buf.file, toNpy(buf));
+        !written)
+      return fail(llvm::toString(written.takeError()));
   }
   return 0;
 }

@@ -447,16 +447,22 @@ static Error lowerAndRun(ModuleOp module, StringRef pipeline,
   return Error::success();
 }
 
-/// Writes `outputs` (path, array) atomically, in order. If one fails, the
-/// files already written by this call are removed again.
+/// Writes `outputs` (path, array) in order (writeOutputFile's rules). If one
+/// fails, the regular files already written by this call are removed again;
+/// a device or FIFO written in place is left alone.
 static Error
 writeOutputs(ArrayRef<std::pair<std::string, const NpyArray *>> outputs) {
-  for (auto [i, output] : llvm::enumerate(outputs)) {
-    if (Error err = writeNpyFile(output.first, *output.second)) {
-      for (const auto &written : outputs.take_front(i))
-        llvm::sys::fs::remove(written.first);
-      return err;
+  llvm::SmallVector<std::string> written;
+  for (const auto &output : outputs) {
+    Expected<WrittenOutput> result =
+        writeNpyFile(output.first, *output.second);
+    if (!result) {
+      for (const std::string &file : written)
+        (void)llvm::sys::fs::remove(file);
+      return result.takeError();
     }
+    if (!result->regularFile.empty())
+      written.push_back(result->regularFile);
   }
   return Error::success();
 }

@@ -23,6 +23,7 @@
 #ifndef FA_SUPPORT_NPY_H
 #define FA_SUPPORT_NPY_H
 
+#include "fa/Support/OutputFile.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -156,10 +157,11 @@ std::string getNpyHeader(const NpyArray &array);
 /// Writes `array` in .npy format (header then data) to `os`.
 void writeNpy(llvm::raw_ostream &os, const NpyArray &array);
 
-/// Writes `array` to the file `path` atomically: the bytes go to a temporary
-/// file in the same directory that is then renamed over `path`, so a failure
-/// never leaves a partial file behind (nor touches an existing one).
-llvm::Error writeNpyFile(llvm::StringRef path, const NpyArray &array);
+/// Writes `array` to `path` by writeOutputFile's rules (OutputFile.h):
+/// atomically to a regular file, through symbolic links, in place to a device
+/// or FIFO; a write error is an error.
+llvm::Expected<WrittenOutput> writeNpyFile(llvm::StringRef path,
+                                           const NpyArray &array);
 
 } // namespace fa
 } // namespace mlir

@@ -30,6 +30,11 @@ std::string errorMessage(Error err) {
   return toString(std::move(err));
 }
 
+/// Writes `array` to `path`, returning only the error.
+Error writeNpy(StringRef path, const NpyArray &array) {
+  return writeNpyFile(path, array).takeError();
+}
+
 /// Parses `bytes` and expects it to fail; returns the message.
 std::string parseError(StringRef bytes, ArrayRef<NpyDType> allowed = {}) {
   Expected<NpyArray> array = parseNpy(bytes, "x.npy", allowed);
@@ -193,7 +198,7 @@ TEST(NpyTest, RoundTripThroughFiles) {
       NpyArray array(dtype, shape);
       fillPattern(array);
       std::string path = dir.file("a.npy");
-      ASSERT_FALSE(static_cast<bool>(writeNpyFile(path, array)));
+      ASSERT_FALSE(static_cast<bool>(writeNpy(path, array)));
       Expected<NpyArray> back = readNpyFile(path);
       ASSERT_TRUE(static_cast<bool>(back)) << toString(back.takeError());
       EXPECT_EQ(back->getDType(), dtype);
@@ -491,10 +496,10 @@ TEST(NpyTest, WriteReplacesExistingFile) {
   TempDir dir;
   std::string path = dir.file("o.npy");
   NpyArray big(NpyDType::Float32, {100});
-  ASSERT_FALSE(static_cast<bool>(writeNpyFile(path, big)));
+  ASSERT_FALSE(static_cast<bool>(writeNpy(path, big)));
   NpyArray small(NpyDType::Int32, {2});
   small.getElements<int32_t>()[1] = 42;
-  ASSERT_FALSE(static_cast<bool>(writeNpyFile(path, small)));
+  ASSERT_FALSE(static_cast<bool>(writeNpy(path, small)));
   Expected<NpyArray> back = readNpyFile(path);
   ASSERT_TRUE(static_cast<bool>(back)) << toString(back.takeError());
   EXPECT_EQ(back->getDType(), NpyDType::Int32);
@@ -507,14 +512,14 @@ TEST(NpyTest, FailedWriteLeavesNothingBehind) {
   NpyArray array(NpyDType::Float32, {4});
   // A missing directory: nothing can be created.
   std::string inMissingDir = dir.file("no/such/dir/o.npy");
-  std::string msg = errorMessage(writeNpyFile(inMissingDir, array));
+  std::string msg = errorMessage(writeNpy(inMissingDir, array));
   EXPECT_EQ(msg, inMissingDir + ": cannot create a temporary file next to "
                                 "it: No such file or directory");
   EXPECT_FALSE(sys::fs::exists(inMissingDir));
   // The target is a directory: refused before anything is created.
   std::string sub = dir.file("sub");
   ASSERT_FALSE(sys::fs::create_directory(sub));
-  EXPECT_EQ(errorMessage(writeNpyFile(sub, array)),
+  EXPECT_EQ(errorMessage(writeNpy(sub, array)),
             sub + ": cannot write: it is a directory");
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"sub"});
 }
