@@ -535,10 +535,40 @@ static llvm::SmallVector<StringRef> getCpuOnlyOptions() {
   return given;
 }
 
+/// Whether the outputs `a` and `b` would write one regular file: the same
+/// path, or paths (links) that resolve to one existing file.
+static bool sameOutputFile(StringRef a, StringRef b) {
+  if (a == b)
+    return true;
+  bool same = false;
+  return llvm::sys::fs::is_regular_file(a) &&
+         !llvm::sys::fs::equivalent(a, b, same) && same;
+}
+
+/// Rejects CPU lowering flags that contradict each other or have nothing to
+/// apply to, naming both flags: each picks or tunes one CPU lowering.
+static Error checkLoweringFlags() {
+  if (referenceLowering && promotedLowering)
+    return makeError("--reference and --promoted pick different lowerings; "
+                     "give one");
+  if (doubleBuffer && !promotedLowering)
+    return makeError("--double-buffer applies to --promoted only");
+  if (cpuKernel.getNumOccurrences() && (referenceLowering || promotedLowering))
+    return makeError(Twine("--cpu-kernel picks the default lowering's kernel; "
+                           "it does not apply with ") +
+                     (referenceLowering ? "--reference" : "--promoted"));
+  if (parallelRun && promotedLowering)
+    return makeError("--parallel does not apply to --promoted (the promoted "
+                     "form runs sequentially)");
+  return Error::success();
+}
+
 /// Resolves --device: `cuda` needs a usable CUDA device (else a one-line
 /// error); `auto` takes one when present and otherwise runs on the CPU with
 /// a one-line note. `op` is "attention" or "softmax".
 static Expected<Device> resolveDevice(StringRef op) {
+  if (Error err = checkLoweringFlags())
+    return std::move(err);
   if (deviceName != "cpu" && deviceName != "cuda" && deviceName != "auto" &&
       deviceName != "emulate")
     return makeError("--device must be cpu, cuda, emulate or auto, got '" +
@@ -826,7 +856,7 @@ static Error runAttention(MLIRContext &ctx) {
                        scaleText + "'");
     scale = static_cast<float>(value);
   }
-  if (lsePath == outputPath)
+  if (!lsePath.empty() && sameOutputFile(lsePath, outputPath))
     return makeError("-o and --lse name the same file '" + outputPath + "'");
   if (Error err = checkWritable(outputPath))
     return err;
