@@ -31,6 +31,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -463,6 +464,17 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
                          "the fa op; kernels take exactly the op's operands",
                          i));
     auto memref = cast<MemRefType>(type);
+    // The runtime sizes every tensor in bytes as int64: a static shape whose
+    // size cannot be represented would be rejected by every launch.
+    std::optional<int64_t> bytes =
+        (memref.getElementTypeBitWidth() + 7) / 8;
+    for (int64_t size : memref.getShape())
+      if (bytes && !ShapedType::isDynamic(size))
+        bytes = llvm::checkedMul(*bytes, size);
+    if (!bytes)
+      return err(formatv("argument #{0} ({1}) has more bytes than an int64 "
+                         "can count; no launch could pass it",
+                         i, memref));
     rt::ParamInfo param;
     param.role = it->second;
     param.dtype = getDType(memref.getElementType(), ok);
