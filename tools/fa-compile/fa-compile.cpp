@@ -25,6 +25,7 @@
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/InitAll.h"
 #include "fa/Target/Chips.h"
+#include "fa/Support/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -539,6 +540,7 @@ static Error run(MLIRContext &ctx) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  mlir::fa::registerVersionPrinter("fa-compile");
   cl::HideUnrelatedOptions({&compileCategory, &specCategory});
   cl::ParseCommandLineOptions(
       argc, argv,

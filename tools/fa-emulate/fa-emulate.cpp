@@ -38,6 +38,7 @@
 #include "fa/Pipelines/Pipelines.h"
 #include "fa/Support/Npy.h"
 #include "fa/Target/Chips.h"
+#include "fa/Support/Version.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -783,6 +784,7 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
+  mlir::fa::registerVersionPrinter("fa-emulate");
   registerAllPasses();
   cl::HideUnrelatedOptions(emulateCategory);
   cl::ParseCommandLineOptions(

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/InitAll.h"
+#include "fa/Support/Version.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -19,6 +20,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::fa::registerAllDialects(registry);
   mlir::fa::registerAllPasses();
+  mlir::fa::registerVersionPrinter("fa-opt");
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "fa optimizer driver\n", registry));
 }

@@ -42,6 +42,7 @@
 #include "fa/Runtime/KernelMetadata.h"
 #include "fa/Support/Npy.h"
 #include "fa/Target/Chips.h"
+#include "fa/Support/Version.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -1152,6 +1153,7 @@ static Error runSoftmax(MLIRContext &ctx) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  mlir::fa::registerVersionPrinter("fa-run");
   cl::HideUnrelatedOptions(runCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
