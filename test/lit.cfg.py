@@ -38,7 +38,7 @@ if ptxas:
     config.substitutions.append(("%ptxas", ptxas))
 
 tool_dirs = [config.fa_tools_dir, config.llvm_tools_dir]
-tools = ["fa-opt", "fa-run", "fa-compile", "fa-emulate", "fa-capi-test"]
+tools = ["fa-opt", "fa-run", "fa-compile", "fa-emulate", "fa-capi-test", "mlir-opt"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.fa_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -17,7 +17,9 @@
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
@@ -303,12 +305,14 @@ void mlir::fa::buildMapToGPUPipeline(OpPassManager &pm,
       wgOpts.warpgroups = options.wgWarpgroups;
       wgOpts.blockKV = options.wgBlockKV;
       wgOpts.stages = options.wgStages;
+      wgOpts.chip = options.chip;
       pm.addPass(createFAMapToWgmmaPass(wgOpts));
     } else {
       FAMapToTensorCoresPassOptions tcOpts;
       tcOpts.blockQ = options.tcBlockQ;
       tcOpts.blockKV = options.tcBlockKV;
       tcOpts.stages = options.tcStages;
+      tcOpts.chip = options.chip;
       pm.addPass(createFAMapToTensorCoresPass(tcOpts));
     }
   }
@@ -341,14 +345,58 @@ void mlir::fa::buildLowerToNVVMPipeline(OpPassManager &pm,
 
 void mlir::fa::buildNVVMCodegenPipeline(OpPassManager &pm,
                                         const LowerToNVVMOptions &options) {
-  gpu::GPUToNVVMPipelineOptions nvvm;
-  nvvm.cubinChip = options.chip;
-  nvvm.cubinFeatures = options.features;
-  nvvm.cubinFormat = options.format;
-  nvvm.optLevel = options.optLevel;
   // bf16 mma.sync of the tensor-core kernels: upstream cannot lower it.
   pm.addPass(createFALegalizeMmaBF16Pass());
-  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+
+  // Upstream's gpu-lower-to-nvvm-pipeline (MLIR 22), pass for pass, with one
+  // addition: fa-extern-dynamic-shared between the GPU module's conversion to
+  // LLVM and its serialization. test/Pipelines/lower-to-nvvm-upstream.test
+  // checks that the two lists stay the same otherwise.
+  gpu::GPUToNVVMPipelineOptions defaults;
+  const int64_t indexBitwidth = defaults.indexBitWidth;
+  pm.addPass(createConvertNVGPUToNVVMPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  GpuNVVMAttachTargetOptions target;
+  target.triple = defaults.cubinTriple;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = options.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  ConvertIndexToLLVMPassOptions index;
+  index.indexBitwidth = indexBitwidth;
+  pm.addPass(createConvertIndexToLLVMPass(index));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  ConvertGpuOpsToNVVMOpsOptions gpuToNVVM;
+  gpuToNVVM.useBarePtrCallConv = defaults.kernelUseBarePtrCallConv;
+  gpuToNVVM.indexBitwidth = indexBitwidth;
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps(gpuToNVVM));
+  pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+  // Dynamic shared memory as `.extern .shared ... name[]`, not a one-byte
+  // static variable.
+  pm.addNestedPass<gpu::GPUModuleOp>(createFAExternDynamicSharedPass());
+
+  GpuToLLVMConversionPassOptions host;
+  host.hostBarePtrCallConv = defaults.hostUseBarePtrCallConv;
+  host.kernelBarePtrCallConv = defaults.kernelUseBarePtrCallConv;
+  pm.addPass(createGpuToLLVMConversionPass(host));
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
 void mlir::fa::registerFAPipelines() {

@@ -18,6 +18,9 @@
 // RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 kernel=mma tc-stages=5" 2>&1 | FileCheck %s --check-prefix=STAGES
 
 // STAGES: error: fa-map-to-tensor-cores: stages must be 2, 3 or 4, got 5
+// The pipeline's chip bounds the tiles' workgroup memory.
+// RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_86 kernel=mma tc-block-q=128" 2>&1 | FileCheck %s --check-prefix=SM86
+// SM86: error: fa-map-to-tensor-cores: the tiles need 104448 bytes of workgroup memory, more than the 101376 one block may use on sm_86
 
 // CHECK-LABEL: llvm.func @attn_f16(
 // CHECK:     gpu.launch_func  @attn_f16_kernels::@attn_f16 blocks in
@@ -26,7 +29,7 @@
 // SM90:      gpu.binary @attn_f16_kernels  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">
 // (LLVM schedules the loop freely: no order among these.)
 // CHECK-DAG: .maxntid 128, 1, 1
-// CHECK-DAG: .shared .align 16 .b8 __dynamic_shmem__0;
+// CHECK-DAG: .extern .shared .align 16 .b8 __dynamic_shmem__0[];
 // CHECK-DAG: cp.async.cg.shared.global [{{[^]]*}}], [{{[^]]*}}], 16, %r
 // CHECK-DAG: cp.async.commit_group;
 // CHECK-DAG: cp.async.wait_group \090;

@@ -33,7 +33,7 @@
 // CHECK:      gpu.binary @attn_f16_kernels  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
 // CHECK-DAG: .target sm_90a
 // CHECK-DAG: .maxntid 128, 1, 1
-// CHECK-DAG: .shared .align 16 .b8 __dynamic_shmem__0;
+// CHECK-DAG: .extern .shared .align 16 .b8 __dynamic_shmem__0[];
 // CHECK-DAG: cp.async.cg.shared.global [{{[^]]*}}], [{{[^]]*}}], 16, %r
 // CHECK-DAG: cp.async.commit_group;
 // CHECK-DAG: cp.async.wait_group \090;

@@ -245,6 +245,9 @@ def FAMapToTensorCoresPass : Pass<"fa-map-to-tensor-cores", "::mlir::ModuleOp"> 
            "above 128)">,
     Option<"stages", "stages", "int64_t", /*default=*/"2",
            "K/V tiles in the cp.async pipeline (2 to 4)">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_80\"",
+           "The chip the kernels are for: their workgroup memory must fit "
+           "what one block of it may opt in to (99 KiB on sm_86/sm_89)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
@@ -302,6 +305,9 @@ def FAMapToWgmmaPass : Pass<"fa-map-to-wgmma", "::mlir::ModuleOp"> {
            "Keys per K/V tile (64 or 128)">,
     Option<"stages", "stages", "int64_t", /*default=*/"2",
            "K/V tiles in the cp.async pipeline (2 to 4)">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "The chip the kernels are for: their workgroup memory must fit "
+           "what one block of it may opt in to">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
@@ -327,6 +333,25 @@ def FALegalizeMmaBF16Pass : Pass<"fa-legalize-mma-bf16", "::mlir::ModuleOp"> {
     "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
     "::mlir::vector::VectorDialect"
   ];
+}
+
+def FAExternDynamicSharedPass
+    : Pass<"fa-extern-dynamic-shared", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Declare dynamic shared memory as an extern PTX array";
+  let description = [{
+    Upstream's `gpu.dynamic_shared_memory` lowering defines an internal
+    zero-size global in address space 3 (`__dynamic_shmem__N`), which the
+    NVPTX backend prints as `.shared .align 16 .b8 __dynamic_shmem__0;`: a
+    one-byte static shared variable. ptxas then counts one byte of static
+    shared memory that the kernel metadata does not report, and a kernel
+    that asks for exactly the chip's opt-in maximum of dynamic shared memory
+    fails `cuFuncSetAttribute` at load. This pass, run on the GPU module
+    once it is in the LLVM dialect (inside `fa-lower-to-nvvm`, right before
+    serialization), turns each such global into an external declaration,
+    which NVPTX prints as `.extern .shared .align 16 .b8 name[];`: no static
+    bytes. Other globals are left alone.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 #endif // FA_CODEGEN_PASSES_TD

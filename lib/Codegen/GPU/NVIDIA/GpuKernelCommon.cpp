@@ -7,6 +7,8 @@
 
 #include "GpuKernelCommon.h"
 
+#include "fa/Target/Chips.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -58,6 +60,24 @@ gpukernel::collectKernelCandidates(ModuleOp module,
     work.push_back({func, ops.front(), *args});
   }
   return work;
+}
+
+LogicalResult gpukernel::checkSharedMemoryFits(AttentionOp op, StringRef pass,
+                                               StringRef chip,
+                                               const KernelLaunch &launch,
+                                               StringRef tiles) {
+  const ::fa::target::ChipInfo *info = ::fa::target::lookupChip(chip);
+  if (!info)
+    return op.emitError() << pass << ": chip '" << chip
+                          << "' is not supported; expected "
+                          << ::fa::target::getChipList();
+  if (launch.sharedBytes <= info->optInSharedBytesPerBlock)
+    return success();
+  return op.emitError() << pass << ": the tiles need " << launch.sharedBytes
+                        << " bytes of workgroup memory, more than the "
+                        << info->optInSharedBytesPerBlock
+                        << " one block may use on " << chip << " (" << tiles
+                        << ")";
 }
 
 void gpukernel::outlineKernel(

@@ -61,6 +61,16 @@ struct KernelLaunch {
   StringRef flag;
 };
 
+/// Checks that `launch.sharedBytes` of workgroup memory fit what one block of
+/// `chip` may opt in to (the chip table); otherwise emits an error on `op`
+/// naming `pass`, the bytes, the limit and the tiles (`tiles` describes
+/// them, e.g. "block-q = 128, block-kv = 128, stages = 4"). An unknown chip
+/// is an error too.
+LogicalResult checkSharedMemoryFits(AttentionOp op, StringRef pass,
+                                    StringRef chip,
+                                    const KernelLaunch &launch,
+                                    StringRef tiles);
+
 /// Moves `func` into a gpu.module kernel: creates the gpu.func (same
 /// signature, the known block size), lets `buildBody` emit its body from its
 /// remapped memrefs, replaces the body of `func` by the launch and records

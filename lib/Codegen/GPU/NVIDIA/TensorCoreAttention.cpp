@@ -58,6 +58,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <limits>
@@ -745,6 +746,13 @@ LogicalResult FAMapToTensorCoresPass::mapFunction(func::FuncOp func,
                        {"stages", cfg->stages},
                        {"dynamic_shared_bytes", cfg->sharedBytes()}},
                       "tensor_cores"};
+  std::string tiles = llvm::formatv("D = {0}, Dv = {1}, block-q = {2}, "
+                                    "block-kv = {3}, stages = {4}",
+                                    cfg->headDim, cfg->valueDim, cfg->blockQ,
+                                    cfg->blockKV, cfg->stages)
+                          .str();
+  if (failed(checkSharedMemoryFits(op, getArgument(), chip, launch, tiles)))
+    return failure();
   outlineKernel(getOperation(), func, op, args, launch,
                 [&](gpu::GPUFuncOp kernel, const KernelOperands &kargs) {
                   TensorCoreKernelBuilder(op, *cfg).build(kernel, kargs);

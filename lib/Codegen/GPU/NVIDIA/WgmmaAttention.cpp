@@ -70,6 +70,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include <cmath>
 #include <limits>
 
@@ -130,9 +132,6 @@ struct WgmmaConfig {
 /// The widest value head dim taken with a user mask.
 constexpr int64_t kMaxMaskedValueDim = 192;
 
-/// The most dynamic workgroup memory of one block on sm_90 (227 KiB).
-constexpr int64_t kMaxSharedBytes = 227 * 1024;
-
 bool isWgmmaEligible(AttentionOp op) {
   if (!isEligible(KernelFamily::Wgmma, op))
     return false;
@@ -163,17 +162,6 @@ FailureOr<WgmmaConfig> chooseWgmmaConfig(AttentionOp op, int64_t warpgroups,
   }
   if (c.stages < 2 || c.stages > 4) {
     error = "stages must be 2, 3 or 4, got " + std::to_string(c.stages);
-    return failure();
-  }
-  if (c.sharedBytes() > kMaxSharedBytes) {
-    error = "the tiles need " + std::to_string(c.sharedBytes()) +
-            " bytes of workgroup memory, more than the " +
-            std::to_string(kMaxSharedBytes) +
-            " of sm_90 (D = " + std::to_string(c.headDim) +
-            ", Dv = " + std::to_string(c.valueDim) +
-            ", block-kv = " + std::to_string(c.blockKV) +
-            ", stages = " + std::to_string(c.stages) +
-            ", warpgroups = " + std::to_string(c.warpgroups) + ")";
     return failure();
   }
   return c;
@@ -767,6 +755,14 @@ LogicalResult FAMapToWgmmaPass::mapFunction(func::FuncOp func, AttentionOp op,
                        {"warpgroups", cfg->warpgroups},
                        {"dynamic_shared_bytes", cfg->sharedBytes()}},
                       "wgmma"};
+  std::string tiles =
+      llvm::formatv("D = {0}, Dv = {1}, block-kv = {2}, stages = {3}, "
+                    "warpgroups = {4}",
+                    cfg->headDim, cfg->valueDim, cfg->blockKV, cfg->stages,
+                    cfg->warpgroups)
+          .str();
+  if (failed(checkSharedMemoryFits(op, getArgument(), chip, launch, tiles)))
+    return failure();
   outlineKernel(getOperation(), func, op, args, launch,
                 [&](gpu::GPUFuncOp kernel, const KernelOperands &kargs) {
                   WgmmaKernelBuilder(op, *cfg).build(kernel, kargs);

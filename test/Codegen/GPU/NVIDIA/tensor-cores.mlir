@@ -8,6 +8,17 @@
 // BADQ: error: fa-map-to-tensor-cores: block-q must be 16, 32, 48, ... or 128 (16 rows per warp), got 24
 // BADKV: error: fa-map-to-tensor-cores: block-kv must be a positive multiple of 16 up to 256, got 40
 // BADSTAGES: error: fa-map-to-tensor-cores: stages must be 2, 3 or 4, got 1
+// The workgroup memory must fit one block of the chip (the chip table):
+// block-q = 128 at D = 128 needs 104448 bytes, over the 99 KiB of sm_86 but
+// within the 163 KiB of sm_80; 128 x 128 tiles in 4 stages fit no chip.
+// RUN: not fa-opt %s -split-input-file -fa-map-to-tensor-cores="block-q=128 chip=sm_86" 2>&1 | FileCheck %s --check-prefix=SM86
+// RUN: fa-opt %s -split-input-file -fa-map-to-tensor-cores="block-q=128 chip=sm_80" | FileCheck %s --check-prefix=SM80
+// RUN: not fa-opt %s -split-input-file -fa-map-to-tensor-cores="block-q=128 block-kv=128 stages=4 chip=sm_90" 2>&1 | FileCheck %s --check-prefix=NOCHIP
+// RUN: not fa-opt %s -split-input-file -fa-map-to-tensor-cores="chip=sm_75" 2>&1 | FileCheck %s --check-prefix=BADCHIP
+// SM86: error: fa-map-to-tensor-cores: the tiles need 104448 bytes of workgroup memory, more than the 101376 one block may use on sm_86 (D = 128, Dv = 128, block-q = 128, block-kv = 64, stages = 2)
+// SM80: dynamic_shared_bytes = 104448
+// NOCHIP: error: fa-map-to-tensor-cores: the tiles need 313344 bytes of workgroup memory, more than the 232448 one block may use on sm_90 (D = 128, Dv = 128, block-q = 128, block-kv = 128, stages = 4)
+// BADCHIP: error: fa-map-to-tensor-cores: chip 'sm_75' is not supported; expected sm_80, sm_86, sm_89, sm_90 or sm_90a
 // UNEVEN: error: fa-map-to-tensor-cores: the 16-byte chunks of a tile must split evenly over the 256 threads (block-q = 128, block-kv = 16, D = 64, Dv = 64)
 
 // An f16 GQA kernel with key lengths, bottom-right causality and LSE, D = 128:

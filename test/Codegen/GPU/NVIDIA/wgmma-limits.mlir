@@ -5,8 +5,8 @@
 // RUN: not fa-opt %s -fa-map-to-wgmma="stages=4" 2>&1 | FileCheck %s --check-prefix=TOOBIG4
 // RUN: not fa-opt %s -fa-map-to-wgmma="warpgroups=2 stages=3" 2>&1 | FileCheck %s --check-prefix=TOOBIG2
 
-// TOOBIG4: error: fa-map-to-wgmma: the tiles need 304128 bytes of workgroup memory, more than the 232448 of sm_90 (D = 256, Dv = 256, block-kv = 64, stages = 4, warpgroups = 1)
-// TOOBIG2: error: fa-map-to-wgmma: the tiles need 279552 bytes of workgroup memory, more than the 232448 of sm_90 (D = 256, Dv = 256, block-kv = 64, stages = 3, warpgroups = 2)
+// TOOBIG4: error: fa-map-to-wgmma: the tiles need 304128 bytes of workgroup memory, more than the 232448 one block may use on sm_90a (D = 256, Dv = 256, block-kv = 64, stages = 4, warpgroups = 1)
+// TOOBIG2: error: fa-map-to-wgmma: the tiles need 279552 bytes of workgroup memory, more than the 232448 one block may use on sm_90a (D = 256, Dv = 256, block-kv = 64, stages = 3, warpgroups = 2)
 
 // Q 64 x 256, 2 x (K, V) 64 x 256, P 64 x 64, bf16, plus 1024 bytes of
 // alignment slack: 173056 bytes; S = Q K^T in 16 steps of m64n64k16, P V in
