@@ -92,7 +92,10 @@ def kernel_text(c):
         form = c["mask_shape"]
         dims = ("?" if form[0] == "B" else "1") + "x" + \
                (str(Hq) if form[1] == "H" else "1") + "x?x?"
-        ty["mask"] = dims + ("xi8" if c["mask"] == "bool" else "xf32")
+        # bool: i8 bytes turned into i1 inside; i1: an i1 memref taken
+        # as it is; float: additive.
+        ty["mask"] = dims + {"bool": "xi8", "i1": "xi1",
+                             "float": "xf32"}[c["mask"]]
         names.append("mask")
     names.append("o")
     if c["lse"]:
@@ -127,7 +130,7 @@ def kernel_text(c):
             "    linalg.yield %ne : i1",
             f"  }} -> tensor<{i1}>"]
         mask_operand = f" mask(%mask_i1 : tensor<{i1}>)"
-    elif c["mask"] == "float":
+    elif c["mask"] in ("float", "i1"):
         mask_operand = f" mask(%mask_t : tensor<{ty['mask']}>)"
     lens_operand = " kv_lens(%lens_t : tensor<?xi32>)" \
         if c["lens"] is not None else ""
@@ -223,6 +226,8 @@ def mma_cases(p, head_dims, mqa_dv, **d256):
         mapped_case(f"{p}_bf16_bool_mask_11_lens", dtype="bfloat16", B=2,
                     Nq=24, Nk=45, mask="bool", mask_shape="11QK",
                     lens=[45, 0], causal="bottom-right"),
+        mapped_case(f"{p}_bf16_i1_mask", dtype="bfloat16", B=2, Nq=24,
+                    Nk=45, mask="i1", mask_shape="1HQK"),
         mapped_case(f"{p}_f16_float_mask", dtype="float16", Nq=24, Nk=45,
                     mask="float", mask_shape="1HQK"),
         mapped_case(f"{p}_bf16_d256_dv128", dtype="bfloat16", D=256, Dv=128,
@@ -260,6 +265,8 @@ CASES = [
     case("f16_no_lse", dtype="float16", Nq=16, Nk=16, lse=False),
     # Masks: boolean with fully masked rows, broadcast; additive with -inf.
     case("f32_bool_mask", B=2, Nq=24, Nk=45, mask="bool"),
+    # An i1 memref mask (fa-promote-shared once emitted invalid IR for it).
+    case("f32_i1_mask", B=2, Nq=24, Nk=45, mask="i1"),
     case("f16_bool_mask_11_lens", dtype="float16", B=2, Nq=24, Nk=45,
          mask="bool", mask_shape="11QK", lens=[45, 0],
          causal="bottom-right"),
@@ -325,7 +332,7 @@ def make_inputs(c, rng):
         shape = (B if form[0] == "B" else 1, Hq if form[1] == "H" else 1,
                  Nq, Nk)
         rows = rng.choice(Nq, size=max(1, Nq // 8), replace=False)
-        if c["mask"] == "bool":
+        if c["mask"] in ("bool", "i1"):
             mask = rng.random(shape) < 0.7
             mask[..., rows, :] = False
         else:

@@ -148,3 +148,23 @@ func.func @not_a_kernel(%q: tensor<1x1x8x16xf32>, %o: tensor<1x1x8x16xf32>) -> t
          outs(%o : tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32>
   return %r : tensor<1x1x8x16xf32>
 }
+
+// -----
+
+// An i1 memref mask is a keep mask: each lane gathers its i1 element and
+// ands it into the keep predicate (it was once treated as additive and
+// extended to float, which does not verify).
+// CHECK-LABEL: func.func @i1_memref_mask
+//       CHECK:   %[[KEEP:.*]] = vector.gather %{{.*}} : memref<?x2x?x?xi1>, vector<32xindex>, vector<32xi1>, vector<32xi1> into vector<32xi1>
+//       CHECK:   arith.andi %{{.*}}, %[[KEEP]] : vector<32xi1>
+//   CHECK-NOT:   arith.extf %{{.*}} : vector<32xi1>
+func.func @i1_memref_mask(%q: memref<?x2x?x16xf32>, %k: memref<?x2x?x16xf32>, %v: memref<?x2x?x16xf32>, %m: memref<?x2x?x?xi1>, %o: memref<?x2x?x16xf32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<?x2x?x16xf32> to tensor<?x2x?x16xf32>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x?x16xf32> to tensor<?x2x?x16xf32>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x?x16xf32> to tensor<?x2x?x16xf32>
+  %mt = bufferization.to_tensor %m restrict : memref<?x2x?x?xi1> to tensor<?x2x?x?xi1>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x2x?x16xf32> to tensor<?x2x?x16xf32>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) mask(%mt : tensor<?x2x?x?xi1>) outs(%ot : tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+  bufferization.materialize_in_destination %r in writable %o : (tensor<?x2x?x16xf32>, memref<?x2x?x16xf32>) -> ()
+  return
+}
