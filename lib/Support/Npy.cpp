@@ -48,8 +48,9 @@ static Error makeError(StringRef name, const Twine &message) {
 // Element types
 //===----------------------------------------------------------------------===//
 
-static constexpr NpyDType kAllDTypes[] = {NpyDType::Float32, NpyDType::Float16,
-                                          NpyDType::Bool, NpyDType::Int32};
+static constexpr NpyDType kAllDTypes[] = {
+    NpyDType::Float32, NpyDType::Float16, NpyDType::Bool,
+    NpyDType::Int32,   NpyDType::UInt16,  NpyDType::Void16};
 
 StringRef fa::getNpyDTypeName(NpyDType dtype) {
   switch (dtype) {
@@ -61,6 +62,10 @@ StringRef fa::getNpyDTypeName(NpyDType dtype) {
     return "bool";
   case NpyDType::Int32:
     return "int32";
+  case NpyDType::UInt16:
+    return "uint16";
+  case NpyDType::Void16:
+    return "void16";
   }
   llvm_unreachable("unknown NpyDType");
 }
@@ -75,6 +80,10 @@ StringRef fa::getNpyDTypeDescr(NpyDType dtype) {
     return "|b1";
   case NpyDType::Int32:
     return "<i4";
+  case NpyDType::UInt16:
+    return "<u2";
+  case NpyDType::Void16:
+    return "<V2";
   }
   llvm_unreachable("unknown NpyDType");
 }
@@ -85,6 +94,8 @@ size_t fa::getNpyDTypeSize(NpyDType dtype) {
   case NpyDType::Int32:
     return 4;
   case NpyDType::Float16:
+  case NpyDType::UInt16:
+  case NpyDType::Void16:
     return 2;
   case NpyDType::Bool:
     return 1;
@@ -116,6 +127,8 @@ static std::string getCommonTypeName(char kind, unsigned size) {
     return "complex" + std::to_string(size * 8);
   case 'b':
     return size == 1 ? "bool" : "";
+  case 'V':
+    return "void" + std::to_string(size * 8);
   default:
     return "";
   }
@@ -167,6 +180,10 @@ lookupDescr(StringRef descr, ArrayRef<NpyDType> allowed) {
     dtype = NpyDType::Bool;
   else if (kind == 'i' && size == 4)
     dtype = NpyDType::Int32;
+  else if (kind == 'u' && size == 2)
+    dtype = NpyDType::UInt16;
+  else if (kind == 'V' && size == 2)
+    dtype = NpyDType::Void16;
   if (!dtype || !llvm::is_contained(allowed, *dtype))
     return unsupported(common);
   return *dtype;

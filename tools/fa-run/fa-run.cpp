@@ -185,6 +185,14 @@ cl::opt<std::string> dumpLLVMDialect(
     cl::desc("Write the lowered module (LLVM dialect) to this file"),
     cl::value_desc("file"), cl::sub(attentionCmd), cl::sub(softmaxCmd),
     cl::cat(runCategory));
+cl::opt<std::string> dataType(
+    "dtype",
+    cl::desc("Element type of the float inputs: auto (default: float32 or "
+             "float16, from the files), f32, f16, or bf16: bfloat16 bit "
+             "patterns in uint16 ('<u2') or ml_dtypes bfloat16 ('<V2') "
+             "files; the output is written in the input's format"),
+    cl::value_desc("type"), cl::init("auto"), cl::sub(attentionCmd),
+    cl::sub(softmaxCmd), cl::cat(runCategory));
 cl::opt<bool> printTimes("time",
                          cl::desc("Print compile and run times (to stderr)"),
                          cl::sub(attentionCmd), cl::sub(softmaxCmd),
@@ -273,12 +281,53 @@ struct Input {
   }
 };
 
+/// The file dtypes of float inputs: float32, float16 and, as bfloat16 bit
+/// patterns (with --dtype bf16), uint16 and void16.
+static constexpr NpyDType kFloatFileTypes[] = {
+    NpyDType::Float32, NpyDType::Float16, NpyDType::UInt16, NpyDType::Void16};
+
+/// Whether files of `dtype` hold bfloat16 bit patterns (see --dtype).
+static bool holdsBF16(NpyDType dtype) {
+  return dtype == NpyDType::UInt16 || dtype == NpyDType::Void16;
+}
+
+/// The element type name of a float input in messages and summaries.
+static StringRef getFloatTypeName(NpyDType dtype) {
+  return holdsBF16(dtype) ? "bfloat16" : getNpyDTypeName(dtype);
+}
+
 /// Reads `path` with one of the `allowed` dtypes.
 static Expected<Input> loadInput(StringRef path, ArrayRef<NpyDType> allowed) {
   Expected<NpyArray> array = readNpyFile(path, allowed);
   if (!array)
     return array.takeError();
   return Input{path.str(), std::move(*array)};
+}
+
+/// Checks the dtype of the float input `in` against --dtype: bfloat16 bit
+/// patterns only when asked for, and exactly the type asked for.
+static Error checkFloatType(const Input &in) {
+  NpyDType dtype = in.array.getDType();
+  std::string got = ("dtype '" + getNpyDTypeDescr(dtype) + "' (" +
+                     getNpyDTypeName(dtype) + ")")
+                        .str();
+  if (dataType == "auto") {
+    if (holdsBF16(dtype))
+      return makeError(in.path + ": " + got +
+                       " is not a float type; pass --dtype bf16 if it holds "
+                       "bfloat16 bit patterns");
+    return Error::success();
+  }
+  if (dataType == "bf16" && !holdsBF16(dtype))
+    return makeError(in.path + ": --dtype bf16 takes bfloat16 bit patterns "
+                               "(uint16 '<u2' or ml_dtypes bfloat16 '<V2' "
+                               "files), got " +
+                     got);
+  NpyDType want = dataType == "f16" ? NpyDType::Float16 : NpyDType::Float32;
+  if (dataType != "bf16" && dtype != want)
+    return makeError(in.path + ": --dtype " + dataType + " takes " +
+                     getNpyDTypeName(want) + " files, got " + got);
+  return Error::success();
 }
 
 /// Checks that `path` can be created: its directory exists and is writable,
@@ -303,6 +352,8 @@ static Error checkWritable(StringRef path) {
 static void poison(NpyArray &array) {
   if (array.getDType() == NpyDType::Float32) {
     llvm::fill(array.getElements<float>(), std::nanf(""));
+  } else if (holdsBF16(array.getDType())) {
+    llvm::fill(array.getElements<uint16_t>(), uint16_t(0x7fc0));
   } else {
     assert(array.getDType() == NpyDType::Float16 && "expected a float array");
     llvm::fill(array.getElements<uint16_t>(), uint16_t(0x7e00));
@@ -470,6 +521,8 @@ writeOutputs(ArrayRef<std::pair<std::string, const NpyArray *>> outputs) {
 
 /// The kernel dtype of a float array.
 static rt::DType getKernelDType(NpyDType dtype) {
+  if (holdsBF16(dtype))
+    return rt::DType::BF16;
   return dtype == NpyDType::Float16 ? rt::DType::F16 : rt::DType::F32;
 }
 
@@ -643,6 +696,9 @@ static int64_t countNaNs(const NpyArray &array) {
   } else if (array.getDType() == NpyDType::Float16) {
     for (uint16_t h : array.getElements<uint16_t>())
       count += (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0;
+  } else if (holdsBF16(array.getDType())) {
+    for (uint16_t h : array.getElements<uint16_t>())
+      count += (h & 0x7f80) == 0x7f80 && (h & 0x7f) != 0;
   }
   return count;
 }
@@ -656,6 +712,10 @@ static bool allFinite(const NpyArray &array) {
   } else if (array.getDType() == NpyDType::Float16) {
     for (uint16_t h : array.getElements<uint16_t>())
       if ((h & 0x7c00) == 0x7c00)
+        return false;
+  } else if (holdsBF16(array.getDType())) {
+    for (uint16_t h : array.getElements<uint16_t>())
+      if ((h & 0x7f80) == 0x7f80)
         return false;
   }
   return true;
@@ -698,6 +758,9 @@ static Expected<std::string> runOnCuda(MLIRContext &ctx,
     switch (t) {
     case NpyDType::Float16:
       return FA_DTYPE_F16;
+    case NpyDType::UInt16:
+    case NpyDType::Void16:
+      return FA_DTYPE_BF16;
     case NpyDType::Int32:
       return FA_DTYPE_I32;
     case NpyDType::Bool:
@@ -827,6 +890,10 @@ static Expected<std::string> runOnEmulator(ModuleOp module,
 static Error checkCommonOptions() {
   if (outputPath.empty())
     return makeError("missing the output file: pass -o FILE");
+  if (dataType != "auto" && dataType != "f32" && dataType != "f16" &&
+      dataType != "bf16")
+    return makeError("--dtype must be auto, f32, f16 or bf16, got '" +
+                     dataType + "'");
   return Error::success();
 }
 
@@ -869,16 +936,18 @@ static Error runAttention(MLIRContext &ctx) {
     return device.takeError();
 
   // Load and validate the inputs.
-  const NpyDType floats[] = {NpyDType::Float32, NpyDType::Float16};
-  Expected<Input> q = loadInput(queryPath, floats);
+  Expected<Input> q = loadInput(queryPath, kFloatFileTypes);
   if (!q)
     return q.takeError();
-  Expected<Input> k = loadInput(keyPath, floats);
+  Expected<Input> k = loadInput(keyPath, kFloatFileTypes);
   if (!k)
     return k.takeError();
-  Expected<Input> v = loadInput(valuePath, floats);
+  Expected<Input> v = loadInput(valuePath, kFloatFileTypes);
   if (!v)
     return v.takeError();
+  for (const Input *in : {&*q, &*k, &*v})
+    if (Error err = checkFloatType(*in))
+      return err;
   std::optional<Input> lens, mask;
   if (!kvLensPath.empty()) {
     Expected<Input> in = loadInput(kvLensPath, {NpyDType::Int32});
@@ -989,7 +1058,7 @@ static Error runAttention(MLIRContext &ctx) {
     std::string summary =
         formatv("attention {0} B={1} Hq={2} Hkv={3} Nq={4} Nk={5} D={6} "
                 "Dv={7} causal={8}",
-                getNpyDTypeName(dtype), B, Hq, Hkv, Nq, Nk, D, Dv,
+                getFloatTypeName(dtype), B, Hq, Hkv, Nq, Nk, D, Dv,
                 causalName.getValue())
             .str();
     if (lens)
@@ -1094,10 +1163,11 @@ static Error runSoftmax(MLIRContext &ctx) {
   if (!device)
     return device.takeError();
 
-  Expected<Input> x =
-      loadInput(inputPath, {NpyDType::Float32, NpyDType::Float16});
+  Expected<Input> x = loadInput(inputPath, kFloatFileTypes);
   if (!x)
     return x.takeError();
+  if (Error err = checkFloatType(*x))
+    return err;
   int64_t rank = x->array.getRank();
   if (rank == 0)
     return makeError(x->path + ": expected rank >= 1, got a 0-d array");
@@ -1139,7 +1209,7 @@ static Error runSoftmax(MLIRContext &ctx) {
     return err;
 
   reportSuccess(formatv("softmax {0} {1} dim={2} on {3} -> {4}",
-                        getNpyDTypeName(x->array.getDType()),
+                        getFloatTypeName(x->array.getDType()),
                         formatNpyShape(x->shape()), dim, "cpu",
                         outputPath.getValue())
                     .str(),

@@ -52,12 +52,16 @@ enum class NpyDType : uint8_t {
   Float16, ///< '<f2', IEEE binary16 stored as raw 16-bit patterns
   Bool,    ///< '|b1', one byte per element, 0 or 1
   Int32,   ///< '<i4'
+  UInt16,  ///< '<u2'; tools read bfloat16 bit patterns from it on request
+  Void16,  ///< '<V2' (or '|V2'): what NumPy writes for ml_dtypes' bfloat16
 };
 
-/// Returns NumPy's name of `dtype`: "float32", "float16", "bool", "int32".
+/// Returns NumPy's name of `dtype`: "float32", "float16", "bool", "int32",
+/// "uint16", "void16".
 llvm::StringRef getNpyDTypeName(NpyDType dtype);
 
-/// Returns the .npy descriptor of `dtype`: "<f4", "<f2", "|b1", "<i4".
+/// Returns the .npy descriptor of `dtype`: "<f4", "<f2", "|b1", "<i4", "<u2",
+/// "<V2".
 llvm::StringRef getNpyDTypeDescr(NpyDType dtype);
 
 /// Returns the size of one element of `dtype` in bytes.
