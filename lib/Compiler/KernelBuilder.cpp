@@ -340,7 +340,8 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
                        faOps.size()));
   if (func.getNumResults() != 0)
     return err("must return nothing: kernels write their outputs into "
-               "memref arguments");
+               "memref arguments (the kernel form: see "
+               "examples/kernel-form.mlir)");
   StringRef name = func.getSymName();
   if (name.empty() || llvm::isDigit(name.front()) ||
       !llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
@@ -350,7 +351,8 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
     auto memref = dyn_cast<MemRefType>(type);
     if (!memref)
       return err(formatv("argument #{0} has type {1}; kernel arguments must "
-                         "be memrefs",
+                         "be memrefs (the kernel form: see "
+                         "examples/kernel-form.mlir)",
                          i, type));
     if (!memref.getLayout().isIdentity())
       return err(formatv("argument #{0} has type {1}; kernel arguments must "

@@ -776,10 +776,7 @@ void FACpuAttentionPass::runOnOperation() {
     FailureOr<KernelOperands> args = matchKernelForm(op);
     if (failed(args)) {
       if (requireKernelForm) {
-        op.emitError() << "fa-cpu-attention: operands must come from memrefs "
-                          "through bufferization.to_tensor and results go "
-                          "to memrefs through "
-                          "bufferization.materialize_in_destination";
+        (void)emitNotInKernelFormError(op, getArgument());
         return signalPassFailure();
       }
       // Left for fa-tile-attention.

@@ -42,6 +42,16 @@ static Value traceToDestination(Value result) {
   return Value();
 }
 
+LogicalResult fa::emitNotInKernelFormError(Operation *op, StringRef pass) {
+  return op->emitError()
+         << pass
+         << ": operands must come from memref arguments through "
+            "bufferization.to_tensor and results go to memrefs through "
+            "bufferization.materialize_in_destination (the kernel form: "
+            "examples/kernel-form.mlir shows it, `fa-compile --emit-mlir` "
+            "writes it for a kernel spec)";
+}
+
 LogicalResult fa::verifyKernelResultUses(AttentionOp op, StringRef pass) {
   for (Value r : op->getResults()) {
     for (Operation *u : r.getUsers()) {

@@ -15,7 +15,7 @@
 
 // Tensor arguments are not the kernel form.
 func.func @tensors(%q: tensor<1x1x8x16xf32>, %k: tensor<1x1x8x16xf32>, %v: tensor<1x1x8x16xf32>, %o: tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32> {
-  // expected-error @+1 {{fa-cpu-attention: operands must come from memrefs through bufferization.to_tensor and results go to memrefs through bufferization.materialize_in_destination}}
+  // expected-error @+1 {{fa-cpu-attention: operands must come from memref arguments through bufferization.to_tensor and results go to memrefs through bufferization.materialize_in_destination (the kernel form: examples/kernel-form.mlir shows it}}
   %r = fa.attention ins(%q, %k, %v : tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>)
            outs(%o : tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32>
   return %r : tensor<1x1x8x16xf32>

@@ -37,6 +37,11 @@ FailureOr<KernelOperands> matchKernelForm(AttentionOp op);
 /// fails otherwise.
 LogicalResult verifyKernelResultUses(AttentionOp op, StringRef pass);
 
+/// Emits the error of `pass`, which needs the kernel form, on `op`, which is
+/// not in it; the message says what the form is and where an example is
+/// (examples/kernel-form.mlir, `fa-compile --emit-mlir`). Returns failure.
+LogicalResult emitNotInKernelFormError(Operation *op, StringRef pass);
+
 } // namespace fa
 } // namespace mlir
 

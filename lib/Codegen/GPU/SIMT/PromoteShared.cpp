@@ -702,10 +702,7 @@ void FAPromoteSharedPass::runOnOperation() {
   AttentionOp op = ops.front();
   FailureOr<KernelOperands> args = matchKernelForm(op);
   if (failed(args)) {
-    op.emitError() << "fa-promote-shared: operands must come from memref "
-                      "arguments through bufferization.to_tensor and results "
-                      "go to memrefs through "
-                      "bufferization.materialize_in_destination";
+    (void)emitNotInKernelFormError(op, getArgument());
     return signalPassFailure();
   }
   if (failed(verifyKernelResultUses(op, getArgument())))
