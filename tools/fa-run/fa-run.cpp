@@ -281,10 +281,12 @@ struct Input {
   }
 };
 
-/// The file dtypes of float inputs: float32, float16 and, as bfloat16 bit
-/// patterns (with --dtype bf16), uint16 and void16.
-static constexpr NpyDType kFloatFileTypes[] = {
-    NpyDType::Float32, NpyDType::Float16, NpyDType::UInt16, NpyDType::Void16};
+/// The file dtypes of float inputs: float32 and float16, and, as bfloat16
+/// bit patterns (with --dtype bf16), uint16 and void16.
+static constexpr NpyDType kFloatTypes[] = {NpyDType::Float32,
+                                           NpyDType::Float16};
+static constexpr NpyDType kBF16BitTypes[] = {NpyDType::UInt16,
+                                             NpyDType::Void16};
 
 /// Whether files of `dtype` hold bfloat16 bit patterns (see --dtype).
 static bool holdsBF16(NpyDType dtype) {
@@ -328,6 +330,27 @@ static Error checkFloatType(const Input &in) {
     return makeError(in.path + ": --dtype " + dataType + " takes " +
                      getNpyDTypeName(want) + " files, got " + got);
   return Error::success();
+}
+
+/// Reads the float input `path` as --dtype says. A file of the other kind
+/// (bit patterns without --dtype bf16, or floats with it) gets the error of
+/// checkFloatType, which says what to pass.
+static Expected<Input> loadFloatInput(StringRef path) {
+  bool bits = dataType == "bf16";
+  Expected<Input> in = loadInput(path, bits ? kBF16BitTypes : kFloatTypes);
+  if (!in) {
+    Expected<Input> other =
+        loadInput(path, bits ? kFloatTypes : kBF16BitTypes);
+    if (!other) {
+      consumeError(other.takeError());
+      return in.takeError();
+    }
+    consumeError(in.takeError());
+    in = std::move(other);
+  }
+  if (Error err = checkFloatType(*in))
+    return std::move(err);
+  return in;
 }
 
 /// Checks that `path` can be created: its directory exists and is writable,
@@ -936,18 +959,15 @@ static Error runAttention(MLIRContext &ctx) {
     return device.takeError();
 
   // Load and validate the inputs.
-  Expected<Input> q = loadInput(queryPath, kFloatFileTypes);
+  Expected<Input> q = loadFloatInput(queryPath);
   if (!q)
     return q.takeError();
-  Expected<Input> k = loadInput(keyPath, kFloatFileTypes);
+  Expected<Input> k = loadFloatInput(keyPath);
   if (!k)
     return k.takeError();
-  Expected<Input> v = loadInput(valuePath, kFloatFileTypes);
+  Expected<Input> v = loadFloatInput(valuePath);
   if (!v)
     return v.takeError();
-  for (const Input *in : {&*q, &*k, &*v})
-    if (Error err = checkFloatType(*in))
-      return err;
   std::optional<Input> lens, mask;
   if (!kvLensPath.empty()) {
     Expected<Input> in = loadInput(kvLensPath, {NpyDType::Int32});
@@ -1163,11 +1183,9 @@ static Error runSoftmax(MLIRContext &ctx) {
   if (!device)
     return device.takeError();
 
-  Expected<Input> x = loadInput(inputPath, kFloatFileTypes);
+  Expected<Input> x = loadFloatInput(inputPath);
   if (!x)
     return x.takeError();
-  if (Error err = checkFloatType(*x))
-    return err;
   int64_t rank = x->array.getRank();
   if (rank == 0)
     return makeError(x->path + ": expected rank >= 1, got a 0-d array");
