@@ -227,6 +227,11 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   launch.dynamicSharedBytes = dynamicShared;
   md.launch = launch;
 
+  // The signature, which the runtime compares with the metadata at load
+  // (from the PTX text, or from the cubin through the driver).
+  ptxText = rt::addPtxSignature(ptxText, rt::getSignatureSymbol(md),
+                                rt::getKernelSignature(md));
+
   md.files.ptx = md.name + ".ptx";
   if (Error err = stage.writeFile(md.files.ptx, [&](llvm::raw_ostream &os) {
         os << ptxText;

@@ -150,6 +150,17 @@ static fa_status loadKernel(const char *metadataPath, fa_device device,
     return fail(prefixed(backend.getFailure(),
                          "kernel '" + metadata->name + "': "));
 
+  // The binary matched the fields; the hash written with them must too
+  // (an edited `signature` field, or fields changed that the binary's
+  // text does not cover).
+  std::string hash = getKernelSignatureHash(*metadata);
+  if (metadata->signature != hash)
+    return fail(FA_ERROR_INVALID_ARTIFACT,
+                cat(path, ": field 'signature': '", metadata->signature,
+                    "', but the fields give ", hash,
+                    " (the metadata was edited after fa-compile wrote it; "
+                    "recompile the kernel)"));
+
   auto *kernel = new fa_kernel;
   kernel->metadata = std::move(*metadata);
   kernel->path = path;
