@@ -605,6 +605,67 @@ TEST_F(FakeDriverTest, LaunchPassesGridAndDescriptors) {
 }
 
 /// The grid follows the metadata's axis order.
+/// A kernel that copies Q, K and V with 16-byte cp.async (alignment 16 in
+/// its metadata): a pointer that is element- but not 16-byte aligned, or a
+/// row stride that breaks the alignment, is an error before the launch
+/// (on a GPU it would fault and poison the context).
+TEST_F(FakeDriverTest, LaunchChecksPointerAlignment) {
+  for (ParamInfo &param : md.params)
+    if (param.role == ParamRole::Query || param.role == ParamRole::Key ||
+        param.role == ParamRole::Value)
+      param.alignment = 16;
+  fa_kernel *kernel = nullptr;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  const int64_t B = 1, Nq = 16, Nk = 16;
+  fa_tensor q = deviceTensor(0x100000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor k = deviceTensor(0x200000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor v = deviceTensor(0x300000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor o = deviceTensor(0x400002, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor lse = deviceTensor(0x500004, FA_DTYPE_F32, {B, 8, Nq});
+  // o and lse are written element by element: 2- and 4-byte aligned do.
+  ASSERT_EQ(fa_attention_launch(kernel, &q, &k, &v, nullptr, nullptr, &o, &lse,
+                                nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  EXPECT_EQ(fake->launches, 1);
+  for (fa_tensor *t : {&q, &k, &v}) {
+    fa_tensor saved = *t;
+    t->data = static_cast<char *>(t->data) + 2; // a view at element 1
+    EXPECT_EQ(fa_attention_launch(kernel, &q, &k, &v, nullptr, nullptr, &o,
+                                  &lse, nullptr),
+              FA_ERROR_INVALID_ARGUMENT);
+    EXPECT_THAT(fa_last_error(),
+                HasSubstr("is not 16-byte aligned, but kernel 'attn' reads"));
+    EXPECT_THAT(fa_last_error(), HasSubstr("with 16-byte accesses"));
+    *t = saved;
+  }
+  EXPECT_THAT(fa_last_error(), HasSubstr("v: data 0x300002 is not 16-byte"));
+  fa_kernel_destroy(kernel);
+
+  // Rows of 64 f16 elements are 128 bytes: fine for 16, not for 256.
+  md.params[0].alignment = 256;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  EXPECT_EQ(fa_attention_launch(kernel, &q, &k, &v, nullptr, nullptr, &o, &lse,
+                                nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  // (dim 0 has size 1; dim 1's 2048 bytes are a multiple of 256.)
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("q [1, 8, 16, 64]: dim 2 has a stride of 128 bytes, "
+                        "not a multiple of the 256-byte accesses kernel "
+                        "'attn' reads q with"));
+  EXPECT_EQ(fake->launches, 1);
+  fa_kernel_destroy(kernel);
+
+  // Bad alignments in the metadata.
+  md.params[0].alignment = 24;
+  EXPECT_EQ(load(&kernel), FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("params[0] ('q'): alignment 24 must be a power of two "
+                        "from the element size (2) to 4096"));
+  md.params[0].alignment = 1;
+  EXPECT_EQ(load(&kernel), FA_ERROR_INVALID_ARTIFACT);
+}
+
 TEST_F(FakeDriverTest, LaunchGridOrder) {
   md.launch->grid = {GridAxis::Batch, GridAxis::Heads, GridAxis::QueryTiles};
   md.blockQ = 32;
