@@ -526,10 +526,10 @@ def load_artifacts(directory, kind, only):
         with open(path) as f:
             md = json.load(f)
         fmt = md.get("format")
-        if isinstance(fmt, str) and fmt.startswith("fa-kernel/") and fmt != "fa-kernel/2":
+        if isinstance(fmt, str) and fmt.startswith("fa-kernel/") and fmt != "fa-kernel/3":
             sys.exit(f"{path}: format '{fmt}', but this script and FARuntime read "
-                     "fa-kernel/2: re-run bench/gpu/prepare.sh")
-        if fmt != "fa-kernel/2" or not md["name"].startswith(kind + "_"):
+                     "fa-kernel/3: re-run bench/gpu/prepare.sh")
+        if fmt != "fa-kernel/3" or not md["name"].startswith(kind + "_"):
             continue
         if only and not re.search(only, md["name"]):
             continue
@@ -552,7 +552,7 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lib", required=True, help="libFARuntime.so")
     parser.add_argument("--artifacts", required=True,
-                        help="directory of fa-kernel/2 artifacts")
+                        help="directory of fa-kernel/3 artifacts")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--memory", choices=("auto", "torch", "runtime"),
                         default="auto",

@@ -22,7 +22,7 @@
 #   check_wg_* and bench_wg_* (sm_90a only): the same bf16/f16 kernels
 #     compiled with --kernel wgmma (Hopper wgmma.mma_async from 128-byte-swizzled
 #     shared memory, FlashAttention-3 style).
-# Each artifact is <name>.json (fa-kernel/2), <name>.ptx, <name>.cubin
+# Each artifact is <name>.json (fa-kernel/3), <name>.ptx, <name>.cubin
 # (where ptxas exists) and <name>.h; manifest.json records the commit.
 #
 # Environment: FA_COMPILE (default build/bin/fa-compile), FA_CHIPS (default

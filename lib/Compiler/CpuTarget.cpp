@@ -149,6 +149,19 @@ static void addBF16TruncationHelper(llvm::Module &module) {
   llvm::appendToCompilerUsed(module, {f});
 }
 
+/// Defines `const char fa_signature_<symbol>[]` = getKernelSignature(md)
+/// in `module`, with external linkage and default visibility.
+static void addSignatureGlobal(llvm::Module &module,
+                               const rt::KernelMetadata &md) {
+  llvm::Constant *text = llvm::ConstantDataArray::getString(
+      module.getContext(), rt::getKernelSignature(md), /*AddNull=*/true);
+  auto *global = new llvm::GlobalVariable(
+      module, text->getType(), /*isConstant=*/true,
+      llvm::GlobalValue::ExternalLinkage, text, rt::getSignatureSymbol(md));
+  global->setAlignment(llvm::Align(1));
+  llvm::appendToCompilerUsed(module, {global});
+}
+
 /// Links `object` into the shared library `library` with `cc`. Returns the
 /// compiler's output on failure.
 static Error linkSharedLibrary(StringRef cc, StringRef object,
@@ -286,6 +299,12 @@ Error mlir::fa::compile::emitCpuArtifacts(KernelJob &job,
                      "' failed: " + llvm::toString(std::move(err)));
 
   addBF16TruncationHelper(*llvmModule);
+
+  // The signature, which the runtime compares with the metadata at load:
+  // `const char fa_signature_<symbol>[]`, exported from the library.
+  md.target.kind = rt::TargetKind::Cpu;
+  md.launch.reset();
+  addSignatureGlobal(*llvmModule, md);
 
   std::string objectName = md.name + ".o";
   std::string objectPath = stage.getPath(objectName);

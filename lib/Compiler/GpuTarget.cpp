@@ -45,6 +45,9 @@ static Error makeError(const llvm::Twine &message) {
   return llvm::createStringError(message.str());
 }
 
+/// The bytes of one cp.async of the tensor-core kernels.
+static constexpr int64_t kCopyAlignment = 16;
+
 /// Finds ptxas in PATH or the CUDA toolkit's default place.
 static std::optional<std::string> findPtxas() {
   if (auto path = llvm::sys::findProgramByName("ptxas"))
@@ -215,6 +218,18 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   md.kernel =
       stringifyKernelFamily(job.kernelFamily.value_or(KernelFamily::Simt))
           .str();
+  // The tensor-core kernels copy Q, K and V rows into shared memory with
+  // 16-byte cp.async (8 f16/bf16 elements): their pointers and row strides
+  // must be 16-byte aligned, which the runtime checks before a launch. The
+  // SIMT kernel reads elements one at a time.
+  KernelFamily family = job.kernelFamily.value_or(KernelFamily::Simt);
+  for (rt::ParamInfo &param : md.params)
+    param.alignment = family != KernelFamily::Simt &&
+                              (param.role == rt::ParamRole::Query ||
+                               param.role == rt::ParamRole::Key ||
+                               param.role == rt::ParamRole::Value)
+                          ? kCopyAlignment
+                          : 0;
   md.target.chip = options.target;
   md.target.ptxIsa = llvm::formatv("{0}.{1}", *ptx / 10, *ptx % 10).str();
   md.blockQ = getInt("block_q");
@@ -226,6 +241,11 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   launch.staticSharedBytes = staticShared;
   launch.dynamicSharedBytes = dynamicShared;
   md.launch = launch;
+
+  // The signature, which the runtime compares with the metadata at load
+  // (from the PTX text, or from the cubin through the driver).
+  ptxText = rt::addPtxSignature(ptxText, rt::getSignatureSymbol(md),
+                                rt::getKernelSignature(md));
 
   md.files.ptx = md.name + ".ptx";
   if (Error err = stage.writeFile(md.files.ptx, [&](llvm::raw_ostream &os) {

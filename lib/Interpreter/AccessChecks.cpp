@@ -273,3 +273,27 @@ InterpreterImpl::asyncRead(Frame &f, const Instr &I, Buffer &buf, int64_t byte,
   }
   return success();
 }
+
+std::string interp::formatAddress(uint64_t address) {
+  return formatv("{0:x}", address).str();
+}
+
+LogicalResult InterpreterImpl::checkAbsoluteAlignment(
+    Frame &f, const Instr &I, const Buffer &buf, ArrayRef<int64_t> idx,
+    int64_t byte, int64_t bytes, int32_t t, StringRef verb, StringRef what) {
+  uint64_t address = getAbsoluteAddress(buf, byte);
+  if (bytes <= 0 || address % static_cast<uint64_t>(bytes) == 0)
+    return success();
+  InFlightDiagnostic d =
+      I.op->emitOpError()
+      << verb << " " << buf.name << formatIndex(idx) << " at address "
+      << formatAddress(address) << " (byte offset " << byte << "), not aligned"
+      << " to the " << bytes << "-byte " << what << ", in "
+      << describeThread(f, t);
+  if (!buf.shared)
+    d << ": the buffer's data starts at "
+      << formatAddress(getAbsoluteAddress(buf, 0))
+      << ", which is not " << bytes
+      << "-byte aligned (a view at an offset); the hardware would fault";
+  return failure();
+}

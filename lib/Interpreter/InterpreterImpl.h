@@ -648,6 +648,17 @@ struct Buffer {
   }
 };
 
+/// The address the hardware would see for `byte` of `buf`: the shared
+/// window's address for workgroup buffers, the host address of the data for
+/// global ones (the caller's allocation; a view at an offset may not be
+/// aligned like an allocation is).
+inline uint64_t getAbsoluteAddress(const Buffer &buf, int64_t byte) {
+  if (buf.shared)
+    return static_cast<uint64_t>(buf.sharedBase + byte);
+  return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(buf.data)) +
+         static_cast<uint64_t>(byte);
+}
+
 /// A memref value: its buffer and descriptor (offset and strides in
 /// elements of `ek`).
 struct MemRefVal {
@@ -723,6 +734,9 @@ findIncompleteGroup(Frame &f, ArrayRef<int32_t> act, int32_t size);
 
 /// Formats a multi-index as "[i, j, ...]".
 std::string formatIndex(ArrayRef<int64_t> idx);
+
+/// Formats an address as "0x..." (hex).
+std::string formatAddress(uint64_t address);
 
 /// Describes an element access for diagnostics: the buffer and the index in
 /// the view, then the element (or, in a view of another element type, the
@@ -871,6 +885,15 @@ public:
   reportPendingCopyAccess(Frame &f, const Instr &I, const Shadow &s, int32_t t,
                           bool isWrite,
                           llvm::function_ref<std::string()> where);
+  /// Checks that the access of `bytes` at `byte` of `buf` (index `idx`) is
+  /// aligned to `bytes` at its absolute address (getAbsoluteAddress): a
+  /// global buffer whose data starts at an address aligned only to its
+  /// elements (a view at an offset) cannot be read with wider accesses.
+  /// `verb` ("reads") and `what` ("copy") word the error.
+  LogicalResult checkAbsoluteAlignment(Frame &f, const Instr &I,
+                                       const Buffer &buf, ArrayRef<int64_t> idx,
+                                       int64_t byte, int64_t bytes, int32_t t,
+                                       StringRef verb, StringRef what);
   LogicalResult reportWgmmaReadWrite(Frame &f, const Instr &I, const Shadow &s,
                                      int32_t t,
                                      llvm::function_ref<std::string()> where);

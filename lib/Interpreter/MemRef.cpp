@@ -265,6 +265,10 @@ LogicalResult InterpreterImpl::execMemory(Frame &f, const Instr &I,
                << "accesses " << buf.name << " at index " << formatIndex(idx)
                << ", byte offset " << byte << ", which is not a multiple of "
                << "its alignment " << I.align << " in " << describeThread(f, t);
+      if (e == 0 && I.align &&
+          failed(checkAbsoluteAlignment(f, I, buf, idx, byte, I.align, t,
+                                        "accesses", "access")))
+        return failure();
       char *p = buf.data + byte;
       if (track) {
         auto where = [&]() { return describeElement(buf, ek, idx, lin, byte); };

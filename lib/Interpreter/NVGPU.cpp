@@ -154,10 +154,11 @@ LogicalResult InterpreterImpl::execLdMatrix(Frame &f, const Instr &I,
                  << " of matrix " << i << ", whose address is given by "
                  << describeThread(f, t);
         int64_t byte = lin * 2;
-        if (byte % 16 != 0)
+        if (byte % 16 != 0 || getAbsoluteAddress(buf, byte) % 16 != 0)
           return I.op->emitOpError()
                  << "row " << r << " of matrix " << i << " at " << buf.name
                  << formatIndex(idx) << " (byte offset " << byte
+                 << ", address " << formatAddress(getAbsoluteAddress(buf, byte))
                  << "), given by " << describeThread(f, t)
                  << ", is not 16-byte aligned";
         auto where = [&]() {
@@ -293,6 +294,9 @@ LogicalResult InterpreterImpl::execAsync(Frame &f, const Instr &I,
                << "reads " << src.buf->name << formatIndex(si)
                << " at byte offset " << slin * esz << ", not aligned to the "
                << bytes << "-byte copy, in " << describeThread(f, t);
+      if (failed(checkAbsoluteAlignment(f, I, *src.buf, si, slin * esz, bytes,
+                                        t, "reads", "copy")))
+        return failure();
     }
     const int64_t sstep = src.strides[rs - 1];
     for (int64_t e = 0; e < n; ++e) {
@@ -334,6 +338,9 @@ LogicalResult InterpreterImpl::execAsync(Frame &f, const Instr &I,
              << "writes " << dst.buf->name << formatIndex(di)
              << " at byte offset " << dbyte << ", not aligned to the " << bytes
              << "-byte copy, in " << describeThread(f, t);
+    if (failed(checkAbsoluteAlignment(f, I, *dst.buf, di, dbyte, bytes, t,
+                                      "writes", "copy")))
+      return failure();
     if (dst.strides[rd - 1] != 1)
       return I.op->emitOpError()
              << "writes a destination whose innermost stride is "

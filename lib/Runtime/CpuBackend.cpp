@@ -106,6 +106,25 @@ Result<std::unique_ptr<Backend>> CpuBackend::load(const KernelMetadata &md,
                        cat("cannot load the library '", path, "': ",
                            reason ? reason : "unknown error"));
   }
+  // The library must have been compiled for this metadata's parameters
+  // and attributes: fa-compile embeds the signature text.
+  std::string signatureSymbol = getSignatureSymbol(md);
+  const char *compiled = static_cast<const char *>(
+      dlsym(backend->handle, signatureSymbol.c_str()));
+  if (!compiled)
+    return makeFailure(FA_ERROR_INVALID_ARTIFACT,
+                       cat("the library '", path, "' has no signature '",
+                           signatureSymbol,
+                           "': it was not compiled by this fa-compile for "
+                           "this metadata (recompile the kernel)"));
+  if (std::optional<std::string> diff =
+          compareKernelSignature(compiled, md))
+    return makeFailure(FA_ERROR_INVALID_ARTIFACT,
+                       cat("the metadata does not describe the library '",
+                           path, "': ", *diff,
+                           " (edited metadata or another kernel's files; "
+                           "recompile the kernel)"));
+
   std::string symbol = "_mlir_ciface_" + md.symbol;
   backend->entry = dlsym(backend->handle, symbol.c_str());
   if (!backend->entry)

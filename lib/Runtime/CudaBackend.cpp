@@ -82,6 +82,7 @@ Result<std::unique_ptr<Driver>> Driver::open() {
       FA_ENTRY(cuModuleLoadDataEx),
       FA_ENTRY(cuModuleUnload),
       FA_ENTRY(cuModuleGetFunction),
+      FA_ENTRY(cuModuleGetGlobal_v2),
       FA_ENTRY(cuFuncSetAttribute),
       FA_ENTRY(cuLaunchKernel),
       FA_ENTRY(cuGetErrorName),
@@ -541,6 +542,21 @@ Result<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
     if (!version)
       return version.getFailure();
     ptxVersion = *version;
+    std::string signatureSymbol = getSignatureSymbol(md);
+    std::optional<std::string> compiled =
+        findPtxSignature(ptx, signatureSymbol);
+    if (!compiled)
+      return makeFailure(FA_ERROR_INVALID_ARTIFACT,
+                         "PTX '" + ptxPath + "' declares no signature '" +
+                             signatureSymbol +
+                             "': it was not compiled by this fa-compile for "
+                             "this metadata (recompile the kernel)");
+    if (std::optional<std::string> diff = compareKernelSignature(*compiled, md))
+      return makeFailure(FA_ERROR_INVALID_ARTIFACT,
+                         "the metadata does not describe the PTX '" + ptxPath +
+                             "': " + *diff +
+                             " (edited metadata or another kernel's files; "
+                             "recompile the kernel)");
   }
   if (!md.files.cubin.empty()) {
     cubinPath = joinPath(dir, md.files.cubin);
@@ -640,6 +656,37 @@ Result<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
       if (!ptxUsable)
         return makeFailure(FA_ERROR_CUDA, cubinFailure);
     }
+  }
+  // The cubin carries the signature as a global, which the driver reads
+  // back (PTX was checked as text above).
+  if (backend->module) {
+    std::string signatureSymbol = getSignatureSymbol(md);
+    CUdeviceptr global = 0;
+    size_t bytes = 0;
+    CUresult r = api.cuModuleGetGlobal_v2(&global, &bytes, backend->module,
+                                          signatureSymbol.c_str());
+    if (r == CUDA_ERROR_NOT_FOUND)
+      return makeFailure(FA_ERROR_INVALID_ARTIFACT,
+                         "cubin '" + cubinPath + "' has no signature '" +
+                             signatureSymbol +
+                             "': it was not compiled by this fa-compile for "
+                             "this metadata (recompile the kernel)");
+    if (r)
+      return drv.error(r, "cuModuleGetGlobal_v2('" + signatureSymbol + "')");
+    if (bytes == 0 || bytes > (1u << 20))
+      return makeFailure(FA_ERROR_INVALID_ARTIFACT,
+                         cat("cubin '", cubinPath, "': its signature '",
+                             signatureSymbol, "' has ", bytes, " bytes"));
+    std::string compiled(bytes, '\0');
+    if (CUresult r2 = api.cuMemcpyDtoH_v2(compiled.data(), global, bytes))
+      return drv.error(r2, "cuMemcpyDtoH_v2 (the cubin's signature)");
+    compiled.resize(strnlen(compiled.data(), bytes));
+    if (std::optional<std::string> diff = compareKernelSignature(compiled, md))
+      return makeFailure(FA_ERROR_INVALID_ARTIFACT,
+                         "the metadata does not describe the cubin '" +
+                             cubinPath + "': " + *diff +
+                             " (edited metadata or another kernel's files; "
+                             "recompile the kernel)");
   }
   if (!backend->module) {
     std::string log;

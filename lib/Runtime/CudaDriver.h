@@ -101,6 +101,8 @@ struct DriverApi {
   CUresult (*cuModuleUnload)(CUmodule module);
   CUresult (*cuModuleGetFunction)(CUfunction *function, CUmodule module,
                                   const char *name);
+  CUresult (*cuModuleGetGlobal_v2)(CUdeviceptr *ptr, size_t *bytes,
+                                   CUmodule module, const char *name);
   CUresult (*cuFuncSetAttribute)(CUfunction function,
                                  CUfunction_attribute attribute, int value);
   CUresult (*cuLaunchKernel)(CUfunction f, unsigned gridX, unsigned gridY,

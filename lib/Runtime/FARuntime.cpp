@@ -150,6 +150,17 @@ static fa_status loadKernel(const char *metadataPath, fa_device device,
     return fail(prefixed(backend.getFailure(),
                          "kernel '" + metadata->name + "': "));
 
+  // The binary matched the fields; the hash written with them must too
+  // (an edited `signature` field, or fields changed that the binary's
+  // text does not cover).
+  std::string hash = getKernelSignatureHash(*metadata);
+  if (metadata->signature != hash)
+    return fail(FA_ERROR_INVALID_ARTIFACT,
+                cat(path, ": field 'signature': '", metadata->signature,
+                    "', but the fields give ", hash,
+                    " (the metadata was edited after fa-compile wrote it; "
+                    "recompile the kernel)"));
+
   auto *kernel = new fa_kernel;
   kernel->metadata = std::move(*metadata);
   kernel->path = path;
@@ -421,6 +432,26 @@ MaybeFailure ArgumentBinder::checkLayout(const ParamInfo &param,
       return error(cat(param.name, ": data ", formatPointer(t.data),
                        " is not aligned to its ", elementSize,
                        "-byte elements"));
+    // Wider accesses (the tensor-core kernels' 16-byte cp.async of Q, K
+    // and V) need the pointer and every row of the tensor aligned: a view
+    // at an offset would fault on the device and poison the context.
+    int64_t alignment = std::max(param.alignment, elementSize);
+    if (alignment > elementSize) {
+      if (reinterpret_cast<uintptr_t>(t.data) % alignment != 0)
+        return error(cat(param.name, ": data ", formatPointer(t.data),
+                         " is not ", alignment, "-byte aligned, but kernel '",
+                         md.name, "' reads ", param.name, " with ", alignment,
+                         "-byte accesses (its metadata's alignment); pass "
+                         "memory with that alignment (cudaMalloc's is 256 "
+                         "bytes; a view at an offset may lack it)"));
+      for (int64_t i = 0; i + 1 < rank; ++i)
+        if (t.sizes[i] != 1 && (bound.strides[i] * elementSize) % alignment)
+          return error(cat(param.name, " ", formatSizes(t), ": dim ", i,
+                           " has a stride of ", bound.strides[i] * elementSize,
+                           " bytes, not a multiple of the ", alignment,
+                           "-byte accesses kernel '", md.name, "' reads ",
+                           param.name, " with"));
+    }
   }
   return std::nullopt;
 }

@@ -1,4 +1,4 @@
-//===- KernelMetadata.cpp - fa-kernel/2 artifact metadata -----------------===//
+//===- KernelMetadata.cpp - fa-kernel/3 artifact metadata -----------------===//
 //
 // Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
@@ -485,6 +485,15 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
       return where + ": dtype '" + getDTypeName(param.dtype) +
              "', expected " + wanted;
 
+    // Alignment: a power of two, at least the element size.
+    if (param.alignment != 0) {
+      int64_t a = param.alignment;
+      if (a < getDTypeSize(param.dtype) || a > 4096 || (a & (a - 1)) != 0)
+        return cat(where, ": alignment ", a,
+                   " must be a power of two from the element size (",
+                   getDTypeSize(param.dtype), ") to 4096");
+    }
+
     // Rank and shape.
     int64_t rank = md.op == OpKind::Attention ? getAttentionRank(param.role)
                                               : md.rank;
@@ -814,7 +823,7 @@ static MaybeError readParam(const Json &value, size_t index, ParamInfo &param) {
       return err;
     param.shape.push_back(ShapeDim::fixed(size));
   }
-  return std::nullopt;
+  return reader.getInt("alignment", param.alignment, /*required=*/false);
 }
 
 /// Reads the fields of the top-level object into `md`.
@@ -863,6 +872,8 @@ static MaybeError readMetadata(const Json &root, KernelMetadata &md) {
       return err;
 
   if (MaybeError err = reader.getString("symbol", md.symbol))
+    return err;
+  if (MaybeError err = reader.getString("signature", md.signature))
     return err;
   if (MaybeError err = reader.getEnum("dtype", md.dtype, kDTypeChoices))
     return err;
@@ -1036,6 +1047,7 @@ std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
     if (!value->empty())
       files[key] = *value;
   j["symbol"] = md.symbol;
+  j["signature"] = getKernelSignatureHash(md);
   j["dtype"] = getDTypeName(md.dtype);
   if (md.op == OpKind::Attention) {
     j["head_dim"] = md.headDim;
@@ -1076,6 +1088,8 @@ std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
       else
         shape.push_back(dim.size);
     }
+    if (param.alignment > 0)
+      p["alignment"] = param.alignment;
     params.push_back(std::move(p));
   }
   // Strings that are not UTF-8 are written with U+FFFD rather than

@@ -551,7 +551,7 @@ int main(int argc, char **argv) {
       "  fa-compile --op softmax --rank 2 --dim -1 --dtype f32 --target cpu "
       "-o DIR\n"
       "  fa-compile kernels.mlir --target cpu -o DIR\n\n"
-      "Writes <name>.json (fa-kernel/2 metadata), <name>.h and, for the "
+      "Writes <name>.json (fa-kernel/3 metadata), <name>.h and, for the "
       "CPU, <name>.o and <name>.so. See docs/artifacts.md.\n");
 
   llvm::InitializeNativeTarget();

@@ -7,7 +7,7 @@
 //
 // fa-run's CUDA device: probing the driver, picking the chip, compiling the
 // kernel in process with fa-compile's GPU path (fa-lower-to-nvvm, PTX and
-// fa-kernel/2 metadata written to a directory) and running it through
+// fa-kernel/3 metadata written to a directory) and running it through
 // FARuntime (device buffers from fa_cuda_malloc, copies, launch, copies
 // back).
 //

@@ -24,7 +24,7 @@
 //
 // With --device cuda (or auto, when a CUDA device is present) the attention
 // kernel goes through fa-compile's GPU path instead (fa-lower-to-nvvm, PTX
-// and fa-kernel/2 metadata in a directory) and runs through FARuntime on
+// and fa-kernel/3 metadata in a directory) and runs through FARuntime on
 // device buffers (CudaRun.cpp). With --device emulate it is mapped to the
 // final GPU IR (fa-promote-shared + fa-map-to-gpu, as fa-emulate does) and
 // run on the CPU under the SIMT interpreter of fa/Interpreter, with its race,

@@ -6,7 +6,7 @@
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 /*
- * Loads the ahead-of-time artifacts `fa-compile` writes (a `fa-kernel/2`
+ * Loads the ahead-of-time artifacts `fa-compile` writes (a `fa-kernel/3`
  * JSON metadata file plus PTX/cubin or a CPU shared library, see
  * docs/artifacts.md) and launches them:
  *

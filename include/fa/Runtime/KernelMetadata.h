@@ -1,11 +1,11 @@
-//===- KernelMetadata.h - fa-kernel/2 artifact metadata ---------*- C++ -*-===//
+//===- KernelMetadata.h - fa-kernel/3 artifact metadata ---------*- C++ -*-===//
 //
 // Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 //===----------------------------------------------------------------------===//
 //
-// The in-memory form of the `fa-kernel/2` JSON metadata that describes an
+// The in-memory form of the `fa-kernel/3` JSON metadata that describes an
 // ahead-of-time kernel artifact (docs/artifacts.md), with its reader (used
 // by FARuntime) and writer (used by fa-compile and fa-run), so both sides
 // share one definition of the schema.
@@ -32,7 +32,7 @@ namespace fa {
 namespace runtime {
 
 /// The format string this library reads and writes.
-inline constexpr const char *kMetadataFormat = "fa-kernel/2";
+inline constexpr const char *kMetadataFormat = "fa-kernel/3";
 
 enum class OpKind { Attention, Softmax };
 enum class TargetKind { Cuda, Cpu };
@@ -82,6 +82,11 @@ struct ParamInfo {
   ParamRole role = ParamRole::Query;
   DType dtype = DType::F32;
   std::vector<ShapeDim> shape;
+  /// The byte alignment the kernel needs of the tensor's base pointer and
+  /// of every stride (in bytes) but the innermost: the GPU kernels copy Q, K
+  /// and V rows with 16-byte cp.async. 0: the element size (the schema's
+  /// `alignment` field is then omitted).
+  int64_t alignment = 0;
 
   int64_t getRank() const { return static_cast<int64_t>(shape.size()); }
 };
@@ -127,7 +132,7 @@ struct LaunchInfo {
   int64_t dynamicSharedBytes = 0;
 };
 
-/// Everything `fa-kernel/2` metadata says.
+/// Everything `fa-kernel/3` metadata says.
 struct KernelMetadata {
   std::string format = kMetadataFormat;
   std::string name;
@@ -154,6 +159,10 @@ struct KernelMetadata {
   std::optional<LaunchInfo> launch; ///< required for CUDA
   std::vector<ParamInfo> params;    ///< in call order
   std::string generator;            ///< informational, e.g. "fa-compile"
+  /// The `signature` field as read: getKernelSignatureHash of the fields
+  /// at compile time. The writer always writes the hash of the fields it
+  /// writes; this member is not consulted.
+  std::string signature;
 
   /// The symbols shapes may use, in a fixed order: attention
   /// `B Hq Hkv Nq Nk D Dv`, softmax `N0 ...`.
@@ -198,6 +207,50 @@ std::string serializeKernelMetadata(const KernelMetadata &metadata);
 
 /// Writes serializeKernelMetadata(metadata) to `os`.
 void writeKernelMetadata(const KernelMetadata &metadata, std::ostream &os);
+
+//===----------------------------------------------------------------------===//
+// Signatures: what a kernel binary was compiled for
+//===----------------------------------------------------------------------===//
+
+/// The kernel's ABI and the facts its code was compiled for, as text: one
+/// `key=value` line per field (op, symbol, dtype, head dims, heads, causal,
+/// scale, mask, kv_lens, lse, tiles, softmax rank and dimension; for CUDA
+/// the kernel family and the launch configuration), then `params=<count>`
+/// and one `params[i]=<name> <role> <dtype> [<shape>] align <n>` line per
+/// parameter in call order. Names of the artifact, its files, the target
+/// and the generator are not part of it. fa-compile embeds this text in the
+/// kernel binary (getSignatureSymbol) and writes its hash to the metadata;
+/// the runtime compares both with the metadata's fields at load.
+std::string getKernelSignature(const KernelMetadata &metadata);
+
+/// FNV-1a (64-bit) of getKernelSignature(metadata), as 16 lowercase hex
+/// digits: the metadata's `signature` field.
+std::string getKernelSignatureHash(const KernelMetadata &metadata);
+
+/// The symbol of the NUL-terminated signature text in the kernel binary:
+/// `fa_signature_<symbol>` (a global of the shared library and object file;
+/// a `.global .b8` array of the PTX and cubin).
+std::string getSignatureSymbol(const KernelMetadata &metadata);
+
+/// Compares the signature text `compiled` (from the kernel binary) with
+/// getKernelSignature(metadata). Returns nullopt when they are equal, else
+/// a message naming the first field that differs, e.g. "field 'heads': the
+/// kernel was compiled for 4, the metadata says 8".
+std::optional<std::string>
+compareKernelSignature(std::string_view compiled,
+                       const KernelMetadata &metadata);
+
+/// `ptx` with the signature global declared after its module directives
+/// (`.version`, `.target`, `.address_size`): `.visible .global .align 1
+/// .b8 fa_signature_<symbol>[N] = {...};` holding `signature` and a NUL.
+std::string addPtxSignature(std::string_view ptx, std::string_view symbol,
+                            std::string_view signature);
+
+/// The text of the global `symbol` that addPtxSignature declares in `ptx`
+/// (without the NUL), or nullopt when `ptx` declares no such global or
+/// its initializer is malformed.
+std::optional<std::string> findPtxSignature(std::string_view ptx,
+                                            std::string_view symbol);
 
 /// The grid of a CUDA attention launch over `batch` (B) entries of
 /// `queryLen` (Nq) query rows: `metadata.launch->grid` with q_tiles =

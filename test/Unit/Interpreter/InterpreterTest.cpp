@@ -22,6 +22,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/ADT/APFloat.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <cstring>
@@ -760,6 +761,66 @@ TEST_F(InterpreterTest, CompletedCopiesRaceWithoutABarrier) {
   EXPECT_TRUE(failed(
       run(globals, "memref<256xf32>", body, 32, out.data(), 256, options)));
   EXPECT_TRUE(diagContains("wrote in the same barrier interval")) << allDiags();
+}
+
+TEST_F(InterpreterTest, CopyNeedsAbsoluteAlignment) {
+  // A 16-byte cp.async of out[4t ..] and an aligned vector.store: fine on a
+  // 16-byte aligned buffer, an error naming the address on a buffer whose
+  // data starts 4 bytes in (element- but not 16-byte aligned, as a view at
+  // an offset of a tensor would be; the hardware faults).
+  const char *globals = "memref.global \"private\" @s : memref<128xf32, "
+                        "#gpu.address_space<workgroup>> {alignment = 16 : "
+                        "i64}";
+  auto body = [](StringRef store) {
+    return (R"(
+    %c4 = arith.constant 4 : index
+    %c128 = arith.constant 128 : index
+    %t = gpu.thread_id x
+    %i = arith.muli %t, %c4 : index
+    %s = memref.get_global @s : memref<128xf32, #gpu.address_space<workgroup>>
+    %tok = nvgpu.device_async_copy %out[%i], %s[%i], 4 : memref<256xf32> to memref<128xf32, #gpu.address_space<workgroup>>
+    %g = nvgpu.device_async_create_group %tok
+    nvgpu.device_async_wait %g
+    %v = vector.load %s[%i] : memref<128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+    %o = arith.addi %i, %c128 : index
+)" + store)
+        .str();
+  };
+  std::string copyOnly =
+      body("    vector.store %v, %out[%o] : memref<256xf32>, vector<4xf32>");
+  alignas(16) float storage[256 + 4];
+  for (float &x : storage)
+    x = 1.0f;
+  ASSERT_TRUE(succeeded(
+      run(globals, "memref<256xf32>", copyOnly, 32, storage, 256)))
+      << allDiags();
+  float *shifted = storage + 1;
+  EXPECT_TRUE(failed(
+      run(globals, "memref<256xf32>", copyOnly, 32, shifted, 256)));
+  EXPECT_TRUE(diagContains(
+      "'nvgpu.device_async_copy' op reads out[0] at address " +
+      llvm::formatv("{0:x}", reinterpret_cast<uintptr_t>(shifted)).str() +
+      " (byte offset 0), not aligned to the 16-byte copy, in thread 0"))
+      << allDiags();
+  EXPECT_TRUE(diagContains("which is not 16-byte aligned (a view at an "
+                           "offset); the hardware would fault"))
+      << allDiags();
+
+  // A vector store with an alignment attribute, absolute too.
+  std::string alignedStore = (R"(
+    %t = gpu.thread_id x
+    %c4 = arith.constant 4 : index
+    %i = arith.muli %t, %c4 : index
+    %v = arith.constant dense<2.0> : vector<4xf32>
+    vector.store %v, %out[%i] {alignment = 16} : memref<256xf32>, vector<4xf32>)");
+  ASSERT_TRUE(succeeded(
+      run("", "memref<256xf32>", alignedStore, 32, storage, 256)))
+      << allDiags();
+  EXPECT_TRUE(failed(
+      run("", "memref<256xf32>", alignedStore, 32, shifted, 256)));
+  EXPECT_TRUE(diagContains("'vector.store' op accesses out[0] at address "))
+      << allDiags();
+  EXPECT_TRUE(diagContains("not aligned to the 16-byte access")) << allDiags();
 }
 
 TEST_F(InterpreterTest, DynamicSharedMemoryViews) {

@@ -26,6 +26,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -781,13 +782,66 @@ TEST_F(CpuArtifactTest, LibraryProblems) {
   EXPECT_EQ(load([](json::Object &o) { o["symbol"] = "fa_other"; }),
             FA_ERROR_INVALID_ARTIFACT);
   EXPECT_THAT(fa_last_error(),
-              HasSubstr("does not export '_mlir_ciface_fa_other'"));
+              HasSubstr("has no signature 'fa_signature_fa_other': it was not "
+                        "compiled by this fa-compile"));
 
   EXPECT_EQ(load([](json::Object &o) {
               o.getObject("files")->erase("library");
             }),
             FA_ERROR_INVALID_ARTIFACT);
   EXPECT_THAT(fa_last_error(), HasSubstr("has no shared library"));
+}
+
+/// The library's embedded signature against the metadata: each edit that
+/// would call the kernel with descriptors it was not compiled for is a load
+/// error naming the field (before, each loaded and launched).
+TEST_F(CpuArtifactTest, SignatureMismatch) {
+  auto expectMismatch = [&](llvm::function_ref<void(json::Object &)> mutate,
+                            const std::string &message) {
+    EXPECT_EQ(load(mutate), FA_ERROR_INVALID_ARTIFACT) << message;
+    EXPECT_THAT(fa_last_error(),
+                HasSubstr("the metadata does not describe the library"));
+    EXPECT_THAT(fa_last_error(), HasSubstr(message));
+  };
+  expectMismatch(
+      [](json::Object &o) {
+        json::Array *params = o.getArray("params");
+        std::reverse(params->begin(), params->end());
+      },
+      "field 'params[0]': the kernel was compiled for 'q query f32 [B, Hq, "
+      "Nq, D] align 4', the metadata says 'lse lse f32 [B, Hq, Nq] align 4'");
+  expectMismatch([](json::Object &o) { o["heads"] = 8; },
+                 "field 'heads': the kernel was compiled for '4', the "
+                 "metadata says '8'");
+  expectMismatch(
+      [](json::Object &o) {
+        o["has_lse"] = false;
+        json::Array *params = o.getArray("params");
+        params->erase(params->end() - 1);
+      },
+      "field 'has_lse': the kernel was compiled for 'true', the metadata "
+      "says 'false'");
+  expectMismatch([](json::Object &o) { o["block_q"] = 32; },
+                 "field 'block_q'");
+  expectMismatch(
+      [](json::Object &o) {
+        (*(*o.getArray("params"))[0].getAsObject())["alignment"] = 16;
+      },
+      "field 'params[0]': the kernel was compiled for 'q query f32 [B, Hq, "
+      "Nq, D] align 4', the metadata says 'q query f32 [B, Hq, Nq, D] align "
+      "16'");
+
+  // Fields the signature does not cover may change; the hash must not.
+  EXPECT_EQ(load([](json::Object &o) { o["name"] = "renamed"; }), FA_SUCCESS)
+      << fa_last_error();
+  EXPECT_EQ(load([](json::Object &o) { o["signature"] = "0123456789abcdef"; }),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("field 'signature': '0123456789abcdef', but the "
+                        "fields give "));
+  EXPECT_EQ(load([](json::Object &o) { o.erase("signature"); }),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("missing field 'signature'"));
 }
 
 } // namespace

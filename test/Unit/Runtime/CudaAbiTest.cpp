@@ -89,6 +89,7 @@ FA_CHECK_ENTRY(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease_v2);
 FA_CHECK_ENTRY(cuModuleLoadDataEx, cuModuleLoadDataEx);
 FA_CHECK_ENTRY(cuModuleUnload, cuModuleUnload);
 FA_CHECK_ENTRY(cuModuleGetFunction, cuModuleGetFunction);
+FA_CHECK_ENTRY(cuModuleGetGlobal_v2, cuModuleGetGlobal_v2);
 FA_CHECK_ENTRY(cuFuncSetAttribute, cuFuncSetAttribute);
 FA_CHECK_ENTRY(cuLaunchKernel, cuLaunchKernel);
 FA_CHECK_ENTRY(cuGetErrorName, cuGetErrorName);

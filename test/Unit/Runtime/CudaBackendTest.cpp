@@ -40,7 +40,7 @@ namespace {
 class NoDriverTest : public ::testing::Test {
 protected:
   void SetUp() override {
-    dir.write("attn.ptx", makePtx());
+    dir.write("attn.ptx", signPtx(makePtx(), makeCudaAttentionMetadata()));
     metadata = dir.write("attn.json", toJson(makeCudaAttentionMetadata()));
   }
   void TearDown() override { unsetenv("FA_CUDA_DRIVER"); }
@@ -189,7 +189,7 @@ TEST_F(BadArtifactTest, MissingFiles) {
 
   KernelMetadata md = makeCudaAttentionMetadata();
   md.files.cubin = "attn.cubin";
-  dir.write("attn.ptx", makePtx());
+  dir.write("attn.ptx", signPtx(makePtx(), md));
   std::string path = dir.write("cubin.json", toJson(md));
   EXPECT_EQ(fa_kernel_load(path.c_str(), FA_DEVICE_CUDA, &kernel),
             FA_ERROR_IO);
@@ -219,7 +219,6 @@ protected:
     reset();
     fake = getState();
     md = makeCudaAttentionMetadata();
-    dir.write("attn.ptx", makePtx());
   }
   void TearDown() override {
     unsetenv("FA_CUDA_DRIVER");
@@ -227,8 +226,9 @@ protected:
       dlclose(handle);
   }
 
-  /// Writes the metadata and loads it.
+  /// Writes the metadata and `ptx` with md's signature, and loads them.
   fa_status load(fa_kernel **kernel) {
+    dir.write("attn.ptx", signPtx(ptx, md));
     std::string path = dir.write("attn.json", toJson(md));
     return fa_kernel_load(path.c_str(), FA_DEVICE_CUDA, kernel);
   }
@@ -237,6 +237,7 @@ protected:
   void *handle = nullptr;
   FakeCudaState *fake = nullptr;
   KernelMetadata md;
+  std::string ptx = makePtx();
 };
 
 TEST_F(FakeDriverTest, LoadsIntoPrimaryContext) {
@@ -310,7 +311,7 @@ TEST_F(FakeDriverTest, ComputeCapability) {
 
   // sm_90a runs on 9.0 only.
   md.target.chip = "sm_90a";
-  dir.write("attn.ptx", makePtx("8.0", "sm_90a"));
+  ptx = makePtx("8.0", "sm_90a");
   ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
   fa_kernel_destroy(kernel);
   fake->ccMajor = 10;
@@ -351,6 +352,8 @@ TEST_F(FakeDriverTest, PrefersMatchingCubin) {
   dir.write("attn.cubin", llvm::StringRef("\x7f"
                                           "ELF\x02\x01\x01",
                                           7));
+  std::string signature = getKernelSignature(md);
+  fake->cubinSignature = signature.c_str();
   fa_kernel *kernel = nullptr;
   fake->ccMajor = 8;
   fake->ccMinor = 6; // an sm_80 cubin runs on 8.6
@@ -386,6 +389,87 @@ TEST_F(FakeDriverTest, PrefersMatchingCubin) {
   EXPECT_EQ(load(&kernel), FA_ERROR_UNSUPPORTED_ARCH);
   EXPECT_THAT(fa_last_error(), HasSubstr("has no PTX to JIT-compile and its "
                                          "cubin for sm_80 does not run"));
+}
+
+/// The PTX's and the cubin's signature against the metadata: a mismatch
+/// is an error before the launch (before, the kernel ran with descriptors
+/// it was not compiled for).
+TEST_F(FakeDriverTest, SignatureMismatch) {
+  fa_kernel *kernel = nullptr;
+  // PTX of another kernel (other heads) under the same symbol.
+  KernelMetadata other = md;
+  other.heads = 16;
+  std::string ptxPath = dir.file("attn.ptx");
+  std::string path = dir.write("attn.json", toJson(md));
+  dir.write("attn.ptx", signPtx(ptx, other));
+  EXPECT_EQ(fa_kernel_load(path.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("the metadata does not describe the PTX '" + ptxPath +
+                        "': field 'heads': the kernel was compiled for '16', "
+                        "the metadata says '8'"));
+  // Params in another order.
+  other = md;
+  std::swap(other.params[0], other.params[1]);
+  dir.write("attn.ptx", signPtx(ptx, other));
+  EXPECT_EQ(fa_kernel_load(path.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("field 'params[0]': the kernel was compiled for 'k "
+                        "key f16 [B, Hkv, Nk, D] align 2', the metadata says "
+                        "'q query f16 [B, Hq, Nq, D] align 2'"));
+  // The launch configuration is part of it.
+  other = md;
+  other.launch->block = {256, 1, 1};
+  dir.write("attn.ptx", signPtx(ptx, other));
+  EXPECT_EQ(fa_kernel_load(path.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("field 'launch.block': the kernel "
+                                         "was compiled for '256,1,1', the "
+                                         "metadata says '128,1,1'"));
+  // No signature at all, or a malformed one.
+  dir.write("attn.ptx", ptx);
+  EXPECT_EQ(fa_kernel_load(path.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("declares no signature "
+                                         "'fa_signature_fa_attn'"));
+  std::string broken = signPtx(ptx, md);
+  broken.replace(broken.find("= {"), 3, "= {300, ");
+  dir.write("attn.ptx", broken);
+  EXPECT_EQ(fa_kernel_load(path.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("declares no signature"));
+  EXPECT_EQ(fake->ptxLoads, 0);
+
+  // The cubin's global, read through the driver.
+  md.files.cubin = "attn.cubin";
+  md.files.ptx.clear();
+  dir.write("attn.cubin", llvm::StringRef("\x7f"
+                                          "ELF\x02\x01\x01",
+                                          7));
+  path = dir.write("attn.json", toJson(md));
+  EXPECT_EQ(fa_kernel_load(path.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("cubin '" + dir.file("attn.cubin") +
+                                         "' has no signature "
+                                         "'fa_signature_fa_attn'"));
+  EXPECT_STREQ(fake->globalName, "fa_signature_fa_attn");
+  other = md;
+  other.heads = 16;
+  std::string wrong = getKernelSignature(other);
+  fake->cubinSignature = wrong.c_str();
+  EXPECT_EQ(fa_kernel_load(path.c_str(), FA_DEVICE_CUDA, &kernel),
+            FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("the metadata does not describe the cubin '" +
+                        dir.file("attn.cubin") +
+                        "': field 'heads': the kernel was compiled for '16'"));
+  EXPECT_EQ(fake->modulesUnloaded, fake->modulesLoaded);
+  std::string right = getKernelSignature(md);
+  fake->cubinSignature = right.c_str();
+  ASSERT_EQ(fa_kernel_load(path.c_str(), FA_DEVICE_CUDA, &kernel), FA_SUCCESS)
+      << fa_last_error();
+  fa_kernel_destroy(kernel);
 }
 
 TEST_F(FakeDriverTest, DynamicSharedMemory) {
@@ -521,6 +605,67 @@ TEST_F(FakeDriverTest, LaunchPassesGridAndDescriptors) {
 }
 
 /// The grid follows the metadata's axis order.
+/// A kernel that copies Q, K and V with 16-byte cp.async (alignment 16 in
+/// its metadata): a pointer that is element- but not 16-byte aligned, or a
+/// row stride that breaks the alignment, is an error before the launch
+/// (on a GPU it would fault and poison the context).
+TEST_F(FakeDriverTest, LaunchChecksPointerAlignment) {
+  for (ParamInfo &param : md.params)
+    if (param.role == ParamRole::Query || param.role == ParamRole::Key ||
+        param.role == ParamRole::Value)
+      param.alignment = 16;
+  fa_kernel *kernel = nullptr;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  const int64_t B = 1, Nq = 16, Nk = 16;
+  fa_tensor q = deviceTensor(0x100000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor k = deviceTensor(0x200000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor v = deviceTensor(0x300000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor o = deviceTensor(0x400002, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor lse = deviceTensor(0x500004, FA_DTYPE_F32, {B, 8, Nq});
+  // o and lse are written element by element: 2- and 4-byte aligned do.
+  ASSERT_EQ(fa_attention_launch(kernel, &q, &k, &v, nullptr, nullptr, &o, &lse,
+                                nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  EXPECT_EQ(fake->launches, 1);
+  for (fa_tensor *t : {&q, &k, &v}) {
+    fa_tensor saved = *t;
+    t->data = static_cast<char *>(t->data) + 2; // a view at element 1
+    EXPECT_EQ(fa_attention_launch(kernel, &q, &k, &v, nullptr, nullptr, &o,
+                                  &lse, nullptr),
+              FA_ERROR_INVALID_ARGUMENT);
+    EXPECT_THAT(fa_last_error(),
+                HasSubstr("is not 16-byte aligned, but kernel 'attn' reads"));
+    EXPECT_THAT(fa_last_error(), HasSubstr("with 16-byte accesses"));
+    *t = saved;
+  }
+  EXPECT_THAT(fa_last_error(), HasSubstr("v: data 0x300002 is not 16-byte"));
+  fa_kernel_destroy(kernel);
+
+  // Rows of 64 f16 elements are 128 bytes: fine for 16, not for 256.
+  md.params[0].alignment = 256;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  EXPECT_EQ(fa_attention_launch(kernel, &q, &k, &v, nullptr, nullptr, &o, &lse,
+                                nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  // (dim 0 has size 1; dim 1's 2048 bytes are a multiple of 256.)
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("q [1, 8, 16, 64]: dim 2 has a stride of 128 bytes, "
+                        "not a multiple of the 256-byte accesses kernel "
+                        "'attn' reads q with"));
+  EXPECT_EQ(fake->launches, 1);
+  fa_kernel_destroy(kernel);
+
+  // Bad alignments in the metadata.
+  md.params[0].alignment = 24;
+  EXPECT_EQ(load(&kernel), FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("params[0] ('q'): alignment 24 must be a power of two "
+                        "from the element size (2) to 4096"));
+  md.params[0].alignment = 1;
+  EXPECT_EQ(load(&kernel), FA_ERROR_INVALID_ARTIFACT);
+}
+
 TEST_F(FakeDriverTest, LaunchGridOrder) {
   md.launch->grid = {GridAxis::Batch, GridAxis::Heads, GridAxis::QueryTiles};
   md.blockQ = 32;
@@ -609,6 +754,7 @@ TEST_F(FakeDriverTest, MemoryHelpers) {
 }
 
 TEST_F(FakeDriverTest, CppWrapper) {
+  dir.write("attn.ptx", signPtx(ptx, md));
   std::string path = dir.write("attn.json", toJson(md));
   Kernel kernel;
   Status status = Kernel::load(path, FA_DEVICE_CUDA, kernel);

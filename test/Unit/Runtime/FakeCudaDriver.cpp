@@ -161,11 +161,16 @@ int cuDevicePrimaryCtxRelease_v2(int) {
   return 0;
 }
 
+/// The image of the last cubin load.
+static const char *lastCubin = nullptr;
+
 int cuModuleLoadDataEx(void **module, const void *image, unsigned numOptions,
                        int *options, void **values) {
   bool isCubin = std::memcmp(image, "\x7f"
                                     "ELF",
                              4) == 0;
+  // Valid while the runtime loads the module (cuModuleGetGlobal_v2).
+  lastCubin = isCubin ? static_cast<const char *>(image) : nullptr;
   int result = isCubin ? state.cubinLoadResult : state.ptxLoadResult;
   if (isCubin)
     ++state.cubinLoads;
@@ -188,6 +193,69 @@ int cuModuleLoadDataEx(void **module, const void *image, unsigned numOptions,
 
 int cuModuleUnload(void *) {
   ++state.modulesUnloaded;
+  return 0;
+}
+
+/// The data of the ELF64 symbol `name` in `image` (a cubin ptxas wrote),
+/// or null.
+static const char *findElfSymbol(const char *image, const char *name,
+                                 size_t &size) {
+  // ELF64 with a CUDA OS ABI (0x33, 0x41), as ptxas writes; the unit
+  // tests' stand-in cubins are shorter strings, whose NUL ends the check.
+  if (!image || std::memcmp(image, "\x7f"
+                                   "ELF\x02",
+                            5) != 0 ||
+      image[7] == 0)
+    return nullptr;
+  uint64_t shoff;
+  uint16_t shentsize, shnum;
+  std::memcpy(&shoff, image + 0x28, 8);
+  std::memcpy(&shentsize, image + 0x3a, 2);
+  std::memcpy(&shnum, image + 0x3c, 2);
+  auto section = [&](unsigned i) { return image + shoff + i * shentsize; };
+  auto field64 = [](const char *p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  };
+  auto field32 = [](const char *p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  };
+  for (unsigned i = 0; i < shnum; ++i) {
+    const char *sh = section(i);
+    if (field32(sh + 4) != 2) // SHT_SYMTAB
+      continue;
+    const char *strtab = image + field64(section(field32(sh + 40)) + 24);
+    const char *syms = image + field64(sh + 24);
+    uint64_t count = field64(sh + 32) / 24;
+    for (uint64_t k = 0; k < count; ++k) {
+      const char *sym = syms + k * 24;
+      if (std::strcmp(strtab + field32(sym), name) != 0)
+        continue;
+      uint16_t shndx;
+      std::memcpy(&shndx, sym + 6, 2);
+      size = field64(sym + 16);
+      return image + field64(section(shndx) + 24) + field64(sym + 8);
+    }
+  }
+  return nullptr;
+}
+
+int cuModuleGetGlobal_v2(unsigned long long *ptr, size_t *bytes, void *,
+                         const char *name) {
+  std::snprintf(state.globalName, sizeof(state.globalName), "%s", name);
+  size_t size = 0;
+  const char *data = state.cubinSignature;
+  if (data)
+    size = std::strlen(data) + 1;
+  else
+    data = findElfSymbol(lastCubin, name, size);
+  if (!data)
+    return 500; // CUDA_ERROR_NOT_FOUND
+  *ptr = reinterpret_cast<unsigned long long>(data);
+  *bytes = size;
   return 0;
 }
 

@@ -22,6 +22,9 @@ struct FakeCudaState {
   int cubinLoadResult = 0;
   const char *jitErrorLog = nullptr;
   int missingFunction = 0;
+  /// What cuModuleGetGlobal_v2 finds for the cubin's signature global
+  /// (NUL-terminated; null: CUDA_ERROR_NOT_FOUND).
+  const char *cubinSignature = nullptr;
   int launchResult = 0;
   int allocResult = 0;
   int syncResult = 0;
@@ -33,6 +36,7 @@ struct FakeCudaState {
   int pushes = 0, pops = 0;
   int ptxLoads = 0, cubinLoads = 0, modulesLoaded = 0, modulesUnloaded = 0;
   char functionName[128] = {0};
+  char globalName[128] = {0};
   int setAttributeCalls = 0, lastAttribute = -1, lastAttributeValue = -1;
   int launches = 0;
   unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0}, sharedBytes = 0;

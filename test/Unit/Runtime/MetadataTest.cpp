@@ -1,4 +1,4 @@
-//===- MetadataTest.cpp - fa-kernel/2 metadata reader and writer ----------===//
+//===- MetadataTest.cpp - fa-kernel/3 metadata reader and writer ----------===//
 //
 // Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
@@ -87,7 +87,7 @@ TEST(MetadataTest, StrictJson) {
   std::string base = toJson(makeCudaAttentionMetadata());
   EXPECT_EQ(parseError(base + "\n\n"), "");
   EXPECT_EQ(parseError(base + "x"),
-            "not valid JSON: line 102, column 1: syntax error while parsing "
+            "not valid JSON: line 103, column 1: syntax error while parsing "
             "value - invalid literal; expected end of input");
   EXPECT_THAT(parseError(base + "{}"),
               HasSubstr("unexpected '{'; expected end of input"));
@@ -105,7 +105,7 @@ TEST(MetadataTest, StrictJson) {
   std::string badShape = base;
   badShape.replace(badShape.find("\"Hkv\""), 5, "Hkv");
   EXPECT_EQ(parseError(badShape),
-            "not valid JSON: line 60, column 9: syntax error while parsing "
+            "not valid JSON: line 61, column 9: syntax error while parsing "
             "value - invalid literal");
   EXPECT_EQ(parseError("{\"format\": \"fa-kernel/2\", \"name\": \"a\n"),
             "not valid JSON: line 2, column 0: syntax error while parsing "
@@ -227,11 +227,11 @@ TEST(MetadataTest, Format) {
   std::string base = toJson(makeCudaAttentionMetadata());
   EXPECT_EQ(parseError(base), "");
   // The previous version (grid expressions) and a future one.
-  for (const char *old : {"fa-kernel/1", "fa-kernel/3"})
+  for (const char *old : {"fa-kernel/2", "fa-kernel/4"})
     EXPECT_EQ(parseError(mutateJson(
                   base, [&](json::Object &o) { o["format"] = old; })),
               std::string("unsupported format version '") + old +
-                  "': this runtime reads fa-kernel/2 (recompile the kernel "
+                  "': this runtime reads fa-kernel/3 (recompile the kernel "
                   "with this fa-compile)");
   EXPECT_EQ(
       parseError(mutateJson(base, [](json::Object &o) { o["format"] = 2; })),
@@ -239,7 +239,7 @@ TEST(MetadataTest, Format) {
   EXPECT_THAT(parseError(mutateJson(
                   base, [](json::Object &o) { o["format"] = "onnx"; })),
               HasSubstr("field 'format': unknown format 'onnx', expected "
-                        "fa-kernel/2"));
+                        "fa-kernel/3"));
   EXPECT_THAT(
       parseError(mutateJson(base, [](json::Object &o) { o.erase("format"); })),
       HasSubstr("missing field 'format'"));
@@ -598,7 +598,7 @@ TEST(MetadataTest, LoadReportsArtifactErrors) {
             FA_ERROR_INVALID_ARTIFACT);
   EXPECT_EQ(std::string(fa_last_error()),
             old + ": unsupported format version 'fa-kernel/1': this runtime "
-                  "reads fa-kernel/2 (recompile the kernel with this "
+                  "reads fa-kernel/3 (recompile the kernel with this "
                   "fa-compile)");
   std::string wrongType = dir.write(
       "type.json",

@@ -117,6 +117,12 @@ inline std::string makePtx(llvm::StringRef version = "8.0",
       .str();
 }
 
+/// `ptx` with the signature of `md` declared, as fa-compile writes it.
+inline std::string signPtx(llvm::StringRef ptx, const KernelMetadata &md) {
+  return addPtxSignature(std::string(ptx), getSignatureSymbol(md),
+                         getKernelSignature(md));
+}
+
 } // namespace test
 } // namespace runtime
 } // namespace fa

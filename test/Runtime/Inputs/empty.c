@@ -1,0 +1,1 @@
+int fa_not_a_kernel(void) { return 0; }
