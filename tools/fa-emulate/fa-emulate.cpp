@@ -434,9 +434,9 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
       kernelFamily, removedTensorCores.getNumOccurrences(),
       removedWgmma.getNumOccurrences(),
       "the kernel function is named with --func");
+  // Checked here; the mapping parses the family again from the option.
   if (!parsedChoice)
     return fail(llvm::toString(parsedChoice.takeError()));
-  KernelChoice choice = *parsedChoice;
 
   OwningOpRef<ModuleOp> module =
       parseSourceFile<ModuleOp>(inputPath.getValue(), sourceMgr, &ctx);
