@@ -25,7 +25,8 @@ config.substitutions.append(("%fa_obj_root", config.fa_obj_root))
 # %python_runtime: the Python that loads the build's libFARuntime.so through
 # ctypes. In a sanitizer build (FA_ENABLE_SANITIZERS, .ci/sanitize) that
 # library needs the ASan and UBSan runtimes loaded first, and Python's own
-# allocations are not fa's leaks. Before %python, which is its prefix.
+# allocations are not fa's leaks. First in the list: %python, a prefix of
+# it, is already there (use_default_substitutions).
 python_runtime = config.python_executable
 if config.fa_sanitizers:
     import subprocess
@@ -39,7 +40,7 @@ if config.fa_sanitizers:
     python_runtime = "env LD_PRELOAD=%s ASAN_OPTIONS=%s %s" % (
         ":".join(preload), (asan_options + ":" if asan_options else "") +
         "detect_leaks=0", config.python_executable)
-config.substitutions.append(("%python_runtime", python_runtime))
+config.substitutions.insert(0, ("%python_runtime", python_runtime))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%fa_run", os.path.join(config.fa_tools_dir, "fa-run")))
 
