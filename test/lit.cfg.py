@@ -22,6 +22,25 @@ llvm_config.use_default_substitutions()
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%fa_src_root", config.fa_src_root))
 config.substitutions.append(("%fa_obj_root", config.fa_obj_root))
+# %python_runtime: the Python that loads the build's libFARuntime.so through
+# ctypes. In a sanitizer build (FA_ENABLE_SANITIZERS, .ci/sanitize) that
+# library needs the ASan and UBSan runtimes loaded first, and Python's own
+# allocations are not fa's leaks. First in the list: %python, a prefix of
+# it, is already there (use_default_substitutions).
+python_runtime = config.python_executable
+if config.fa_sanitizers:
+    import subprocess
+    config.available_features.add("asan")
+    preload = [
+        subprocess.check_output([config.cxx_compiler, "-print-file-name=" + lib],
+                                text=True).strip()
+        for lib in ("libasan.so", "libubsan.so")
+    ]
+    asan_options = os.environ.get("ASAN_OPTIONS", "")
+    python_runtime = "env LD_PRELOAD=%s ASAN_OPTIONS=%s %s" % (
+        ":".join(preload), (asan_options + ":" if asan_options else "") +
+        "detect_leaks=0", config.python_executable)
+config.substitutions.insert(0, ("%python_runtime", python_runtime))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%fa_run", os.path.join(config.fa_tools_dir, "fa-run")))
 

@@ -416,7 +416,9 @@ NpyArray toNpy(const ArgBuffer &buf) {
       std::memcpy(&b, buf.bytes.data() + 2 * i, 2);
       dst[i] = static_cast<float>(bfloat16BitsToDouble(b));
     }
-  } else {
+  } else if (array.getNumBytes() > 0) {
+    // An empty output (Nq = 0) has no bytes: its data() is null, which
+    // memcpy may not be passed even for zero bytes.
     std::memcpy(array.getData(), buf.bytes.data(), array.getNumBytes());
   }
   return array;
