@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+# Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""Generate frontend-produced linalg-on-tensors inputs for fa-raise-attention.
+
+Attention is written the way model code writes it, in PyTorch and in JAX,
+exported with the frontends' own tools, and lowered to linalg on tensors with
+the frontends' own pipelines (as shipped in iree-base-compiler's iree-opt):
+
+  PyTorch: iree.turbine.aot.export (torch.export + FX importer) -> torch dialect
+           -> iree-opt --pass-pipeline=builtin.module(
+                  torch-function-to-torch-backend-pipeline,
+                  torch-backend-to-linalg-on-tensors-backend-pipeline)
+           (torch-mlir's upstream linalg-on-tensors backend pipeline; the
+           output is plain linalg/tensor/arith/math/func)
+  JAX:     jax.jit(f).lower(...).as_text()  (or jax.export for symbolic
+           shapes) -> StableHLO
+           -> iree-opt --iree-stablehlo-input-transformation-pipeline
+           (IREE's StableHLO -> linalg legalization; for these programs the
+           output is plain linalg/tensor/arith/math/func)
+
+Only needed to (re)generate the checked-in .mlir files; it is not a
+dependency of fa.  Requirements (PyPI): torch, jax[cpu], iree-base-compiler,
+iree-turbine, numpy.
+
+Usage:  python make_inputs.py [--out DIR] [--only NAME_SUBSTRING]
+The intermediate frontend IR (torch dialect / StableHLO) is kept under
+DIR/intermediate/ so a lowering can be rerun or inspected by hand.
+"""
+
+import argparse
+import math
+import os
+import shutil
+import subprocess
+import sys
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Small shapes.
+B, H, HKV, N, D = 2, 4, 2, 16, 32
+NQ_BR, NK_BR = 16, 32  # bottom-right causal: Nq != Nk
+SCALE = 1.0 / math.sqrt(D)
+
+TORCH_PIPELINE = ("builtin.module(torch-function-to-torch-backend-pipeline,"
+                  "torch-backend-to-linalg-on-tensors-backend-pipeline)")
+JAX_PASSES = ["--iree-stablehlo-input-transformation-pipeline"]
+
+
+def find_iree_opt():
+    cand = os.path.join(os.path.dirname(sys.executable), "iree-opt")
+    if os.path.exists(cand):
+        return cand
+    p = shutil.which("iree-opt")
+    if not p:
+        sys.exit("iree-opt not found (pip install iree-base-compiler)")
+    return p
+
+
+IREE_OPT = None
+
+
+def run_iree_opt(src, dst, args):
+    cmd = [IREE_OPT, src] + args + ["-o", dst]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("iree-opt failed: %s\n%s" % (" ".join(cmd), r.stderr))
+    return cmd
+
+
+JAX_STAGE2 = ["--iree-stablehlo-to-iree-input", "--reconcile-unrealized-casts",
+              "--canonicalize", "--cse"]
+
+
+def annotate_nonexpanding(src, dst):
+    """Mark every dynamic operand dim of stablehlo.dynamic_broadcast_in_dim as
+    known non-expanding.  IREE's converter cannot lower a dynamic broadcast
+    whose dynamic operand dims might be size-1 expansions.  JAX's
+    shape-polymorphic lowering never relies on implicit size-1 expansion of a
+    dynamic dim (its size-1 dims are static), so this is semantics-preserving
+    for JAX output."""
+    from jaxlib.mlir import ir
+    from jax._src.interpreters import mlir as jm
+    with jm.make_ir_context():
+        with open(src) as f:
+            m = ir.Module.parse(f.read())
+        count = [0]
+
+        def cb(op):
+            if op.name == "stablehlo.dynamic_broadcast_in_dim":
+                t = ir.RankedTensorType(op.operands[0].type)
+                dyn = [i for i in range(t.rank) if t.is_dynamic_dim(i)]
+                op.attributes["known_nonexpanding_dimensions"] = ir.DenseI64ArrayAttr.get(dyn)
+                count[0] += 1
+            return ir.WalkResult.ADVANCE
+
+        m.operation.walk(cb)
+        with open(dst, "w") as f:
+            f.write(str(m))
+    return count[0]
+
+
+def lower_jax_dynamic(spath, dst):
+    """Two-stage lowering for symbolic shapes: run IREE's StableHLO input
+    pipeline up to (not including) iree-stablehlo-to-iree-input, annotate the
+    dynamic broadcasts, then run the rest of the pipeline."""
+    base = spath[:-len(".stablehlo.mlir")]
+    pre, fixed = base + ".pre-to-iree-input.mlir", base + ".pre-to-iree-input.annotated.mlir"
+    cmd = [IREE_OPT, spath] + JAX_PASSES + [
+        "--mlir-print-ir-before=iree-stablehlo-to-iree-input",
+        "--mlir-print-ir-module-scope", "--mlir-disable-threading", "-o", os.devnull]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    text = r.stderr
+    i = text.find("IR Dump Before")
+    if i < 0:
+        raise RuntimeError("no IR dump before iree-stablehlo-to-iree-input:\n" + text[-2000:])
+    body = text[text.index("\n", i) + 1:]
+    # The dump is the module; anything after its closing brace is diagnostics.
+    end = body.find("\n}\n")
+    body = body[:end + 3]
+    with open(pre, "w") as f:
+        f.write(body)
+    annotate_nonexpanding(pre, fixed)
+    return run_iree_opt(fixed, dst, JAX_STAGE2)
+
+
+def header(name, form, frontend_cmd, lower_cmd):
+    lines = [
+        "// Generated by make_inputs.py -- do not edit by hand.",
+        "// case: %s" % name,
+        "// form: %s" % form,
+        "// frontend: %s" % frontend_cmd,
+        "// lowering: iree-opt <frontend IR> %s" % " ".join(lower_cmd[2:-2]),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def prepend(path, text):
+    with open(path) as f:
+        body = f.read()
+    with open(path, "w") as f:
+        f.write(text + body)
+
+
+# --------------------------------------------------------------------------
+# PyTorch
+# --------------------------------------------------------------------------
+
+def torch_cases():
+    import torch
+    import torch.nn.functional as F
+
+    def r(*shape, dtype=torch.float32):
+        return torch.randn(*shape, dtype=dtype)
+
+    class Plain(torch.nn.Module):
+        def forward(self, q, k, v):
+            s = q @ k.transpose(-2, -1) * SCALE
+            return torch.softmax(s, dim=-1) @ v
+
+    class Causal(torch.nn.Module):
+        def forward(self, q, k, v):
+            nq, nk = q.shape[-2], k.shape[-2]
+            s = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+            mask = torch.tril(torch.ones(nq, nk, dtype=torch.bool))
+            s = s.masked_fill(~mask, float("-inf"))
+            p = F.softmax(s, dim=-1)
+            return torch.matmul(p, v)
+
+    class CausalBottomRight(torch.nn.Module):
+        # Nq < Nk, mask aligned to the bottom-right (kv-cache style).
+        def forward(self, q, k, v):
+            nq, nk = q.shape[-2], k.shape[-2]
+            s = torch.matmul(q, k.transpose(-2, -1)) * SCALE
+            mask = torch.ones(nq, nk, dtype=torch.bool).tril(diagonal=nk - nq)
+            s = s.masked_fill(~mask, float("-inf"))
+            return torch.matmul(F.softmax(s, dim=-1), v)
+
+    class GqaBias(torch.nn.Module):
+        def forward(self, q, k, v, bias):
+            rep = q.shape[1] // k.shape[1]
+            k = k.repeat_interleave(rep, dim=1)
+            v = v.repeat_interleave(rep, dim=1)
+            s = torch.matmul(q, k.transpose(-2, -1)) * SCALE
+            s = s + bias  # [B, 1, Nq, Nk] additive padding bias
+            p = torch.softmax(s, dim=-1)
+            return torch.matmul(p, v)
+
+    class Bnhd(torch.nn.Module):
+        def forward(self, q, k, v):  # [B, N, H, D]
+            s = torch.einsum("bqhd,bkhd->bhqk", q, k) * SCALE
+            p = s.softmax(dim=-1)
+            return torch.einsum("bhqk,bkhd->bqhd", p, v)
+
+    class F16SoftmaxF32(torch.nn.Module):
+        def forward(self, q, k, v):
+            s = torch.matmul(q, k.transpose(-2, -1)) * SCALE
+            p = torch.softmax(s.float(), dim=-1).half()
+            return torch.matmul(p, v)
+
+    class Softmax(torch.nn.Module):
+        def forward(self, x):
+            return torch.softmax(x, dim=-1)
+
+    class Sdpa(torch.nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v)
+
+    class SdpaCausal(torch.nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    qkv = lambda n=N, dt=torch.float32: (r(B, H, n, D, dtype=dt),
+                                          r(B, H, n, D, dtype=dt),
+                                          r(B, H, n, D, dtype=dt))
+    from torch.export import Dim
+    seq = Dim("seq", min=2, max=4096)
+
+    cases = [
+        ("torch_plain_f32", "softmax(q @ k.transpose(-2,-1) * scale) @ v, [B,H,N,D]",
+         Plain(), qkv(), None),
+        ("torch_causal_f32", "torch.tril(ones(bool)) + masked_fill(~mask, -inf), scale as / sqrt(D)",
+         Causal(), qkv(), None),
+        ("torch_causal_bottomright_f32", "tril(diagonal=Nk-Nq) + masked_fill(~mask,-inf), Nq=16 Nk=32",
+         CausalBottomRight(), (r(B, H, NQ_BR, D), r(B, H, NK_BR, D), r(B, H, NK_BR, D)), None),
+        ("torch_gqa_bias_f32", "GQA via repeat_interleave(2, dim=1) of K/V (H=4, Hkv=2) + additive bias [B,1,Nq,Nk]",
+         GqaBias(), (r(B, H, N, D), r(B, HKV, N, D), r(B, HKV, N, D), r(B, 1, N, N)), None),
+        ("torch_bnhd_f32", "[B,N,H,D] layout, einsum('bqhd,bkhd->bhqk') / einsum('bhqk,bkhd->bqhd')",
+         Bnhd(), (r(B, N, H, D), r(B, N, H, D), r(B, N, H, D)), None),
+        ("torch_plain_f16_softmax_f32", "f16 q/k/v, softmax(s.float()).half()",
+         F16SoftmaxF32(), qkv(dt=torch.float16), None),
+        ("torch_softmax_f32", "standalone torch.softmax(x, dim=-1), [B,H,N,N]",
+         Softmax(), (r(B, H, N, N),), None),
+        ("torch_plain_dyn_f32", "plain attention, dynamic sequence length (torch.export Dim on N of q/k/v)",
+         Plain(), qkv(), {"q": {2: seq}, "k": {2: seq}, "v": {2: seq}}),
+        ("torch_causal_dyn_f32", "causal (tril + masked_fill), dynamic sequence length",
+         Causal(), qkv(), {"q": {2: seq}, "k": {2: seq}, "v": {2: seq}}),
+        ("torch_sdpa_f32", "F.scaled_dot_product_attention(q, k, v)",
+         Sdpa(), qkv(), None),
+        ("torch_sdpa_causal_f32", "F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+         SdpaCausal(), qkv(), None),
+        # torch.export(...).run_decompositions(): PyTorch's own math decomposition
+        # of SDPA (sqrt(scale) on q and on k, causal mask as a 0/-inf additive
+        # bias from arange comparisons), as a frontend without an SDPA op sees it.
+        ("torch_sdpa_decomposed_f32", "F.scaled_dot_product_attention, torch.export(...).run_decompositions()",
+         Sdpa(), qkv(), "decompose"),
+        ("torch_sdpa_causal_decomposed_f32",
+         "F.scaled_dot_product_attention(is_causal=True), torch.export(...).run_decompositions()",
+         SdpaCausal(), qkv(), "decompose"),
+    ]
+    return cases
+
+
+def gen_torch(out, only):
+    import iree.turbine.aot as aot
+    inter = os.path.join(out, "intermediate")
+    results = []
+    for name, form, mod, args, dyn in torch_cases():
+        if only and only not in name:
+            continue
+        try:
+            import torch
+            if dyn == "decompose":
+                e = aot.export(torch.export.export(mod, args).run_decompositions())
+                dyn = None
+                fdesc = "iree.turbine.aot.export(torch.export.export(module, args).run_decompositions())"
+            else:
+                kw = {"args": args}
+                if dyn is not None:
+                    kw["dynamic_shapes"] = dyn
+                e = aot.export(mod, **kw)
+                fdesc = "iree.turbine.aot.export(module, args=...%s)" % (
+                    ", dynamic_shapes=%r" % dyn if dyn else "")
+            tpath = os.path.join(inter, name + ".torch.mlir")
+            with open(tpath, "w") as f:
+                f.write(str(e.mlir_module))
+            dst = os.path.join(out, name + ".mlir")
+            cmd = run_iree_opt(tpath, dst, ["--pass-pipeline=" + TORCH_PIPELINE])
+            prepend(dst, header(name, form, fdesc, cmd))
+            results.append((name, "ok", ""))
+            print("wrote", dst)
+        except Exception as ex:  # keep going, record
+            traceback.print_exc()
+            results.append((name, "FAILED", str(ex).splitlines()[0][:300]))
+    return results
+
+
+# --------------------------------------------------------------------------
+# JAX
+# --------------------------------------------------------------------------
+
+def jax_cases():
+    import jax
+    import jax.numpy as jnp
+
+    def plain(q, k, v):
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * SCALE
+        return jax.nn.softmax(s, axis=-1) @ v
+
+    def plain_matmul(q, k, v):
+        s = q @ jnp.swapaxes(k, -1, -2) * SCALE
+        return jnp.matmul(jax.nn.softmax(s, axis=-1), v)
+
+    def causal(q, k, v):
+        nq, nk = q.shape[-2], k.shape[-2]
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) / jnp.sqrt(q.shape[-1]).astype(q.dtype)
+        mask = jnp.tril(jnp.ones((nq, nk), dtype=bool))
+        s = jnp.where(mask, s, -jnp.inf)
+        return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+
+    def causal_bottomright(q, k, v):
+        nq, nk = q.shape[-2], k.shape[-2]
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * SCALE
+        mask = jnp.tril(jnp.ones((nq, nk), dtype=bool), k=nk - nq)
+        s = jnp.where(mask, s, -jnp.inf)
+        return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+
+    def gqa_bias(q, k, v, bias):
+        rep = q.shape[1] // k.shape[1]
+        k = jnp.repeat(k, rep, axis=1)
+        v = jnp.repeat(v, rep, axis=1)
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * SCALE + bias
+        return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+
+    def bnhd(q, k, v):  # [B, N, H, D]
+        s = jnp.einsum("bqhd,bkhd->bhqk", q, k) * SCALE
+        p = jax.nn.softmax(s, axis=-1)
+        return jnp.einsum("bhqk,bkhd->bqhd", p, v)
+
+    def f16_softmax_f32(q, k, v):
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * jnp.asarray(SCALE, q.dtype)
+        p = jax.nn.softmax(s.astype(jnp.float32), axis=-1).astype(q.dtype)
+        return jnp.einsum("bhqk,bhkd->bhqd", p, v)
+
+    def softmax(x):
+        return jax.nn.softmax(x, axis=-1)
+
+    def dpa(q, k, v):  # jax.nn.dot_product_attention wants [B, N, H, D]
+        return jax.nn.dot_product_attention(q, k, v)
+
+    def dpa_causal(q, k, v):
+        return jax.nn.dot_product_attention(q, k, v, is_causal=True)
+
+    S = jax.ShapeDtypeStruct
+    f32, f16 = jnp.float32, jnp.float16
+    qkv = lambda dt=f32: (S((B, H, N, D), dt),) * 3
+    bnhd_args = (S((B, N, H, D), f32),) * 3
+
+    cases = [
+        ("jax_plain_f32", "jnp.einsum('bhqd,bhkd->bhqk')*scale, jax.nn.softmax, @ v", plain, qkv(), None),
+        ("jax_plain_matmul_f32", "q @ swapaxes(k,-1,-2) * scale, jax.nn.softmax, jnp.matmul", plain_matmul, qkv(), None),
+        ("jax_causal_f32", "jnp.tril(ones(bool)) + jnp.where(mask, s, -inf), scale as / sqrt(D)", causal, qkv(), None),
+        ("jax_causal_bottomright_f32", "jnp.tril(ones, k=Nk-Nq) + where, Nq=16 Nk=32", causal_bottomright,
+         (S((B, H, NQ_BR, D), f32), S((B, H, NK_BR, D), f32), S((B, H, NK_BR, D), f32)), None),
+        ("jax_gqa_bias_f32", "GQA via jnp.repeat(k, 2, axis=1) (H=4, Hkv=2) + additive bias [B,1,Nq,Nk]", gqa_bias,
+         (S((B, H, N, D), f32), S((B, HKV, N, D), f32), S((B, HKV, N, D), f32), S((B, 1, N, N), f32)), None),
+        ("jax_bnhd_f32", "[B,N,H,D] layout, einsum('bqhd,bkhd->bhqk') / einsum('bhqk,bkhd->bqhd')", bnhd, bnhd_args, None),
+        ("jax_plain_f16_softmax_f32", "f16 q/k/v, softmax(s.astype(f32)).astype(f16)", f16_softmax_f32, qkv(f16), None),
+        ("jax_softmax_f32", "standalone jax.nn.softmax(x, axis=-1), [B,H,N,N]", softmax, (S((B, H, N, N), f32),), None),
+        ("jax_plain_dyn_f32", "plain attention, symbolic sequence length (jax.export symbolic_shape 'n')", plain, None,
+         "dyn_plain"),
+        ("jax_causal_dyn_f32", "causal (tril + where), symbolic sequence length", causal, None, "dyn_causal"),
+        ("jax_dpa_f32", "jax.nn.dot_product_attention(q,k,v) ([B,N,H,D])", dpa, bnhd_args, None),
+        ("jax_dpa_causal_f32", "jax.nn.dot_product_attention(q,k,v,is_causal=True) ([B,N,H,D])", dpa_causal, bnhd_args, None),
+    ]
+    return cases
+
+
+def gen_jax(out, only):
+    import jax
+    import jax.numpy as jnp
+    from jax import export as jexport
+    inter = os.path.join(out, "intermediate")
+    results = []
+    for name, form, fn, args, dyn in jax_cases():
+        if only and only not in name:
+            continue
+        try:
+            if dyn is None:
+                text = jax.jit(fn).lower(*args).as_text()
+                fcmd = "jax.jit(f).lower(*ShapeDtypeStructs).as_text()"
+            else:
+                (n,) = jexport.symbolic_shape("n")
+                spec = jax.ShapeDtypeStruct((B, H, n, D), jnp.float32)
+                exp = jexport.export(jax.jit(fn))(spec, spec, spec)
+                text = exp.mlir_module()
+                fcmd = "jax.export.export(jax.jit(f))(ShapeDtypeStruct((B,H,n,D)) x3).mlir_module(), n symbolic"
+            spath = os.path.join(inter, name + ".stablehlo.mlir")
+            with open(spath, "w") as f:
+                f.write(text)
+            dst = os.path.join(out, name + ".mlir")
+            if dyn is None:
+                cmd = run_iree_opt(spath, dst, JAX_PASSES)
+            else:
+                cmd = lower_jax_dynamic(spath, dst)
+                cmd = cmd[:2] + JAX_PASSES + [
+                    "(stopped before iree-stablehlo-to-iree-input; dynamic_broadcast_in_dim annotated"
+                    " known_nonexpanding_dimensions=<dynamic operand dims>; then)"] + JAX_STAGE2 + cmd[-2:]
+            prepend(dst, header(name, form, fcmd, cmd))
+            results.append((name, "ok", ""))
+            print("wrote", dst)
+        except Exception as ex:
+            traceback.print_exc()
+            results.append((name, "FAILED", str(ex).splitlines()[0][:300]))
+    return results
+
+
+def main():
+    global IREE_OPT
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=HERE)
+    ap.add_argument("--only", default=None)
+    ap.add_argument("--skip-torch", action="store_true")
+    ap.add_argument("--skip-jax", action="store_true")
+    a = ap.parse_args()
+    IREE_OPT = find_iree_opt()
+    os.makedirs(os.path.join(a.out, "intermediate"), exist_ok=True)
+    res = []
+    if not a.skip_torch:
+        res += gen_torch(a.out, a.only)
+    if not a.skip_jax:
+        res += gen_jax(a.out, a.only)
+    print("\nsummary:")
+    for n, st, msg in res:
+        print("  %-32s %s %s" % (n, st, msg))
+    return 0 if all(st == "ok" for _, st, _ in res) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
