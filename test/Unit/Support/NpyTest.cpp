@@ -13,6 +13,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "TempDir.h"
+
 #include "gtest/gtest.h"
 
 #include <cstring>
@@ -82,34 +84,7 @@ void fillPattern(NpyArray &array) {
                    : static_cast<uint8_t>(i * 37 + 11);
 }
 
-/// A fresh temporary directory, removed with its files at the end.
-class TempDir {
-public:
-  TempDir() {
-    std::error_code ec = sys::fs::createUniqueDirectory("fa-npy-test", path);
-    EXPECT_FALSE(ec) << ec.message();
-  }
-  ~TempDir() { sys::fs::remove_directories(path); }
-
-  std::string file(StringRef name) const {
-    SmallString<128> p(path);
-    sys::path::append(p, name);
-    return std::string(p);
-  }
-
-  /// The names of the entries in the directory, sorted.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    std::error_code ec;
-    for (sys::fs::directory_iterator it(path, ec), end; it != end && !ec;
-         it.increment(ec))
-      names.push_back(std::string(sys::path::filename(it->path())));
-    llvm::sort(names);
-    return names;
-  }
-
-  SmallString<128> path;
-};
+using fa_test::TempDir;
 
 constexpr NpyDType kAllDTypes[] = {NpyDType::Float32, NpyDType::Float16,
                                    NpyDType::Bool,    NpyDType::Int32,

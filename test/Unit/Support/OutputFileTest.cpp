@@ -12,6 +12,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include "TempDir.h"
+
 #include "gtest/gtest.h"
 
 #include <string>
@@ -25,22 +27,7 @@ using namespace mlir::fa;
 
 namespace {
 
-class TempDir {
-public:
-  TempDir() {
-    std::error_code ec = sys::fs::createUniqueDirectory("fa-out-test", path);
-    EXPECT_FALSE(ec) << ec.message();
-  }
-  ~TempDir() { sys::fs::remove_directories(path); }
-
-  std::string file(StringRef name) const {
-    SmallString<128> p(path);
-    sys::path::append(p, name);
-    return std::string(p);
-  }
-
-  SmallString<128> path;
-};
+using fa_test::TempDir;
 
 /// Writes `text` to `path`; returns the regular file written, or the error.
 std::string write(StringRef path, StringRef text) {
