@@ -25,10 +25,6 @@ using llvm::formatv;
 using llvm::StringRef;
 using llvm::Twine;
 
-static Error makeError(const Twine &message) {
-  return llvm::createStringError(message);
-}
-
 //===----------------------------------------------------------------------===//
 // ArtifactStage
 //===----------------------------------------------------------------------===//
@@ -36,7 +32,8 @@ static Error makeError(const Twine &message) {
 Expected<std::unique_ptr<ArtifactStage>> ArtifactStage::create() {
   llvm::SmallString<256> dir;
   if (std::error_code ec = fs::createUniqueDirectory("fa-compile", dir))
-    return makeError("cannot create a temporary directory: " + ec.message());
+    return llvm::createStringError("cannot create a temporary directory: " +
+                                   ec.message());
   std::unique_ptr<ArtifactStage> stage(new ArtifactStage());
   stage->dir = std::string(dir);
   return std::move(stage);
@@ -59,13 +56,14 @@ Error ArtifactStage::writeFile(
   std::error_code ec;
   llvm::raw_fd_ostream os(p, ec, fs::OF_Text);
   if (ec)
-    return makeError("cannot write '" + p + "': " + ec.message());
+    return llvm::createStringError("cannot write '" + p + "': " + ec.message());
   write(os);
   os.close();
   if (os.has_error()) {
     std::error_code writeError = os.error();
     os.clear_error();
-    return makeError("cannot write '" + p + "': " + writeError.message());
+    return llvm::createStringError("cannot write '" + p +
+                                   "': " + writeError.message());
   }
   addFile(fileName);
   return Error::success();
@@ -73,7 +71,7 @@ Error ArtifactStage::writeFile(
 
 Error mlir::fa::compile::checkOutputDir(StringRef outDir) {
   if (outDir.empty())
-    return makeError("missing the output directory: pass -o DIR");
+    return llvm::createStringError("missing the output directory: pass -o DIR");
   llvm::SmallString<256> dir(outDir);
   // The directory itself, or its nearest existing ancestor, must be a
   // writable directory.
@@ -84,14 +82,16 @@ Error mlir::fa::compile::checkOutputDir(StringRef outDir) {
     probe = ".";
   if (!fs::is_directory(probe)) {
     if (probe == dir)
-      return makeError("cannot write to '" + outDir +
-                       "': it exists and is not a directory");
-    return makeError("cannot create the output directory '" + outDir +
-                     "': '" + probe + "' is not a directory");
+      return llvm::createStringError("cannot write to '" + outDir +
+                                     "': it exists and is not a directory");
+    return llvm::createStringError("cannot create the output directory '" +
+                                   outDir + "': '" + probe +
+                                   "' is not a directory");
   }
   if (fs::access(probe, fs::AccessMode::Write))
-    return makeError("cannot write to '" + outDir + "': directory '" + probe +
-                     "' is not writable");
+    return llvm::createStringError("cannot write to '" + outDir +
+                                   "': directory '" + probe +
+                                   "' is not writable");
   return Error::success();
 }
 
@@ -99,8 +99,8 @@ Error ArtifactStage::commit(StringRef outDir) {
   if (Error err = checkOutputDir(outDir))
     return err;
   if (std::error_code ec = fs::create_directories(outDir))
-    return makeError("cannot create the output directory '" + outDir +
-                     "': " + ec.message());
+    return llvm::createStringError("cannot create the output directory '" +
+                                   outDir + "': " + ec.message());
   llvm::SmallVector<std::string> committed;
   auto rollback = [&] {
     for (const std::string &file : committed)
@@ -123,7 +123,8 @@ Error ArtifactStage::commit(StringRef outDir) {
     if (ec) {
       (void)fs::remove(temp);
       rollback();
-      return makeError("cannot write '" + target + "': " + ec.message());
+      return llvm::createStringError("cannot write '" + target +
+                                     "': " + ec.message());
     }
     committed.push_back(std::string(target));
   }
@@ -138,8 +139,8 @@ Error mlir::fa::compile::writeMetadataFile(const rt::KernelMetadata &md,
                                            ArtifactStage &stage) {
   // What we write must be what the runtime reads.
   if (std::optional<std::string> err = rt::verifyKernelMetadata(md))
-    return makeError("internal error: inconsistent metadata for '" + md.name +
-                     "': " + *err);
+    return llvm::createStringError(
+        "internal error: inconsistent metadata for '" + md.name + "': " + *err);
   return stage.writeFile(md.name + ".json", [&](llvm::raw_ostream &os) {
     os << rt::serializeKernelMetadata(md);
   });

@@ -50,10 +50,6 @@ using llvm::formatv;
 using llvm::StringRef;
 using llvm::Twine;
 
-static Error makeError(const Twine &message) {
-  return llvm::createStringError(message);
-}
-
 /// Creates the target machine for `cpu` ("host", "generic" or a name).
 static Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(StringRef cpu) {
@@ -63,7 +59,8 @@ createTargetMachine(StringRef cpu) {
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
-    return makeError("cannot target the host " + tripleText + ": " + error);
+    return llvm::createStringError("cannot target the host " + tripleText +
+                                   ": " + error);
   std::string cpuName, features;
   if (cpu == "host") {
     cpuName = llvm::sys::getHostCPUName().str();
@@ -79,16 +76,17 @@ createTargetMachine(StringRef cpu) {
     std::unique_ptr<llvm::MCSubtargetInfo> sti(
         target->createMCSubtargetInfo(triple, "", ""));
     if (cpu != "generic" && sti && !sti->isCPUStringValid(cpuName))
-      return makeError("--cpu '" + cpu + "' is not a CPU LLVM knows for " +
-                       tripleText + " (try host or generic)");
+      return llvm::createStringError("--cpu '" + cpu +
+                                     "' is not a CPU LLVM knows for " +
+                                     tripleText + " (try host or generic)");
   }
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, cpuName, features, options, llvm::Reloc::PIC_, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
   if (!tm)
-    return makeError("cannot create a target machine for " + tripleText +
-                     " and CPU '" + cpuName + "'");
+    return llvm::createStringError("cannot create a target machine for " +
+                                   tripleText + " and CPU '" + cpuName + "'");
   return std::move(tm);
 }
 
@@ -182,9 +180,10 @@ static Error linkSharedLibrary(StringRef cc, StringRef object,
   std::string output;
   if (auto buffer = llvm::MemoryBuffer::getFile(logPath))
     output = (*buffer)->getBuffer().trim().str();
-  return makeError(formatv("linking '{0}' with '{1} -shared' failed{2}{3}{4}",
-                           library, cc, message.empty() ? "" : ": ", message,
-                           output.empty() ? "" : ":\n" + output));
+  return llvm::createStringError(
+      formatv("linking '{0}' with '{1} -shared' failed{2}{3}{4}", library, cc,
+              message.empty() ? "" : ": ", message,
+              output.empty() ? "" : ":\n" + output));
 }
 
 /// The C type of an element.
@@ -280,23 +279,24 @@ Error mlir::fa::compile::emitCpuArtifacts(KernelJob &job,
   lowering.cpuL2CacheSize = getHostL2CacheSize();
   buildLowerToCPUPipeline(pm, lowering);
   if (failed(pm.run(module)))
-    return makeError("lowering kernel '" + md.name +
-                     "' with fa-lower-to-cpu failed");
+    return llvm::createStringError("lowering kernel '" + md.name +
+                                   "' with fa-lower-to-cpu failed");
 
   // LLVM dialect -> optimized LLVM IR -> object.
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext, md.name);
   if (!llvmModule)
-    return makeError("translating kernel '" + md.name +
-                     "' to LLVM IR failed");
+    return llvm::createStringError("translating kernel '" + md.name +
+                                   "' to LLVM IR failed");
   llvmModule->setDataLayout((*tm)->createDataLayout());
   llvmModule->setTargetTriple((*tm)->getTargetTriple());
   auto optimize = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
                                             tm->get());
   if (Error err = optimize(llvmModule.get()))
-    return makeError("optimizing kernel '" + md.name +
-                     "' failed: " + llvm::toString(std::move(err)));
+    return llvm::createStringError(
+        "optimizing kernel '" + md.name +
+        "' failed: " + llvm::toString(std::move(err)));
 
   addBF16TruncationHelper(*llvmModule);
 
@@ -312,18 +312,19 @@ Error mlir::fa::compile::emitCpuArtifacts(KernelJob &job,
     std::error_code ec;
     llvm::raw_fd_ostream os(objectPath, ec, llvm::sys::fs::OF_None);
     if (ec)
-      return makeError("cannot write '" + objectPath + "': " + ec.message());
+      return llvm::createStringError("cannot write '" + objectPath +
+                                     "': " + ec.message());
     llvm::legacy::PassManager codegen;
     if ((*tm)->addPassesToEmitFile(codegen, os, nullptr,
                                    llvm::CodeGenFileType::ObjectFile))
-      return makeError("the target cannot emit object files");
+      return llvm::createStringError("the target cannot emit object files");
     codegen.run(*llvmModule);
     os.close();
     if (os.has_error()) {
       std::error_code writeError = os.error();
       os.clear_error();
-      return makeError("cannot write '" + objectPath +
-                       "': " + writeError.message());
+      return llvm::createStringError("cannot write '" + objectPath +
+                                     "': " + writeError.message());
     }
   }
   stage.addFile(objectName);
@@ -335,7 +336,8 @@ Error mlir::fa::compile::emitCpuArtifacts(KernelJob &job,
     llvm::ErrorOr<std::string> found =
         llvm::sys::findProgramByName(options.cc);
     if (!found)
-      return makeError("--cc '" + options.cc + "': no such program");
+      return llvm::createStringError("--cc '" + options.cc +
+                                     "': no such program");
     cc = *found;
   } else if (llvm::ErrorOr<std::string> found =
                  llvm::sys::findProgramByName("cc")) {

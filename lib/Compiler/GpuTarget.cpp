@@ -41,10 +41,6 @@ namespace rt = ::fa::runtime;
 using llvm::Error;
 using llvm::StringRef;
 
-static Error makeError(const llvm::Twine &message) {
-  return llvm::createStringError(message.str());
-}
-
 /// The bytes of one cp.async of the tensor-core kernels.
 static constexpr int64_t kCopyAlignment = 16;
 
@@ -127,11 +123,13 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   rt::KernelMetadata &md = job.metadata;
   ModuleOp module = *job.module;
   if (md.op != rt::OpKind::Attention)
-    return makeError("target " + options.target +
-                     ": only attention kernels have a GPU path so far");
+    return llvm::createStringError(
+        "target " + options.target +
+        ": only attention kernels have a GPU path so far");
   std::optional<int> ptx = minimumPtxVersion(options.target);
   if (!ptx)
-    return makeError("unsupported GPU target '" + options.target + "'");
+    return llvm::createStringError("unsupported GPU target '" + options.target +
+                                   "'");
 
   LowerToNVVMOptions nvvm;
   nvvm.chip = options.target;
@@ -149,14 +147,15 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   PassManager mapping(module.getContext());
   buildMapToGPUPipeline(mapping, nvvm);
   if (failed(mapping.run(module)))
-    return makeError("mapping kernel '" + md.name + "' onto the GPU failed");
+    return llvm::createStringError("mapping kernel '" + md.name +
+                                   "' onto the GPU failed");
   auto func = module.lookupSymbol<func::FuncOp>(md.symbol);
   DictionaryAttr config =
       func ? func->getAttrOfType<DictionaryAttr>("fa.gpu_config")
            : DictionaryAttr();
   if (!config)
-    return makeError("kernel '" + md.name +
-                     "': fa-map-to-gpu left no launch configuration");
+    return llvm::createStringError(
+        "kernel '" + md.name + "': fa-map-to-gpu left no launch configuration");
   job.kernelFamily = getMappedKernelFamily(func);
   auto getInt = [&](StringRef key) {
     return config.getAs<IntegerAttr>(key).getInt();
@@ -186,14 +185,15 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
     return WalkResult::advance();
   });
   if (dynWalk.wasInterrupted())
-    return makeError("kernel '" + md.name +
-                     "': the launch's dynamic shared memory size is not a "
-                     "constant");
+    return llvm::createStringError(
+        "kernel '" + md.name +
+        "': the launch's dynamic shared memory size is not a "
+        "constant");
 
   // The chip's limit, which the runtime checks against the device again.
   const ::fa::target::ChipInfo *chip = ::fa::target::lookupChip(options.target);
   if (chip && staticShared + dynamicShared > chip->optInSharedBytesPerBlock)
-    return makeError(llvm::formatv(
+    return llvm::createStringError(llvm::formatv(
         "kernel '{0}' needs {1} bytes of shared memory per block ({2} "
         "static, {3} dynamic); {4} allows at most {5}",
         md.name, staticShared + dynamicShared, staticShared, dynamicShared,
@@ -203,7 +203,8 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   PassManager codegen(module.getContext());
   buildNVVMCodegenPipeline(codegen, nvvm);
   if (failed(codegen.run(module)))
-    return makeError("generating PTX for kernel '" + md.name + "' failed");
+    return llvm::createStringError("generating PTX for kernel '" + md.name +
+                                   "' failed");
   std::string ptxText;
   module.walk([&](gpu::BinaryOp binary) {
     for (Attribute attr : binary.getObjects())
@@ -212,7 +213,8 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
           ptxText = object.getObject().getValue().str();
   });
   if (ptxText.empty())
-    return makeError("kernel '" + md.name + "': no PTX in the gpu.binary");
+    return llvm::createStringError("kernel '" + md.name +
+                                   "': no PTX in the gpu.binary");
 
   md.target.kind = rt::TargetKind::Cuda;
   md.kernel =
@@ -269,10 +271,11 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
                                        /*SecondsToWait=*/300, 0, &execError);
     if (rc != 0) {
       auto text = llvm::MemoryBuffer::getFile(log);
-      return makeError("ptxas " + arch + " rejected the PTX of kernel '" +
-                       md.name + "' (exit " + std::to_string(rc) + ")" +
-                       (execError.empty() ? "" : ": " + execError) +
-                       (text ? ":\n" + (*text)->getBuffer().str() : ""));
+      return llvm::createStringError(
+          "ptxas " + arch + " rejected the PTX of kernel '" + md.name +
+          "' (exit " + std::to_string(rc) + ")" +
+          (execError.empty() ? "" : ": " + execError) +
+          (text ? ":\n" + (*text)->getBuffer().str() : ""));
     }
     llvm::sys::fs::remove(log);
     stage.addFile(cubinName);

@@ -46,17 +46,14 @@ using llvm::formatv;
 using llvm::StringRef;
 using llvm::Twine;
 
-static Error makeError(const Twine &message) {
-  return llvm::createStringError(message);
-}
-
 Error mlir::fa::compile::checkHeadDim(StringRef what, int64_t value) {
   // The widest rule of any kernel family (SIMT's); narrower families are
   // chosen by eligibility.
   if (!isSupportedHeadDim(KernelFamily::Simt, value))
-    return makeError(formatv("{0} {1} is not supported: head dims must be "
-                             "positive multiples of 8 up to 256",
-                             what, value));
+    return llvm::createStringError(
+        formatv("{0} {1} is not supported: head dims must be "
+                "positive multiples of 8 up to 256",
+                what, value));
   return Error::success();
 }
 
@@ -64,15 +61,18 @@ Expected<KernelChoice>
 mlir::fa::compile::parseKernelFlag(StringRef value, bool tensorCoresGiven,
                                    bool wgmmaGiven, StringRef hint) {
   if (tensorCoresGiven)
-    return makeError("--tensor-cores was replaced by --kernel mma (mma.sync "
-                     "is also the default, --kernel auto, for f16/bf16)");
+    return llvm::createStringError(
+        "--tensor-cores was replaced by --kernel mma (mma.sync "
+        "is also the default, --kernel auto, for f16/bf16)");
   if (wgmmaGiven)
-    return makeError("--wgmma was replaced by --kernel wgmma (wgmma is also "
-                     "the default, --kernel auto, on sm_90a)");
+    return llvm::createStringError(
+        "--wgmma was replaced by --kernel wgmma (wgmma is also "
+        "the default, --kernel auto, on sm_90a)");
   KernelChoice choice;
   if (!parseKernelChoice(value, choice))
-    return makeError("--kernel must be auto, simt, mma or wgmma, got '" +
-                     value + "'" + (hint.empty() ? "" : " (" + hint + ")"));
+    return llvm::createStringError(
+        "--kernel must be auto, simt, mma or wgmma, got '" + value + "'" +
+        (hint.empty() ? "" : " (" + hint + ")"));
   return choice;
 }
 
@@ -324,7 +324,7 @@ static Expected<std::optional<KernelJob>>
 extractJob(func::FuncOp func, const CompileOptions &options) {
   std::string fname = ("func @" + func.getSymName()).str();
   auto err = [&](const Twine &message) {
-    return makeError(fname + ": " + message);
+    return llvm::createStringError(fname + ": " + message);
   };
 
   llvm::SmallVector<Operation *> faOps;
