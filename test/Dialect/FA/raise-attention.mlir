@@ -118,7 +118,7 @@ func.func @matmul_div_decomposed(%q: tensor<8x16xf16>, %k: tensor<12x16xf16>,
 // CHECK-NEXT: return %[[A]]
 // NOMASK-LABEL: func.func @generic4d_mul_add_mask
 // NOMASK-NOT: fa.attention
-// NOMASK: linalg.softmax
+// NOMASK: fa.softmax
 func.func @generic4d_mul_add_mask(%q: tensor<2x3x8x16xf32>, %k: tensor<2x3x12x16xf32>,
                                   %v: tensor<2x3x12x8xf32>, %mask: tensor<2x3x8x12xf32>) -> tensor<2x3x8x8xf32> {
   %zero = arith.constant 0.0 : f32
@@ -235,7 +235,7 @@ func.func @tensor_select(%q: tensor<4x8x16xf32>, %k: tensor<4x8x16xf32>, %v: ten
 // CHECK-LABEL: func.func @softmax_wrong_dim
 // NOMASK-LABEL: func.func @softmax_wrong_dim
 // CHECK-NOT: fa.attention
-// CHECK: linalg.softmax dimension(1)
+// CHECK: fa.softmax {{.*}} dimension(1)
 func.func @softmax_wrong_dim(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>,
                              %v: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
   %zero = arith.constant 0.0 : f32
@@ -257,7 +257,7 @@ func.func @softmax_wrong_dim(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>,
 
 // CHECK-LABEL: func.func @extra_use_of_s
 // CHECK-NOT: fa.attention
-// CHECK: linalg.softmax
+// CHECK: fa.softmax
 func.func @extra_use_of_s(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>,
                           %v: tensor<2x8x4xf32>) -> (tensor<2x8x4xf32>, tensor<2x8x8xf32>) {
   %zero = arith.constant 0.0 : f32
@@ -279,7 +279,7 @@ func.func @extra_use_of_s(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>,
 
 // CHECK-LABEL: func.func @extra_use_of_p
 // CHECK-NOT: fa.attention
-// CHECK: linalg.softmax
+// CHECK: fa.softmax
 func.func @extra_use_of_p(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>,
                           %v: tensor<2x8x4xf32>) -> (tensor<2x8x4xf32>, tensor<2x8x8xf32>) {
   %zero = arith.constant 0.0 : f32
@@ -302,7 +302,7 @@ func.func @extra_use_of_p(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>,
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-LABEL: func.func @non_constant_scale
 // CHECK-NOT: fa.attention
-// CHECK: linalg.softmax
+// CHECK: fa.softmax
 func.func @non_constant_scale(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>,
                               %v: tensor<2x8x4xf32>, %c: f32) -> tensor<2x8x4xf32> {
   %zero = arith.constant 0.0 : f32
@@ -381,12 +381,14 @@ func.func @decomposed_wrong_reduction_dim(%q: tensor<8x16xf32>, %k: tensor<8x16x
 
 // -----
 
-// Negative: Q.K^T reduces over the sequence (K is not transposed), so the
-// "keys" dim of S is D.
+// Q.K^T without a transpose: the second operand is K^T ([B*H, D, Nk]), so
+// fa.attention gets it transposed back.
 
 // CHECK-LABEL: func.func @qk_without_transpose
-// CHECK-NOT: fa.attention
-// CHECK: linalg.softmax
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<2x8x8xf32>, %[[K:[a-z0-9]+]]: tensor<2x8x8xf32>
+// CHECK: %[[KT:.*]] = linalg.transpose ins(%[[K]] : tensor<2x8x8xf32>) {{.*}} permutation = [0, 2, 1]
+// CHECK: %[[K4:.*]] = tensor.expand_shape %[[KT]]
+// CHECK: fa.attention ins(%{{.*}}, %[[K4]], %{{.*}} :
 func.func @qk_without_transpose(%q: tensor<2x8x8xf32>, %k: tensor<2x8x8xf32>,
                                 %v: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
   %zero = arith.constant 0.0 : f32
@@ -407,7 +409,7 @@ func.func @qk_without_transpose(%q: tensor<2x8x8xf32>, %k: tensor<2x8x8xf32>,
 
 // CHECK-LABEL: func.func @mixed_precision
 // CHECK-NOT: fa.attention
-// CHECK: linalg.softmax
+// CHECK: fa.softmax
 func.func @mixed_precision(%q: tensor<2x8x16xf16>, %k: tensor<2x8x16xf16>,
                            %v: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
   %zero = arith.constant 0.0 : f32
@@ -425,12 +427,15 @@ func.func @mixed_precision(%q: tensor<2x8x16xf16>, %k: tensor<2x8x16xf16>,
 
 // -----
 
-// Negative: the mask is added before the scale ((S + M) * c), which is not
-// fa.attention's scale * S + M.
+// The mask is added before the scale: (S + M) * c = c * S + c * M, so the
+// mask fa.attention gets is M * c.
 
 // CHECK-LABEL: func.func @mask_before_scale
-// CHECK-NOT: fa.attention
-// CHECK: linalg.softmax
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2x8x8xf32>
+// CHECK: %[[C:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK: %[[SM:.*]] = linalg.generic {{.*}} ins(%[[M]] : tensor<2x8x8xf32>) outs(%{{.*}} : tensor<2x1x8x8xf32>)
+// CHECK: arith.mulf %{{.*}}, %[[C]]
+// CHECK: fa.attention {{.*}} mask(%[[SM]] : tensor<2x1x8x8xf32>) {{.*}} scale(2.500000e-01)
 func.func @mask_before_scale(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>,
                              %v: tensor<2x8x4xf32>, %mask: tensor<2x8x8xf32>) -> tensor<2x8x4xf32> {
   %zero = arith.constant 0.0 : f32
@@ -455,7 +460,7 @@ func.func @mask_before_scale(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>,
 
 // CHECK-LABEL: func.func @pv_nonzero_init
 // CHECK-NOT: fa.attention
-// CHECK: linalg.softmax
+// CHECK: fa.softmax
 func.func @pv_nonzero_init(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>,
                            %v: tensor<2x8x4xf32>, %acc: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
   %zero = arith.constant 0.0 : f32
@@ -475,7 +480,7 @@ func.func @pv_nonzero_init(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>,
 
 // CHECK-LABEL: func.func @dynamic_head_dim
 // CHECK-NOT: fa.attention
-// CHECK: linalg.softmax
+// CHECK: fa.softmax
 func.func @dynamic_head_dim(%q: tensor<2x8x?xf32>, %k: tensor<2x8x?xf32>,
                             %v: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
   %zero = arith.constant 0.0 : f32
@@ -710,7 +715,8 @@ func.func @broadcast_additive_mask(%q: tensor<2x3x8x16xf32>, %k: tensor<2x3x12x1
 #b0 = affine_map<(d0, d1, d2) -> (0, d1, d2)>
 // CHECK-LABEL: func.func @broadcast_bool_mask_unit_dim
 // CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<1x8x8xi1>
-// CHECK: %[[M4:.*]] = tensor.expand_shape %[[M]] {{\[\[}}0, 1], [2], [3]] output_shape [1, 1, 8, 8] : tensor<1x8x8xi1> into tensor<1x1x8x8xi1>
+// CHECK: %[[M2:.*]] = tensor.collapse_shape %[[M]] {{\[\[}}0, 1], [2]] : tensor<1x8x8xi1> into tensor<8x8xi1>
+// CHECK: %[[M4:.*]] = tensor.expand_shape %[[M2]] {{\[\[}}0, 1, 2], [3]] output_shape [1, 1, 8, 8] : tensor<8x8xi1> into tensor<1x1x8x8xi1>
 // CHECK: fa.attention {{.*}} mask(%[[M4]] : tensor<1x1x8x8xi1>)
 func.func @broadcast_bool_mask_unit_dim(%q: tensor<4x8x16xf32>, %k: tensor<4x8x16xf32>, %v: tensor<4x8x16xf32>,
                                         %mask: tensor<1x8x8xi1>) -> tensor<4x8x16xf32> {
@@ -736,14 +742,16 @@ func.func @broadcast_bool_mask_unit_dim(%q: tensor<4x8x16xf32>, %k: tensor<4x8x1
 
 // -----
 
-// Negative: a key-padding mask broadcast over the queries ([B*H, 1, Nk]
-// read at query 0) is not a mask fa.attention can take as it is.
+// A key-padding mask broadcast over the queries ([B*H, 1, Nk] read at query
+// 0): fa.attention's mask does not broadcast over queries, so the raising
+// materializes it as [B*H, 1, Nq, Nk].
 
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #q0 = affine_map<(d0, d1, d2) -> (d0, 0, d2)>
 // CHECK-LABEL: func.func @mask_broadcast_over_queries
-// CHECK-NOT: fa.attention
-// CHECK: linalg.softmax
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<4x1x8xi1>
+// CHECK: %[[BM:.*]] = linalg.generic {{.*}} ins(%[[M]] : tensor<4x1x8xi1>) outs(%{{.*}} : tensor<4x1x8x8xi1>)
+// CHECK: fa.attention {{.*}} mask(%[[BM]] : tensor<4x1x8x8xi1>)
 func.func @mask_broadcast_over_queries(%q: tensor<4x8x16xf32>, %k: tensor<4x8x16xf32>, %v: tensor<4x8x16xf32>,
                                        %mask: tensor<4x1x8xi1>) -> tensor<4x8x16xf32> {
   %zero = arith.constant 0.0 : f32

@@ -5,27 +5,30 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Recognizes scaled dot-product attention written on tensors in upstream
-// dialects, as front ends (torch-mlir, StableHLO -> linalg, hand-written
-// linalg) emit it, and replaces the chain with one fa.attention:
+// Recognizes scaled dot-product attention and softmax written on tensors in
+// upstream dialects, as front ends (torch-mlir's linalg-on-tensors backend,
+// StableHLO -> linalg, hand-written linalg) emit them, and replaces the chain
+// with one fa.attention or fa.softmax.
 //
-//   S = contraction(Q, K^T)          zero-initialized, K^T as a transpose
-//                                    in the indexing maps or linalg.transpose
-//   S = S * c  |  S / c              optional, c a constant
-//   S = S + M  |  select(Mb, S, -inf) optional mask, possibly broadcast
-//                                    over leading batch dims
-//   P = softmax(S) over the last dim linalg.softmax or its decomposition
-//                                    (max, sub+exp or sub then exp, sum, div)
-//   O = contraction(P, V)            zero-initialized
+// The match does not look at ops one by one. The tracer (RaisingTracer.h)
+// describes one element of the attention output, at symbolic indices over
+// the output's dims, as a scalar expression: reshapes, permutations,
+// broadcasts and elementwise bodies disappear, and what is left is
 //
-// with 0, 1 or 2 batch dims ([N, D], [B*H, N, D], [B, H, N, D]); the lower
-// ranks are expanded to fa.attention's [B, H, N, D] with H = 1.
+//   O[i] = sum_k P[.., k] * V[.., k, ..]            (the P.V contraction)
+//   P    = exp(X - max_k X) / sum_k exp(X - max_k X) (or a softmax op)
+//   X    = f(S, masks)                               (scale, masks, casts)
+//   S    = sum_d Q[.., d] * K[.., d]                 (the Q.K^T contraction)
 //
-// The match is anchored on the P.V contraction and walks the chain
-// backwards; every intermediate must have exactly the uses the chain gives
-// it, so nothing else observes S or P. Anything else is left alone.
+// from which the roles of the dims (batch, heads, queries, keys, head dims),
+// the GQA head mapping (a K/V head index h floordiv g), the scale, causal
+// alignment (index comparisons k <= q + off) and the masks are read off.
+// Anything that does not fit is left alone, and the reason can be reported
+// as a remark.
 //
 //===----------------------------------------------------------------------===//
+
+#include "RaisingTracer.h"
 
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
@@ -36,9 +39,11 @@
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <optional>
@@ -52,630 +57,1463 @@ namespace fa {
 
 using namespace mlir;
 using namespace mlir::fa;
+using namespace mlir::fa::raising;
 
 //===----------------------------------------------------------------------===//
-// Small matchers
-//===----------------------------------------------------------------------===//
-
-/// The scalar float constant `v` holds, looking through splat tensors and
-/// linalg.fill of a constant.
-static std::optional<double> getConstantFloat(Value v) {
-  if (auto fill = v.getDefiningOp<linalg::FillOp>())
-    return getConstantFloat(fill.getInputs()[0]);
-  Attribute attr;
-  if (!matchPattern(v, m_Constant(&attr)))
-    return std::nullopt;
-  if (auto f = dyn_cast<FloatAttr>(attr))
-    return f.getValueAsDouble();
-  if (auto dense = dyn_cast<DenseFPElementsAttr>(attr))
-    if (dense.isSplat())
-      return dense.getSplatValue<APFloat>().convertToDouble();
-  return std::nullopt;
-}
-
-static bool isNegInfConstant(Value v) {
-  std::optional<double> c = getConstantFloat(v);
-  return c && std::isinf(*c) && *c < 0;
-}
-
-/// True when `v` is the block argument `index` of `body`.
-static bool isArg(Value v, Block *body, unsigned index) {
-  auto arg = dyn_cast<BlockArgument>(v);
-  return arg && arg.getOwner() == body && arg.getArgNumber() == index;
-}
-
-/// The op whose single result a linalg op's body yields, provided the body
-/// holds exactly that op and the yield.
-static Operation *getSingleBodyOp(linalg::LinalgOp op) {
-  Block *body = op.getBlock();
-  if (!body || body->getOperations().size() != 2)
-    return nullptr;
-  Operation *yield = body->getTerminator();
-  if (yield->getNumOperands() != 1)
-    return nullptr;
-  Operation *def = yield->getOperand(0).getDefiningOp();
-  return def && def->getBlock() == body ? def : nullptr;
-}
-
-/// An elementwise linalg op on tensors: every loop parallel, one init, the
-/// init and every input indexed by the identity except where `anyMapFor`
-/// says the input may use any map (a splat constant).
-static bool isElementwise(linalg::LinalgOp op, unsigned numInputs) {
-  if (!op || !op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
-      op.getNumDpsInputs() != numInputs || op->getNumResults() != 1)
-    return false;
-  if (op.getNumLoops() != op.getNumParallelLoops())
-    return false;
-  return op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity();
-}
-
-static bool hasIdentityMap(linalg::LinalgOp op, unsigned input) {
-  return op.getMatchingIndexingMap(op.getDpsInputOperand(input)).isIdentity();
-}
-
-/// Map (d0..dr-1) -> (d0..dr-2): a per-row value broadcast along the last
-/// dim.
-static bool isDropLastMap(AffineMap map) {
-  unsigned rank = map.getNumDims();
-  if (rank == 0 || map.getNumSymbols() != 0 || map.getNumResults() != rank - 1)
-    return false;
-  for (unsigned i = 0; i + 1 < rank; ++i)
-    if (map.getResult(i) != getAffineDimExpr(i, map.getContext()))
-      return false;
-  return true;
-}
-
-/// A linalg op reducing the last dim of a rank-r input into a rank-(r-1)
-/// init: loops (parallel x r-1, reduction), input identity, init drops the
-/// last dim.
-static bool isLastDimReduction(linalg::LinalgOp op) {
-  if (!op || !op.hasPureTensorSemantics() || op.getNumDpsInputs() != 1 ||
-      op.getNumDpsInits() != 1 || op->getNumResults() != 1)
-    return false;
-  unsigned rank = op.getNumLoops();
-  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
-  for (unsigned i = 0; i < rank; ++i)
-    if (iters[i] != (i + 1 == rank ? utils::IteratorType::reduction
-                                   : utils::IteratorType::parallel))
-      return false;
-  if (!hasIdentityMap(op, 0))
-    return false;
-  return isDropLastMap(op.getMatchingIndexingMap(op.getDpsInitOperand(0)));
-}
-
-/// Positions of the dims a projected-permutation map reads, in order.
-static std::optional<SmallVector<unsigned>> getDimPositions(AffineMap map) {
-  SmallVector<unsigned> dims;
-  for (AffineExpr e : map.getResults()) {
-    auto d = dyn_cast<AffineDimExpr>(e);
-    if (!d)
-      return std::nullopt;
-    dims.push_back(d.getPosition());
-  }
-  return dims;
-}
-
-//===----------------------------------------------------------------------===//
-// Contractions
-//===----------------------------------------------------------------------===//
-
-namespace {
-/// A batched contraction out[b.., m, n] = sum_k lhs[b.., m, k] * rhs[...]
-/// with rhs indexed [b.., k, n] or, when `rhsTransposed`, [b.., n, k].
-struct Contraction {
-  linalg::LinalgOp op;
-  Value lhs, rhs;
-  unsigned numBatch = 0;
-  bool rhsTransposed = false;
-};
-} // namespace
-
-/// Matches `v` as the result of a zero-initialized contraction whose operand
-/// and result element types all agree.
-static std::optional<Contraction> matchContraction(Value v) {
-  auto op = v.getDefiningOp<linalg::LinalgOp>();
-  if (!op || !op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || op->getNumResults() != 1)
-    return std::nullopt;
-  if (!linalg::isaContractionOpInterface(op))
-    return std::nullopt;
-  Value lhs = op.getDpsInputOperand(0)->get();
-  Value rhs = op.getDpsInputOperand(1)->get();
-  Value init = op.getDpsInitOperand(0)->get();
-  Type elt = getElementTypeOrSelf(v.getType());
-  if (getElementTypeOrSelf(lhs.getType()) != elt ||
-      getElementTypeOrSelf(rhs.getType()) != elt ||
-      getElementTypeOrSelf(init.getType()) != elt)
-    return std::nullopt;
-  // Accumulating onto anything but zero is not attention.
-  std::optional<double> zero = getConstantFloat(init);
-  if (!zero || *zero != 0.0)
-    return std::nullopt;
-
-  FailureOr<linalg::ContractionDimensions> dims =
-      linalg::inferContractionDims(op);
-  if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 ||
-      dims->k.size() != 1 || dims->batch.size() > 2)
-    return std::nullopt;
-  unsigned nb = dims->batch.size();
-  if (op.getNumLoops() != nb + 3)
-    return std::nullopt;
-  unsigned m = dims->m[0], n = dims->n[0], k = dims->k[0];
-  SmallVector<unsigned> batch(dims->batch.begin(), dims->batch.end());
-  // Batch dims in order in every operand, matching the result's order.
-  auto expect = [&](ArrayRef<unsigned> tail) {
-    SmallVector<unsigned> r(batch);
-    r.append(tail.begin(), tail.end());
-    return r;
-  };
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  auto lhsDims = getDimPositions(maps[0]);
-  auto rhsDims = getDimPositions(maps[1]);
-  auto outDims = getDimPositions(maps[2]);
-  if (!lhsDims || !rhsDims || !outDims)
-    return std::nullopt;
-  if (*outDims != expect({m, n}) || *lhsDims != expect({m, k}))
-    return std::nullopt;
-  Contraction c{op, lhs, rhs, nb, false};
-  if (*rhsDims == expect({n, k}))
-    c.rhsTransposed = true;
-  else if (*rhsDims != expect({k, n}))
-    return std::nullopt;
-  return c;
-}
-
-/// The source of a linalg.transpose that swaps the last two dims of `v`.
-static Value getTransposeSource(Value v) {
-  auto t = v.getDefiningOp<linalg::TransposeOp>();
-  if (!t)
-    return {};
-  ArrayRef<int64_t> perm = t.getPermutation();
-  int64_t r = perm.size();
-  if (r < 2)
-    return {};
-  for (int64_t i = 0; i + 2 < r; ++i)
-    if (perm[i] != i)
-      return {};
-  if (perm[r - 2] != r - 1 || perm[r - 1] != r - 2)
-    return {};
-  return t.getInput();
-}
-
-//===----------------------------------------------------------------------===//
-// The attention chain
-//===----------------------------------------------------------------------===//
-
-namespace {
-struct AttentionChain {
-  Value query, key, value;
-  Value mask;            // additive (float) or boolean (i1), or null
-  double scale = 1.0;
-  unsigned numBatch = 0; // batch dims of the contractions: 0, 1 or 2
-};
-} // namespace
-
-/// Matches the scale step and the Q.K^T contraction that produce `s`.
-static bool matchScaledScores(Value s, Block *block, AttentionChain &chain) {
-  double scale = 1.0;
-  if (auto op = s.getDefiningOp<linalg::LinalgOp>();
-      op && !linalg::isaContractionOpInterface(op) &&
-      op->getBlock() == block) {
-    // S * c, c * S or S / c: one input with a captured constant, or two
-    // inputs, one of them a splat constant.
-    Operation *body = getSingleBodyOp(op);
-    if (!body || !isa<arith::MulFOp, arith::DivFOp>(body))
-      return false;
-    Block *blk = op.getBlock();
-    bool isDiv = isa<arith::DivFOp>(body);
-    Value scores;
-    double c = 0.0;
-    auto takeConstant = [&](std::optional<double> v) {
-      if (v)
-        c = *v;
-      return v.has_value();
-    };
-    if (isElementwise(op, 1) && hasIdentityMap(op, 0)) {
-      // The body multiplies (either order) or divides its input by a value
-      // defined outside it or by an in-body constant.
-      bool found = false;
-      for (unsigned i = 0; i < (isDiv ? 1u : 2u) && !found; ++i)
-        found = isArg(body->getOperand(i), blk, 0) &&
-                takeConstant(getConstantFloat(body->getOperand(1 - i)));
-      if (found)
-        scores = op.getDpsInputOperand(0)->get();
-    } else if (isElementwise(op, 2)) {
-      for (unsigned si = 0; si < 2 && !scores; ++si) {
-        unsigned ci = 1 - si;
-        if (!hasIdentityMap(op, si))
-          continue;
-        bool operandsOk =
-            (isArg(body->getOperand(0), blk, si) &&
-             isArg(body->getOperand(1), blk, ci)) ||
-            (!isDiv && isArg(body->getOperand(0), blk, ci) &&
-             isArg(body->getOperand(1), blk, si));
-        if (operandsOk &&
-            takeConstant(getConstantFloat(op.getDpsInputOperand(ci)->get())))
-          scores = op.getDpsInputOperand(si)->get();
-      }
-    }
-    if (!scores)
-      return false;
-    if (isDiv) {
-      if (c == 0.0)
-        return false;
-      scale = 1.0 / c;
-    } else {
-      scale = c;
-    }
-    if (!std::isfinite(scale) || !std::isfinite(static_cast<float>(scale)))
-      return false;
-    if (!scores.hasOneUse())
-      return false;
-    s = scores;
-  }
-
-  std::optional<Contraction> qk = matchContraction(s);
-  if (!qk || qk->op->getBlock() != block)
-    return false;
-  Value key = qk->rhs;
-  if (!qk->rhsTransposed) {
-    key = getTransposeSource(qk->rhs);
-    if (!key)
-      return false;
-  }
-  chain.query = qk->lhs;
-  chain.key = key;
-  chain.scale = scale;
-  chain.numBatch = qk->numBatch;
-  return true;
-}
-
-/// True when `map`, over the loops (b.., q, k) of an elementwise op on S,
-/// reads a mask [b'.., q, k] that is S's shape with some leading batch dims
-/// dropped (broadcast) or read at the constant 0 from a static unit dim:
-/// the broadcasts fa.attention's mask expresses with dims of size 1.
-static bool isBatchBroadcastMaskMap(AffineMap map, RankedTensorType maskType) {
-  unsigned rank = map.getNumDims(), maskRank = map.getNumResults();
-  if (map.getNumSymbols() != 0 || maskRank < 2 || maskRank > rank ||
-      maskType.getRank() != static_cast<int64_t>(maskRank))
-    return false;
-  for (unsigned j = 0; j < maskRank; ++j) {
-    AffineExpr e = map.getResult(j);
-    auto d = dyn_cast<AffineDimExpr>(e);
-    if (d && d.getPosition() == rank - maskRank + j)
-      continue;
-    auto c = dyn_cast<AffineConstantExpr>(e);
-    if (j + 2 < maskRank && c && c.getValue() == 0 &&
-        maskType.getDimSize(j) == 1)
-      continue;
-    return false;
-  }
-  return true;
-}
-
-/// Matches an optional mask step producing `x`, then the scaled scores.
-static bool matchMaskedScores(Value x, Block *block, AttentionChain &chain) {
-  if (matchScaledScores(x, block, chain))
-    return true;
-
-  // arith.select on tensors: select(mask, S, splat(-inf)).
-  if (auto sel = x.getDefiningOp<arith::SelectOp>()) {
-    if (sel->getBlock() != block || !isa<RankedTensorType>(sel.getType()) ||
-        !isa<RankedTensorType>(sel.getCondition().getType()) ||
-        !isNegInfConstant(sel.getFalseValue()) ||
-        !sel.getTrueValue().hasOneUse())
-      return false;
-    if (!matchScaledScores(sel.getTrueValue(), block, chain))
-      return false;
-    chain.mask = sel.getCondition();
-    return true;
-  }
-
-  auto op = x.getDefiningOp<linalg::LinalgOp>();
-  if (!op || op->getBlock() != block || !isElementwise(op, 2))
-    return false;
-  Operation *body = getSingleBodyOp(op);
-  Block *blk = op.getBlock();
-  if (!body)
-    return false;
-  for (unsigned si = 0; si < 2; ++si) {
-    unsigned mi = 1 - si;
-    Value scores = op.getDpsInputOperand(si)->get();
-    Value mask = op.getDpsInputOperand(mi)->get();
-    auto maskType = dyn_cast<RankedTensorType>(mask.getType());
-    if (!scores.hasOneUse() || !hasIdentityMap(op, si) || !maskType ||
-        !isBatchBroadcastMaskMap(
-            op.getMatchingIndexingMap(op.getDpsInputOperand(mi)), maskType))
-      continue;
-    if (auto add = dyn_cast<arith::AddFOp>(body)) {
-      // S + M or M + S.
-      bool ok = (isArg(add.getLhs(), blk, si) && isArg(add.getRhs(), blk, mi)) ||
-                (isArg(add.getLhs(), blk, mi) && isArg(add.getRhs(), blk, si));
-      if (!ok)
-        continue;
-    } else if (auto sel = dyn_cast<arith::SelectOp>(body)) {
-      // select(Mb, S, -inf) with Mb an i1 tensor.
-      if (!getElementTypeOrSelf(mask.getType()).isSignlessInteger(1) ||
-          !isArg(sel.getCondition(), blk, mi) ||
-          !isArg(sel.getTrueValue(), blk, si) ||
-          !isNegInfConstant(sel.getFalseValue()))
-        continue;
-    } else {
-      return false;
-    }
-    AttentionChain attempt = chain;
-    if (!matchScaledScores(scores, block, attempt))
-      continue;
-    attempt.mask = mask;
-    chain = attempt;
-    return true;
-  }
-  return false;
-}
-
-/// Matches `p` as a softmax over the last dim: linalg.softmax or the
-/// max / sub+exp / sum / div decomposition that linalg.softmax's
-/// AggregatedOpInterface produces. Returns the softmax input.
-static Value matchSoftmax(Value p, Block *block) {
-  auto type = dyn_cast<RankedTensorType>(p.getType());
-  if (!type)
-    return {};
-  int64_t rank = type.getRank();
-  if (auto sm = p.getDefiningOp<linalg::SoftmaxOp>()) {
-    if (sm->getBlock() != block ||
-        static_cast<int64_t>(sm.getDimension()) != rank - 1 ||
-        sm.getInput().getType() != type || !sm.getInput().hasOneUse())
-      return {};
-    return sm.getInput();
-  }
-
-  // div: P = E / sum, the sum broadcast along the last dim.
-  auto div = p.getDefiningOp<linalg::LinalgOp>();
-  if (!div || div->getBlock() != block || !isElementwise(div, 2) ||
-      !hasIdentityMap(div, 0) ||
-      !isDropLastMap(div.getMatchingIndexingMap(div.getDpsInputOperand(1))))
-    return {};
-  Operation *divBody = getSingleBodyOp(div);
-  if (!divBody || !isa<arith::DivFOp>(divBody) ||
-      !isArg(divBody->getOperand(0), div.getBlock(), 0) ||
-      !isArg(divBody->getOperand(1), div.getBlock(), 1))
-    return {};
-  Value e = div.getDpsInputOperand(0)->get();
-  Value sum = div.getDpsInputOperand(1)->get();
-
-  // sum: reduction of E over the last dim with addf, from zero.
-  auto sumOp = sum.getDefiningOp<linalg::LinalgOp>();
-  if (!sum.hasOneUse() || !sumOp || sumOp->getBlock() != block ||
-      !isLastDimReduction(sumOp) || sumOp.getDpsInputOperand(0)->get() != e)
-    return {};
-  Operation *sumBody = getSingleBodyOp(sumOp);
-  if (!sumBody || !isa<arith::AddFOp>(sumBody) ||
-      !((isArg(sumBody->getOperand(0), sumOp.getBlock(), 0) &&
-         isArg(sumBody->getOperand(1), sumOp.getBlock(), 1)) ||
-        (isArg(sumBody->getOperand(0), sumOp.getBlock(), 1) &&
-         isArg(sumBody->getOperand(1), sumOp.getBlock(), 0))))
-    return {};
-  std::optional<double> zero =
-      getConstantFloat(sumOp.getDpsInitOperand(0)->get());
-  if (!zero || *zero != 0.0)
-    return {};
-
-  // E = exp(X - max), used by the sum and the div only: one generic (as
-  // linalg.softmax decomposes) or a sub generic followed by an exp generic
-  // (as torch-mlir-like front ends emit it).
-  auto expOp = e.getDefiningOp<linalg::LinalgOp>();
-  if (!expOp || expOp->getBlock() != block)
-    return {};
-  for (Operation *user : e.getUsers())
-    if (user != div.getOperation() && user != sumOp.getOperation())
-      return {};
-  if (std::distance(e.getUses().begin(), e.getUses().end()) != 2)
-    return {};
-  // The op computing X - max, and whether it also takes the exp.
-  linalg::LinalgOp subOp = expOp;
-  bool fused = isElementwise(expOp, 2);
-  if (!fused) {
-    if (!isElementwise(expOp, 1) || !hasIdentityMap(expOp, 0))
-      return {};
-    Operation *expBody = getSingleBodyOp(expOp);
-    if (!expBody || !isa<math::ExpOp>(expBody) ||
-        !isArg(expBody->getOperand(0), expOp.getBlock(), 0))
-      return {};
-    Value diff = expOp.getDpsInputOperand(0)->get();
-    subOp = diff.getDefiningOp<linalg::LinalgOp>();
-    if (!diff.hasOneUse() || !subOp || subOp->getBlock() != block ||
-        !isElementwise(subOp, 2))
-      return {};
-  }
-  if (!hasIdentityMap(subOp, 0) ||
-      !isDropLastMap(
-          subOp.getMatchingIndexingMap(subOp.getDpsInputOperand(1))))
-    return {};
-  Block *subBlk = subOp.getBlock();
-  if (subBlk->getOperations().size() != (fused ? 3u : 2u))
-    return {};
-  Value diffValue = subBlk->getTerminator()->getOperand(0);
-  if (fused) {
-    auto exp = diffValue.getDefiningOp<math::ExpOp>();
-    if (!exp)
-      return {};
-    diffValue = exp.getOperand();
-  }
-  auto sub = diffValue.getDefiningOp<arith::SubFOp>();
-  if (!sub || !isArg(sub.getLhs(), subBlk, 0) ||
-      !isArg(sub.getRhs(), subBlk, 1))
-    return {};
-  Value x = subOp.getDpsInputOperand(0)->get();
-  Value max = subOp.getDpsInputOperand(1)->get();
-
-  // max: reduction of X over the last dim with maxnumf (from -inf or NaN)
-  // or maximumf (from -inf).
-  auto maxOp = max.getDefiningOp<linalg::LinalgOp>();
-  if (!max.hasOneUse() || !maxOp || maxOp->getBlock() != block ||
-      !isLastDimReduction(maxOp) || maxOp.getDpsInputOperand(0)->get() != x)
-    return {};
-  Operation *maxBody = getSingleBodyOp(maxOp);
-  if (!maxBody || !isa<arith::MaxNumFOp, arith::MaximumFOp>(maxBody) ||
-      !((isArg(maxBody->getOperand(0), maxOp.getBlock(), 0) &&
-         isArg(maxBody->getOperand(1), maxOp.getBlock(), 1)) ||
-        (isArg(maxBody->getOperand(0), maxOp.getBlock(), 1) &&
-         isArg(maxBody->getOperand(1), maxOp.getBlock(), 0))))
-    return {};
-  std::optional<double> init =
-      getConstantFloat(maxOp.getDpsInitOperand(0)->get());
-  bool initOk = init && ((std::isinf(*init) && *init < 0) ||
-                         (std::isnan(*init) && isa<arith::MaxNumFOp>(maxBody)));
-  if (!initOk)
-    return {};
-
-  // X feeds the max and the subtraction only.
-  for (Operation *user : x.getUsers())
-    if (user != maxOp.getOperation() && user != subOp.getOperation())
-      return {};
-  if (std::distance(x.getUses().begin(), x.getUses().end()) != 2)
-    return {};
-  if (x.getType() != type)
-    return {};
-  return x;
-}
-
-//===----------------------------------------------------------------------===//
-// The pattern
+// Helpers
 //===----------------------------------------------------------------------===//
 
 static bool isSupportedFloat(Type t) {
   return t.isF32() || t.isF16() || t.isBF16();
 }
 
-/// [b.., n, d] with 0, 1 or 2 batch dims -> [B, H, n, d]: a rank-3 value is
-/// taken as [B*H, n, d] with H = 1, a rank-2 value gets B = H = 1.
-static SmallVector<ReassociationIndices> getReassociation(unsigned numBatch) {
-  if (numBatch == 2)
-    return {{0}, {1}, {2}, {3}};
-  if (numBatch == 1)
-    return {{0, 1}, {2}, {3}};
-  return {{0, 1, 2}, {3}};
+static bool isContraction(Operation *op) {
+  auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
+  return linalgOp && linalgOp.hasPureTensorSemantics() &&
+         linalgOp->getNumResults() == 1 &&
+         linalg::isaContractionOpInterface(linalgOp);
 }
 
-static Value expandTo4D(PatternRewriter &rewriter, Location loc, Value v,
-                        unsigned numBatch) {
-  if (numBatch == 2)
-    return v;
-  auto type = cast<RankedTensorType>(v.getType());
-  SmallVector<int64_t> shape(type.getShape());
-  shape.insert(shape.begin() + (numBatch == 1 ? 1 : 0), 2 - numBatch, 1);
-  auto newType = RankedTensorType::get(shape, type.getElementType());
-  return tensor::ExpandShapeOp::create(rewriter, loc, newType, v,
-                                       getReassociation(numBatch));
+/// True when `e` reads the result of a contraction somewhere inside.
+static bool readsContraction(const Expr *e) {
+  if (e->kind == ExprKind::Read)
+    return isContraction(e->value.getDefiningOp());
+  return llvm::any_of(e->operands, readsContraction);
 }
+
+/// True when `e` looks like (part of) a softmax: an exponential, a
+/// reduction or a softmax op.
+static bool isSoftmaxLike(const Expr *e) {
+  if (e->kind == ExprKind::Reduce || e->kind == ExprKind::Softmax)
+    return true;
+  if (getOp<math::ExpOp>(e))
+    return true;
+  return llvm::any_of(e->operands, isSoftmaxLike);
+}
+
+/// A cheap look at the producers of `v` (a few ops deep): a softmax op or
+/// a body computing an exponential. Decides what deserves a remark.
+static bool looksLikeSoftmax(Value v) {
+  SmallVector<Value> work = {v};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!work.empty() && seen.size() < 24) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || !seen.insert(def).second || isContraction(def))
+      continue;
+    if (isa<linalg::SoftmaxOp, fa::SoftmaxOp>(def))
+      return true;
+    if (auto op = dyn_cast<linalg::LinalgOp>(def))
+      if (llvm::any_of(op.getBlock()->getOperations(),
+                       [](Operation &o) { return isa<math::ExpOp>(o); }))
+        return true;
+    if (isa<math::ExpOp>(def))
+      return true;
+    llvm::append_range(work, def->getOperands());
+  }
+  return false;
+}
+
+/// Strips casts between float types.
+static const Expr *stripFloatCasts(const Expr *e) {
+  while (getOp<arith::ExtFOp>(e) || getOp<arith::TruncFOp>(e))
+    e = e->operands[0];
+  return e;
+}
+
+/// A fill value that removes a key: -inf, or a finite value so negative
+/// that exp(value - max) is 0 for any score a row can hold (JAX fills
+/// with 0.7 * the lowest finite value of the type).
+static bool isMaskFill(const Expr *e) {
+  std::optional<double> c = getConstFloat(e);
+  if (!c)
+    return false;
+  if (std::isinf(*c))
+    return *c < 0;
+  auto ft = dyn_cast<FloatType>(e->type);
+  if (!ft)
+    return false;
+  double lowest = APFloat::getLargest(ft.getFloatSemantics(), /*Negative=*/true)
+                      .convertToDouble();
+  return *c <= 0.5 * lowest;
+}
+
+namespace {
+/// A contraction read at symbolic indices, decomposed.
+struct ContractionRead {
+  linalg::LinalgOp op;
+  unsigned reductionDim;
+  SmallVector<AffineExpr> lhsIndices, rhsIndices;
+};
+} // namespace
+
+/// Decomposes the read `leaf` of a zero-initialized contraction with one
+/// reduction dim.
+static FailureOr<ContractionRead>
+decomposeContraction(Tracer &tracer, const Expr *leaf, std::string &why) {
+  auto op = cast<linalg::LinalgOp>(leaf->value.getDefiningOp());
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims) || dims->k.size() != 1) {
+    why = "the contraction does not reduce over exactly one dim";
+    return failure();
+  }
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  SmallVector<AffineExpr> loops(op.getNumLoops(), AffineExpr());
+  AffineMap out = maps[2];
+  for (auto [j, r] : llvm::enumerate(out.getResults())) {
+    auto d = dyn_cast<AffineDimExpr>(r);
+    if (!d) {
+      why = "the contraction's output indexing map is not a projection";
+      return failure();
+    }
+    loops[d.getPosition()] = leaf->indices[j];
+  }
+  unsigned k = dims->k[0];
+  if (loops[k]) {
+    why = "the contraction's reduction dim is in its output";
+    return failure();
+  }
+  for (auto [i, l] : llvm::enumerate(loops))
+    if (!l && i != k) {
+      why = "the contraction has a loop outside its operands";
+      return failure();
+    }
+  unsigned rd = tracer.addDim(op.getStaticLoopRanges()[k]);
+  loops[k] = tracer.getDim(rd);
+  const Expr *init = tracer.read(op.getDpsInitOperand(0)->get(), leaf->indices,
+                                 TraceMode::Views);
+  std::optional<double> zero = getConstFloat(init);
+  if (!zero || *zero != 0.0) {
+    why = "the contraction accumulates onto something other than zero";
+    return failure();
+  }
+  ContractionRead c{op, rd, {}, {}};
+  for (AffineExpr r : maps[0].getResults())
+    c.lhsIndices.push_back(r.replaceDims(loops));
+  for (AffineExpr r : maps[1].getResults())
+    c.rhsIndices.push_back(r.replaceDims(loops));
+  return c;
+}
+
+/// The Views-mode read of a contraction operand, with constant multipliers
+/// moved into `factor`; when what is left is not a plain read, the operand
+/// tensor itself.
+static const Expr *readOperand(Tracer &tracer, Value operand,
+                               ArrayRef<AffineExpr> indices, double &factor) {
+  factor = 1.0;
+  const Expr *e = tracer.read(operand, indices, TraceMode::Views);
+  double f = 1.0;
+  while (e && e->kind == ExprKind::Op) {
+    if (auto mul = getOp<arith::MulFOp>(e)) {
+      std::optional<double> c0 = getConstFloat(e->operands[0]);
+      std::optional<double> c1 = getConstFloat(e->operands[1]);
+      if (c1) {
+        f *= *c1;
+        e = e->operands[0];
+        continue;
+      }
+      if (c0) {
+        f *= *c0;
+        e = e->operands[1];
+        continue;
+      }
+    }
+    if (getOp<arith::DivFOp>(e)) {
+      std::optional<double> c = getConstFloat(e->operands[1]);
+      if (c && *c != 0.0) {
+        f /= *c;
+        e = e->operands[0];
+        continue;
+      }
+    }
+    break;
+  }
+  if (e && e->kind == ExprKind::Read) {
+    factor = f;
+    return e;
+  }
+  // The operand as it is.
+  tracer.clearError();
+  return tracer.makeRead(operand, indices);
+}
+
+//===----------------------------------------------------------------------===//
+// Layouts
+//===----------------------------------------------------------------------===//
+
+/// Slot ids of a tensor's dims: a canonical dim, kUnit for a dim of size 1
+/// read at 0, kKvHead for a K/V head dim read as `h floordiv g`.
+static constexpr int kUnit = -1;
+static constexpr int kKvHead = -2;
+
+/// Brings `value`, whose dims hold `src` slots, to a tensor whose dims hold
+/// `dst` slots: drops unit dims, transposes, inserts unit dims.
+static Value reshapeTranspose(OpBuilder &b, Location loc, Value value,
+                              ArrayRef<int> src, ArrayRef<int> dst) {
+  auto type = cast<RankedTensorType>(value.getType());
+  auto groupsAround = [](ArrayRef<int> slots) {
+    // Each unit slot joins the kept slot before it (leading ones the first
+    // kept slot).
+    SmallVector<ReassociationIndices> groups;
+    ReassociationIndices pending;
+    for (auto [i, s] : llvm::enumerate(slots)) {
+      if (s == kUnit && !groups.empty()) {
+        groups.back().push_back(i);
+        continue;
+      }
+      pending.push_back(i);
+      if (s != kUnit) {
+        groups.push_back(pending);
+        pending.clear();
+      }
+    }
+    return groups;
+  };
+  SmallVector<int> kept;
+  for (int s : src)
+    if (s != kUnit)
+      kept.push_back(s);
+  if (kept.size() != src.size()) {
+    value = tensor::CollapseShapeOp::create(b, loc, value, groupsAround(src));
+    type = cast<RankedTensorType>(value.getType());
+  }
+  SmallVector<int> want;
+  for (int s : dst)
+    if (s != kUnit)
+      want.push_back(s);
+  SmallVector<int64_t> perm;
+  for (int s : want)
+    perm.push_back(llvm::find(kept, s) - kept.begin());
+  if (!llvm::equal(perm, llvm::seq<int64_t>(0, perm.size()))) {
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t p : perm)
+      sizes.push_back(tensor::getMixedSize(b, loc, value, p));
+    Value init = tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
+    value =
+        linalg::TransposeOp::create(b, loc, value, init, perm)->getResult(0);
+    type = cast<RankedTensorType>(value.getType());
+  }
+  if (want.size() != dst.size()) {
+    SmallVector<int64_t> shape;
+    unsigned next = 0;
+    for (int s : dst)
+      shape.push_back(s == kUnit ? 1 : type.getDimSize(next++));
+    value = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(shape, type.getElementType()), value,
+        groupsAround(dst));
+  }
+  return value;
+}
+
+//===----------------------------------------------------------------------===//
+// The attention matcher
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct Keep {
+  const Expr *cond;
+  bool negate;
+};
+struct Bias {
+  const Expr *value;
+  double factor;
+};
+
+/// The softmax input and the scores it is computed from.
+struct ScoreForm {
+  const Expr *scores = nullptr; // a read of the Q.K^T contraction
+  double scale = 1.0;
+  SmallVector<Keep> keeps;
+  SmallVector<Bias> biases;
+};
+
+/// What the attention and softmax matchers share: the tracer, the reason
+/// of a failure, and the softmax chain.
+class MatcherBase {
+public:
+  explicit MatcherBase(MLIRContext *ctx) : tracer(ctx) {}
+
+  /// Why match() failed, and whether the op looked like what the matcher
+  /// raises at all (then the failure is worth a remark).
+  std::string reason;
+  bool candidate = false;
+
+protected:
+  LogicalResult failWith(const Twine &why) {
+    if (reason.empty())
+      reason = why.str();
+    return failure();
+  }
+  /// Matches `p`, an element of P at `pIndices`, as a softmax normalizing
+  /// over dim `keyDim`; sets `x` to the softmax input's element.
+  LogicalResult matchSoftmax(const Expr *p, unsigned keyDim,
+                             ArrayRef<AffineExpr> pIndices, const Expr *&x);
+  /// True when `c` is "every X[.., k] of the row is -inf".
+  bool isRowAllNegInf(const Expr *c, const Expr *x, unsigned key);
+  /// Checks that the ops computed from `roots` (forward through the ops
+  /// the tracer looked through) are used only inside the chain that ends
+  /// at `anchorOp`.
+  LogicalResult checkUses(ArrayRef<Operation *> roots, Operation *anchorOp,
+                          StringRef what);
+  /// Points the tensor.dim users of the chain's ops at the destinations
+  /// those results take their shapes from, so that the chain can go.
+  void redirectDims(RewriterBase &rewriter);
+
+  Tracer tracer;
+  SmallVector<Operation *> chainOps;
+};
+
+class AttentionMatcher : public MatcherBase {
+public:
+  AttentionMatcher(linalg::LinalgOp pv, const RaiseAttentionOptions &options)
+      : MatcherBase(pv->getContext()), pv(pv), options(options) {}
+
+  LogicalResult match();
+  void rewrite(RewriterBase &rewriter);
+
+private:
+  LogicalResult decomposeScores(const Expr *x, ScoreForm &form);
+  LogicalResult assignRoles();
+  LogicalResult classifyMasks();
+  std::optional<SmallVector<int>> slotsOf(const Expr *leaf, int64_t &group);
+  bool canMaterialize(const Expr *e);
+  Value materializeMask(OpBuilder &b, Location loc, Value qRef, Value kRef);
+  Value emitElement(OpBuilder &b, Location loc, const Expr *e,
+                    SmallVectorImpl<Value> &inputs,
+                    SmallVectorImpl<AffineMap> &maps, Block *body,
+                    IRMapping &done);
+  std::optional<AffineMap> loopMap(ArrayRef<AffineExpr> indices);
+
+  linalg::LinalgOp pv;
+  RaiseAttentionOptions options;
+
+  // What match() found.
+  Value anchor;
+  SmallVector<int64_t> anchorShape;
+  const Expr *qLeaf = nullptr, *kLeaf = nullptr, *vLeaf = nullptr;
+  linalg::LinalgOp qkOp;
+  unsigned keyDim = 0, qkDim = 0;
+  ScoreForm form;
+  // Roles: up to two batch dims (the second is the heads), the query dim,
+  // the value head dim; the GQA group.
+  SmallVector<unsigned> batch;
+  int queryDim = kUnit, valueDim = kUnit;
+  /// The fa.attention batch and head dims among `batch` (kUnit when absent).
+  int batchDim = kUnit, headDim = kUnit;
+  /// `d`, or kUnit when its size is 1 (its index is always 0, and it is
+  /// absent from the reads).
+  int slot(unsigned d) const {
+    return tracer.getDimSize(d) == 1 ? kUnit : int(d);
+  }
+  int64_t group = 1;
+  CausalKind causal = CausalKind::none;
+  SmallVector<Keep> maskKeeps;
+};
+} // namespace
+
+/// Advances from the contraction result through single-use reshapes,
+/// transposes, copies and float truncations to the value the chain's
+/// result ends up as.
+static Value findAnchor(Value v) {
+  while (v.hasOneUse()) {
+    Operation *user = *v.getUsers().begin();
+    if (user->getNumResults() != 1 || user->getBlock() != v.getParentBlock())
+      break;
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp>(
+            user) &&
+        user->getOperand(0) == v) {
+      v = user->getResult(0);
+      continue;
+    }
+    auto op = dyn_cast<linalg::LinalgOp>(user);
+    if (!op || !op.hasPureTensorSemantics() || op.getNumDpsInputs() != 1 ||
+        op.getDpsInputOperand(0)->get() != v ||
+        op.getNumParallelLoops() != op.getNumLoops() ||
+        !op.getMatchingIndexingMap(op.getDpsInputOperand(0)).isPermutation() ||
+        !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity())
+      break;
+    Block *body = op.getBlock();
+    Value y = body->getTerminator()->getOperand(0);
+    Value in = body->getArgument(0);
+    auto trunc = y.getDefiningOp<arith::TruncFOp>();
+    if (y != in && !(trunc && trunc.getIn() == in && trunc->getBlock() == body))
+      break;
+    v = user->getResult(0);
+  }
+  return v;
+}
+
+LogicalResult AttentionMatcher::match() {
+  if (!pv.hasPureTensorSemantics() || pv->getNumResults() != 1 ||
+      !linalg::isaContractionOpInterface(pv))
+    return failure();
+  candidate = looksLikeSoftmax(pv.getDpsInputOperand(0)->get()) ||
+              looksLikeSoftmax(pv.getDpsInputOperand(1)->get());
+  if (!candidate)
+    return failure();
+
+  anchor = findAnchor(pv->getResult(0));
+  tracer.addVisited(pv);
+  auto anchorType = cast<RankedTensorType>(anchor.getType());
+  anchorShape.assign(anchorType.getShape().begin(),
+                     anchorType.getShape().end());
+  SmallVector<AffineExpr> idx;
+  for (int64_t s : anchorShape)
+    idx.push_back(tracer.getDim(tracer.addDim(s)));
+  const Expr *out = tracer.read(anchor, idx, TraceMode::Full);
+  if (!out)
+    return failWith(tracer.getError());
+  if (getOp<arith::TruncFOp>(out))
+    out = out->operands[0];
+  if (out->kind != ExprKind::Read || out->value != pv->getResult(0))
+    return failWith("the contraction's result is not read back unchanged");
+
+  std::string why;
+  FailureOr<ContractionRead> pvRead = decomposeContraction(tracer, out, why);
+  if (failed(pvRead))
+    return failWith(why);
+  keyDim = pvRead->reductionDim;
+
+  // One operand is P, the other V.
+  const Expr *x = nullptr;
+  int pSide = -1;
+  std::string pReason;
+  for (int side = 0; side < 2 && pSide < 0; ++side) {
+    Value operand = pv.getDpsInputOperand(side)->get();
+    ArrayRef<AffineExpr> pIdx =
+        side == 0 ? pvRead->lhsIndices : pvRead->rhsIndices;
+    tracer.clearError();
+    const Expr *p = tracer.read(operand, pIdx, TraceMode::Full);
+    if (!p && looksLikeSoftmax(operand) && pReason.empty())
+      pReason = tracer.getError();
+    if (!p || !isSoftmaxLike(p))
+      continue;
+    reason.clear();
+    if (succeeded(matchSoftmax(p, keyDim, pIdx, x))) {
+      pSide = side;
+      break;
+    }
+    if (pReason.empty())
+      pReason = reason;
+  }
+  if (pSide < 0) {
+    reason.clear();
+    return failWith(pReason.empty() ? "no operand of the contraction is a "
+                                      "softmax"
+                                    : pReason);
+  }
+  reason.clear();
+
+  Value vOperand = pv.getDpsInputOperand(1 - pSide)->get();
+  double vFactor;
+  vLeaf = readOperand(tracer, vOperand,
+                      pSide == 0 ? pvRead->rhsIndices : pvRead->lhsIndices,
+                      vFactor);
+  if (!vLeaf || vFactor != 1.0)
+    return failWith("V is scaled or not a plain tensor read");
+
+  if (failed(decomposeScores(x, form)))
+    return failure();
+  // Which contraction operand is Q: the one not reading the key dim.
+  FailureOr<ContractionRead> qk =
+      decomposeContraction(tracer, form.scores, why);
+  if (failed(qk))
+    return failWith(why);
+  qkOp = qk->op;
+  qkDim = qk->reductionDim;
+  double fa = 1.0, fb = 1.0;
+  const Expr *a = readOperand(tracer, qkOp.getDpsInputOperand(0)->get(),
+                              qk->lhsIndices, fa);
+  const Expr *b = readOperand(tracer, qkOp.getDpsInputOperand(1)->get(),
+                              qk->rhsIndices, fb);
+  if (!a || !b)
+    return failWith("Q or K is not a plain tensor read");
+  llvm::SmallSetVector<unsigned, 8> aDims, bDims;
+  collectDims(a, aDims);
+  collectDims(b, bDims);
+  bool aKey = aDims.contains(keyDim), bKey = bDims.contains(keyDim);
+  if (bKey && !aKey) {
+    qLeaf = a;
+    kLeaf = b;
+  } else if (aKey && !bKey) {
+    qLeaf = b;
+    kLeaf = a;
+  } else if (!aKey && !bKey && tracer.getDimSize(keyDim) == 1) {
+    // One key: nothing tells Q from K but the order.
+    qLeaf = a;
+    kLeaf = b;
+  } else {
+    return failWith("the softmax does not normalize over the keys of the "
+                    "Q.K^T contraction");
+  }
+  form.scale *= fa * fb;
+  if (!std::isfinite(form.scale) ||
+      !std::isfinite(static_cast<float>(form.scale)))
+    return failWith("the scale is not a finite f32");
+
+  if (failed(assignRoles()) || failed(classifyMasks()) ||
+      failed(checkUses({qkOp}, anchor.getDefiningOp(),
+                       "a value computed from the scores")))
+    return failure();
+  if ((causal != CausalKind::none || !maskKeeps.empty() ||
+       !form.biases.empty()) &&
+      !options.allowMaskedRows)
+    return failWith("the chain is masked and allow-masked-rows=false");
+  return success();
+}
+
+LogicalResult MatcherBase::matchSoftmax(const Expr *p, unsigned key,
+                                        ArrayRef<AffineExpr> pIndices,
+                                        const Expr *&x) {
+  AffineExpr keyExpr = tracer.getDim(key);
+  // Position of a dim among P's indices, for messages.
+  auto positionOf = [&](unsigned d) -> int {
+    for (auto [i, e] : llvm::enumerate(pIndices))
+      if (e == tracer.getDim(d))
+        return i;
+    return -1;
+  };
+  // Finds the dim `reduce` reduces `whole` over, for a message.
+  auto wrongDim = [&](const Expr *reduce, const Expr *whole) -> LogicalResult {
+    for (unsigned d = 0; d < tracer.getNumDims(); ++d) {
+      if (d == reduce->dim || d == key)
+        continue;
+      if (isEqual(tracer,
+                  tracer.substitute(reduce->operands.back(), reduce->dim,
+                                    tracer.getDim(d)),
+                  whole)) {
+        int from = positionOf(d), to = positionOf(key);
+        if (from >= 0 && to >= 0)
+          return failWith(llvm::formatv(
+              "the softmax reduces over dim {0} of P, the P.V contraction "
+              "over dim {1}",
+              from, to));
+        return failWith("the softmax reduces over a dim that is not the "
+                        "P.V contraction's");
+      }
+    }
+    return failWith("the softmax's " + describe(reduce) +
+                    " does not reduce the values it normalizes");
+  };
+
+  p = getOp<arith::TruncFOp>(p) ? p->operands[0] : p;
+  // PyTorch's safe softmax: select(row of X all -inf, 0, softmax(X)),
+  // which is fa's contract for a fully masked row.
+  const Expr *safeCond = nullptr;
+  if (getOp<arith::SelectOp>(p)) {
+    std::optional<double> z = getConstFloat(p->operands[1]);
+    if (z && *z == 0.0 && isSoftmaxLike(p->operands[2])) {
+      safeCond = p->operands[0];
+      p = p->operands[2];
+    }
+  }
+  if (p->kind == ExprKind::Softmax) {
+    if (p->index != keyExpr) {
+      auto d = dyn_cast<AffineDimExpr>(p->index);
+      int from = d ? positionOf(d.getPosition()) : -1;
+      if (from < 0)
+        return failWith("the softmax does not normalize over the dim the "
+                        "P.V contraction reduces");
+      return failWith(llvm::formatv("the softmax reduces over dim {0} of P, "
+                                    "the P.V contraction over dim {1}",
+                                    from, positionOf(key)));
+    }
+    x = tracer.substitute(p->operands[0], p->dim, keyExpr);
+    return success();
+  }
+
+  // P = E / sum or E * (1 / sum).
+  const Expr *e = nullptr, *sum = nullptr;
+  if (getOp<arith::DivFOp>(p)) {
+    e = p->operands[0];
+    sum = p->operands[1];
+  } else if (getOp<arith::MulFOp>(p)) {
+    for (unsigned i = 0; i < 2 && !e; ++i) {
+      const Expr *r = p->operands[1 - i];
+      std::optional<double> one = getOp<arith::DivFOp>(r)
+                                      ? getConstFloat(r->operands[0])
+                                      : std::nullopt;
+      if (one && *one == 1.0) {
+        e = p->operands[i];
+        sum = r->operands[1];
+      }
+    }
+  }
+  if (!e) {
+    if (llvm::any_of(p->operands, isSoftmaxLike))
+      return failWith("P applies " + describe(p) +
+                      " to the softmax before the P.V contraction");
+    return failWith("P is not a softmax: it is " + describe(p));
+  }
+  if (sum->kind != ExprKind::Reduce || !isa<arith::AddFOp>(sum->op))
+    return failWith("the softmax denominator is not a sum: it is " +
+                    describe(sum));
+  std::optional<double> zero = getConstFloat(sum->operands[0]);
+  if (!zero || *zero != 0.0)
+    return failWith("the softmax sum does not start from zero");
+  if (!isEqual(tracer, tracer.substitute(sum->operands[1], sum->dim, keyExpr),
+               e))
+    return wrongDim(sum, e);
+
+  // E = exp(X - max).
+  if (!getOp<math::ExpOp>(e))
+    return failWith("the softmax numerator is not an exponential: it is " +
+                    describe(e));
+  const Expr *diff = e->operands[0];
+  if (!getOp<arith::SubFOp>(diff))
+    return failWith("the softmax does not subtract the row max before the "
+                    "exponential");
+  x = diff->operands[0];
+  const Expr *max = diff->operands[1];
+  if (max->kind != ExprKind::Reduce ||
+      !isa<arith::MaximumFOp, arith::MaxNumFOp>(max->op))
+    return failWith("the softmax subtracts " + describe(max) +
+                    ", not a row max");
+  std::optional<double> init = getConstFloat(max->operands[0]);
+  bool initOk = init && ((std::isinf(*init) && *init < 0) ||
+                         (std::isnan(*init) && isa<arith::MaxNumFOp>(max->op)));
+  if (!initOk)
+    return failWith("the row max does not start from -inf");
+  if (!isEqual(tracer, tracer.substitute(max->operands[1], max->dim, keyExpr),
+               x))
+    return wrongDim(max, x);
+  if (safeCond && !isRowAllNegInf(safeCond, x, key))
+    return failWith("P selects between the softmax and zero on a condition "
+                    "that is not \"the row is all -inf\"");
+  return success();
+}
+
+/// `e` as not(inner): xori(inner, true) or cmpi eq(inner, false).
+static const Expr *getNegated(const Expr *e) {
+  if (!e->type.isInteger(1))
+    return nullptr;
+  if (getOp<arith::XOrIOp>(e) || getOp<arith::CmpIOp>(e)) {
+    auto cmp = getOp<arith::CmpIOp>(e);
+    if (cmp && cmp.getPredicate() != arith::CmpIPredicate::eq)
+      return nullptr;
+    int64_t want = cmp ? 0 : 1;
+    for (unsigned i = 0; i < 2; ++i)
+      if (std::optional<int64_t> c = getConstInt(e->operands[1 - i]);
+          c && *c == want)
+        return e->operands[i];
+  }
+  return nullptr;
+}
+
+bool MatcherBase::isRowAllNegInf(const Expr *c, const Expr *x, unsigned key) {
+  // not(or_k(not(X[k] == -inf))), the way PyTorch decomposes it.
+  const Expr *any = getNegated(c);
+  if (!any || any->kind != ExprKind::Reduce || !isa<arith::OrIOp>(any->op))
+    return false;
+  std::optional<int64_t> init = getConstInt(any->operands[0]);
+  if (!init || *init != 0)
+    return false;
+  const Expr *notInf = getNegated(
+      tracer.substitute(any->operands[1], any->dim, tracer.getDim(key)));
+  if (!notInf)
+    return false;
+  auto cmp = getOp<arith::CmpFOp>(notInf);
+  if (!cmp || cmp.getPredicate() != arith::CmpFPredicate::OEQ)
+    return false;
+  std::optional<double> inf = getConstFloat(notInf->operands[1]);
+  return inf && std::isinf(*inf) && *inf < 0 &&
+         isEqual(tracer, stripFloatCasts(notInf->operands[0]),
+                 stripFloatCasts(x));
+}
+
+LogicalResult AttentionMatcher::decomposeScores(const Expr *x, ScoreForm &f) {
+  // Walks from the softmax input down to the scores; the ops met on the
+  // way become the scale, keeps and biases. `outer` is the product of the
+  // constant factors met so far: what a bias found further in is scaled by.
+  double outer = 1.0;
+  auto addKeep = [&](const Expr *cond, bool negate) -> LogicalResult {
+    if (outer < 0)
+      return failWith("a mask is applied before a negative scale");
+    f.keeps.push_back({cond, negate});
+    return success();
+  };
+  while (true) {
+    if (x->kind == ExprKind::Read) {
+      if (!isContraction(x->value.getDefiningOp()))
+        return failWith("the softmax input is not computed from a Q.K^T "
+                        "contraction");
+      f.scores = x;
+      f.scale = outer;
+      return success();
+    }
+    if (x->kind != ExprKind::Op)
+      return failWith("the softmax input is " + describe(x) +
+                      ", not computed from the scores");
+    Operation *op = x->op;
+    if (isa<arith::ExtFOp, arith::TruncFOp>(op)) {
+      x = x->operands[0];
+      continue;
+    }
+    if (isa<arith::MulFOp, arith::DivFOp>(op)) {
+      bool isDiv = isa<arith::DivFOp>(op);
+      int si = -1;
+      for (int i = 0; i < 2; ++i)
+        if (readsContraction(x->operands[i]))
+          si = si < 0 ? i : 2;
+      if (si < 0 || si == 2)
+        return failWith("the scores are multiplied by themselves");
+      if (isDiv && si == 1)
+        return failWith("the scores divide a value");
+      const Expr *other = x->operands[1 - si];
+      std::optional<double> c = getConstFloat(other);
+      if (!c) {
+        llvm::SmallSetVector<unsigned, 8> dims;
+        collectDims(other, dims);
+        return failWith(dims.empty()
+                            ? "the scale is not a constant"
+                            : "the scores are multiplied elementwise by a "
+                              "tensor, not by a constant scale");
+      }
+      double factor = isDiv ? 1.0 / *c : *c;
+      if (!std::isfinite(factor) || factor == 0.0)
+        return failWith("the scale is zero or not finite");
+      outer *= factor;
+      x = x->operands[si];
+      continue;
+    }
+    if (isa<arith::AddFOp, arith::SubFOp>(op)) {
+      bool s0 = readsContraction(x->operands[0]);
+      bool s1 = readsContraction(x->operands[1]);
+      if (s0 == s1)
+        return failWith(s0 ? "the scores are added to themselves"
+                           : "the softmax input does not read the scores");
+      bool isSub = isa<arith::SubFOp>(op);
+      if (isSub && s1)
+        return failWith("the scores are subtracted from a value");
+      const Expr *bias = x->operands[s0 ? 1 : 0];
+      x = x->operands[s0 ? 0 : 1];
+      // A 0 / -inf bias removes keys: a keep.
+      if (getOp<arith::SelectOp>(bias) && !isSub) {
+        std::optional<double> t = getConstFloat(bias->operands[1]);
+        std::optional<double> e = getConstFloat(bias->operands[2]);
+        if (t && *t == 0.0 && isMaskFill(bias->operands[2])) {
+          if (failed(addKeep(bias->operands[0], false)))
+            return failure();
+          continue;
+        }
+        if (e && *e == 0.0 && isMaskFill(bias->operands[1])) {
+          if (failed(addKeep(bias->operands[0], true)))
+            return failure();
+          continue;
+        }
+      }
+      f.biases.push_back({bias, isSub ? -outer : outer});
+      continue;
+    }
+    if (isa<arith::SelectOp>(op)) {
+      const Expr *cond = x->operands[0];
+      if (readsContraction(cond))
+        return failWith("a mask condition depends on the scores");
+      bool t = readsContraction(x->operands[1]);
+      bool e = readsContraction(x->operands[2]);
+      if (t && !e && isMaskFill(x->operands[2])) {
+        if (failed(addKeep(cond, false)))
+          return failure();
+        x = x->operands[1];
+        continue;
+      }
+      if (e && !t && isMaskFill(x->operands[1])) {
+        if (failed(addKeep(cond, true)))
+          return failure();
+        x = x->operands[2];
+        continue;
+      }
+      return failWith("a select on the scores does not fill with -inf");
+    }
+    return failWith("the scores go through " + describe(x) +
+                    " before the softmax");
+  }
+}
+
+std::optional<SmallVector<int>> AttentionMatcher::slotsOf(const Expr *leaf,
+                                                          int64_t &group) {
+  SmallVector<int> slots;
+  auto type = cast<RankedTensorType>(leaf->value.getType());
+  for (auto [i, e] : llvm::enumerate(leaf->indices)) {
+    if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+      if (c.getValue() != 0 || type.getDimSize(i) != 1)
+        return std::nullopt;
+      slots.push_back(kUnit);
+      continue;
+    }
+    if (auto d = dyn_cast<AffineDimExpr>(e)) {
+      slots.push_back(d.getPosition());
+      continue;
+    }
+    // h floordiv g for the heads of K and V.
+    auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+    if (bin && bin.getKind() == AffineExprKind::FloorDiv && !batch.empty() &&
+        bin.getLHS() == tracer.getDim(batch.back())) {
+      auto g = dyn_cast<AffineConstantExpr>(bin.getRHS());
+      if (g && g.getValue() > 1 && (group == 1 || group == g.getValue())) {
+        group = g.getValue();
+        slots.push_back(kKvHead);
+        continue;
+      }
+    }
+    return std::nullopt;
+  }
+  // Every slot once.
+  SmallVector<int> sorted;
+  for (int s : slots)
+    if (s != kUnit)
+      sorted.push_back(s);
+  llvm::sort(sorted);
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    return std::nullopt;
+  return slots;
+}
+
+LogicalResult AttentionMatcher::assignRoles() {
+  llvm::SmallSetVector<unsigned, 8> qd, kd, vd;
+  collectDims(qLeaf, qd);
+  collectDims(kLeaf, kd);
+  collectDims(vLeaf, vd);
+  // Dims of size 1 have no role: they are read at 0 everywhere. A role of
+  // size 1 (one query, one batch) is a unit dim of the fa.attention
+  // operands.
+  for (auto [i, size] : llvm::enumerate(anchorShape)) {
+    if (size == 1)
+      continue;
+    bool inQ = qd.contains(i), inK = kd.contains(i), inV = vd.contains(i);
+    if (inQ && inK && inV) {
+      batch.push_back(i);
+    } else if (inQ && !inK && !inV && queryDim == kUnit) {
+      queryDim = i;
+    } else if (inV && !inQ && !inK && valueDim == kUnit) {
+      valueDim = i;
+    } else {
+      return failWith(llvm::formatv(
+          "dim {0} of the result is not a batch, query or value dim", i));
+    }
+  }
+  if (batch.size() > 2)
+    return failWith("more than two batch dims");
+  auto check = [&](const Expr *leaf, ArrayRef<unsigned> roles, StringRef name,
+                   int64_t &g) -> LogicalResult {
+    g = 1;
+    std::optional<SmallVector<int>> slots = slotsOf(leaf, g);
+    if (!slots)
+      return failWith(name + " is read in a way fa.attention cannot express "
+                             "(not a permutation of its dims)");
+    SmallVector<int> want;
+    for (int s : *slots)
+      if (s != kUnit)
+        want.push_back(s == kKvHead ? batch.back() : s);
+    SmallVector<int> expected(roles.begin(), roles.end());
+    llvm::sort(want);
+    llvm::sort(expected);
+    if (want != expected)
+      return failWith(name + " does not hold exactly the batch, sequence and "
+                             "head dims");
+    return success();
+  };
+  SmallVector<unsigned> qRoles(batch), kRoles(batch), vRoles(batch);
+  for (int d : {queryDim, slot(qkDim)})
+    if (d != kUnit)
+      qRoles.push_back(d);
+  for (int d : {slot(keyDim), slot(qkDim)})
+    if (d != kUnit)
+      kRoles.push_back(d);
+  for (int d : {slot(keyDim), valueDim})
+    if (d != kUnit)
+      vRoles.push_back(d);
+  // GQA only over the second batch dim, the heads; K and V agree.
+  int64_t qGroup, kGroup, vGroup;
+  if (failed(check(qLeaf, qRoles, "Q", qGroup)) ||
+      failed(check(kLeaf, kRoles, "K", kGroup)) ||
+      failed(check(vLeaf, vRoles, "V", vGroup)))
+    return failure();
+  if (qGroup != 1)
+    return failWith("Q reads its heads through a division");
+  if (kGroup != vGroup)
+    return failWith("K and V map query heads to different key/value heads");
+  group = kGroup;
+  if (group > 1) {
+    // K's head dim holds exactly Hq / group heads.
+    int64_t g = 1;
+    SmallVector<int> slots = *slotsOf(kLeaf, g);
+    int64_t hkv = cast<RankedTensorType>(kLeaf->value.getType())
+                      .getDimSize(llvm::find(slots, kKvHead) - slots.begin());
+    if (anchorShape[batch.back()] % group != 0 ||
+        hkv != anchorShape[batch.back()] / group)
+      return failWith("K/V have a head count that does not match the query "
+                      "heads' grouping");
+  }
+
+  // Two batch dims are [B, H]; one is B*H, or H when K/V read it through
+  // a division (GQA).
+  if (batch.size() == 2) {
+    batchDim = batch[0];
+    headDim = batch[1];
+  } else if (batch.size() == 1) {
+    (group > 1 ? headDim : batchDim) = batch[0];
+  }
+
+  Type elt = qLeaf->type;
+  if (!isSupportedFloat(elt) || kLeaf->type != elt || vLeaf->type != elt)
+    return failWith("Q, K and V are not all f32, all f16 or all bf16");
+  if (getElementTypeOrSelf(anchor.getType()) != elt)
+    return failWith("the result's element type differs from Q's");
+  if (tracer.getDimSize(qkDim) == ShapedType::kDynamic ||
+      (valueDim != kUnit && anchorShape[valueDim] == ShapedType::kDynamic) ||
+      (headDim != kUnit && anchorShape[headDim] == ShapedType::kDynamic))
+    return failWith("head dims and head counts must be static");
+  return success();
+}
+
+LogicalResult AttentionMatcher::classifyMasks() {
+  llvm::SmallSetVector<unsigned, 8> allowed;
+  allowed.insert(batch.begin(), batch.end());
+  if (queryDim != kUnit)
+    allowed.insert(queryDim);
+  allowed.insert(keyDim);
+  auto checkDims = [&](const Expr *e) -> LogicalResult {
+    llvm::SmallSetVector<unsigned, 8> dims;
+    collectDims(e, dims);
+    for (unsigned d : dims)
+      if (!allowed.contains(d))
+        return failWith("a mask depends on a dim other than batch, heads, "
+                        "queries and keys");
+    if (!canMaterialize(e))
+      return failWith("a mask is computed in a way the raising cannot "
+                      "rebuild");
+    return success();
+  };
+  int64_t nq = queryDim == kUnit ? 1 : anchorShape[queryDim];
+  int64_t nk = tracer.getDimSize(keyDim);
+  for (const Keep &k : form.keeps) {
+    if (failed(checkDims(k.cond)))
+      return failure();
+    std::optional<SmallVector<LinearForm>> cs =
+        getConstraints(k.cond, k.negate);
+    std::optional<CausalKind> kind;
+    bool other = false;
+    if (cs) {
+      for (const LinearForm &c : *cs) {
+        bool trivial =
+            llvm::all_of(c.coef, [](auto p) { return p.second == 0; });
+        if (trivial) {
+          if (c.constant > 0)
+            other = true; // never true
+          continue;
+        }
+        int64_t a = c.coef.lookup(keyDim);
+        bool onlyQK = llvm::all_of(c.coef, [&](auto p) {
+          return p.second == 0 || p.first == keyDim || p.first == queryDim;
+        });
+        // a*k - a*q + c0 <= 0, i.e. k <= q + off with off = -c0 / a.
+        // With one query, q is 0 and absent from the form.
+        int64_t aq = queryDim == kUnit ? -a : c.coef.lookup(queryDim);
+        if (!onlyQK || a <= 0 || aq != -a || c.constant % a != 0) {
+          other = true;
+          continue;
+        }
+        int64_t off = -c.constant / a;
+        std::optional<CausalKind> kk;
+        if (off == 0)
+          kk = CausalKind::top_left;
+        else if (!ShapedType::isDynamic(nq) && !ShapedType::isDynamic(nk) &&
+                 off == nk - nq)
+          kk = CausalKind::bottom_right;
+        if (!kk || (kind && *kind != *kk))
+          other = true;
+        else
+          kind = kk;
+      }
+    }
+    if (!cs || other || !kind ||
+        (causal != CausalKind::none && causal != *kind)) {
+      maskKeeps.push_back(k);
+      continue;
+    }
+    causal = *kind;
+  }
+  for (const Bias &b : form.biases) {
+    if (failed(checkDims(b.value)))
+      return failure();
+    if (!isSupportedFloat(b.value->type))
+      return failWith("an additive mask is not f32, f16 or bf16");
+    if (b.value->type != form.biases.front().value->type)
+      return failWith("additive masks of different element types");
+  }
+  return success();
+}
+
+LogicalResult MatcherBase::checkUses(ArrayRef<Operation *> roots,
+                                     Operation *anchorOp, StringRef what) {
+  const llvm::SetVector<Operation *> &visited = tracer.getVisited();
+  llvm::SetVector<Operation *> chain;
+  chain.insert(roots.begin(), roots.end());
+  for (unsigned i = 0; i < chain.size(); ++i)
+    if (chain[i] != anchorOp)
+      for (Operation *user : chain[i]->getUsers())
+        if (visited.contains(user))
+          chain.insert(user);
+  for (Operation *op : chain) {
+    if (op == anchorOp)
+      continue;
+    for (Operation *user : op->getUsers())
+      if (!chain.contains(user) && !isa<tensor::DimOp>(user))
+        return failWith(
+            llvm::formatv("{0} ({1}) has a use outside the chain, by {2}", what,
+                          op->getName().getStringRef(), user->getName()));
+  }
+  if (!chain.contains(anchorOp))
+    return failWith("the chain's ops do not reach its result");
+  chainOps = chain.takeVector();
+  return success();
+}
+
+void MatcherBase::redirectDims(RewriterBase &rewriter) {
+  for (Operation *op : chainOps) {
+    auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+    if (!dps)
+      continue;
+    for (OpResult r : op->getResults())
+      for (OpOperand &use : llvm::make_early_inc_range(r.getUses()))
+        if (auto dim = dyn_cast<tensor::DimOp>(use.getOwner()))
+          rewriter.modifyOpInPlace(dim, [&] {
+            use.set(dps.getDpsInitOperand(r.getResultNumber())->get());
+          });
+  }
+}
+
+std::optional<AffineMap>
+AttentionMatcher::loopMap(ArrayRef<AffineExpr> indices) {
+  // Loops of the mask: b0, b1, q, k.
+  MLIRContext *ctx = pv->getContext();
+  SmallVector<AffineExpr> repl(tracer.getNumDims(),
+                               getAffineConstantExpr(0, ctx));
+  SmallVector<bool> ok(tracer.getNumDims(), false);
+  auto setLoop = [&](unsigned d, unsigned loop) {
+    repl[d] = getAffineDimExpr(loop, ctx);
+    ok[d] = true;
+  };
+  if (batchDim != kUnit)
+    setLoop(batchDim, 0);
+  if (headDim != kUnit)
+    setLoop(headDim, 1);
+  if (queryDim != kUnit)
+    setLoop(queryDim, 2);
+  setLoop(keyDim, 3);
+  SmallVector<AffineExpr> out;
+  for (AffineExpr e : indices) {
+    bool bad = false;
+    e.walk([&](AffineExpr x) {
+      if (auto d = dyn_cast<AffineDimExpr>(x))
+        bad |= !ok[d.getPosition()];
+    });
+    if (bad)
+      return std::nullopt;
+    out.push_back(e.replaceDims(repl));
+  }
+  AffineMap map = AffineMap::get(4, 0, out, ctx);
+  if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
+    return std::nullopt;
+  return map;
+}
+
+bool AttentionMatcher::canMaterialize(const Expr *e) {
+  if (e->kind == ExprKind::Read)
+    return loopMap(e->indices).has_value();
+  if (e->originTensor && e->kind != ExprKind::Const &&
+      loopMap(e->originIndices))
+    return true;
+  switch (e->kind) {
+  case ExprKind::Const:
+  case ExprKind::Scalar:
+    return true;
+  case ExprKind::Index:
+    return isa<AffineDimExpr>(e->index) && loopMap({e->index}).has_value();
+  case ExprKind::Op:
+    // Ops on whole tensors are only read, never rebuilt.
+    return !isa<ShapedType>(e->op->getResult(0).getType()) &&
+           llvm::all_of(e->operands,
+                        [&](const Expr *o) { return canMaterialize(o); });
+  default:
+    return false;
+  }
+}
+
+Value AttentionMatcher::emitElement(OpBuilder &b, Location loc, const Expr *e,
+                                    SmallVectorImpl<Value> &inputs,
+                                    SmallVectorImpl<AffineMap> &maps,
+                                    Block *body, IRMapping &done) {
+  auto asInput = [&](Value tensor, ArrayRef<AffineExpr> indices) {
+    std::optional<AffineMap> map = loopMap(indices);
+    for (auto [i, in] : llvm::enumerate(inputs))
+      if (in == tensor && maps[i] == *map)
+        return body->getArgument(i);
+    inputs.push_back(tensor);
+    maps.push_back(*map);
+    return body->insertArgument(inputs.size() - 1,
+                                getElementTypeOrSelf(tensor.getType()), loc);
+  };
+  if (e->kind == ExprKind::Read)
+    return asInput(e->value, e->indices);
+  if (e->originTensor && e->kind != ExprKind::Const &&
+      loopMap(e->originIndices))
+    return asInput(e->originTensor, e->originIndices);
+  switch (e->kind) {
+  case ExprKind::Const:
+    return arith::ConstantOp::create(b, loc, cast<TypedAttr>(e->constant));
+  case ExprKind::Scalar:
+    return e->value;
+  case ExprKind::Index: {
+    std::optional<AffineMap> m = loopMap({e->index});
+    return linalg::IndexOp::create(
+        b, loc, cast<AffineDimExpr>(m->getResult(0)).getPosition());
+  }
+  case ExprKind::Op: {
+    IRMapping mapping;
+    for (auto [operand, oe] : llvm::zip(e->op->getOperands(), e->operands))
+      mapping.map(operand, emitElement(b, loc, oe, inputs, maps, body, done));
+    return b.clone(*e->op, mapping)->getResult(0);
+  }
+  default:
+    llvm_unreachable("checked by canMaterialize");
+  }
+}
+
+Value AttentionMatcher::materializeMask(OpBuilder &b, Location loc, Value q4,
+                                        Value k4) {
+  if (maskKeeps.empty() && form.biases.empty())
+    return {};
+  MLIRContext *ctx = b.getContext();
+  // Direct: one keep or one unscaled bias that is a plain tensor read.
+  auto direct = [&](const Expr *e) -> Value {
+    if (e->kind != ExprKind::Read)
+      return {};
+    int64_t g = 1;
+    std::optional<SmallVector<int>> slots = slotsOf(e, g);
+    if (!slots || g != 1)
+      return {};
+    SmallVector<int> dst;
+    auto use = [&](int d) { return llvm::is_contained(*slots, d) ? d : kUnit; };
+    dst.push_back(batchDim == kUnit ? kUnit : use(batchDim));
+    dst.push_back(headDim == kUnit ? kUnit : use(headDim));
+    dst.push_back(queryDim == kUnit ? kUnit : use(queryDim));
+    dst.push_back(slot(keyDim) == kUnit ? kUnit : use(keyDim));
+    // Queries and keys must be there; a mask broadcast over them is
+    // materialized instead.
+    if ((dst[2] == kUnit && queryDim != kUnit) ||
+        (dst[3] == kUnit && slot(keyDim) != kUnit))
+      return {};
+    return reshapeTranspose(b, loc, e->value, *slots, dst);
+  };
+  if (maskKeeps.size() == 1 && form.biases.empty() && !maskKeeps[0].negate)
+    if (Value v = direct(maskKeeps[0].cond))
+      return v;
+  if (maskKeeps.empty() && form.biases.size() == 1 &&
+      form.biases[0].factor == 1.0)
+    if (Value v = direct(form.biases[0].value))
+      return v;
+
+  // Materialize [B or 1, H or 1, Nq, Nk].
+  llvm::SmallSetVector<unsigned, 8> used;
+  for (const Keep &k : maskKeeps)
+    collectDims(k.cond, used);
+  for (const Bias &bias : form.biases)
+    collectDims(bias.value, used);
+  Type elt = form.biases.empty() ? Type(b.getI1Type())
+                                 : form.biases.front().value->type;
+  SmallVector<OpFoldResult> sizes;
+  auto size = [&](Value ref, int64_t d) {
+    return tensor::getMixedSize(b, loc, ref, d);
+  };
+  sizes.push_back(batchDim != kUnit && used.contains(batchDim)
+                      ? size(q4, 0)
+                      : OpFoldResult(b.getIndexAttr(1)));
+  sizes.push_back(headDim != kUnit && used.contains(headDim)
+                      ? size(q4, 1)
+                      : OpFoldResult(b.getIndexAttr(1)));
+  sizes.push_back(size(q4, 2));
+  sizes.push_back(size(k4, 2));
+  Value init = tensor::EmptyOp::create(b, loc, sizes, elt);
+
+  // Build the body in a detached block, then move it into the generic.
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  auto block = std::make_unique<Block>();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(block.get());
+  IRMapping done;
+  Value keep;
+  for (const Keep &k : maskKeeps) {
+    Value c = emitElement(b, loc, k.cond, inputs, maps, block.get(), done);
+    if (k.negate)
+      c = arith::XOrIOp::create(
+          b, loc, c, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+    keep = keep ? arith::AndIOp::create(b, loc, keep, c).getResult() : c;
+  }
+  Value sum;
+  for (const Bias &bias : form.biases) {
+    Value v = emitElement(b, loc, bias.value, inputs, maps, block.get(), done);
+    if (bias.factor != 1.0)
+      v = arith::MulFOp::create(
+          b, loc, v,
+          arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, bias.factor)));
+    sum = sum ? arith::AddFOp::create(b, loc, sum, v).getResult() : v;
+  }
+  Value result = keep;
+  if (sum) {
+    result = sum;
+    if (keep) {
+      Value ninf = arith::ConstantOp::create(
+          b, loc,
+          b.getFloatAttr(elt, -std::numeric_limits<double>::infinity()));
+      result = arith::SelectOp::create(b, loc, keep, sum, ninf);
+    }
+  }
+  linalg::YieldOp::create(b, loc, result);
+  block->addArgument(elt, loc);
+
+  b.setInsertionPoint(init.getDefiningOp()->getNextNode());
+  maps.push_back(AffineMap::getMultiDimIdentityMap(4, ctx));
+  SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(b, loc, init.getType(), inputs,
+                                           ValueRange{init}, maps, iters);
+  generic.getRegion().push_back(block.release());
+  return generic.getResult(0);
+}
+
+void AttentionMatcher::rewrite(RewriterBase &rewriter) {
+  redirectDims(rewriter);
+  Operation *anchorOp = anchor.getDefiningOp();
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(anchorOp);
+  Location loc = pv->getLoc();
+
+  int b0 = batchDim, h = headDim;
+  int kvh = group > 1 ? kKvHead : h;
+  auto operand = [&](const Expr *leaf, ArrayRef<int> dst) {
+    int64_t g = 1;
+    return reshapeTranspose(rewriter, loc, leaf->value, *slotsOf(leaf, g), dst);
+  };
+  Value q = operand(qLeaf, {b0, h, queryDim, slot(qkDim)});
+  Value k = operand(kLeaf, {b0, kvh, slot(keyDim), slot(qkDim)});
+  Value v = operand(vLeaf, {b0, kvh, slot(keyDim), valueDim});
+  Value mask = materializeMask(rewriter, loc, q, k);
+
+  Type elt = getElementTypeOrSelf(q.getType());
+  SmallVector<OpFoldResult> outSizes = {
+      tensor::getMixedSize(rewriter, loc, q, 0),
+      tensor::getMixedSize(rewriter, loc, q, 1),
+      tensor::getMixedSize(rewriter, loc, q, 2),
+      tensor::getMixedSize(rewriter, loc, v, 3)};
+  Value init = tensor::EmptyOp::create(rewriter, loc, outSizes, elt);
+  auto attention = AttentionOp::create(
+      rewriter, loc, TypeRange{init.getType()}, q, k, v, /*kv_lens=*/Value(),
+      mask, init, /*lse=*/Value(),
+      rewriter.getF32FloatAttr(static_cast<float>(form.scale)), causal);
+  SmallVector<int> anchorSlots;
+  for (auto [i, s] : llvm::enumerate(anchorShape))
+    anchorSlots.push_back(s == 1 ? kUnit : int(i));
+  Value result = reshapeTranspose(rewriter, loc, attention.getResult(),
+                                  {b0, h, queryDim, valueDim}, anchorSlots);
+  if (result.getType() != anchor.getType())
+    result = tensor::CastOp::create(rewriter, loc, anchor.getType(), result);
+  rewriter.replaceOp(anchorOp, result);
+}
+
+//===----------------------------------------------------------------------===//
+// The softmax matcher
+//===----------------------------------------------------------------------===//
+
+/// True for an elementwise op that only converts its one input's float type.
+static bool isCastOp(Operation *op, Value input) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || linalgOp.getNumDpsInputs() != 1 ||
+      linalgOp.getDpsInputOperand(0)->get() != input ||
+      linalgOp.getNumParallelLoops() != linalgOp.getNumLoops())
+    return false;
+  Block *body = linalgOp.getBlock();
+  Operation *def = body->getTerminator()->getOperand(0).getDefiningOp();
+  return def && def->getBlock() == body &&
+         isa<arith::TruncFOp, arith::ExtFOp>(def) &&
+         def->getOperand(0) == body->getArgument(0);
+}
+
+namespace {
+class SoftmaxMatcher : public MatcherBase {
+public:
+  explicit SoftmaxMatcher(Operation *op)
+      : MatcherBase(op->getContext()), op(op) {}
+
+  LogicalResult match();
+  void rewrite(RewriterBase &rewriter);
+
+private:
+  Operation *op;
+  Value input;
+  int64_t dim = 0;
+};
+} // namespace
+
+LogicalResult SoftmaxMatcher::match() {
+  // The last op of a softmax chain: a division or multiplication (or a
+  // cast of one), or linalg.softmax.
+  if (op->getNumResults() != 1)
+    return failure();
+  Value anchor = op->getResult(0);
+  auto type = dyn_cast<RankedTensorType>(anchor.getType());
+  if (!type || !isSupportedFloat(type.getElementType()))
+    return failure();
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!isa<linalg::SoftmaxOp>(op)) {
+    if (!linalgOp || !linalgOp.hasPureTensorSemantics() ||
+        linalgOp.getNumParallelLoops() != linalgOp.getNumLoops())
+      return failure();
+    Block *body = linalgOp.getBlock();
+    Operation *last = body->getTerminator()->getOperand(0).getDefiningOp();
+    if (last && isa<arith::TruncFOp>(last))
+      last = last->getOperand(0).getDefiningOp();
+    if (!last || !isa<arith::DivFOp, arith::MulFOp>(last))
+      return failure();
+  }
+  // A cast right after is the better anchor.
+  if (anchor.hasOneUse() && isCastOp(*anchor.getUsers().begin(), anchor))
+    return failure();
+
+  SmallVector<AffineExpr> idx;
+  for (int64_t s : type.getShape())
+    idx.push_back(s == 1 ? getAffineConstantExpr(0, op->getContext())
+                         : tracer.getDim(tracer.addDim(s)));
+  const Expr *p = tracer.read(anchor, idx, TraceMode::Full);
+  if (!p || !isSoftmaxLike(p))
+    return failure();
+  candidate = true;
+  const Expr *x = nullptr;
+  std::string firstReason;
+  for (int64_t d = type.getRank() - 1; d >= 0 && !x; --d) {
+    auto dimExpr = dyn_cast<AffineDimExpr>(idx[d]);
+    if (!dimExpr)
+      continue;
+    reason.clear();
+    if (failed(matchSoftmax(p, dimExpr.getPosition(), idx, x))) {
+      x = nullptr;
+      if (firstReason.empty())
+        firstReason = reason;
+      continue;
+    }
+    dim = d;
+  }
+  reason.clear();
+  if (!x)
+    return failWith(firstReason);
+
+  // The input: a tensor read at the same indices, maybe through a cast
+  // that P casts back.
+  bool pCast = getOp<arith::TruncFOp>(p) != nullptr;
+  if (getOp<arith::ExtFOp>(x) && pCast)
+    x = x->operands[0];
+  // Candidates: what X was read from, and the inputs of the chain's
+  // reductions; the one that reads as X at P's indices.
+  SmallVector<Value> candidates;
+  if (x->kind == ExprKind::Read && ArrayRef(x->indices) == ArrayRef(idx))
+    candidates.push_back(x->value);
+  if (x->originTensor && ArrayRef(x->originIndices) == ArrayRef(idx))
+    candidates.push_back(x->originTensor);
+  if (auto sm = dyn_cast<linalg::SoftmaxOp>(op))
+    candidates.push_back(sm.getInput());
+  SmallVector<const Expr *> work = {p};
+  while (!work.empty()) {
+    const Expr *e = work.pop_back_val();
+    if (e->kind == ExprKind::Reduce)
+      if (auto red = dyn_cast<linalg::LinalgOp>(e->op->getParentOp()))
+        for (OpOperand *in : red.getDpsInputOperands())
+          candidates.push_back(in->get());
+    llvm::append_range(work, e->operands);
+  }
+  Value in;
+  for (Value c : candidates) {
+    auto cType = dyn_cast<RankedTensorType>(c.getType());
+    if (!cType || failed(verifyCompatibleShape(cType, type)))
+      continue;
+    const Expr *r = tracer.read(c, idx, TraceMode::Full);
+    if (r && isEqual(tracer, r, x)) {
+      in = c;
+      break;
+    }
+  }
+  tracer.clearError();
+  if (!in)
+    return failWith("the softmax input is not a tensor of the result's "
+                    "shape");
+  auto inType = cast<RankedTensorType>(in.getType());
+  if (inType.getElementType() != type.getElementType())
+    return failWith("the softmax changes the element type");
+  if (failed(verifyCompatibleShape(inType, type)))
+    return failWith("the softmax input's shape differs from its result's");
+  SmallVector<Operation *> roots;
+  for (Operation *user : in.getUsers())
+    if (tracer.getVisited().contains(user))
+      roots.push_back(user);
+  if (failed(checkUses(roots, op, "a value of the softmax")))
+    return failure();
+  input = in;
+  return success();
+}
+
+void SoftmaxMatcher::rewrite(RewriterBase &rewriter) {
+  redirectDims(rewriter);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  Location loc = op->getLoc();
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, input);
+  Value init = tensor::EmptyOp::create(rewriter, loc, sizes,
+                                       getElementTypeOrSelf(input.getType()));
+  Value result = fa::SoftmaxOp::create(rewriter, loc, input.getType(), input,
+                                       init, rewriter.getI64IntegerAttr(dim))
+                     .getResult();
+  if (result.getType() != op->getResult(0).getType())
+    result = tensor::CastOp::create(rewriter, loc, op->getResult(0).getType(),
+                                    result);
+  rewriter.replaceOp(op, result);
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns and the pass
+//===----------------------------------------------------------------------===//
 
 namespace {
 struct RaiseAttentionPattern final
     : OpInterfaceRewritePattern<linalg::LinalgOp> {
   RaiseAttentionPattern(MLIRContext *ctx, RaiseAttentionOptions options)
-      : OpInterfaceRewritePattern(ctx), options(options) {}
+      : OpInterfaceRewritePattern(ctx, /*benefit=*/2), options(options) {}
 
-  LogicalResult matchAndRewrite(linalg::LinalgOp pvOp,
+  LogicalResult matchAndRewrite(linalg::LinalgOp op,
                                 PatternRewriter &rewriter) const override {
-    // O = P V with V indexed [b.., k, n].
-    if (pvOp->getNumResults() != 1)
-      return failure();
-    std::optional<Contraction> pv = matchContraction(pvOp->getResult(0));
-    if (!pv || pv->rhsTransposed)
-      return rewriter.notifyMatchFailure(pvOp, "not a P.V contraction");
-    Block *block = pvOp->getBlock();
-    Value p = pv->lhs;
-    if (!p.hasOneUse())
-      return rewriter.notifyMatchFailure(pvOp, "P has other uses");
-    Value x = matchSoftmax(p, block);
-    if (!x)
-      return rewriter.notifyMatchFailure(pvOp,
-                                         "P is not a last-dim softmax");
-    AttentionChain chain;
-    if (!matchMaskedScores(x, block, chain))
-      return rewriter.notifyMatchFailure(pvOp, "no scaled, masked Q.K^T");
-    chain.value = pv->rhs;
-    if (chain.numBatch != pv->numBatch)
-      return rewriter.notifyMatchFailure(pvOp, "batch dims differ");
-    if (chain.mask && !options.allowMaskedRows)
-      return rewriter.notifyMatchFailure(
-          pvOp, "masked chain and allow-masked-rows=false");
-
-    // What fa.attention can express.
-    auto qType = cast<RankedTensorType>(chain.query.getType());
-    auto kType = cast<RankedTensorType>(chain.key.getType());
-    auto vType = cast<RankedTensorType>(chain.value.getType());
-    Type elt = qType.getElementType();
-    if (!isSupportedFloat(elt) || kType.getElementType() != elt ||
-        vType.getElementType() != elt ||
-        getElementTypeOrSelf(pvOp->getResult(0).getType()) != elt)
-      return rewriter.notifyMatchFailure(pvOp, "unsupported element types");
-    int64_t r = qType.getRank();
-    if (kType.getRank() != r || vType.getRank() != r)
-      return rewriter.notifyMatchFailure(pvOp, "operand ranks differ");
-    if (qType.isDynamicDim(r - 1) || vType.isDynamicDim(r - 1) ||
-        (chain.numBatch == 2 && (qType.isDynamicDim(1) ||
-                                 kType.isDynamicDim(1) ||
-                                 vType.isDynamicDim(1))))
-      return rewriter.notifyMatchFailure(pvOp,
-                                         "head dims and head counts must be "
-                                         "static");
-    if (chain.mask) {
-      Type mElt = getElementTypeOrSelf(chain.mask.getType());
-      if (!mElt.isSignlessInteger(1) && !isSupportedFloat(mElt))
-        return rewriter.notifyMatchFailure(pvOp, "unsupported mask type");
-    }
-
-    Location loc = pvOp->getLoc();
-    unsigned nb = chain.numBatch;
-    Value q = expandTo4D(rewriter, loc, chain.query, nb);
-    Value k = expandTo4D(rewriter, loc, chain.key, nb);
-    Value v = expandTo4D(rewriter, loc, chain.value, nb);
-    Value mask;
-    if (chain.mask) {
-      // A mask broadcast over leading batch dims gets them back as unit
-      // dims, then takes the operands' 4-D form.
-      mask = chain.mask;
-      auto mType = cast<RankedTensorType>(mask.getType());
-      if (mType.getRank() < r) {
-        int64_t missing = r - mType.getRank();
-        SmallVector<int64_t> shape(missing, 1);
-        llvm::append_range(shape, mType.getShape());
-        SmallVector<ReassociationIndices> groups(1);
-        for (int64_t i = 0; i <= missing; ++i)
-          groups[0].push_back(i);
-        for (int64_t i = missing + 1; i < r; ++i)
-          groups.push_back({i});
-        mask = tensor::ExpandShapeOp::create(
-            rewriter, loc, RankedTensorType::get(shape, mType.getElementType()),
-            mask, groups);
-      }
-      mask = expandTo4D(rewriter, loc, mask, nb);
-    }
-    SmallVector<OpFoldResult> outSizes = {
-        tensor::getMixedSize(rewriter, loc, q, 0),
-        tensor::getMixedSize(rewriter, loc, q, 1),
-        tensor::getMixedSize(rewriter, loc, q, 2),
-        tensor::getMixedSize(rewriter, loc, v, 3)};
-    Value init = tensor::EmptyOp::create(rewriter, loc, outSizes, elt);
-    auto attention = AttentionOp::create(
-        rewriter, loc, TypeRange{init.getType()}, q, k, v, /*kv_lens=*/Value(),
-        mask, init, /*lse=*/Value(),
-        rewriter.getF32FloatAttr(static_cast<float>(chain.scale)),
-        CausalKind::none);
-    Value result = attention.getResult();
-    if (nb != 2)
-      result = tensor::CollapseShapeOp::create(rewriter, loc, result,
-                                               getReassociation(nb));
-    // Q's dims may be less static than the chain's result (or vice versa).
-    Type resultType = pvOp->getResult(0).getType();
-    if (result.getType() != resultType)
-      result = tensor::CastOp::create(rewriter, loc, resultType, result);
-    rewriter.replaceOp(pvOp, result);
+    AttentionMatcher matcher(op, options);
+    if (failed(matcher.match()))
+      return rewriter.notifyMatchFailure(op, matcher.reason);
+    matcher.rewrite(rewriter);
     return success();
   }
 
   RaiseAttentionOptions options;
+};
+
+struct RaiseSoftmaxPattern final : RewritePattern {
+  explicit RaiseSoftmaxPattern(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    if (!isa<linalg::LinalgOp, linalg::SoftmaxOp>(op))
+      return failure();
+    SoftmaxMatcher matcher(op);
+    if (failed(matcher.match()))
+      return rewriter.notifyMatchFailure(op, matcher.reason);
+    matcher.rewrite(rewriter);
+    return success();
+  }
 };
 
 struct RaiseAttentionPass final
@@ -688,19 +1526,44 @@ struct RaiseAttentionPass final
 void fa::populateRaiseAttentionPatterns(RewritePatternSet &patterns,
                                         RaiseAttentionOptions options) {
   patterns.add<RaiseAttentionPattern>(patterns.getContext(), options);
+  patterns.add<RaiseSoftmaxPattern>(patterns.getContext());
 }
 
 void RaiseAttentionPass::runOnOperation() {
-  RewritePatternSet patterns(&getContext());
   RaiseAttentionOptions options;
   options.allowMaskedRows = allowMaskedRows;
-  populateRaiseAttentionPatterns(patterns, options);
-  // No folding: leave everything that is not raised as it was. The greedy
-  // driver still erases the chain ops the rewrite leaves dead.
-  GreedyRewriteConfig config;
-  config.enableFolding(false);
-  config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-  if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
-                                   config)))
-    signalPassFailure();
+  // Attention first, so that a softmax inside an attention is raised with
+  // it; then standalone softmaxes.
+  for (bool softmax : {false, true}) {
+    RewritePatternSet patterns(&getContext());
+    if (softmax)
+      patterns.add<RaiseSoftmaxPattern>(&getContext());
+    else
+      patterns.add<RaiseAttentionPattern>(&getContext(), options);
+    // No folding: leave everything that is not raised as it was. The greedy
+    // driver still erases the chain ops the rewrite leaves dead.
+    GreedyRewriteConfig config;
+    config.enableFolding(false);
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+      return signalPassFailure();
+  }
+  if (!reportMissed)
+    return;
+  // What was left alone, and why.
+  getOperation()->walk([&](Operation *op) {
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+        linalgOp && linalg::isaContractionOpInterface(linalgOp)) {
+      AttentionMatcher matcher(linalgOp, options);
+      if (failed(matcher.match()) && matcher.candidate)
+        op->emitRemark() << "attention not raised: " << matcher.reason;
+      return;
+    }
+    if (!isa<linalg::LinalgOp, linalg::SoftmaxOp>(op))
+      return;
+    SoftmaxMatcher matcher(op);
+    if (failed(matcher.match()) && matcher.candidate)
+      op->emitRemark() << "softmax not raised: " << matcher.reason;
+  });
 }

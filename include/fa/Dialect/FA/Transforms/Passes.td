@@ -102,52 +102,72 @@ def FADecomposeReferencePass : Pass<"fa-decompose-reference"> {
 }
 
 def FARaiseAttentionPass : Pass<"fa-raise-attention"> {
-  let summary = "Raise attention written in linalg on tensors to fa.attention";
+  let summary = "Raise attention and softmax written in linalg on tensors to "
+                "fa.attention and fa.softmax";
   let description = [{
-    Recognizes scaled dot-product attention as front ends emit it on
-    tensors and replaces the whole chain with one `fa.attention`:
+    Recognizes scaled dot-product attention and softmax in the forms front
+    ends emit on tensors (torch-mlir's linalg-on-tensors backend, StableHLO
+    lowered to linalg, hand-written linalg) and replaces the chain with one
+    `fa.attention` or `fa.softmax`.
 
-    * `S = Q K^T`: `linalg.matmul`, `linalg.batch_matmul` or a contraction
-      `linalg.generic` with 0, 1 or 2 batch dims (`[N, D]`, `[B*H, N, D]`,
-      `[B, H, N, D]`), initialized with zero; K^T either in the indexing
-      maps or as a `linalg.transpose` swapping K's last two dims;
-    * an optional scale: `S * c`, `c * S` or `S / c` with `c` a constant
-      (a scalar captured by a `linalg.generic`, a splat constant tensor or
-      a `linalg.fill` of a constant, e.g. through `linalg.mul`/`linalg.div`)
-      -> the `scale` attribute (1 when absent, 1/c for a division);
-    * an optional mask applied after the scale: `S + M` (`linalg.add` or a
-      generic `addf`) -> additive `mask`, or `select(Mb, S, -inf)` with an
-      `i1` tensor `Mb` (`arith.select` on tensors or inside a generic) ->
-      boolean `mask`; in a generic the mask may be broadcast over leading
-      batch dims (dropped from its indexing map, or read at 0 from a unit
-      dim), not over queries or keys;
-    * `P = softmax(S)` over the last dim: `linalg.softmax` or the
-      max / sub+exp / sum / div generics of its upstream decomposition
-      (also with the subtraction and the exponential as two generics; the
-      max from `-inf` with `maximumf` or `maxnumf`, or from NaN with
-      `maxnumf`);
-    * `O = P V` (zero-initialized, V indexed `[.., Nk, Dv]`).
+    The match is made on the value of one element of the result, not on the
+    ops: the analysis follows reshapes (`tensor.expand_shape` and
+    `collapse_shape` around `batch_matmul`, unit dims), permutations
+    (`linalg.transpose`, permutation-copy generics), broadcasts (separate
+    generics or in indexing maps, reductions into `[.., 1]` tensors) and
+    elementwise bodies, so the same attention written with different op
+    boundaries matches the same way. It recognizes:
 
-    Rank-3 operands `[B*H, N, D]` become `[B*H, 1, N, D]` (and rank-2
-    `[1, 1, N, D]`) through `tensor.expand_shape`; the result is collapsed
-    back. Every intermediate must be used only by the next step of the
-    chain. Anything that does not match exactly is left alone: another
-    reduction dim, an extra use of S or P, a non-constant scale, a scale
-    applied after the mask, softmax over another dim, element type changes
-    (mixed-precision contractions), dynamic head dims or head counts.
+    * `S = Q K^T` and `O = P V`: contractions (`linalg.matmul`,
+      `batch_matmul`, contraction generics, either operand order) with one
+      reduction dim, initialized with zero; 0, 1 or 2 batch dims
+      (`[N, D]`, `[B*H, N, D]`, `[B, H, N, D]`) in any layout, e.g.
+      `[B, N, H, D]` (`einsum("bqhd,bkhd->bhqk")`): operands in another
+      layout get a `linalg.transpose`, the result is brought back;
+    * GQA/MQA written as a repeat of the K/V heads (`repeat_interleave`,
+      `jnp.repeat`: K and V read at head `h floordiv g`): K and V are not
+      repeated, `fa.attention` gets `Hkv = Hq / g` heads;
+    * the scale: constant factors and divisors of the scores (f64 constants
+      truncated in the body included), also `sqrt(scale)` applied to Q and
+      K^T separately;
+    * masks: `select(keep, S, fill)` with `fill` `-inf` or a large negative
+      value (JAX's `0.7 * lowest`), additive biases (`S + M`, broadcast over
+      batch or heads), additive `0 / -inf` biases; on either side of the
+      scale (a bias added before the scale is scaled with it). A keep that
+      compares indices as `k <= q + off` becomes `causal`: `top_left` for
+      `off = 0`, `bottom_right` for `off = Nk - Nq` (`tril`,
+      `masked_fill(~mask, -inf)`, `jnp.where(iota >= iota, s, fill)`);
+      any other mask becomes the `mask` operand (the tensor itself when it
+      is already `[B or 1, H or 1, Nq, Nk]`, else a generic that builds it);
+    * the softmax: `linalg.softmax`, `fa.softmax`, or its decomposition
+      `exp(X - max) / sum` (max from `-inf` with `maximumf`/`maxnumf`,
+      argmax-style two-result max reductions, division or multiplication by
+      the reciprocal, `arith.extf`/`truncf` around it), and PyTorch's safe
+      softmax (`select(row all -inf, 0, softmax)`);
+    * a standalone softmax chain -> `fa.softmax`.
+
+    Everything computed from S must be used only by the chain (uses by
+    `tensor.dim` are redirected). Anything that does not fit is left alone;
+    with `report-missed`, each attention or softmax candidate left alone
+    gets a remark that says why (for example "the softmax reduces over dim
+    1 of P, the P.V contraction over dim 2").
 
     Numerics: fa.attention accumulates in f32 and uses an online softmax, so
-    results differ from the chain in rounding. They also differ for a query
-    row whose keys are all masked (all `-inf` after the mask): the chain
-    computes `exp(-inf - -inf)` and gives NaN, fa.attention gives 0
-    (the op's contract). Raising masked chains therefore turns NaN rows into zero
-    rows; `allow-masked-rows=false` restricts raising to chains without a
-    mask, where no row can be fully masked.
+    results differ from the chain in rounding (scores computed in f16 by the
+    chain are f32 in fa.attention). They also differ for a query row whose
+    keys are all masked: the chain computes `exp(-inf - -inf)` and gives
+    NaN (or, with a finite fill, the mean of V), fa.attention gives 0 (the
+    op's contract, and what PyTorch's safe softmax gives). Raising masked
+    chains therefore changes such rows; `allow-masked-rows=false`
+    restricts raising to chains without a mask or causal alignment.
   }];
   let options = [
     Option<"allowMaskedRows", "allow-masked-rows", "bool", /*default=*/"true",
            "Also raise chains with a mask (fully masked rows become 0 "
            "instead of NaN)">,
+    Option<"reportMissed", "report-missed", "bool", /*default=*/"false",
+           "Emit a remark on each attention or softmax candidate that is "
+           "not raised, saying why (like LLVM's -Rpass-missed)">,
   ];
   let dependentDialects = [
     "::mlir::fa::FADialect", "::mlir::linalg::LinalgDialect",

@@ -1,0 +1,850 @@
+//===- RaisingTracer.cpp - Element-level view of tensor chains ------------===//
+//
+// Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "RaisingTracer.h"
+
+#include "fa/Dialect/FA/IR/FA.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+using namespace mlir::fa::raising;
+
+unsigned Tracer::addDim(int64_t size) {
+  sizes.push_back(size);
+  return sizes.size() - 1;
+}
+
+Expr *Tracer::make(ExprKind kind, Type type) {
+  storage.emplace_back();
+  Expr *e = &storage.back();
+  e->kind = kind;
+  e->type = type;
+  return e;
+}
+
+const Expr *Tracer::fail(Operation *op, const Twine &message) {
+  if (error.empty()) {
+    error = message.str();
+    errorOp = op;
+  }
+  return nullptr;
+}
+
+const Expr *Tracer::makeConst(Attribute value, Type type) {
+  Expr *e = make(ExprKind::Const, type);
+  e->constant = value;
+  return e;
+}
+
+const Expr *Tracer::makeRead(Value tensor, ArrayRef<AffineExpr> indices) {
+  Expr *e = make(ExprKind::Read, getElementTypeOrSelf(tensor.getType()));
+  e->value = tensor;
+  e->indices.assign(indices.begin(), indices.end());
+  auto type = cast<RankedTensorType>(tensor.getType());
+  for (int64_t i = 0, r = type.getRank(); i < r; ++i)
+    if (type.getDimSize(i) == 1)
+      e->indices[i] = getAffineConstantExpr(0, ctx);
+  e->originTensor = tensor;
+  e->originIndices = e->indices;
+  return e;
+}
+
+/// `map`'s results with its dims replaced by `loops`.
+static SmallVector<AffineExpr> applyMap(AffineMap map,
+                                        ArrayRef<AffineExpr> loops) {
+  SmallVector<AffineExpr> out;
+  for (AffineExpr r : map.getResults())
+    out.push_back(r.replaceDims(loops));
+  return out;
+}
+
+/// Solves `map(loops) == indices` for the loops `map` names directly;
+/// constant results must meet constant indices. Loops `map` does not name
+/// stay null.
+static bool solveLoops(AffineMap map, ArrayRef<AffineExpr> indices,
+                       SmallVectorImpl<AffineExpr> &loops) {
+  loops.assign(map.getNumDims(), AffineExpr());
+  for (auto [j, r] : llvm::enumerate(map.getResults())) {
+    if (auto d = dyn_cast<AffineDimExpr>(r)) {
+      AffineExpr &slot = loops[d.getPosition()];
+      if (slot && slot != indices[j])
+        return false;
+      slot = indices[j];
+      continue;
+    }
+    auto c = dyn_cast<AffineConstantExpr>(r);
+    auto ic = dyn_cast<AffineConstantExpr>(indices[j]);
+    if (!c || !ic || c.getValue() != ic.getValue())
+      return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Reshapes
+//===----------------------------------------------------------------------===//
+
+/// The terms of `e` as sum(coef * dim) + constant, if it has that form.
+static std::optional<LinearForm> linearOfAffine(AffineExpr e) {
+  LinearForm f;
+  if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+    f.constant = c.getValue();
+    return f;
+  }
+  if (auto d = dyn_cast<AffineDimExpr>(e)) {
+    f.coef[d.getPosition()] = 1;
+    return f;
+  }
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return std::nullopt;
+  std::optional<LinearForm> l = linearOfAffine(bin.getLHS());
+  std::optional<LinearForm> r = linearOfAffine(bin.getRHS());
+  if (!l || !r)
+    return std::nullopt;
+  if (bin.getKind() == AffineExprKind::Add) {
+    for (auto [d, c] : r->coef)
+      l->coef[d] += c;
+    l->constant += r->constant;
+    return l;
+  }
+  if (bin.getKind() == AffineExprKind::Mul) {
+    const LinearForm *lin = &*l, *k = &*r;
+    if (!k->coef.empty())
+      std::swap(lin, k);
+    if (!k->coef.empty())
+      return std::nullopt;
+    LinearForm out;
+    for (auto [d, c] : lin->coef)
+      out.coef[d] = c * k->constant;
+    out.constant = lin->constant * k->constant;
+    return out;
+  }
+  return std::nullopt;
+}
+
+/// Splits the index `e` of a collapsed dim into the indices of the `sizes`
+/// it collapses (row-major). `e` must be a linear combination of canonical
+/// dims whose coefficients are the strides of whole digit ranges, e.g.
+/// `b * 4 + h` over [2, 4] -> (b, h), or `h` over [2, 2] -> (h floordiv 2,
+/// h mod 2).
+static std::optional<SmallVector<AffineExpr>>
+delinearize(Tracer &tracer, AffineExpr e, ArrayRef<int64_t> sizes,
+            MLIRContext *ctx) {
+  unsigned n = sizes.size();
+  if (n == 1)
+    return SmallVector<AffineExpr>{e};
+  // Strides; every size but the first must be static.
+  SmallVector<int64_t> strides(n, 1);
+  for (int i = n - 2; i >= 0; --i) {
+    if (ShapedType::isDynamic(sizes[i + 1]))
+      return std::nullopt;
+    strides[i] = strides[i + 1] * sizes[i + 1];
+  }
+  std::optional<LinearForm> form = linearOfAffine(e);
+  if (!form || form->constant != 0)
+    return std::nullopt;
+  SmallVector<AffineExpr> out(n, getAffineConstantExpr(0, ctx));
+  SmallVector<bool> covered(n, false);
+  for (auto [d, c] : form->coef) {
+    if (c == 0)
+      continue;
+    // The lowest digit the term lands on.
+    int lo = -1;
+    for (unsigned i = 0; i < n; ++i)
+      if (strides[i] == c)
+        lo = i;
+    if (lo < 0)
+      return std::nullopt;
+    int64_t size = tracer.getDimSize(d);
+    AffineExpr x = getAffineDimExpr(d, ctx);
+    int hi = lo;
+    if (ShapedType::isDynamic(size)) {
+      if (lo != 0 && !ShapedType::isDynamic(sizes[lo]))
+        return std::nullopt;
+    } else {
+      // Digits hi..lo together hold exactly the dim's range.
+      int64_t span = ShapedType::isDynamic(sizes[lo]) ? -1 : sizes[lo];
+      while (span != size) {
+        if (span < 0 || span > size || hi == 0)
+          return std::nullopt;
+        --hi;
+        if (ShapedType::isDynamic(sizes[hi]))
+          return std::nullopt;
+        span *= sizes[hi];
+      }
+    }
+    for (int i = hi; i <= lo; ++i) {
+      if (covered[i])
+        return std::nullopt;
+      covered[i] = true;
+      int64_t div = strides[i] / c;
+      AffineExpr digit = div == 1 ? x : x.floorDiv(div);
+      if (i != hi)
+        digit = digit % sizes[i];
+      out[i] = digit;
+    }
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Reading
+//===----------------------------------------------------------------------===//
+
+/// True for a body that yields one of its inputs unchanged (copies,
+/// transposes, broadcasts).
+static bool isCopyBody(linalg::LinalgOp op, unsigned result) {
+  Value y = op.getBlock()->getTerminator()->getOperand(result);
+  auto arg = dyn_cast<BlockArgument>(y);
+  return arg && arg.getOwner() == op.getBlock() &&
+         arg.getArgNumber() < op.getNumDpsInputs();
+}
+
+/// True for a body the Views mode evaluates: a copy, or one cast, multiply
+/// or divide of an input by a constant.
+static bool isViewBody(linalg::LinalgOp op, unsigned result) {
+  if (isCopyBody(op, result))
+    return true;
+  Block *body = op.getBlock();
+  Operation *def = body->getTerminator()->getOperand(result).getDefiningOp();
+  if (!def || def->getBlock() != body || def->getNumResults() != 1)
+    return false;
+  auto isInput = [&](Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && arg.getOwner() == body &&
+           arg.getArgNumber() < op.getNumDpsInputs();
+  };
+  auto isConstant = [&](Value v) {
+    if (matchPattern(v, m_Constant()))
+      return true;
+    if (auto t = v.getDefiningOp<arith::TruncFOp>())
+      return matchPattern(t.getIn(), m_Constant());
+    if (auto t = v.getDefiningOp<arith::ExtFOp>())
+      return matchPattern(t.getIn(), m_Constant());
+    return false;
+  };
+  if (isa<arith::ExtFOp, arith::TruncFOp>(def))
+    return isInput(def->getOperand(0));
+  if (isa<arith::MulFOp, arith::DivFOp>(def)) {
+    for (unsigned i = 0; i < 2; ++i)
+      if (isInput(def->getOperand(i)) && isConstant(def->getOperand(1 - i)))
+        return true;
+  }
+  return false;
+}
+
+const Expr *Tracer::read(Value tensor, ArrayRef<AffineExpr> indicesIn,
+                         TraceMode mode) {
+  if (budget == 0)
+    return fail(tensor.getDefiningOp(), "the chain is too large to analyze");
+  --budget;
+  auto type = dyn_cast<RankedTensorType>(tensor.getType());
+  if (!type)
+    return fail(tensor.getDefiningOp(), "not a ranked tensor");
+  Type elt = type.getElementType();
+  // A unit dim can only be read at 0.
+  SmallVector<AffineExpr> indices(indicesIn);
+  for (int64_t i = 0, r = type.getRank(); i < r; ++i)
+    if (type.getDimSize(i) == 1)
+      indices[i] = getAffineConstantExpr(0, ctx);
+
+  auto leaf = [&]() {
+    Expr *e = make(ExprKind::Read, elt);
+    e->value = tensor;
+    e->indices = indices;
+    e->originTensor = tensor;
+    e->originIndices = indices;
+    return e;
+  };
+  auto withOrigin = [&](const Expr *e) -> const Expr * {
+    if (!e || e->originTensor)
+      return e;
+    auto *m = const_cast<Expr *>(e);
+    m->originTensor = tensor;
+    m->originIndices = indices;
+    return m;
+  };
+
+  Operation *def = tensor.getDefiningOp();
+  if (!def)
+    return leaf();
+
+  // Splat constants, fills, casts, reshapes.
+  Attribute attr;
+  if (matchPattern(tensor, m_Constant(&attr))) {
+    if (auto dense = dyn_cast<DenseElementsAttr>(attr);
+        dense && dense.isSplat())
+      return makeConst(dense.getSplatValue<Attribute>(), elt);
+    return leaf();
+  }
+  if (auto fill = dyn_cast<linalg::FillOp>(def)) {
+    visited.insert(def);
+    Value v = fill.getInputs()[0];
+    Attribute c;
+    if (matchPattern(v, m_Constant(&c)))
+      return makeConst(c, elt);
+    Expr *e = make(ExprKind::Scalar, elt);
+    e->value = v;
+    return e;
+  }
+  if (isa<tensor::EmptyOp>(def))
+    return fail(def, "an element of an uninitialized tensor is read");
+  if (auto cast = dyn_cast<tensor::CastOp>(def)) {
+    visited.insert(def);
+    return withOrigin(read(cast.getSource(), indices, mode));
+  }
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def)) {
+    visited.insert(def);
+    SmallVector<AffineExpr> src;
+    for (ReassociationIndices group : expand.getReassociationIndices()) {
+      AffineExpr sum = getAffineConstantExpr(0, ctx);
+      int64_t stride = 1;
+      for (int64_t j = group.size() - 1; j >= 0; --j) {
+        int64_t dim = group[j];
+        sum = sum + indices[dim] * stride;
+        int64_t size = type.getDimSize(dim);
+        if (j > 0 && ShapedType::isDynamic(size)) {
+          // Only the outermost dim of a group may be dynamic.
+          for (int64_t i = 0; i < j; ++i)
+            if (!isa<AffineConstantExpr>(indices[group[i]]))
+              return fail(def, "an expand_shape splits a dynamic dim");
+          break;
+        }
+        stride *= size;
+      }
+      src.push_back(simplifyAffineExpr(sum, getNumDims(), 0));
+    }
+    return withOrigin(read(expand.getSrc(), src, mode));
+  }
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
+    visited.insert(def);
+    auto srcType = collapse.getSrcType();
+    SmallVector<AffineExpr> src;
+    for (auto [j, group] :
+         llvm::enumerate(collapse.getReassociationIndices())) {
+      SmallVector<int64_t> groupSizes;
+      for (int64_t d : group)
+        groupSizes.push_back(srcType.getDimSize(d));
+      std::optional<SmallVector<AffineExpr>> parts =
+          delinearize(*this, indices[j], groupSizes, ctx);
+      if (!parts)
+        return fail(def, "a collapse_shape merges dims the analysis cannot "
+                         "split back");
+      llvm::append_range(src, *parts);
+    }
+    return withOrigin(read(collapse.getSrc(), src, mode));
+  }
+
+  // Softmax ops.
+  if (isa<linalg::SoftmaxOp, fa::SoftmaxOp>(def)) {
+    if (mode != TraceMode::Full)
+      return leaf();
+    visited.insert(def);
+    Value input;
+    int64_t dim;
+    if (auto sm = dyn_cast<linalg::SoftmaxOp>(def)) {
+      input = sm.getInput();
+      dim = sm.getDimension();
+    } else {
+      auto fsm = cast<fa::SoftmaxOp>(def);
+      input = fsm.getInput();
+      dim = fsm.getDimension();
+    }
+    unsigned r = addDim(type.getDimSize(dim));
+    SmallVector<AffineExpr> inner(indices);
+    inner[dim] = getDim(r);
+    const Expr *body = read(input, inner, mode);
+    if (!body)
+      return nullptr;
+    Expr *e = make(ExprKind::Softmax, elt);
+    e->op = def;
+    e->operands = {body};
+    e->dim = r;
+    e->index = indices[dim];
+    return withOrigin(e);
+  }
+
+  // Elementwise ops on whole tensors (arith.select, arith.addf, ...).
+  if (def->hasTrait<OpTrait::Elementwise>() && def->getNumResults() == 1 &&
+      def->getNumRegions() == 0 && isMemoryEffectFree(def)) {
+    if (mode != TraceMode::Full)
+      return leaf();
+    visited.insert(def);
+    SmallVector<const Expr *> operands;
+    for (Value operand : def->getOperands()) {
+      const Expr *e;
+      auto t = dyn_cast<RankedTensorType>(operand.getType());
+      if (t && t.getRank() == type.getRank()) {
+        e = read(operand, indices, mode);
+      } else if (!isa<ShapedType>(operand.getType())) {
+        Attribute c;
+        if (matchPattern(operand, m_Constant(&c))) {
+          e = makeConst(c, operand.getType());
+        } else {
+          Expr *s = make(ExprKind::Scalar, operand.getType());
+          s->value = operand;
+          e = s;
+        }
+      } else {
+        return fail(def, "an elementwise op mixes tensor ranks");
+      }
+      if (!e)
+        return nullptr;
+      operands.push_back(e);
+    }
+    return withOrigin(makeOp(def, operands));
+  }
+
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(def);
+  if (!linalgOp || !linalgOp.hasPureTensorSemantics())
+    return leaf();
+  return withOrigin(
+      readLinalg(linalgOp, cast<OpResult>(tensor), indices, mode));
+}
+
+const Expr *Tracer::readLinalg(linalg::LinalgOp op, OpResult result,
+                               ArrayRef<AffineExpr> indices, TraceMode mode) {
+  Type elt = getElementTypeOrSelf(result.getType());
+  auto leaf = [&]() {
+    Expr *e = make(ExprKind::Read, elt);
+    e->value = result;
+    e->indices.assign(indices.begin(), indices.end());
+    e->originTensor = result;
+    e->originIndices = e->indices;
+    return e;
+  };
+  // Contractions are the matcher's business.
+  if (op->getNumResults() == 1 && linalg::isaContractionOpInterface(op))
+    return leaf();
+  unsigned r = result.getResultNumber();
+  bool allParallel = op.getNumParallelLoops() == op.getNumLoops();
+  if (mode == TraceMode::Views && (!allParallel || !isViewBody(op, r)))
+    return leaf();
+  if (op.hasIndexSemantics() && mode == TraceMode::Views)
+    return leaf();
+
+  SmallVector<AffineExpr> loops;
+  if (!solveLoops(op.getIndexingMapMatchingResult(result), indices, loops))
+    return fail(op, "an output indexing map the analysis cannot invert");
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+  SmallVector<unsigned> free;
+  for (auto [i, l] : llvm::enumerate(loops))
+    if (!l)
+      free.push_back(i);
+
+  if (allParallel) {
+    if (!free.empty())
+      return fail(op, "a parallel loop not in the output indexing map");
+    visited.insert(op);
+    return evalBodyValue(op, loops,
+                         op.getBlock()->getTerminator()->getOperand(r), mode);
+  }
+
+  // A reduction over one loop.
+  if (free.size() != 1 || op.getNumReductionLoops() != 1)
+    return fail(op, "a reduction over more than one dim");
+  if (iters[free[0]] != utils::IteratorType::reduction)
+    return fail(op, "a reduction whose result is indexed by its reduction "
+                    "loop");
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  unsigned rd = addDim(ranges[free[0]]);
+  loops[free[0]] = getDim(rd);
+  Block *body = op.getBlock();
+  Value yielded = body->getTerminator()->getOperand(r);
+  Operation *comb = yielded.getDefiningOp();
+  BlockArgument acc = op.getRegionOutputArgs()[r];
+  if (!comb || comb->getBlock() != body || comb->getNumOperands() != 2 ||
+      comb->getNumResults() != 1)
+    return fail(op, "a reduction body that is not one combining op");
+  Value x;
+  if (comb->getOperand(0) == acc)
+    x = comb->getOperand(1);
+  else if (comb->getOperand(1) == acc)
+    x = comb->getOperand(0);
+  else
+    return fail(op, "a reduction body that does not combine into its "
+                    "accumulator");
+  visited.insert(op);
+  const Expr *element = evalBodyValue(op, loops, x, mode);
+  if (!element)
+    return nullptr;
+  OpOperand *init = op.getDpsInitOperand(r);
+  const Expr *initValue = read(init->get(), indices, mode);
+  if (!initValue)
+    return nullptr;
+  Expr *e = make(ExprKind::Reduce, elt);
+  e->op = comb;
+  e->operands = {initValue, element};
+  e->dim = rd;
+  return e;
+}
+
+/// Folds a cast of a float constant.
+static Attribute foldFloatCast(Attribute c, Type to) {
+  auto f = dyn_cast_or_null<FloatAttr>(c);
+  auto ft = dyn_cast<FloatType>(to);
+  if (!f || !ft)
+    return {};
+  APFloat v = f.getValue();
+  bool lost;
+  v.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+  return FloatAttr::get(ft, v);
+}
+
+const Expr *Tracer::evalBodyValue(linalg::LinalgOp op,
+                                  ArrayRef<AffineExpr> loops, Value v,
+                                  TraceMode mode) {
+  Block *body = op.getBlock();
+  if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner() == body) {
+    OpOperand *operand = op.getMatchingOpOperand(arg);
+    SmallVector<AffineExpr> idx =
+        applyMap(op.getMatchingIndexingMap(operand), loops);
+    return read(operand->get(), idx, mode);
+  }
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getBlock() != body) {
+    // A value from outside the body.
+    Attribute c;
+    if (matchPattern(v, m_Constant(&c)))
+      return makeConst(c, v.getType());
+    if (def && def->getNumOperands() == 1 &&
+        isa<arith::TruncFOp, arith::ExtFOp>(def) &&
+        matchPattern(def->getOperand(0), m_Constant(&c)))
+      if (Attribute folded = foldFloatCast(c, v.getType()))
+        return makeConst(folded, v.getType());
+    Expr *e = make(ExprKind::Scalar, v.getType());
+    e->value = v;
+    return e;
+  }
+  if (auto index = dyn_cast<linalg::IndexOp>(def)) {
+    Expr *e = make(ExprKind::Index, v.getType());
+    e->index = loops[index.getDim()];
+    return e;
+  }
+  if (def->getNumRegions() != 0 || def->getNumResults() != 1 ||
+      !isMemoryEffectFree(def))
+    return fail(def, "a body op the analysis does not model: " +
+                         def->getName().getStringRef());
+  SmallVector<const Expr *> operands;
+  for (Value operand : def->getOperands()) {
+    const Expr *e = evalBodyValue(op, loops, operand, mode);
+    if (!e)
+      return nullptr;
+    operands.push_back(e);
+  }
+  return makeOp(def, operands);
+}
+
+const Expr *Tracer::makeOp(Operation *op, ArrayRef<const Expr *> operands) {
+  Type type = getElementTypeOrSelf(op->getResult(0).getType());
+  // A few folds that front ends leave for later passes.
+  if (isa<arith::TruncFOp, arith::ExtFOp>(op) &&
+      operands[0]->kind == ExprKind::Const)
+    if (Attribute folded = foldFloatCast(operands[0]->constant, type))
+      return makeConst(folded, type);
+  if (isa<arith::MaximumFOp, arith::MaxNumFOp>(op))
+    for (unsigned i = 0; i < 2; ++i)
+      if (std::optional<double> c = getConstFloat(operands[i]);
+          c && std::isinf(*c) && *c < 0)
+        return operands[1 - i];
+  if (isa<arith::SelectOp>(op))
+    if (std::optional<int64_t> c = getConstInt(operands[0]))
+      return *c ? operands[1] : operands[2];
+  Expr *e = make(ExprKind::Op, type);
+  e->op = op;
+  e->operands.assign(operands.begin(), operands.end());
+  return e;
+}
+
+const Expr *Tracer::substitute(const Expr *e, unsigned from, AffineExpr to) {
+  AffineExpr fromExpr = getDim(from);
+  auto subst = [&](AffineExpr a) { return a ? a.replace(fromExpr, to) : a; };
+  bool changed = false;
+  SmallVector<const Expr *> operands;
+  for (const Expr *o : e->operands) {
+    const Expr *n = substitute(o, from, to);
+    changed |= n != o;
+    operands.push_back(n);
+  }
+  SmallVector<AffineExpr> indices;
+  for (AffineExpr a : e->indices) {
+    indices.push_back(subst(a));
+    changed |= indices.back() != a;
+  }
+  AffineExpr index = subst(e->index);
+  changed |= index != e->index;
+  if (!changed)
+    return e;
+  Expr *n = make(e->kind, e->type);
+  *n = *e;
+  n->operands = operands;
+  n->indices = indices;
+  n->index = index;
+  n->originTensor = Value();
+  n->originIndices.clear();
+  return n;
+}
+
+bool fa::raising::isEqual(Tracer &tracer, const Expr *a, const Expr *b) {
+  if (a == b)
+    return true;
+  if (!a || !b || a->kind != b->kind || a->type != b->type)
+    return false;
+  switch (a->kind) {
+  case ExprKind::Const:
+    return a->constant == b->constant;
+  case ExprKind::Index:
+    return a->index == b->index;
+  case ExprKind::Scalar:
+    return a->value == b->value;
+  case ExprKind::Read:
+    return a->value == b->value && a->indices == b->indices;
+  case ExprKind::Op:
+    if (a->op->getName() != b->op->getName() ||
+        a->op->getAttrDictionary() != b->op->getAttrDictionary() ||
+        a->operands.size() != b->operands.size())
+      return false;
+    for (auto [x, y] : llvm::zip(a->operands, b->operands))
+      if (!isEqual(tracer, x, y))
+        return false;
+    return true;
+  case ExprKind::Reduce:
+  case ExprKind::Softmax: {
+    if (a->op->getName() != b->op->getName() || a->index != b->index)
+      return false;
+    for (auto [x, y] : llvm::zip(a->operands, b->operands))
+      if (!isEqual(tracer, x,
+                   tracer.substitute(y, b->dim, tracer.getDim(a->dim))))
+        return false;
+    return true;
+  }
+  }
+  return false;
+}
+
+void fa::raising::collectDims(const Expr *e,
+                              llvm::SmallSetVector<unsigned, 8> &dims) {
+  auto walk = [&](AffineExpr a) {
+    if (a)
+      a.walk([&](AffineExpr x) {
+        if (auto d = dyn_cast<AffineDimExpr>(x))
+          dims.insert(d.getPosition());
+      });
+  };
+  if (e->kind == ExprKind::Reduce || e->kind == ExprKind::Softmax) {
+    llvm::SmallSetVector<unsigned, 8> inner;
+    for (const Expr *o : e->operands)
+      collectDims(o, inner);
+    for (unsigned d : inner)
+      if (d != e->dim)
+        dims.insert(d);
+    walk(e->index);
+    return;
+  }
+  for (AffineExpr a : e->indices)
+    walk(a);
+  walk(e->index);
+  for (const Expr *o : e->operands)
+    collectDims(o, dims);
+}
+
+bool fa::raising::dependsOn(const Expr *e, Value tensor) {
+  if (e->kind == ExprKind::Read && e->value == tensor)
+    return true;
+  return llvm::any_of(e->operands,
+                      [&](const Expr *o) { return dependsOn(o, tensor); });
+}
+
+std::optional<double> fa::raising::getConstFloat(const Expr *e) {
+  if (!e || e->kind != ExprKind::Const)
+    return std::nullopt;
+  if (auto f = dyn_cast<FloatAttr>(e->constant))
+    return f.getValueAsDouble();
+  return std::nullopt;
+}
+
+std::optional<int64_t> fa::raising::getConstInt(const Expr *e) {
+  if (!e || e->kind != ExprKind::Const)
+    return std::nullopt;
+  if (auto i = dyn_cast<IntegerAttr>(e->constant))
+    return i.getType().isInteger(1) ? (i.getValue().isZero() ? 0 : 1)
+                                    : i.getValue().getSExtValue();
+  if (auto b = dyn_cast<BoolAttr>(e->constant))
+    return b.getValue() ? 1 : 0;
+  return std::nullopt;
+}
+
+std::string fa::raising::describe(const Expr *e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  switch (e->kind) {
+  case ExprKind::Const:
+    os << "the constant " << e->constant;
+    break;
+  case ExprKind::Index:
+    os << "a loop index";
+    break;
+  case ExprKind::Scalar:
+    os << "a scalar value that is not a constant";
+    break;
+  case ExprKind::Read:
+    if (Operation *def = e->value.getDefiningOp())
+      os << "the result of " << def->getName();
+    else
+      os << "a block argument";
+    break;
+  case ExprKind::Op:
+    os << e->op->getName();
+    break;
+  case ExprKind::Reduce:
+    os << "a " << e->op->getName() << " reduction";
+    break;
+  case ExprKind::Softmax:
+    os << e->op->getName();
+    break;
+  }
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Index arithmetic
+//===----------------------------------------------------------------------===//
+
+std::optional<LinearForm> fa::raising::getLinearForm(const Expr *e) {
+  if (e->kind == ExprKind::Index)
+    return linearOfAffine(e->index);
+  if (std::optional<int64_t> c = getConstInt(e)) {
+    if (e->type.isInteger(1))
+      return std::nullopt;
+    LinearForm f;
+    f.constant = *c;
+    return f;
+  }
+  if (e->kind != ExprKind::Op)
+    return std::nullopt;
+  Operation *op = e->op;
+  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+          arith::ExtUIOp, arith::TruncIOp>(op))
+    return getLinearForm(e->operands[0]);
+  if (!isa<arith::AddIOp, arith::SubIOp, arith::MulIOp>(op))
+    return std::nullopt;
+  std::optional<LinearForm> l = getLinearForm(e->operands[0]);
+  std::optional<LinearForm> r = getLinearForm(e->operands[1]);
+  if (!l || !r)
+    return std::nullopt;
+  if (isa<arith::MulIOp>(op)) {
+    if (!r->coef.empty())
+      std::swap(l, r);
+    if (!r->coef.empty())
+      return std::nullopt;
+    for (auto &[d, c] : l->coef)
+      c *= r->constant;
+    l->constant *= r->constant;
+    return l;
+  }
+  int64_t sign = isa<arith::SubIOp>(op) ? -1 : 1;
+  for (auto [d, c] : r->coef)
+    l->coef[d] += sign * c;
+  l->constant += sign * r->constant;
+  return l;
+}
+
+static LinearForm negateConstraint(LinearForm f) {
+  // not(f <= 0) is f >= 1, i.e. -f + 1 <= 0.
+  for (auto &[d, c] : f.coef)
+    c = -c;
+  f.constant = -f.constant + 1;
+  return f;
+}
+
+std::optional<SmallVector<LinearForm>>
+fa::raising::getConstraints(const Expr *e, bool negate) {
+  using Result = std::optional<SmallVector<LinearForm>>;
+  if (std::optional<int64_t> c = getConstInt(e)) {
+    if (!e->type.isInteger(1))
+      return std::nullopt;
+    if ((*c != 0) != negate)
+      return SmallVector<LinearForm>{};
+    return std::nullopt; // never true: not a mask we express
+  }
+  if (e->kind != ExprKind::Op)
+    return std::nullopt;
+  Operation *op = e->op;
+  auto both = [&](const Expr *a, bool na, const Expr *b, bool nb) -> Result {
+    Result x = getConstraints(a, na), y = getConstraints(b, nb);
+    if (!x || !y)
+      return std::nullopt;
+    x->append(y->begin(), y->end());
+    return x;
+  };
+  if (auto x = dyn_cast<arith::XOrIOp>(op)) {
+    for (unsigned i = 0; i < 2; ++i)
+      if (std::optional<int64_t> c = getConstInt(e->operands[i]);
+          c && e->type.isInteger(1))
+        return getConstraints(e->operands[1 - i], negate != (*c != 0));
+    return std::nullopt;
+  }
+  // a and b; under negation (not a) or (not b), which is not a conjunction.
+  if (isa<arith::AndIOp>(op) && !negate)
+    return both(e->operands[0], false, e->operands[1], false);
+  if (isa<arith::OrIOp>(op) && negate)
+    return both(e->operands[0], true, e->operands[1], true);
+  if (isa<arith::SelectOp>(op) && e->type.isInteger(1)) {
+    std::optional<int64_t> t = getConstInt(e->operands[1]);
+    std::optional<int64_t> f = getConstInt(e->operands[2]);
+    // select(c, x, false) = c and x; select(c, true, x) = c or x.
+    if (f && *f == 0 && !negate)
+      return both(e->operands[0], false, e->operands[1], false);
+    if (t && *t == 1 && negate)
+      return both(e->operands[0], true, e->operands[2], true);
+    return std::nullopt;
+  }
+  auto cmp = dyn_cast<arith::CmpIOp>(op);
+  if (!cmp)
+    return std::nullopt;
+  std::optional<LinearForm> a = getLinearForm(e->operands[0]);
+  std::optional<LinearForm> b = getLinearForm(e->operands[1]);
+  if (!a || !b)
+    return std::nullopt;
+  // diff = a - b.
+  LinearForm diff = *a;
+  for (auto [d, c] : b->coef)
+    diff.coef[d] -= c;
+  diff.constant -= b->constant;
+  LinearForm f;
+  switch (cmp.getPredicate()) {
+  case arith::CmpIPredicate::sle:
+    f = diff;
+    break;
+  case arith::CmpIPredicate::slt:
+    f = diff;
+    f.constant += 1;
+    break;
+  case arith::CmpIPredicate::sge:
+    // b - a <= 0.
+    f = negateConstraint(diff);
+    f.constant -= 1;
+    break;
+  case arith::CmpIPredicate::sgt:
+    // b - a + 1 <= 0.
+    f = negateConstraint(diff);
+    break;
+  default:
+    return std::nullopt;
+  }
+  if (negate)
+    f = negateConstraint(f);
+  return SmallVector<LinearForm>{f};
+}
