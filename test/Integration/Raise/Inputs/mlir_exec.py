@@ -11,17 +11,38 @@ import subprocess
 
 import numpy as np
 
-MLIR_TYPES = {np.dtype(np.float32): "f32", np.dtype(np.bool_): "i1",
-              np.dtype(np.int32): "i32"}
+MLIR_TYPES = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
+              np.dtype(np.bool_): "i1", np.dtype(np.int32): "i32"}
+
+
+def bf16_bits(array):
+    """The bf16 bit patterns (uint16) of a float32 array: the top 16 bits of
+    each f32, rounded to nearest, ties to even; NaN stays a (quiet) NaN."""
+    x = np.ascontiguousarray(array, dtype=np.float32)
+    u = x.view(np.uint32).astype(np.uint64)
+    bits = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(x)
+    bits[nan] = (u[nan] >> 16).astype(np.uint16) | 0x0040
+    return bits
+
+
+def bf16_round(array):
+    """`array` rounded to bf16 (nearest, ties to even), held in float32."""
+    return (bf16_bits(array).astype(np.uint32) << 16).view(np.float32)
 
 
 def tensor_type(shape, elt):
     return "tensor<" + "".join(f"{d}x" for d in shape) + elt + ">"
 
 
-def constant(name, array):
-    """`%name = arith.constant dense<"0x...">` holding `array`."""
+def constant(name, array, elt=None):
+    """`%name = arith.constant dense<"0x...">` holding `array`. With
+    elt="bf16", `array` (float32) is stored rounded to bf16 (bf16_bits)."""
     array = np.ascontiguousarray(array)
+    if elt == "bf16":
+        payload = f'"0x{bf16_bits(array).tobytes().hex().upper()}"'
+        return (f"    %{name} = arith.constant dense<{payload}>"
+                f" : {tensor_type(array.shape, elt)}\n")
     elt = MLIR_TYPES[array.dtype]
     if array.dtype == np.bool_:
         # i1 has no byte-per-element hex form: write nested literals.
@@ -45,6 +66,23 @@ def print_call(value, shape, name=None):
     return (f"    %{n}_buf = bufferization.to_buffer {value} : {t} to {m}\n"
             f"    %{n}_u = memref.cast %{n}_buf : {m} to memref<*xf32>\n"
             f"    func.call @printMemrefF32(%{n}_u) : (memref<*xf32>) -> ()\n")
+
+
+def extf_call(value, shape, elt, name):
+    """`%name`: the f16/bf16 tensor `value` extended to f32 (a linalg.generic
+    of arith.extf, which bufferizes), for print_call."""
+    src, dst = tensor_type(shape, elt), tensor_type(shape, "f32")
+    ids = ", ".join(f"d{i}" for i in range(len(shape)))
+    idm = f"affine_map<({ids}) -> ({ids})>"
+    iters = ", ".join(['"parallel"'] * len(shape))
+    return (f"    %{name}_e = tensor.empty() : {dst}\n"
+            f"    %{name} = linalg.generic {{indexing_maps = [{idm}, {idm}], "
+            f"iterator_types = [{iters}]}} ins({value} : {src}) "
+            f"outs(%{name}_e : {dst}) {{\n"
+            f"    ^bb0(%in: {elt}, %out: f32):\n"
+            f"      %x = arith.extf %in : {elt} to f32\n"
+            f"      linalg.yield %x : f32\n"
+            f"    }} -> {dst}\n")
 
 
 PRINT_DECL = "  func.func private @printMemrefF32(memref<*xf32>)\n"

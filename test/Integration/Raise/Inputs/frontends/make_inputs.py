@@ -203,6 +203,35 @@ def torch_cases():
         def forward(self, x):
             return torch.softmax(x, dim=-1)
 
+    class BoolMask(torch.nn.Module):
+        # mask: bool [B, 1, Nq, Nk], true = attend.
+        def forward(self, q, k, v, mask):
+            s = q @ k.transpose(-2, -1) * SCALE
+            s = s.masked_fill(~mask, float("-inf"))
+            return torch.softmax(s, dim=-1) @ v
+
+    class KeyPadding(torch.nn.Module):
+        # mask: bool [B, 1, 1, Nk], true = a real (not padded) key.
+        def forward(self, q, k, v, mask):
+            s = q @ k.transpose(-2, -1) * SCALE
+            s = torch.where(mask, s, float("-inf"))
+            return torch.softmax(s, dim=-1) @ v
+
+    class Bf16SoftmaxF32(torch.nn.Module):
+        def forward(self, q, k, v):
+            s = torch.matmul(q, k.transpose(-2, -1)) * SCALE
+            p = torch.softmax(s.float(), dim=-1).to(torch.bfloat16)
+            return torch.matmul(p, v)
+
+    class ScaleAfterMask(torch.nn.Module):
+        # The causal mask is applied to the unscaled scores, then the scale.
+        def forward(self, q, k, v):
+            nq, nk = q.shape[-2], k.shape[-2]
+            s = q @ k.transpose(-2, -1)
+            tril = torch.tril(torch.ones(nq, nk, dtype=torch.bool))
+            s = s.masked_fill(~tril, float("-inf")) * SCALE
+            return torch.softmax(s, dim=-1) @ v
+
     class Sdpa(torch.nn.Module):
         def forward(self, q, k, v):
             return F.scaled_dot_product_attention(q, k, v)
@@ -248,6 +277,14 @@ def torch_cases():
         ("torch_sdpa_causal_decomposed_f32",
          "F.scaled_dot_product_attention(is_causal=True), torch.export(...).run_decompositions()",
          SdpaCausal(), qkv(), "decompose"),
+        ("torch_bool_mask_f32", "s.masked_fill(~mask, -inf), mask a bool input [B,1,Nq,Nk], scale multiply",
+         BoolMask(), qkv() + (torch.rand(B, 1, N, N) < 0.7,), None),
+        ("torch_key_padding_f32", "key padding: torch.where(mask, s, -inf), mask a bool input [B,1,1,Nk]",
+         KeyPadding(), qkv() + (torch.rand(B, 1, 1, N) < 0.7,), None),
+        ("torch_plain_bf16_softmax_f32", "bf16 q/k/v, softmax(s.float()).to(torch.bfloat16)",
+         Bf16SoftmaxF32(), qkv(dt=torch.bfloat16), None),
+        ("torch_scale_after_mask_f32", "causal tril + masked_fill(~tril, -inf) on the unscaled S, then * scale",
+         ScaleAfterMask(), qkv(), None),
     ]
     return cases
 
@@ -336,6 +373,11 @@ def jax_cases():
     def softmax(x):
         return jax.nn.softmax(x, axis=-1)
 
+    def bool_mask(q, k, v, mask):  # mask: bool [B, 1, Nq, Nk], true = attend
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * SCALE
+        s = jnp.where(mask, s, -jnp.inf)
+        return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+
     def dpa(q, k, v):  # jax.nn.dot_product_attention wants [B, N, H, D]
         return jax.nn.dot_product_attention(q, k, v)
 
@@ -343,7 +385,7 @@ def jax_cases():
         return jax.nn.dot_product_attention(q, k, v, is_causal=True)
 
     S = jax.ShapeDtypeStruct
-    f32, f16 = jnp.float32, jnp.float16
+    f32, f16, bf16 = jnp.float32, jnp.float16, jnp.bfloat16
     qkv = lambda dt=f32: (S((B, H, N, D), dt),) * 3
     bnhd_args = (S((B, N, H, D), f32),) * 3
 
@@ -363,6 +405,10 @@ def jax_cases():
         ("jax_causal_dyn_f32", "causal (tril + where), symbolic sequence length", causal, None, "dyn_causal"),
         ("jax_dpa_f32", "jax.nn.dot_product_attention(q,k,v) ([B,N,H,D])", dpa, bnhd_args, None),
         ("jax_dpa_causal_f32", "jax.nn.dot_product_attention(q,k,v,is_causal=True) ([B,N,H,D])", dpa_causal, bnhd_args, None),
+        ("jax_bool_mask_f32", "jnp.where(mask, s, -inf), mask a bool input [B,1,Nq,Nk], scale multiply", bool_mask,
+         qkv() + (S((B, 1, N, N), jnp.bool_),), None),
+        ("jax_plain_bf16_softmax_f32", "bf16 q/k/v, softmax(s.astype(f32)).astype(bf16)", f16_softmax_f32,
+         qkv(bf16), None),
     ]
     return cases
 
