@@ -250,6 +250,8 @@ static constexpr int kKvHead = -2;
 /// `dst` slots: drops unit dims, transposes, inserts unit dims.
 static Value reshapeTranspose(OpBuilder &b, Location loc, Value value,
                               ArrayRef<int> src, ArrayRef<int> dst) {
+  if (src == dst)
+    return value;
   auto type = cast<RankedTensorType>(value.getType());
   auto groupsAround = [](ArrayRef<int> slots) {
     // Each unit slot joins the kept slot before it (leading ones the first
@@ -354,7 +356,7 @@ protected:
   /// the tracer looked through) are used only inside the chain that ends
   /// at `anchorOp`.
   LogicalResult checkUses(ArrayRef<Operation *> roots, Operation *anchorOp,
-                          StringRef what);
+                          StringRef rootName, StringRef laterName);
   /// Points the tensor.dim users of the chain's ops at the destinations
   /// those results take their shapes from, so that the chain can go.
   void redirectDims(RewriterBase &rewriter);
@@ -408,6 +410,11 @@ private:
   int64_t group = 1;
   CausalKind causal = CausalKind::none;
   SmallVector<Keep> maskKeeps;
+
+public:
+  /// Set when an index comparison became a boolean mask instead of a causal
+  /// alignment (worth a remark: the mask costs memory and a load per key).
+  std::string maskNote;
 };
 } // namespace
 
@@ -552,8 +559,8 @@ LogicalResult AttentionMatcher::match() {
     return failWith("the scale is not a finite f32");
 
   if (failed(assignRoles()) || failed(classifyMasks()) ||
-      failed(checkUses({qkOp}, anchor.getDefiningOp(),
-                       "a value computed from the scores")))
+      failed(checkUses({qkOp}, anchor.getDefiningOp(), "the scores S = Q.K^T",
+                       "a value computed from S")))
     return failure();
   if ((causal != CausalKind::none || !maskKeeps.empty() ||
        !form.biases.empty()) &&
@@ -952,7 +959,12 @@ LogicalResult AttentionMatcher::assignRoles() {
     batchDim = batch[0];
     headDim = batch[1];
   } else if (batch.size() == 1) {
-    (group > 1 ? headDim : batchDim) = batch[0];
+    // [1, H, N, D] with B = 1 keeps its layout: the one batch dim after a
+    // unit dim is the heads.
+    bool afterUnit =
+        llvm::any_of(llvm::seq<unsigned>(0, batch[0]),
+                     [&](unsigned i) { return anchorShape[i] == 1; });
+    (group > 1 || afterUnit ? headDim : batchDim) = batch[0];
   }
 
   Type elt = qLeaf->type;
@@ -987,7 +999,12 @@ LogicalResult AttentionMatcher::classifyMasks() {
   };
   int64_t nq = queryDim == kUnit ? 1 : anchorShape[queryDim];
   int64_t nk = tracer.getDimSize(keyDim);
-  for (const Keep &k : form.keeps) {
+  for (Keep k : form.keeps) {
+    // not(not(x)) is x: masked_fill(~mask, -inf) keeps where mask is true.
+    while (const Expr *inner = getNegated(k.cond)) {
+      k.cond = inner;
+      k.negate = !k.negate;
+    }
     if (failed(checkDims(k.cond)))
       return failure();
     std::optional<SmallVector<LinearForm>> cs =
@@ -1015,6 +1032,13 @@ LogicalResult AttentionMatcher::classifyMasks() {
           continue;
         }
         int64_t off = -c.constant / a;
+        maskNote = llvm::formatv(
+            "the index comparison k <= q + {0} is neither top_left (k <= q) "
+            "nor bottom_right (k <= q + {1}); it is raised as a boolean mask",
+            off,
+            ShapedType::isDynamic(nq) || ShapedType::isDynamic(nk)
+                ? std::string("Nk - Nq")
+                : std::to_string(nk - nq));
         std::optional<CausalKind> kk;
         if (off == 0)
           kk = CausalKind::top_left;
@@ -1025,6 +1049,8 @@ LogicalResult AttentionMatcher::classifyMasks() {
           other = true;
         else
           kind = kk;
+        if (kk)
+          maskNote.clear();
       }
     }
     if (!cs || other || !kind ||
@@ -1046,7 +1072,8 @@ LogicalResult AttentionMatcher::classifyMasks() {
 }
 
 LogicalResult MatcherBase::checkUses(ArrayRef<Operation *> roots,
-                                     Operation *anchorOp, StringRef what) {
+                                     Operation *anchorOp, StringRef rootName,
+                                     StringRef laterName) {
   const llvm::SetVector<Operation *> &visited = tracer.getVisited();
   llvm::SetVector<Operation *> chain;
   chain.insert(roots.begin(), roots.end());
@@ -1060,9 +1087,11 @@ LogicalResult MatcherBase::checkUses(ArrayRef<Operation *> roots,
       continue;
     for (Operation *user : op->getUsers())
       if (!chain.contains(user) && !isa<tensor::DimOp>(user))
-        return failWith(
-            llvm::formatv("{0} ({1}) has a use outside the chain, by {2}", what,
-                          op->getName().getStringRef(), user->getName()));
+        return failWith(llvm::formatv(
+            "{0} ({1}) {2} also used by {3}",
+            llvm::is_contained(roots, op) ? rootName : laterName,
+            op->getName().getStringRef(),
+            llvm::is_contained(roots, op) ? "are" : "is", user->getName()));
   }
   if (!chain.contains(anchorOp))
     return failWith("the chain's ops do not reach its result");
@@ -1455,7 +1484,8 @@ LogicalResult SoftmaxMatcher::match() {
   for (Operation *user : in.getUsers())
     if (tracer.getVisited().contains(user))
       roots.push_back(user);
-  if (failed(checkUses(roots, op, "a value of the softmax")))
+  if (failed(checkUses(roots, op, "the softmax's inputs",
+                       "a value of the softmax")))
     return failure();
   input = in;
   return success();
@@ -1493,6 +1523,8 @@ struct RaiseAttentionPattern final
     AttentionMatcher matcher(op, options);
     if (failed(matcher.match()))
       return rewriter.notifyMatchFailure(op, matcher.reason);
+    if (options.reportMissed && !matcher.maskNote.empty())
+      op->emitRemark() << "attention raised with a mask: " << matcher.maskNote;
     matcher.rewrite(rewriter);
     return success();
   }
@@ -1532,6 +1564,7 @@ void fa::populateRaiseAttentionPatterns(RewritePatternSet &patterns,
 void RaiseAttentionPass::runOnOperation() {
   RaiseAttentionOptions options;
   options.allowMaskedRows = allowMaskedRows;
+  options.reportMissed = reportMissed;
   // Attention first, so that a softmax inside an attention is raised with
   // it; then standalone softmaxes.
   for (bool softmax : {false, true}) {

@@ -823,8 +823,33 @@ fa::raising::getConstraints(const Expr *e, bool negate) {
   for (auto [d, c] : b->coef)
     diff.coef[d] -= c;
   diff.constant -= b->constant;
+  // An unsigned comparison of values that cannot be negative (loop
+  // indices, nonnegative multiples and offsets) is the signed one.
+  auto nonNegative = [](const LinearForm &l) {
+    return l.constant >= 0 &&
+           llvm::all_of(l.coef, [](auto p) { return p.second >= 0; });
+  };
+  arith::CmpIPredicate pred = cmp.getPredicate();
+  if (nonNegative(*a) && nonNegative(*b)) {
+    switch (pred) {
+    case arith::CmpIPredicate::ule:
+      pred = arith::CmpIPredicate::sle;
+      break;
+    case arith::CmpIPredicate::ult:
+      pred = arith::CmpIPredicate::slt;
+      break;
+    case arith::CmpIPredicate::uge:
+      pred = arith::CmpIPredicate::sge;
+      break;
+    case arith::CmpIPredicate::ugt:
+      pred = arith::CmpIPredicate::sgt;
+      break;
+    default:
+      break;
+    }
+  }
   LinearForm f;
-  switch (cmp.getPredicate()) {
+  switch (pred) {
   case arith::CmpIPredicate::sle:
     f = diff;
     break;

@@ -42,6 +42,9 @@ struct RaiseAttentionOptions {
   /// Also raise chains with a mask. fa.attention gives O = 0 for a query row
   /// whose keys are all masked where the naive chain gives NaN.
   bool allowMaskedRows = true;
+  /// Emit a remark on an attention raised with a boolean mask where the
+  /// chain compared indices in a way no causal alignment expresses.
+  bool reportMissed = false;
 };
 
 /// Attention written in linalg (Q.K^T, optional constant scale and mask,
