@@ -57,7 +57,8 @@ if ptxas:
     config.substitutions.append(("%ptxas", ptxas))
 
 tool_dirs = [config.fa_tools_dir, config.llvm_tools_dir]
-tools = ["fa-opt", "fa-run", "fa-compile", "fa-emulate", "fa-capi-test", "mlir-opt"]
+tools = ["fa-opt", "fa-run", "fa-compile", "fa-emulate", "fa-capi-test", "mlir-opt",
+         "mlir-translate"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.fa_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
