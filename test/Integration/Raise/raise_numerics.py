@@ -129,6 +129,61 @@ def generic4d_mask(b, h, nq, nk, d, dv, scale, broadcast=False):
     return body, [q, k, v, m], o
 
 
+def generic4d_score(b, h, nq, nk, d, dv, score_body, mask_shape=None):
+    """[B, H, N, D] contraction generics around one elementwise generic on S
+    whose body is `score_body` (block args %x = S, %y = the mask when
+    `mask_shape` is given; it may use linalg.index 2 / 3 as the query and
+    key), then linalg.softmax(3)."""
+    q, k, v, s = (b, h, nq, d), (b, h, nk, d), (b, h, nk, dv), (b, h, nq, nk)
+    o = (b, h, nq, dv)
+    e4 = "affine_map<(b, h, m, n) -> (b, h, m, n)>"
+    margs = f", %mask: {tt(mask_shape)}" if mask_shape else ""
+    mins = ", %mask" if mask_shape else ""
+    mtypes = f", {tt(mask_shape)}" if mask_shape else ""
+    mmaps = f"{e4}, " if mask_shape else ""
+    margb = ", %y: f32" if mask_shape else ""
+    maps_qk = ("affine_map<(b, h, m, n, k) -> (b, h, m, k)>, "
+               "affine_map<(b, h, m, n, k) -> (b, h, n, k)>, "
+               "affine_map<(b, h, m, n, k) -> (b, h, m, n)>")
+    maps_pv = ("affine_map<(b, h, m, n, k) -> (b, h, m, k)>, "
+               "affine_map<(b, h, m, n, k) -> (b, h, k, n)>, "
+               "affine_map<(b, h, m, n, k) -> (b, h, m, n)>")
+    iters = '["parallel", "parallel", "parallel", "parallel", "reduction"]'
+    body = f"""
+  func.func @attn(%q: {tt(q)}, %k: {tt(k)}, %v: {tt(v)}{margs}) -> {tt(o)} {{
+    %zero = arith.constant 0.0 : f32
+    %s0 = tensor.empty() : {tt(s)}
+    %sf = linalg.fill ins(%zero : f32) outs(%s0 : {tt(s)}) -> {tt(s)}
+    %s = linalg.generic {{indexing_maps = [{maps_qk}], iterator_types = {iters}}}
+        ins(%q, %k : {tt(q)}, {tt(k)}) outs(%sf : {tt(s)}) {{
+    ^bb0(%x: f32, %y: f32, %acc: f32):
+      %m = arith.mulf %x, %y : f32
+      %r = arith.addf %acc, %m : f32
+      linalg.yield %r : f32
+    }} -> {tt(s)}
+    %sm = linalg.generic {{indexing_maps = [{e4}, {mmaps}{e4}],
+                           iterator_types = ["parallel", "parallel", "parallel", "parallel"]}}
+        ins(%s{mins} : {tt(s)}{mtypes}) outs(%s0 : {tt(s)}) {{
+    ^bb0(%x: f32{margb}, %out: f32):
+{score_body}
+    }} -> {tt(s)}
+    %p = linalg.softmax dimension(3) ins(%sm : {tt(s)}) outs(%s0 : {tt(s)}) -> {tt(s)}
+    %o0 = tensor.empty() : {tt(o)}
+    %of = linalg.fill ins(%zero : f32) outs(%o0 : {tt(o)}) -> {tt(o)}
+    %o = linalg.generic {{indexing_maps = [{maps_pv}], iterator_types = {iters}}}
+        ins(%p, %v : {tt(s)}, {tt(v)}) outs(%of : {tt(o)}) {{
+    ^bb0(%x: f32, %y: f32, %acc: f32):
+      %m = arith.mulf %x, %y : f32
+      %r = arith.addf %acc, %m : f32
+      linalg.yield %r : f32
+    }} -> {tt(o)}
+    return %o : {tt(o)}
+  }}
+"""
+    arrays = [q, k, v] + ([mask_shape] if mask_shape else [])
+    return body, arrays, o
+
+
 def matmul2d_select(nq, nk, d, dv, divisor, split_exp=False):
     """[N, D]: matmul with linalg.transpose of K, linalg.div by a filled
     constant, select(mask, S, -inf) in a generic, and the decomposed softmax
@@ -223,7 +278,10 @@ def module(body, arrays, out_shape):
             print_call("%out", out_shape) + "    return\n  }\n}\n")
 
 
-def check(name, body, arrays, out_shape, ref_o, empty, workdir):
+def check(name, body, arrays, out_shape, ref_o, empty, workdir,
+          mask_generics=0, expect=None):
+    """`mask_generics`: linalg.generic ops the raising may build (a mask it
+    materializes); `expect`: a string the raised fa.attention must hold."""
     text = module(body, arrays, out_shape)
     raised = fa_opt(FA_OPT, text, ["--fa-raise-attention"], workdir, name + ".raise")
     attn = raised.split("func.func @main")[0]
@@ -232,9 +290,15 @@ def check(name, body, arrays, out_shape, ref_o, empty, workdir):
         failures.append(f"{name}: expected one fa.attention after raising, got "
                         f"{attn.count('fa.attention')}")
     for op in ("linalg.softmax", "linalg.batch_matmul", "linalg.matmul",
-               "linalg.generic", "linalg.transpose"):
+               "linalg.transpose", "math.exp"):
         if op in attn:
             failures.append(f"{name}: {op} left after raising")
+    if attn.count("linalg.generic") > mask_generics:
+        failures.append(f"{name}: {attn.count('linalg.generic')} "
+                        f"linalg.generic after raising, expected at most "
+                        f"{mask_generics} (a materialized mask)")
+    if expect and expect not in attn:
+        failures.append(f"{name}: the raised module lacks {expect!r}")
     [o_raised] = execute(FA_OPT, raised, workdir, name + ".raised")
     unraised_text = fa_opt(FA_OPT, text, DECOMPOSE, workdir, name + ".decompose")
     [o_naive] = execute(FA_OPT, unraised_text, workdir, name + ".naive")
@@ -318,6 +382,65 @@ def main():
         body, _, o_shape = matmul2d_select(nq, nk, d, dv, 5.0, split_exp=True)
         failures += check("matmul2d_select_split_exp", body, [q, k, v, keep],
                           o_shape, ref, empty, workdir)
+
+        # Scores from index comparisons and a bias the raising must rebuild:
+        # B = 2, H = 2, Nq = 21, Nk = 30.
+        rng = np.random.default_rng(seed_of("raise.score_body"))
+        b, h, nq, nk, d, dv = 2, 2, 21, 30, 8, 8
+        q = rng.standard_normal((b, h, nq, d), dtype=np.float32)
+        k = rng.standard_normal((b, h, nk, d), dtype=np.float32)
+        v = rng.standard_normal((b, h, nk, dv), dtype=np.float32)
+        qi = np.arange(nq)[:, None]
+        ki = np.arange(nk)[None, :]
+        # keep k <= q + 3, neither causal alignment: a boolean mask built
+        # from the comparison; scale 0.5 after the select.
+        offset = """      %ninf = arith.constant 0xFF800000 : f32
+      %c3 = arith.constant 3 : index
+      %half = arith.constant 0.5 : f32
+      %iq = linalg.index 2 : index
+      %ik = linalg.index 3 : index
+      %lim = arith.addi %iq, %c3 : index
+      %keep = arith.cmpi sle, %ik, %lim : index
+      %sel = arith.select %keep, %x, %ninf : f32
+      %r = arith.mulf %sel, %half : f32
+      linalg.yield %r : f32"""
+        body, _, o_shape = generic4d_score(b, h, nq, nk, d, dv, offset)
+        keep = np.broadcast_to(ki <= qi + 3, (b, h, nq, nk))
+        ref, _, empty = reference(q, k, v, 0.5, "none", None, keep,
+                                  np.float64)
+        failures += check("index_mask_offset", body, [q, k, v], o_shape, ref,
+                          empty, workdir, mask_generics=1,
+                          expect="mask(")
+        # (S + M) * 0.25: the mask fa.attention gets is M * 0.25.
+        mask = rng.standard_normal((b, h, nq, nk), dtype=np.float32)
+        before = """      %c = arith.constant 0.25 : f32
+      %a = arith.addf %x, %y : f32
+      %r = arith.mulf %a, %c : f32
+      linalg.yield %r : f32"""
+        body, _, o_shape = generic4d_score(b, h, nq, nk, d, dv, before,
+                                           mask_shape=(b, h, nq, nk))
+        ref, _, empty = reference(q, k, v, 0.25, "none", None, 0.25 * mask,
+                                  np.float64)
+        failures += check("bias_before_scale", body, [q, k, v, mask],
+                          o_shape, ref, empty, workdir, mask_generics=1,
+                          expect="scale(2.500000e-01)")
+        # One query (decode), keep k <= q + Nk - 1: bottom-right causal,
+        # i.e. every key.
+        nq1 = 1
+        q1 = rng.standard_normal((b, h, nq1, d), dtype=np.float32)
+        decode = f"""      %ninf = arith.constant 0xFF800000 : f32
+      %c = arith.constant {nk - 1} : index
+      %iq = linalg.index 2 : index
+      %ik = linalg.index 3 : index
+      %lim = arith.addi %iq, %c : index
+      %keep = arith.cmpi sle, %ik, %lim : index
+      %r = arith.select %keep, %x, %ninf : f32
+      linalg.yield %r : f32"""
+        body, _, o_shape = generic4d_score(b, h, nq1, nk, d, dv, decode)
+        ref, _, empty = reference(q1, k, v, 1.0, "bottom-right", None, None,
+                                  np.float64)
+        failures += check("decode_bottom_right", body, [q1, k, v], o_shape,
+                          ref, empty, workdir, expect="causal(bottom_right)")
 
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures))

@@ -992,6 +992,9 @@ LogicalResult AttentionMatcher::classifyMasks() {
       if (!allowed.contains(d))
         return failWith("a mask depends on a dim other than batch, heads, "
                         "queries and keys");
+    return success();
+  };
+  auto checkBuildable = [&](const Expr *e) -> LogicalResult {
     if (!canMaterialize(e))
       return failWith("a mask is computed in a way the raising cannot "
                       "rebuild");
@@ -1055,13 +1058,15 @@ LogicalResult AttentionMatcher::classifyMasks() {
     }
     if (!cs || other || !kind ||
         (causal != CausalKind::none && causal != *kind)) {
+      if (failed(checkBuildable(k.cond)))
+        return failure();
       maskKeeps.push_back(k);
       continue;
     }
     causal = *kind;
   }
   for (const Bias &b : form.biases) {
-    if (failed(checkDims(b.value)))
+    if (failed(checkDims(b.value)) || failed(checkBuildable(b.value)))
       return failure();
     if (!isSupportedFloat(b.value->type))
       return failWith("an additive mask is not f32, f16 or bf16");
@@ -1159,7 +1164,8 @@ bool AttentionMatcher::canMaterialize(const Expr *e) {
   case ExprKind::Scalar:
     return true;
   case ExprKind::Index:
-    return isa<AffineDimExpr>(e->index) && loopMap({e->index}).has_value();
+    return isa<AffineConstantExpr>(e->index) ||
+           (isa<AffineDimExpr>(e->index) && loopMap({e->index}).has_value());
   case ExprKind::Op:
     // Ops on whole tensors are only read, never rebuilt.
     return !isa<ShapedType>(e->op->getResult(0).getType()) &&
@@ -1195,6 +1201,8 @@ Value AttentionMatcher::emitElement(OpBuilder &b, Location loc, const Expr *e,
   case ExprKind::Scalar:
     return e->value;
   case ExprKind::Index: {
+    if (auto c = dyn_cast<AffineConstantExpr>(e->index))
+      return arith::ConstantIndexOp::create(b, loc, c.getValue());
     std::optional<AffineMap> m = loopMap({e->index});
     return linalg::IndexOp::create(
         b, loc, cast<AffineDimExpr>(m->getResult(0)).getPosition());
