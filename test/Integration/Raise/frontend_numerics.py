@@ -103,7 +103,11 @@ def A(**kw):
     `causal` None/top_left/bottom_right, `hkv` kv heads, `extra` None, "bias"
     (f32 [B,1,Nq,Nk] added to the scaled score), "mask" (bool [B,1,Nq,Nk],
     true = attend) or "key_padding" (bool [B,1,1,Nk], true = a real key),
-    `nq`/`nk`, `dyn` (the sequence length is '?'; q, k, v share it)."""
+    `nq`/`nk`, `dyn` (the sequence length is '?'; q, k, v share it).
+    More extras, as model code writes them: "bias_dt" (an additive
+    [B,1,Nq,Nk] bias in the case's dtype), "int_mask" (i64 [B,1,Nq,Nk],
+    masked where 0, filled with -1e9), "bert_mask" (f32 [B,Nk] of 0/1, added
+    as (1 - mask) * -10000)."""
     c = dict(kind="attention", layout="bhnd", causal=None, hkv=H, extra=None,
              nq=N, nk=N, dyn=False, dtype="f32")
     c.update(kw)
@@ -138,6 +142,13 @@ CASES = {
     "torch_key_padding_f32": A(extra="key_padding"),
     # The mask is applied before the (positive) scale: the same attention.
     "torch_scale_after_mask_f32": A(causal=TL),
+    # Model code: transformers' Llama (repeat_kv, bf16, additive mask input),
+    # the Annotated Transformer (-1e9 fill), BERT (-10000 additive), and a
+    # causal bias full(-inf).triu(1).
+    "torch_hf_llama_bf16": A(hkv=HKV, dtype="bf16", extra="bias_dt"),
+    "torch_annotated_f32": A(extra="int_mask"),
+    "torch_bert_f32": A(extra="bert_mask"),
+    "torch_triu_bias_f32": A(causal=TL),
     # JAX (StableHLO through IREE's input pipeline).
     "jax_plain_f32": A(),
     "jax_plain_matmul_f32": A(),
@@ -237,6 +248,12 @@ def expected_signature(c):
         args.append(((B, 1, nq, nk), "i1"))
     elif c["extra"] == "key_padding":
         args.append(((B, 1, 1, nk), "i1"))
+    elif c["extra"] == "bias_dt":
+        args.append(((B, 1, nq, nk), c["dtype"]))
+    elif c["extra"] == "int_mask":
+        args.append(((B, 1, nq, nk), "i64"))
+    elif c["extra"] == "bert_mask":
+        args.append(((B, nk), "f32"))
     return args, (qs, c["dtype"])
 
 
@@ -284,6 +301,28 @@ def make_inputs(name, c, n):
         lens = rng.integers(1, nk, size=B)  # 1 <= len < Nk: real padding
         keep = np.arange(nk)[None, None, None, :] < lens[:, None, None, None]
         embedded.append((np.ascontiguousarray(keep), "i1"))
+    elif c["extra"] == "bias_dt":
+        # In the model dtype; about a fifth at the dtype's lowest value (as
+        # transformers fills its causal mask), one finite entry per row.
+        raw = rng.standard_normal((B, 1, nq, nk), dtype=np.float32)
+        drop = rng.random((B, 1, nq, nk)) < 0.2
+        drop[..., rng.integers(0, nk)] = False
+        raw[drop] = -3.3e38 if dt == "bf16" else -65504.0
+        b_e, bias = low_precision(raw, dt)
+        embedded.append((b_e, dt))
+    elif c["extra"] == "int_mask":
+        im = (rng.random((B, 1, nq, nk)) < 0.6).astype(np.int64)
+        for bb in range(B):
+            for qq in range(nq):
+                if not im[bb, 0, qq].any():
+                    im[bb, 0, qq, rng.integers(0, nk)] = 1
+        embedded.append((im, "i64"))
+        keep = im != 0
+    elif c["extra"] == "bert_mask":
+        lens = rng.integers(1, nk, size=B)
+        fm = (np.arange(nk)[None, :] < lens[:, None]).astype(np.float32)
+        embedded.append((fm, "f32"))
+        bias = ((1.0 - fm.astype(np.float64)) * -10000.0)[:, None, None, :]
     o = ref_attention(q, k, v, c["causal"], bias, keep)
     if c["layout"] == "bnhd":
         o = np.transpose(o, (0, 2, 1, 3))

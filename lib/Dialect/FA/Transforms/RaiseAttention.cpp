@@ -120,21 +120,16 @@ static const Expr *stripFloatCasts(const Expr *e) {
   return e;
 }
 
-/// A fill value that removes a key: -inf, or a finite value so negative
-/// that exp(value - max) is 0 for any score a row can hold (JAX fills
-/// with 0.7 * the lowest finite value of the type).
+/// A fill value that removes a key: -inf, or a finite value at most
+/// kMaskFillLimit (-1e9 in the Annotated Transformer, -10000 in BERT,
+/// 0.7 * lowest in JAX). A finite fill F removes the key exactly (exp(F - m)
+/// is 0 in f32) unless a kept score of the row is within about 104 of F; a
+/// row with no kept key differs (the documented fully-masked-row case).
+static constexpr double kMaskFillLimit = -1e4;
+
 static bool isMaskFill(const Expr *e) {
   std::optional<double> c = getConstFloat(e);
-  if (!c)
-    return false;
-  if (std::isinf(*c))
-    return *c < 0;
-  auto ft = dyn_cast<FloatType>(e->type);
-  if (!ft)
-    return false;
-  double lowest = APFloat::getLargest(ft.getFloatSemantics(), /*Negative=*/true)
-                      .convertToDouble();
-  return *c <= 0.5 * lowest;
+  return c && *c <= kMaskFillLimit;
 }
 
 namespace {
@@ -701,7 +696,7 @@ static const Expr *getNegated(const Expr *e) {
     int64_t want = cmp ? 0 : 1;
     for (unsigned i = 0; i < 2; ++i)
       if (std::optional<int64_t> c = getConstInt(e->operands[1 - i]);
-          c && *c == want)
+          c && *c == want && e->operands[i]->type.isInteger(1))
         return e->operands[i];
   }
   return nullptr;
@@ -830,7 +825,8 @@ LogicalResult AttentionMatcher::decomposeScores(const Expr *x, ScoreForm &f) {
         x = x->operands[2];
         continue;
       }
-      return failWith("a select on the scores does not fill with -inf");
+      return failWith("a select on the scores fills with neither -inf nor a "
+                      "value <= -1e4");
     }
     return failWith("the scores go through " + describe(x) +
                     " before the softmax");
@@ -1008,6 +1004,8 @@ LogicalResult AttentionMatcher::classifyMasks() {
       k.cond = inner;
       k.negate = !k.negate;
     }
+    if (!k.cond->type.isInteger(1))
+      return failWith("a mask condition is not an i1");
     if (failed(checkDims(k.cond)))
       return failure();
     std::optional<SmallVector<LinearForm>> cs =

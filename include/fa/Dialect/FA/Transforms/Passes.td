@@ -125,13 +125,15 @@ def FARaiseAttentionPass : Pass<"fa-raise-attention"> {
       `[B, N, H, D]` (`einsum("bqhd,bkhd->bhqk")`): operands in another
       layout get a `linalg.transpose`, the result is brought back;
     * GQA/MQA written as a repeat of the K/V heads (`repeat_interleave`,
-      `jnp.repeat`: K and V read at head `h floordiv g`): K and V are not
+      transformers' `repeat_kv`, `jnp.repeat`: K and V read at head
+      `h floordiv g`): K and V are not
       repeated, `fa.attention` gets `Hkv = Hq / g` heads;
     * the scale: constant factors and divisors of the scores (f64 constants
       truncated in the body included), also `sqrt(scale)` applied to Q and
       K^T separately;
-    * masks: `select(keep, S, fill)` with `fill` `-inf` or a large negative
-      value (JAX's `0.7 * lowest`), additive biases (`S + M`, broadcast over
+    * masks: `select(keep, S, fill)` with `fill` `-inf` or a finite value
+      `<= -1e4` (`-1e9`, JAX's `0.7 * lowest`: exact unless a kept score of
+      the row is within ~104 of it), additive biases (`S + M`, broadcast over
       batch or heads), additive `0 / -inf` biases; on either side of the
       scale (a bias added before the scale is scaled with it). A keep that
       compares indices as `k <= q + off` becomes `causal`: `top_left` for

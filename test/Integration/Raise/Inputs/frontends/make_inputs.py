@@ -232,6 +232,43 @@ def torch_cases():
             s = s.masked_fill(~tril, float("-inf")) * SCALE
             return torch.softmax(s, dim=-1) @ v
 
+    class HfLlama(torch.nn.Module):
+        # transformers' eager attention (Llama): repeat_kv by expand +
+        # reshape, an additive causal mask input [B,1,Nq,Nk] in the model
+        # dtype, softmax in f32 and back.
+        def forward(self, q, k, v, causal_mask):
+            b, hkv, s, d = k.shape
+            rep = q.shape[1] // hkv
+            k = k[:, :, None, :, :].expand(b, hkv, rep, s, d).reshape(b, hkv * rep, s, d)
+            v = v[:, :, None, :, :].expand(b, hkv, rep, s, d).reshape(b, hkv * rep, s, d)
+            w = torch.matmul(q, k.transpose(2, 3)) * SCALE
+            w = w + causal_mask
+            w = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+            return torch.matmul(w, v)
+
+    class Annotated(torch.nn.Module):
+        # The Annotated Transformer: masked_fill(mask == 0, -1e9), an int mask.
+        def forward(self, q, k, v, mask):
+            s = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+            s = s.masked_fill(mask == 0, -1e9)
+            return torch.matmul(s.softmax(dim=-1), v)
+
+    class Bert(torch.nn.Module):
+        # BERT's extended attention mask: (1 - mask) * -10000 added, from a
+        # float [B, Nk] padding mask (1 = a real key).
+        def forward(self, q, k, v, mask):
+            ext = (1.0 - mask[:, None, None, :]) * -10000.0
+            s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.size(-1)) + ext
+            return torch.matmul(torch.softmax(s, -1), v)
+
+    class TriuBias(torch.nn.Module):
+        # A causal additive bias full(-inf).triu(1).
+        def forward(self, q, k, v):
+            n = q.shape[-2]
+            bias = torch.full((n, n), float("-inf")).triu(1)
+            s = q @ k.transpose(-2, -1) * SCALE + bias
+            return torch.softmax(s, -1) @ v
+
     class Sdpa(torch.nn.Module):
         def forward(self, q, k, v):
             return F.scaled_dot_product_attention(q, k, v)
@@ -285,6 +322,16 @@ def torch_cases():
          Bf16SoftmaxF32(), qkv(dt=torch.bfloat16), None),
         ("torch_scale_after_mask_f32", "causal tril + masked_fill(~tril, -inf) on the unscaled S, then * scale",
          ScaleAfterMask(), qkv(), None),
+        ("torch_hf_llama_bf16", "transformers' eager Llama attention: repeat_kv (expand+reshape, Hkv=2), "
+         "bf16, + causal_mask input [B,1,Nq,Nk] bf16, softmax(dtype=float32).to(bf16)",
+         HfLlama(), (r(B, H, N, D, dtype=torch.bfloat16), r(B, HKV, N, D, dtype=torch.bfloat16),
+                     r(B, HKV, N, D, dtype=torch.bfloat16), r(B, 1, N, N, dtype=torch.bfloat16)), None),
+        ("torch_annotated_f32", "The Annotated Transformer: masked_fill(mask == 0, -1e9), mask an int64 input [B,1,Nq,Nk]",
+         Annotated(), qkv() + (torch.ones(B, 1, N, N, dtype=torch.int64),), None),
+        ("torch_bert_f32", "BERT: (1 - mask[:, None, None, :]) * -10000 added, mask a float input [B,Nk]",
+         Bert(), qkv() + (torch.ones(B, N),), None),
+        ("torch_triu_bias_f32", "causal as an additive bias torch.full((n, n), -inf).triu(1)",
+         TriuBias(), qkv(), None),
     ]
     return cases
 
