@@ -150,6 +150,10 @@ CASES = {
     "torch_bert_f32": A(extra="bert_mask"),
     "torch_triu_bias_f32": A(causal=TL),
     # JAX (StableHLO through IREE's input pipeline).
+    # flax's dot_product_attention body (q scaled first, finfo.min fill) and
+    # GQA through grouped einsums over q reshaped to [B,N,Hkv,G,D].
+    "jax_flax_dpa_f32": A(layout="bnhd", extra="mask"),
+    "jax_grouped_gqa_f32": A(layout="bnhd", hkv=HKV, causal=TL),
     "jax_plain_f32": A(),
     "jax_plain_matmul_f32": A(),
     "jax_causal_f32": A(causal=TL),

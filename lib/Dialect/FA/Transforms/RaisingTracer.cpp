@@ -134,11 +134,129 @@ static std::optional<LinearForm> linearOfAffine(AffineExpr e) {
   return std::nullopt;
 }
 
+namespace {
+/// An index as sum(coef * atom) + constant, the atoms being dims or
+/// `x floordiv c` / `x mod c` of them.
+struct IndexTerms {
+  SmallVector<std::pair<AffineExpr, int64_t>> terms;
+  int64_t constant = 0;
+
+  void add(AffineExpr atom, int64_t coef) {
+    for (auto &[a, c] : terms)
+      if (a == atom) {
+        c += coef;
+        return;
+      }
+    terms.push_back({atom, coef});
+  }
+};
+} // namespace
+
+static bool getIndexTerms(AffineExpr e, int64_t scale, IndexTerms &out) {
+  if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+    out.constant += scale * c.getValue();
+    return true;
+  }
+  if (isa<AffineDimExpr>(e)) {
+    out.add(e, scale);
+    return true;
+  }
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return false;
+  switch (bin.getKind()) {
+  case AffineExprKind::Add:
+    return getIndexTerms(bin.getLHS(), scale, out) &&
+           getIndexTerms(bin.getRHS(), scale, out);
+  case AffineExprKind::Mul: {
+    AffineExpr l = bin.getLHS(), r = bin.getRHS();
+    if (isa<AffineConstantExpr>(l))
+      std::swap(l, r);
+    auto c = dyn_cast<AffineConstantExpr>(r);
+    return c && getIndexTerms(l, scale * c.getValue(), out);
+  }
+  case AffineExprKind::FloorDiv:
+  case AffineExprKind::Mod:
+    if (!isa<AffineConstantExpr>(bin.getRHS()))
+      return false;
+    out.add(e, scale);
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Folds the atoms of one dim back together:
+///   (x floordiv c) * (a * c) + (x mod c) * a  ->  x * a
+///   x * a - (x floordiv c) * (a * c)          ->  (x mod c) * a
+/// (MLIR's affine simplifier writes a multiplied mod in the second form).
+static void foldIndexTerms(IndexTerms &t) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (auto &[fd, fc] : t.terms) {
+      auto f = dyn_cast<AffineBinaryOpExpr>(fd);
+      if (!f || f.getKind() != AffineExprKind::FloorDiv || fc == 0)
+        continue;
+      int64_t c = cast<AffineConstantExpr>(f.getRHS()).getValue();
+      AffineExpr x = f.getLHS();
+      AffineExpr mod = x % c;
+      for (auto &[other, oc] : t.terms) {
+        if (oc == 0)
+          continue;
+        if (other == mod && fc == oc * c) {
+          int64_t a = oc;
+          fc = oc = 0;
+          t.add(x, a);
+          changed = true;
+        } else if (other == x && fc == -oc * c) {
+          int64_t a = oc;
+          fc = oc = 0;
+          t.add(mod, a);
+          changed = true;
+        }
+        if (changed)
+          break;
+      }
+      if (changed)
+        break;
+    }
+  }
+}
+
+AffineExpr fa::raising::canonicalizeIndex(AffineExpr e) {
+  IndexTerms t;
+  if (!getIndexTerms(e, 1, t))
+    return e;
+  foldIndexTerms(t);
+  AffineExpr out = getAffineConstantExpr(t.constant, e.getContext());
+  for (auto &[a, c] : t.terms)
+    if (c != 0)
+      out = out + a * c;
+  return out;
+}
+
+/// The number of values an index atom takes, or kDynamic.
+static int64_t getAtomSize(Tracer &tracer, AffineExpr atom) {
+  if (auto d = dyn_cast<AffineDimExpr>(atom))
+    return tracer.getDimSize(d.getPosition());
+  auto bin = dyn_cast<AffineBinaryOpExpr>(atom);
+  int64_t c = cast<AffineConstantExpr>(bin.getRHS()).getValue();
+  if (c <= 0)
+    return ShapedType::kDynamic;
+  if (bin.getKind() == AffineExprKind::Mod)
+    return c;
+  int64_t inner = getAtomSize(tracer, bin.getLHS());
+  if (ShapedType::isDynamic(inner) || inner % c != 0)
+    return ShapedType::kDynamic;
+  return inner / c;
+}
+
 /// Splits the index `e` of a collapsed dim into the indices of the `sizes`
-/// it collapses (row-major). `e` must be a linear combination of canonical
-/// dims whose coefficients are the strides of whole digit ranges, e.g.
-/// `b * 4 + h` over [2, 4] -> (b, h), or `h` over [2, 2] -> (h floordiv 2,
-/// h mod 2).
+/// it collapses (row-major). `e` must be a linear combination of atoms
+/// (dims, `x floordiv c`, `x mod c`) whose coefficients are the strides of
+/// whole digit ranges, e.g. `b * 4 + h` over [2, 4] -> (b, h), or `h` over
+/// [2, 2] -> (h floordiv 2, h mod 2).
 static std::optional<SmallVector<AffineExpr>>
 delinearize(Tracer &tracer, AffineExpr e, ArrayRef<int64_t> sizes,
             MLIRContext *ctx) {
@@ -152,12 +270,13 @@ delinearize(Tracer &tracer, AffineExpr e, ArrayRef<int64_t> sizes,
       return std::nullopt;
     strides[i] = strides[i + 1] * sizes[i + 1];
   }
-  std::optional<LinearForm> form = linearOfAffine(e);
-  if (!form || form->constant != 0)
+  IndexTerms form;
+  if (!getIndexTerms(e, 1, form) || form.constant != 0)
     return std::nullopt;
+  foldIndexTerms(form);
   SmallVector<AffineExpr> out(n, getAffineConstantExpr(0, ctx));
   SmallVector<bool> covered(n, false);
-  for (auto [d, c] : form->coef) {
+  for (auto [x, c] : form.terms) {
     if (c == 0)
       continue;
     // The lowest digit the term lands on.
@@ -167,14 +286,13 @@ delinearize(Tracer &tracer, AffineExpr e, ArrayRef<int64_t> sizes,
         lo = i;
     if (lo < 0)
       return std::nullopt;
-    int64_t size = tracer.getDimSize(d);
-    AffineExpr x = getAffineDimExpr(d, ctx);
+    int64_t size = getAtomSize(tracer, x);
     int hi = lo;
     if (ShapedType::isDynamic(size)) {
       if (lo != 0 && !ShapedType::isDynamic(sizes[lo]))
         return std::nullopt;
     } else {
-      // Digits hi..lo together hold exactly the dim's range.
+      // Digits hi..lo together hold exactly the atom's range.
       int64_t span = ShapedType::isDynamic(sizes[lo]) ? -1 : sizes[lo];
       while (span != size) {
         if (span < 0 || span > size || hi == 0)
@@ -193,7 +311,7 @@ delinearize(Tracer &tracer, AffineExpr e, ArrayRef<int64_t> sizes,
       AffineExpr digit = div == 1 ? x : x.floorDiv(div);
       if (i != hi)
         digit = digit % sizes[i];
-      out[i] = digit;
+      out[i] = canonicalizeIndex(digit);
     }
   }
   return out;
@@ -218,6 +336,10 @@ static bool isViewBody(linalg::LinalgOp op, unsigned result) {
   if (isCopyBody(op, result))
     return true;
   Block *body = op.getBlock();
+  // A fill: the body yields a constant from outside.
+  Value yielded = body->getTerminator()->getOperand(result);
+  if (yielded.getParentBlock() != body && matchPattern(yielded, m_Constant()))
+    return true;
   Operation *def = body->getTerminator()->getOperand(result).getDefiningOp();
   if (!def || def->getBlock() != body || def->getNumResults() != 1)
     return false;
@@ -257,8 +379,8 @@ const Expr *Tracer::read(Value tensor, ArrayRef<AffineExpr> indicesIn,
   // A unit dim can only be read at 0.
   SmallVector<AffineExpr> indices(indicesIn);
   for (int64_t i = 0, r = type.getRank(); i < r; ++i)
-    if (type.getDimSize(i) == 1)
-      indices[i] = getAffineConstantExpr(0, ctx);
+    indices[i] = type.getDimSize(i) == 1 ? getAffineConstantExpr(0, ctx)
+                                         : canonicalizeIndex(indices[i]);
 
   auto leaf = [&]() {
     Expr *e = make(ExprKind::Read, elt);
@@ -339,9 +461,17 @@ const Expr *Tracer::read(Value tensor, ArrayRef<AffineExpr> indicesIn,
         groupSizes.push_back(srcType.getDimSize(d));
       std::optional<SmallVector<AffineExpr>> parts =
           delinearize(*this, indices[j], groupSizes, ctx);
-      if (!parts)
+      if (!parts) {
+        std::string sizesText;
+        llvm::raw_string_ostream os(sizesText);
+        llvm::interleaveComma(groupSizes, os);
+        std::string indexText;
+        llvm::raw_string_ostream is(indexText);
+        indices[j].print(is);
         return fail(def, "a collapse_shape merges dims the analysis cannot "
-                         "split back");
+                         "split back (index " +
+                             indexText + " over [" + sizesText + "])");
+      }
       llvm::append_range(src, *parts);
     }
     return withOrigin(read(collapse.getSrc(), src, mode));
@@ -430,9 +560,20 @@ const Expr *Tracer::readLinalg(linalg::LinalgOp op, OpResult result,
     return leaf();
   unsigned r = result.getResultNumber();
   bool allParallel = op.getNumParallelLoops() == op.getNumLoops();
-  if (mode == TraceMode::Views && (!allParallel || !isViewBody(op, r)))
+  if (mode == TraceMode::Views && op.hasIndexSemantics())
     return leaf();
-  if (op.hasIndexSemantics() && mode == TraceMode::Views)
+  // Views: a multiply or divide by a constant that another generic
+  // broadcasts (as JAX writes q / sqrt(d)) counts too.
+  bool scaleByInput = false;
+  if (mode == TraceMode::Views && allParallel && !isViewBody(op, r)) {
+    Block *body = op.getBlock();
+    Operation *def = body->getTerminator()->getOperand(r).getDefiningOp();
+    scaleByInput = def && def->getBlock() == body &&
+                   isa<arith::MulFOp, arith::DivFOp>(def) &&
+                   &body->front() == def;
+  }
+  if (mode == TraceMode::Views &&
+      (!allParallel || (!isViewBody(op, r) && !scaleByInput)))
     return leaf();
 
   SmallVector<AffineExpr> loops;
@@ -447,9 +588,14 @@ const Expr *Tracer::readLinalg(linalg::LinalgOp op, OpResult result,
   if (allParallel) {
     if (!free.empty())
       return fail(op, "a parallel loop not in the output indexing map");
+    const Expr *e = evalBodyValue(
+        op, loops, op.getBlock()->getTerminator()->getOperand(r), mode);
+    if (scaleByInput && e && !llvm::any_of(e->operands, [](const Expr *o) {
+          return o->kind == ExprKind::Const;
+        }))
+      return leaf();
     visited.insert(op);
-    return evalBodyValue(op, loops,
-                         op.getBlock()->getTerminator()->getOperand(r), mode);
+    return e;
   }
 
   // A reduction over one loop.

@@ -132,6 +132,10 @@ private:
   unsigned budget = 1u << 15;
 };
 
+/// `e` with (x floordiv c) * c + x mod c folded back to x, the form the
+/// reads compare indices in.
+AffineExpr canonicalizeIndex(AffineExpr e);
+
 /// Structural equality (reduction dims compared up to renaming).
 bool isEqual(Tracer &tracer, const Expr *a, const Expr *b);
 

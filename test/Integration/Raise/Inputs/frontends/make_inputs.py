@@ -431,6 +431,29 @@ def jax_cases():
     def dpa_causal(q, k, v):
         return jax.nn.dot_product_attention(q, k, v, is_causal=True)
 
+    def flax_dpa(q, k, v, mask):
+        # The body of flax.linen.dot_product_attention ([B,N,H,D]): q scaled
+        # first, einsum '...qhd,...khd->...hqk', where(mask, w, finfo.min).
+        q = q / jnp.sqrt(q.shape[-1]).astype(q.dtype)
+        w = jnp.einsum("...qhd,...khd->...hqk", q, k)
+        w = jnp.where(mask, w, jnp.finfo(w.dtype).min)
+        w = jax.nn.softmax(w)
+        return jnp.einsum("...hqk,...khd->...qhd", w, v)
+
+    def grouped_gqa(q, k, v):
+        # GQA as Gemma-style JAX code writes it: q [B,N,H,D] reshaped to
+        # [B,N,Hkv,G,D], grouped einsums, causal where with a finite fill,
+        # softmax in f32.
+        b, n, h, d = q.shape
+        g = h // k.shape[2]
+        qg = q.reshape(b, n, k.shape[2], g, d)
+        s = jnp.einsum("bqkgd,bskd->bkgqs", qg, k) * (d ** -0.5)
+        nq, ns = s.shape[-2:]
+        s = jnp.where(jnp.tril(jnp.ones((nq, ns), bool)), s, -2.3819763e38)
+        p = jax.nn.softmax(s.astype(jnp.float32), axis=-1).astype(q.dtype)
+        o = jnp.einsum("bkgqs,bskd->bqkgd", p, v)
+        return o.reshape(b, n, h, d)
+
     S = jax.ShapeDtypeStruct
     f32, f16, bf16 = jnp.float32, jnp.float16, jnp.bfloat16
     qkv = lambda dt=f32: (S((B, H, N, D), dt),) * 3
@@ -456,6 +479,12 @@ def jax_cases():
          qkv() + (S((B, 1, N, N), jnp.bool_),), None),
         ("jax_plain_bf16_softmax_f32", "bf16 q/k/v, softmax(s.astype(f32)).astype(bf16)", f16_softmax_f32,
          qkv(bf16), None),
+        ("jax_flax_dpa_f32", "flax.linen.dot_product_attention's body: q / sqrt(D), "
+         "einsum('...qhd,...khd->...hqk'), where(mask, w, finfo.min), mask a bool input [B,1,Nq,Nk]",
+         flax_dpa, bnhd_args + (S((B, 1, N, N), jnp.bool_),), None),
+        ("jax_grouped_gqa_f32", "GQA with q reshaped to [B,N,Hkv,G,D] and grouped einsums "
+         "('bqkgd,bskd->bkgqs'), causal where with a finite fill, softmax in f32 ([B,N,H,D], Hkv=2)",
+         grouped_gqa, (S((B, N, H, D), f32), S((B, N, HKV, D), f32), S((B, N, HKV, D), f32)), None),
     ]
     return cases
 
