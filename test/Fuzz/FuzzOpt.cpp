@@ -51,6 +51,8 @@ static const char *const kPipelines[] = {
     "builtin.module(fa-lower-to-nvvm{chip=sm_80 kernel=mma})",
     "builtin.module(fa-lower-to-nvvm{chip=sm_90a kernel=wgmma})",
     "builtin.module(fa-lower-to-nvvm{chip=sm_90a})",
+    "builtin.module(fa-raise-attention{report-missed=true})",
+    "builtin.module(fa-raise-attention,fa-lower-to-cpu)",
 };
 
 static DialectRegistry *registry;

@@ -127,9 +127,15 @@ static const Expr *stripFloatCasts(const Expr *e) {
 /// row with no kept key differs (the documented fully-masked-row case).
 static constexpr double kMaskFillLimit = -1e4;
 
-static bool isMaskFill(const Expr *e) {
+static bool isMaskFill(const Expr *e, double outerFactor) {
   std::optional<double> c = getConstFloat(e);
-  return c && *c <= kMaskFillLimit;
+  if (!c)
+    return false;
+  // The fill goes through the factors applied after it: -3e38 * 1e-38 is
+  // an ordinary score.
+  if (std::isinf(*c))
+    return *c < 0 && outerFactor > 0;
+  return *c * outerFactor <= kMaskFillLimit;
 }
 
 namespace {
@@ -337,8 +343,11 @@ public:
 
 protected:
   LogicalResult failWith(const Twine &why) {
-    if (reason.empty())
+    if (reason.empty()) {
       reason = why.str();
+      if (!tracer.getNote().empty())
+        reason += " (note: " + tracer.getNote() + ")";
+    }
     return failure();
   }
   /// Matches `p`, an element of P at `pIndices`, as a softmax normalizing
@@ -358,6 +367,8 @@ protected:
 
   Tracer tracer;
   SmallVector<Operation *> chainOps;
+  /// What the softmax dim is checked against, for messages.
+  std::string keyUser = "the P.V contraction";
 };
 
 class AttentionMatcher : public MatcherBase {
@@ -587,11 +598,10 @@ LogicalResult MatcherBase::matchSoftmax(const Expr *p, unsigned key,
         int from = positionOf(d), to = positionOf(key);
         if (from >= 0 && to >= 0)
           return failWith(llvm::formatv(
-              "the softmax reduces over dim {0} of P, the P.V contraction "
-              "over dim {1}",
-              from, to));
-        return failWith("the softmax reduces over a dim that is not the "
-                        "P.V contraction's");
+              "the softmax reduces over dim {0} of P, {1} over dim {2}", from,
+              keyUser, to));
+        return failWith("the softmax reduces over a dim that is not " +
+                        keyUser + "'s");
       }
     }
     return failWith("the softmax's " + describe(reduce) +
@@ -614,11 +624,11 @@ LogicalResult MatcherBase::matchSoftmax(const Expr *p, unsigned key,
       auto d = dyn_cast<AffineDimExpr>(p->index);
       int from = d ? positionOf(d.getPosition()) : -1;
       if (from < 0)
-        return failWith("the softmax does not normalize over the dim the "
-                        "P.V contraction reduces");
+        return failWith("the softmax does not normalize over the dim " +
+                        keyUser + " uses");
       return failWith(llvm::formatv("the softmax reduces over dim {0} of P, "
-                                    "the P.V contraction over dim {1}",
-                                    from, positionOf(key)));
+                                    "{1} over dim {2}",
+                                    from, keyUser, positionOf(key)));
     }
     x = tracer.substitute(p->operands[0], p->dim, keyExpr);
     return success();
@@ -643,8 +653,10 @@ LogicalResult MatcherBase::matchSoftmax(const Expr *p, unsigned key,
   }
   if (!e) {
     if (llvm::any_of(p->operands, isSoftmaxLike))
-      return failWith("P applies " + describe(p) +
-                      " to the softmax before the P.V contraction");
+      return failWith("P applies " + describe(p) + " to the softmax" +
+                      (keyUser == "the P.V contraction"
+                           ? " before the P.V contraction"
+                           : ""));
     return failWith("P is not a softmax: it is " + describe(p));
   }
   if (sum->kind != ExprKind::Reduce || !isa<arith::AddFOp>(sum->op))
@@ -793,12 +805,12 @@ LogicalResult AttentionMatcher::decomposeScores(const Expr *x, ScoreForm &f) {
       if (getOp<arith::SelectOp>(bias) && !isSub) {
         std::optional<double> t = getConstFloat(bias->operands[1]);
         std::optional<double> e = getConstFloat(bias->operands[2]);
-        if (t && *t == 0.0 && isMaskFill(bias->operands[2])) {
+        if (t && *t == 0.0 && isMaskFill(bias->operands[2], outer)) {
           if (failed(addKeep(bias->operands[0], false)))
             return failure();
           continue;
         }
-        if (e && *e == 0.0 && isMaskFill(bias->operands[1])) {
+        if (e && *e == 0.0 && isMaskFill(bias->operands[1], outer)) {
           if (failed(addKeep(bias->operands[0], true)))
             return failure();
           continue;
@@ -813,13 +825,13 @@ LogicalResult AttentionMatcher::decomposeScores(const Expr *x, ScoreForm &f) {
         return failWith("a mask condition depends on the scores");
       bool t = readsContraction(x->operands[1]);
       bool e = readsContraction(x->operands[2]);
-      if (t && !e && isMaskFill(x->operands[2])) {
+      if (t && !e && isMaskFill(x->operands[2], outer)) {
         if (failed(addKeep(cond, false)))
           return failure();
         x = x->operands[1];
         continue;
       }
-      if (e && !t && isMaskFill(x->operands[1])) {
+      if (e && !t && isMaskFill(x->operands[1], outer)) {
         if (failed(addKeep(cond, true)))
           return failure();
         x = x->operands[2];
@@ -844,7 +856,16 @@ std::optional<SmallVector<int>> AttentionMatcher::slotsOf(const Expr *leaf,
       slots.push_back(kUnit);
       continue;
     }
+    // A tensor larger than the range it is read over (K with more heads or
+    // keys than the chain reads) is not an fa.attention operand.
+    auto sizeMatches = [&](int64_t want) {
+      int64_t have = type.getDimSize(i);
+      return ShapedType::isDynamic(have) || ShapedType::isDynamic(want) ||
+             have == want;
+    };
     if (auto d = dyn_cast<AffineDimExpr>(e)) {
+      if (!sizeMatches(tracer.getDimSize(d.getPosition())))
+        return std::nullopt;
       slots.push_back(d.getPosition());
       continue;
     }
@@ -853,7 +874,10 @@ std::optional<SmallVector<int>> AttentionMatcher::slotsOf(const Expr *leaf,
     if (bin && bin.getKind() == AffineExprKind::FloorDiv && !batch.empty() &&
         bin.getLHS() == tracer.getDim(batch.back())) {
       auto g = dyn_cast<AffineConstantExpr>(bin.getRHS());
-      if (g && g.getValue() > 1 && (group == 1 || group == g.getValue())) {
+      int64_t hq = tracer.getDimSize(batch.back());
+      if (g && g.getValue() > 1 && (group == 1 || group == g.getValue()) &&
+          !ShapedType::isDynamic(hq) && hq % g.getValue() == 0 &&
+          sizeMatches(hq / g.getValue())) {
         group = g.getValue();
         slots.push_back(kKvHead);
         continue;
@@ -1009,7 +1033,7 @@ LogicalResult AttentionMatcher::classifyMasks() {
     if (failed(checkDims(k.cond)))
       return failure();
     std::optional<SmallVector<LinearForm>> cs =
-        getConstraints(k.cond, k.negate);
+        getConstraints(tracer, k.cond, k.negate);
     std::optional<CausalKind> kind;
     bool other = false;
     if (cs) {
@@ -1379,7 +1403,9 @@ namespace {
 class SoftmaxMatcher : public MatcherBase {
 public:
   explicit SoftmaxMatcher(Operation *op)
-      : MatcherBase(op->getContext()), op(op) {}
+      : MatcherBase(op->getContext()), op(op) {
+    keyUser = "the last dim tried";
+  }
 
   LogicalResult match();
   void rewrite(RewriterBase &rewriter);
@@ -1414,6 +1440,9 @@ LogicalResult SoftmaxMatcher::match() {
   }
   // A cast right after is the better anchor.
   if (anchor.hasOneUse() && isCastOp(*anchor.getUsers().begin(), anchor))
+    return failure();
+  // Cheap first: an exponential or a softmax op among the producers.
+  if (!looksLikeSoftmax(anchor))
     return failure();
 
   SmallVector<AffineExpr> idx;

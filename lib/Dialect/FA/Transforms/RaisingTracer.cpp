@@ -16,6 +16,9 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::fa;
 using namespace mlir::fa::raising;
@@ -439,9 +442,14 @@ const Expr *Tracer::read(Value tensor, ArrayRef<AffineExpr> indicesIn,
         int64_t size = type.getDimSize(dim);
         if (j > 0 && ShapedType::isDynamic(size)) {
           // Only the outermost dim of a group may be dynamic.
-          for (int64_t i = 0; i < j; ++i)
-            if (!isa<AffineConstantExpr>(indices[group[i]]))
-              return fail(def, "an expand_shape splits a dynamic dim");
+          for (int64_t i = 0; i < j; ++i) {
+            auto c = dyn_cast<AffineConstantExpr>(indices[group[i]]);
+            if (!c || c.getValue() != 0) {
+              // Not looked through: the expanded tensor is read as it is.
+              note("an expand_shape splits a dynamic dim");
+              return leaf();
+            }
+          }
           break;
         }
         stride *= size;
@@ -468,9 +476,11 @@ const Expr *Tracer::read(Value tensor, ArrayRef<AffineExpr> indicesIn,
         std::string indexText;
         llvm::raw_string_ostream is(indexText);
         indices[j].print(is);
-        return fail(def, "a collapse_shape merges dims the analysis cannot "
-                         "split back (index " +
-                             indexText + " over [" + sizesText + "])");
+        // Not looked through: the collapsed tensor is read as it is.
+        note("a collapse_shape merges dims the analysis cannot split back "
+             "(index " +
+             indexText + " over [" + sizesText + "])");
+        return leaf();
       }
       llvm::append_range(src, *parts);
     }
@@ -655,6 +665,10 @@ const Expr *Tracer::evalBodyValue(linalg::LinalgOp op,
   Block *body = op.getBlock();
   if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner() == body) {
     OpOperand *operand = op.getMatchingOpOperand(arg);
+    // In a reduction an output argument is a running value, not the init.
+    if (op.isDpsInit(operand) && op.getNumReductionLoops() != 0)
+      return fail(op, "a reduction body reads an accumulator other than its "
+                      "own");
     SmallVector<AffineExpr> idx =
         applyMap(op.getMatchingIndexingMap(operand), loops);
     return read(operand->get(), idx, mode);
@@ -868,43 +882,84 @@ std::string fa::raising::describe(const Expr *e) {
 // Index arithmetic
 //===----------------------------------------------------------------------===//
 
-std::optional<LinearForm> fa::raising::getLinearForm(const Expr *e) {
-  if (e->kind == ExprKind::Index)
-    return linearOfAffine(e->index);
-  if (std::optional<int64_t> c = getConstInt(e)) {
-    if (e->type.isInteger(1))
-      return std::nullopt;
-    LinearForm f;
-    f.constant = *c;
-    return f;
+/// The range [lo, hi] of a linear form over loop indices d in [0, size(d)),
+/// infinite where a dim's size is unknown.
+static std::pair<double, double> getRange(Tracer &tracer, const LinearForm &f) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  double lo = f.constant, hi = f.constant;
+  for (auto [d, c] : f.coef) {
+    if (c == 0)
+      continue;
+    int64_t size = tracer.getDimSize(d);
+    double span =
+        ShapedType::isDynamic(size) ? inf : double(c) * double(size - 1);
+    if (c > 0)
+      hi += span;
+    else
+      lo += ShapedType::isDynamic(size) ? -inf : span;
   }
-  if (e->kind != ExprKind::Op)
+  return {lo, hi};
+}
+
+/// Whether the values of `f` are exact in the integer type `t` (no
+/// wrap-around). Indices of a dynamic size are assumed below 2^31, so an
+/// unbounded form fits a type of 32 bits or more.
+static bool fitsIn(Tracer &tracer, const LinearForm &f, Type t) {
+  unsigned width = t.isIndex() ? 64 : t.getIntOrFloatBitWidth();
+  if (width >= 64)
+    return true;
+  auto [lo, hi] = getRange(tracer, f);
+  if (std::isinf(lo) || std::isinf(hi))
+    return width >= 32;
+  double limit = std::ldexp(1.0, width - 1);
+  return lo >= -limit && hi <= limit - 1;
+}
+
+std::optional<LinearForm> fa::raising::getLinearForm(Tracer &tracer,
+                                                     const Expr *e) {
+  if (!e->type.isSignlessIntOrIndex() || e->type.isInteger(1))
     return std::nullopt;
-  Operation *op = e->op;
-  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
-          arith::ExtUIOp, arith::TruncIOp>(op))
-    return getLinearForm(e->operands[0]);
-  if (!isa<arith::AddIOp, arith::SubIOp, arith::MulIOp>(op))
-    return std::nullopt;
-  std::optional<LinearForm> l = getLinearForm(e->operands[0]);
-  std::optional<LinearForm> r = getLinearForm(e->operands[1]);
-  if (!l || !r)
-    return std::nullopt;
-  if (isa<arith::MulIOp>(op)) {
-    if (!r->coef.empty())
-      std::swap(l, r);
-    if (!r->coef.empty())
-      return std::nullopt;
-    for (auto &[d, c] : l->coef)
-      c *= r->constant;
-    l->constant *= r->constant;
-    return l;
+  std::optional<LinearForm> f;
+  if (e->kind == ExprKind::Index) {
+    f = linearOfAffine(e->index);
+  } else if (std::optional<int64_t> c = getConstInt(e)) {
+    f = LinearForm();
+    f->constant = *c;
+  } else if (e->kind == ExprKind::Op) {
+    Operation *op = e->op;
+    if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+            arith::ExtUIOp, arith::TruncIOp>(op)) {
+      f = getLinearForm(tracer, e->operands[0]);
+      // A zero extension or an unsigned cast keeps only nonnegative values.
+      if (f && isa<arith::ExtUIOp, arith::IndexCastUIOp>(op) &&
+          getRange(tracer, *f).first < 0)
+        return std::nullopt;
+    } else if (isa<arith::AddIOp, arith::SubIOp, arith::MulIOp>(op)) {
+      std::optional<LinearForm> l = getLinearForm(tracer, e->operands[0]);
+      std::optional<LinearForm> r = getLinearForm(tracer, e->operands[1]);
+      if (!l || !r)
+        return std::nullopt;
+      if (isa<arith::MulIOp>(op)) {
+        if (!r->coef.empty())
+          std::swap(l, r);
+        if (!r->coef.empty())
+          return std::nullopt;
+        for (auto &[d, c] : l->coef)
+          c *= r->constant;
+        l->constant *= r->constant;
+      } else {
+        int64_t sign = isa<arith::SubIOp>(op) ? -1 : 1;
+        for (auto [d, c] : r->coef)
+          l->coef[d] += sign * c;
+        l->constant += sign * r->constant;
+      }
+      f = l;
+    }
   }
-  int64_t sign = isa<arith::SubIOp>(op) ? -1 : 1;
-  for (auto [d, c] : r->coef)
-    l->coef[d] += sign * c;
-  l->constant += sign * r->constant;
-  return l;
+  // The form is the value only while nothing wraps around in the type.
+  if (!f || !fitsIn(tracer, *f, e->type))
+    return std::nullopt;
+  return f;
 }
 
 static LinearForm negateConstraint(LinearForm f) {
@@ -916,7 +971,7 @@ static LinearForm negateConstraint(LinearForm f) {
 }
 
 std::optional<SmallVector<LinearForm>>
-fa::raising::getConstraints(const Expr *e, bool negate) {
+fa::raising::getConstraints(Tracer &tracer, const Expr *e, bool negate) {
   using Result = std::optional<SmallVector<LinearForm>>;
   if (std::optional<int64_t> c = getConstInt(e)) {
     if (!e->type.isInteger(1))
@@ -929,7 +984,7 @@ fa::raising::getConstraints(const Expr *e, bool negate) {
     return std::nullopt;
   Operation *op = e->op;
   auto both = [&](const Expr *a, bool na, const Expr *b, bool nb) -> Result {
-    Result x = getConstraints(a, na), y = getConstraints(b, nb);
+    Result x = getConstraints(tracer, a, na), y = getConstraints(tracer, b, nb);
     if (!x || !y)
       return std::nullopt;
     x->append(y->begin(), y->end());
@@ -939,7 +994,7 @@ fa::raising::getConstraints(const Expr *e, bool negate) {
     for (unsigned i = 0; i < 2; ++i)
       if (std::optional<int64_t> c = getConstInt(e->operands[i]);
           c && e->type.isInteger(1))
-        return getConstraints(e->operands[1 - i], negate != (*c != 0));
+        return getConstraints(tracer, e->operands[1 - i], negate != (*c != 0));
     return std::nullopt;
   }
   // a and b; under negation (not a) or (not b), which is not a conjunction.
@@ -960,8 +1015,8 @@ fa::raising::getConstraints(const Expr *e, bool negate) {
   auto cmp = dyn_cast<arith::CmpIOp>(op);
   if (!cmp)
     return std::nullopt;
-  std::optional<LinearForm> a = getLinearForm(e->operands[0]);
-  std::optional<LinearForm> b = getLinearForm(e->operands[1]);
+  std::optional<LinearForm> a = getLinearForm(tracer, e->operands[0]);
+  std::optional<LinearForm> b = getLinearForm(tracer, e->operands[1]);
   if (!a || !b)
     return std::nullopt;
   // diff = a - b.
@@ -971,9 +1026,8 @@ fa::raising::getConstraints(const Expr *e, bool negate) {
   diff.constant -= b->constant;
   // An unsigned comparison of values that cannot be negative (loop
   // indices, nonnegative multiples and offsets) is the signed one.
-  auto nonNegative = [](const LinearForm &l) {
-    return l.constant >= 0 &&
-           llvm::all_of(l.coef, [](auto p) { return p.second >= 0; });
+  auto nonNegative = [&](const LinearForm &l) {
+    return getRange(tracer, l).first >= 0;
   };
   arith::CmpIPredicate pred = cmp.getPredicate();
   if (nonNegative(*a) && nonNegative(*b)) {

@@ -104,6 +104,13 @@ public:
 
   /// Why the last failed read failed, and at which op.
   const std::string &getError() const { return error; }
+  /// The first view a read could not look through (it read the view's
+  /// result as it is instead), for messages.
+  const std::string &getNote() const { return firstNote; }
+  void note(const llvm::Twine &message) {
+    if (firstNote.empty())
+      firstNote = message.str();
+  }
   Operation *getErrorOp() const { return errorOp; }
   void clearError() {
     error.clear();
@@ -128,8 +135,9 @@ private:
   std::deque<Expr> storage;
   llvm::SetVector<Operation *> visited;
   std::string error;
+  std::string firstNote;
   Operation *errorOp = nullptr;
-  unsigned budget = 1u << 15;
+  unsigned budget = 1u << 12;
 };
 
 /// `e` with (x floordiv c) * c + x mod c folded back to x, the form the
@@ -167,13 +175,14 @@ struct LinearForm {
 
 /// The integer `e` computes as a linear form of loop indices (through
 /// index casts, extensions, additions, subtractions and multiplications by
-/// constants), if it is one.
-std::optional<LinearForm> getLinearForm(const Expr *e);
+/// constants), if it is one and no step wraps around in its type (the dims'
+/// sizes bound the indices; dynamic sizes are assumed below 2^31).
+std::optional<LinearForm> getLinearForm(Tracer &tracer, const Expr *e);
 
 /// The boolean `e` as a conjunction of constraints `form <= 0` (negated
 /// when `negate`), if it is one; an empty list is "always true".
-std::optional<SmallVector<LinearForm>> getConstraints(const Expr *e,
-                                                      bool negate = false);
+std::optional<SmallVector<LinearForm>>
+getConstraints(Tracer &tracer, const Expr *e, bool negate = false);
 
 } // namespace raising
 } // namespace fa
