@@ -589,7 +589,8 @@ LogicalResult MatcherBase::matchSoftmax(const Expr *p, unsigned key,
   // Finds the dim `reduce` reduces `whole` over, for a message.
   auto wrongDim = [&](const Expr *reduce, const Expr *whole) -> LogicalResult {
     for (unsigned d = 0; d < tracer.getNumDims(); ++d) {
-      if (d == reduce->dim || d == key)
+      if (d == reduce->dim || d == key ||
+          tracer.getDimSize(d) != tracer.getDimSize(reduce->dim))
         continue;
       if (isEqual(tracer,
                   tracer.substitute(reduce->operands.back(), reduce->dim,
@@ -619,7 +620,16 @@ LogicalResult MatcherBase::matchSoftmax(const Expr *p, unsigned key,
       p = p->operands[2];
     }
   }
+  // A reduction over a dim of another size is another softmax, even where
+  // the indices cannot tell (a unit dim is read at 0 everywhere).
+  auto sameExtent = [&](unsigned reduced) {
+    int64_t a = tracer.getDimSize(reduced), b = tracer.getDimSize(key);
+    return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+  };
   if (p->kind == ExprKind::Softmax) {
+    if (!sameExtent(p->dim))
+      return failWith("the softmax normalizes a dim of another size than " +
+                      keyUser + "'s");
     if (p->index != keyExpr) {
       auto d = dyn_cast<AffineDimExpr>(p->index);
       int from = d ? positionOf(d.getPosition()) : -1;
@@ -665,7 +675,8 @@ LogicalResult MatcherBase::matchSoftmax(const Expr *p, unsigned key,
   std::optional<double> zero = getConstFloat(sum->operands[0]);
   if (!zero || *zero != 0.0)
     return failWith("the softmax sum does not start from zero");
-  if (!isEqual(tracer, tracer.substitute(sum->operands[1], sum->dim, keyExpr),
+  if (!sameExtent(sum->dim) ||
+      !isEqual(tracer, tracer.substitute(sum->operands[1], sum->dim, keyExpr),
                e))
     return wrongDim(sum, e);
 
@@ -688,7 +699,8 @@ LogicalResult MatcherBase::matchSoftmax(const Expr *p, unsigned key,
                          (std::isnan(*init) && isa<arith::MaxNumFOp>(max->op)));
   if (!initOk)
     return failWith("the row max does not start from -inf");
-  if (!isEqual(tracer, tracer.substitute(max->operands[1], max->dim, keyExpr),
+  if (!sameExtent(max->dim) ||
+      !isEqual(tracer, tracer.substitute(max->operands[1], max->dim, keyExpr),
                x))
     return wrongDim(max, x);
   if (safeCond && !isRowAllNegInf(safeCond, x, key))
@@ -740,9 +752,19 @@ LogicalResult AttentionMatcher::decomposeScores(const Expr *x, ScoreForm &f) {
   // way become the scale, keeps and biases. `outer` is the product of the
   // constant factors met so far: what a bias found further in is scaled by.
   double outer = 1.0;
-  auto addKeep = [&](const Expr *cond, bool negate) -> LogicalResult {
+  // A finite fill removes a key only while nothing is added to it: no bias
+  // may be added after a select's finite fill (found before it on this
+  // walk from the outside in), and no other bias may come with an additive
+  // finite 0 / fill term.
+  bool finiteAdditiveFill = false;
+  auto addKeep = [&](const Expr *cond, bool negate,
+                     const Expr *fill) -> LogicalResult {
     if (outer < 0)
       return failWith("a mask is applied before a negative scale");
+    std::optional<double> v = getConstFloat(fill);
+    if (v && std::isfinite(*v) && !f.biases.empty())
+      return failWith("a bias is added after a finite mask fill, which it "
+                      "can undo");
     f.keeps.push_back({cond, negate});
     return success();
   };
@@ -753,6 +775,9 @@ LogicalResult AttentionMatcher::decomposeScores(const Expr *x, ScoreForm &f) {
                         "contraction");
       f.scores = x;
       f.scale = outer;
+      if (finiteAdditiveFill && !f.biases.empty())
+        return failWith("a bias is added with a finite additive mask fill, "
+                        "which it can undo");
       return success();
     }
     if (x->kind != ExprKind::Op)
@@ -806,13 +831,15 @@ LogicalResult AttentionMatcher::decomposeScores(const Expr *x, ScoreForm &f) {
         std::optional<double> t = getConstFloat(bias->operands[1]);
         std::optional<double> e = getConstFloat(bias->operands[2]);
         if (t && *t == 0.0 && isMaskFill(bias->operands[2], outer)) {
-          if (failed(addKeep(bias->operands[0], false)))
-            return failure();
+          finiteAdditiveFill |=
+              std::isfinite(*getConstFloat(bias->operands[2]));
+          f.keeps.push_back({bias->operands[0], false});
           continue;
         }
         if (e && *e == 0.0 && isMaskFill(bias->operands[1], outer)) {
-          if (failed(addKeep(bias->operands[0], true)))
-            return failure();
+          finiteAdditiveFill |=
+              std::isfinite(*getConstFloat(bias->operands[1]));
+          f.keeps.push_back({bias->operands[0], true});
           continue;
         }
       }
@@ -826,13 +853,13 @@ LogicalResult AttentionMatcher::decomposeScores(const Expr *x, ScoreForm &f) {
       bool t = readsContraction(x->operands[1]);
       bool e = readsContraction(x->operands[2]);
       if (t && !e && isMaskFill(x->operands[2], outer)) {
-        if (failed(addKeep(cond, false)))
+        if (failed(addKeep(cond, false, x->operands[2])))
           return failure();
         x = x->operands[1];
         continue;
       }
       if (e && !t && isMaskFill(x->operands[1], outer)) {
-        if (failed(addKeep(cond, true)))
+        if (failed(addKeep(cond, true, x->operands[1])))
           return failure();
         x = x->operands[2];
         continue;
@@ -1404,7 +1431,7 @@ class SoftmaxMatcher : public MatcherBase {
 public:
   explicit SoftmaxMatcher(Operation *op)
       : MatcherBase(op->getContext()), op(op) {
-    keyUser = "the last dim tried";
+    keyUser = "the candidate dim";
   }
 
   LogicalResult match();

@@ -18,10 +18,22 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 using namespace mlir;
 using namespace mlir::fa;
 using namespace mlir::fa::raising;
+
+/// Trees larger than this are not analyzed: equality, substitution and
+/// the walks are linear in the tree size.
+static constexpr uint64_t kMaxTreeSize = 1u << 16;
+
+static void setTreeSize(Expr *e) {
+  uint64_t size = 1;
+  for (const Expr *o : e->operands)
+    size = std::min<uint64_t>(size + o->treeSize, kMaxTreeSize + 1);
+  e->treeSize = size;
+}
 
 unsigned Tracer::addDim(int64_t size) {
   sizes.push_back(size);
@@ -513,6 +525,7 @@ const Expr *Tracer::read(Value tensor, ArrayRef<AffineExpr> indicesIn,
     e->operands = {body};
     e->dim = r;
     e->index = indices[dim];
+    setTreeSize(e);
     return withOrigin(e);
   }
 
@@ -598,8 +611,11 @@ const Expr *Tracer::readLinalg(linalg::LinalgOp op, OpResult result,
   if (allParallel) {
     if (!free.empty())
       return fail(op, "a parallel loop not in the output indexing map");
+    llvm::DenseMap<Value, const Expr *> memo;
+    auto *outer = std::exchange(bodyMemo, &memo);
     const Expr *e = evalBodyValue(
         op, loops, op.getBlock()->getTerminator()->getOperand(r), mode);
+    bodyMemo = outer;
     if (scaleByInput && e && !llvm::any_of(e->operands, [](const Expr *o) {
           return o->kind == ExprKind::Const;
         }))
@@ -633,7 +649,10 @@ const Expr *Tracer::readLinalg(linalg::LinalgOp op, OpResult result,
     return fail(op, "a reduction body that does not combine into its "
                     "accumulator");
   visited.insert(op);
+  llvm::DenseMap<Value, const Expr *> memo;
+  auto *outer = std::exchange(bodyMemo, &memo);
   const Expr *element = evalBodyValue(op, loops, x, mode);
+  bodyMemo = outer;
   if (!element)
     return nullptr;
   OpOperand *init = op.getDpsInitOperand(r);
@@ -644,6 +663,7 @@ const Expr *Tracer::readLinalg(linalg::LinalgOp op, OpResult result,
   e->op = comb;
   e->operands = {initValue, element};
   e->dim = rd;
+  setTreeSize(e);
   return e;
 }
 
@@ -693,6 +713,12 @@ const Expr *Tracer::evalBodyValue(linalg::LinalgOp op,
     e->index = loops[index.getDim()];
     return e;
   }
+  if (bodyMemo)
+    if (const Expr *known = bodyMemo->lookup(v))
+      return known;
+  if (budget == 0)
+    return fail(def, "the chain is too large to analyze");
+  --budget;
   if (def->getNumRegions() != 0 || def->getNumResults() != 1 ||
       !isMemoryEffectFree(def))
     return fail(def, "a body op the analysis does not model: " +
@@ -704,7 +730,10 @@ const Expr *Tracer::evalBodyValue(linalg::LinalgOp op,
       return nullptr;
     operands.push_back(e);
   }
-  return makeOp(def, operands);
+  const Expr *result = makeOp(def, operands);
+  if (result && bodyMemo)
+    (*bodyMemo)[v] = result;
+  return result;
 }
 
 const Expr *Tracer::makeOp(Operation *op, ArrayRef<const Expr *> operands) {
@@ -725,6 +754,9 @@ const Expr *Tracer::makeOp(Operation *op, ArrayRef<const Expr *> operands) {
   Expr *e = make(ExprKind::Op, type);
   e->op = op;
   e->operands.assign(operands.begin(), operands.end());
+  setTreeSize(e);
+  if (e->treeSize > kMaxTreeSize)
+    return fail(op, "the chain is too large to analyze");
   return e;
 }
 
@@ -750,6 +782,7 @@ const Expr *Tracer::substitute(const Expr *e, unsigned from, AffineExpr to) {
   Expr *n = make(e->kind, e->type);
   *n = *e;
   n->operands = operands;
+  setTreeSize(n);
   n->indices = indices;
   n->index = index;
   n->originTensor = Value();
@@ -884,35 +917,37 @@ std::string fa::raising::describe(const Expr *e) {
 
 /// The range [lo, hi] of a linear form over loop indices d in [0, size(d)),
 /// infinite where a dim's size is unknown.
+/// The range [lo, hi] of a linear form over loop indices d in [0, size(d)).
+/// A dim of dynamic size is taken to be below 2^31 (a sequence length).
 static std::pair<double, double> getRange(Tracer &tracer, const LinearForm &f) {
-  constexpr double inf = std::numeric_limits<double>::infinity();
   double lo = f.constant, hi = f.constant;
   for (auto [d, c] : f.coef) {
-    if (c == 0)
-      continue;
     int64_t size = tracer.getDimSize(d);
-    double span =
-        ShapedType::isDynamic(size) ? inf : double(c) * double(size - 1);
-    if (c > 0)
-      hi += span;
-    else
-      lo += ShapedType::isDynamic(size) ? -inf : span;
+    double extent = ShapedType::isDynamic(size) ? std::ldexp(1.0, 31) - 1
+                                                : double(size - 1);
+    double span = double(c) * extent;
+    (c > 0 ? hi : lo) += span;
   }
   return {lo, hi};
 }
 
-/// Whether the values of `f` are exact in the integer type `t` (no
-/// wrap-around). Indices of a dynamic size are assumed below 2^31, so an
-/// unbounded form fits a type of 32 bits or more.
+/// Whether the values of `f` are exact in the integer type `t` (nothing
+/// wraps around).
 static bool fitsIn(Tracer &tracer, const LinearForm &f, Type t) {
   unsigned width = t.isIndex() ? 64 : t.getIntOrFloatBitWidth();
-  if (width >= 64)
-    return true;
   auto [lo, hi] = getRange(tracer, f);
-  if (std::isinf(lo) || std::isinf(hi))
-    return width >= 32;
   double limit = std::ldexp(1.0, width - 1);
   return lo >= -limit && hi <= limit - 1;
+}
+
+/// Coefficients and offsets of index arithmetic stay small, so that the
+/// forms' own int64 arithmetic cannot overflow.
+static bool isSmall(const LinearForm &f) {
+  constexpr int64_t limit = int64_t(1) << 31;
+  if (f.constant > limit || f.constant < -limit)
+    return false;
+  return llvm::all_of(
+      f.coef, [](auto p) { return p.second <= limit && p.second >= -limit; });
 }
 
 std::optional<LinearForm> fa::raising::getLinearForm(Tracer &tracer,
@@ -922,6 +957,8 @@ std::optional<LinearForm> fa::raising::getLinearForm(Tracer &tracer,
   std::optional<LinearForm> f;
   if (e->kind == ExprKind::Index) {
     f = linearOfAffine(e->index);
+    if (f && !isSmall(*f))
+      return std::nullopt;
   } else if (std::optional<int64_t> c = getConstInt(e)) {
     f = LinearForm();
     f->constant = *c;
@@ -937,7 +974,7 @@ std::optional<LinearForm> fa::raising::getLinearForm(Tracer &tracer,
     } else if (isa<arith::AddIOp, arith::SubIOp, arith::MulIOp>(op)) {
       std::optional<LinearForm> l = getLinearForm(tracer, e->operands[0]);
       std::optional<LinearForm> r = getLinearForm(tracer, e->operands[1]);
-      if (!l || !r)
+      if (!l || !r || !isSmall(*l) || !isSmall(*r))
         return std::nullopt;
       if (isa<arith::MulIOp>(op)) {
         if (!r->coef.empty())
@@ -957,7 +994,7 @@ std::optional<LinearForm> fa::raising::getLinearForm(Tracer &tracer,
     }
   }
   // The form is the value only while nothing wraps around in the type.
-  if (!f || !fitsIn(tracer, *f, e->type))
+  if (!f || !isSmall(*f) || !fitsIn(tracer, *f, e->type))
     return std::nullopt;
   return f;
 }

@@ -69,6 +69,9 @@ struct Expr {
   /// a read of a tensor value (the tensor and its indices).
   Value originTensor;
   SmallVector<AffineExpr> originIndices;
+  /// The number of nodes of the expression as a tree (shared operands
+  /// counted each time), saturating: what every recursive walk costs.
+  uint64_t treeSize = 1;
 };
 
 /// Whether the tracer looks through computing bodies or only through views.
@@ -137,6 +140,9 @@ private:
   std::string error;
   std::string firstNote;
   Operation *errorOp = nullptr;
+  /// The values of the body being evaluated, so that a DAG of body ops is
+  /// evaluated once per value.
+  llvm::DenseMap<Value, const Expr *> *bodyMemo = nullptr;
   unsigned budget = 1u << 12;
 };
 
