@@ -65,7 +65,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "Inputs"))
-from mlir_exec import (PRINT_DECL, bf16_round, constant, execute,  # noqa: E402
+from mlir_exec import (PRINT_DECL, bf16_round, constant, execute, finish,  # noqa: E402
                        extf_call, print_call, rel_err, tensor_type)
 
 FA_OPT = sys.argv[1]
@@ -551,10 +551,7 @@ def main():
                                     f"{tol:.1e} against the float64 reference")
 
     print(f"{len(files)} files, {time.time() - t0:.1f} s")
-    if failures:
-        print("FAILED:\n  " + "\n  ".join(failures))
-        sys.exit(1)
-    print("PASS")
+    finish(failures)
 
 
 if __name__ == "__main__":

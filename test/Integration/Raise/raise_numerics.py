@@ -28,7 +28,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
 sys.path.insert(0, os.path.join(HERE, "Inputs"))
 from fa_reference import reference, seed_of  # noqa: E402
-from mlir_exec import (PRINT_DECL, constant, execute, fa_opt, print_call,  # noqa: E402
+from mlir_exec import (PRINT_DECL, constant, execute, fa_opt,  # noqa: E402
+                       finish, print_call,
                        rel_err, tensor_type)
 
 FA_OPT = sys.argv[1]
@@ -72,6 +73,26 @@ def bmm3d(bh, nq, nk, d, dv, scale):
     return body, [q, k, v], o
 
 
+MAPS_QK = ("affine_map<(b, h, m, n, k) -> (b, h, m, k)>, "
+           "affine_map<(b, h, m, n, k) -> (b, h, n, k)>, "
+           "affine_map<(b, h, m, n, k) -> (b, h, m, n)>")
+MAPS_PV = ("affine_map<(b, h, m, n, k) -> (b, h, m, k)>, "
+           "affine_map<(b, h, m, n, k) -> (b, h, k, n)>, "
+           "affine_map<(b, h, m, n, k) -> (b, h, m, n)>")
+
+
+def contraction4d(result, maps, lhs, rhs, lhs_t, rhs_t, init, out_t):
+    """`%result = ` a [B, H, M, N] contraction generic (mulf, addf)."""
+    iters = '["parallel", "parallel", "parallel", "parallel", "reduction"]'
+    return f"""%{result} = linalg.generic {{indexing_maps = [{maps}], iterator_types = {iters}}}
+        ins(%{lhs}, %{rhs} : {lhs_t}, {rhs_t}) outs(%{init} : {out_t}) {{
+    ^bb0(%x: f32, %y: f32, %acc: f32):
+      %m = arith.mulf %x, %y : f32
+      %r = arith.addf %acc, %m : f32
+      linalg.yield %r : f32
+    }} -> {out_t}"""
+
+
 def generic4d_mask(b, h, nq, nk, d, dv, scale, broadcast=False):
     """[B, H, N, D] contraction generics (K^T in the maps), linalg.mul by a
     splat constant, linalg.add of a float mask (with `broadcast`, a generic
@@ -91,38 +112,19 @@ def generic4d_mask(b, h, nq, nk, d, dv, scale, broadcast=False):
     else:
         add = (f"%sm = linalg.add ins(%ss, %mask : {tt(s)}, {tt(m)}) "
                f"outs(%s0 : {tt(s)}) -> {tt(s)}")
-    maps_qk = ("affine_map<(b, h, m, n, k) -> (b, h, m, k)>, "
-               "affine_map<(b, h, m, n, k) -> (b, h, n, k)>, "
-               "affine_map<(b, h, m, n, k) -> (b, h, m, n)>")
-    maps_pv = ("affine_map<(b, h, m, n, k) -> (b, h, m, k)>, "
-               "affine_map<(b, h, m, n, k) -> (b, h, k, n)>, "
-               "affine_map<(b, h, m, n, k) -> (b, h, m, n)>")
-    iters = '["parallel", "parallel", "parallel", "parallel", "reduction"]'
     body = f"""
   func.func @attn(%q: {tt(q)}, %k: {tt(k)}, %v: {tt(v)}, %mask: {tt(m)}) -> {tt(o)} {{
     %zero = arith.constant 0.0 : f32
     %c = arith.constant dense<{scale!r}> : {tt(s)}
     %s0 = tensor.empty() : {tt(s)}
     %sf = linalg.fill ins(%zero : f32) outs(%s0 : {tt(s)}) -> {tt(s)}
-    %s = linalg.generic {{indexing_maps = [{maps_qk}], iterator_types = {iters}}}
-        ins(%q, %k : {tt(q)}, {tt(k)}) outs(%sf : {tt(s)}) {{
-    ^bb0(%x: f32, %y: f32, %acc: f32):
-      %m = arith.mulf %x, %y : f32
-      %r = arith.addf %acc, %m : f32
-      linalg.yield %r : f32
-    }} -> {tt(s)}
+    {contraction4d("s", MAPS_QK, "q", "k", tt(q), tt(k), "sf", tt(s))}
     %ss = linalg.mul ins(%s, %c : {tt(s)}, {tt(s)}) outs(%s0 : {tt(s)}) -> {tt(s)}
     {add}
     %p = linalg.softmax dimension(3) ins(%sm : {tt(s)}) outs(%s0 : {tt(s)}) -> {tt(s)}
     %o0 = tensor.empty() : {tt(o)}
     %of = linalg.fill ins(%zero : f32) outs(%o0 : {tt(o)}) -> {tt(o)}
-    %o = linalg.generic {{indexing_maps = [{maps_pv}], iterator_types = {iters}}}
-        ins(%p, %v : {tt(s)}, {tt(v)}) outs(%of : {tt(o)}) {{
-    ^bb0(%x: f32, %y: f32, %acc: f32):
-      %m = arith.mulf %x, %y : f32
-      %r = arith.addf %acc, %m : f32
-      linalg.yield %r : f32
-    }} -> {tt(o)}
+    {contraction4d("o", MAPS_PV, "p", "v", tt(s), tt(v), "of", tt(o))}
     return %o : {tt(o)}
   }}
 """
@@ -142,25 +144,12 @@ def generic4d_score(b, h, nq, nk, d, dv, score_body, mask_shape=None):
     mtypes = f", {tt(mask_shape)}" if mask_shape else ""
     mmaps = f"{e4}, " if mask_shape else ""
     margb = ", %y: f32" if mask_shape else ""
-    maps_qk = ("affine_map<(b, h, m, n, k) -> (b, h, m, k)>, "
-               "affine_map<(b, h, m, n, k) -> (b, h, n, k)>, "
-               "affine_map<(b, h, m, n, k) -> (b, h, m, n)>")
-    maps_pv = ("affine_map<(b, h, m, n, k) -> (b, h, m, k)>, "
-               "affine_map<(b, h, m, n, k) -> (b, h, k, n)>, "
-               "affine_map<(b, h, m, n, k) -> (b, h, m, n)>")
-    iters = '["parallel", "parallel", "parallel", "parallel", "reduction"]'
     body = f"""
   func.func @attn(%q: {tt(q)}, %k: {tt(k)}, %v: {tt(v)}{margs}) -> {tt(o)} {{
     %zero = arith.constant 0.0 : f32
     %s0 = tensor.empty() : {tt(s)}
     %sf = linalg.fill ins(%zero : f32) outs(%s0 : {tt(s)}) -> {tt(s)}
-    %s = linalg.generic {{indexing_maps = [{maps_qk}], iterator_types = {iters}}}
-        ins(%q, %k : {tt(q)}, {tt(k)}) outs(%sf : {tt(s)}) {{
-    ^bb0(%x: f32, %y: f32, %acc: f32):
-      %m = arith.mulf %x, %y : f32
-      %r = arith.addf %acc, %m : f32
-      linalg.yield %r : f32
-    }} -> {tt(s)}
+    {contraction4d("s", MAPS_QK, "q", "k", tt(q), tt(k), "sf", tt(s))}
     %sm = linalg.generic {{indexing_maps = [{e4}, {mmaps}{e4}],
                            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}}
         ins(%s{mins} : {tt(s)}{mtypes}) outs(%s0 : {tt(s)}) {{
@@ -170,13 +159,7 @@ def generic4d_score(b, h, nq, nk, d, dv, score_body, mask_shape=None):
     %p = linalg.softmax dimension(3) ins(%sm : {tt(s)}) outs(%s0 : {tt(s)}) -> {tt(s)}
     %o0 = tensor.empty() : {tt(o)}
     %of = linalg.fill ins(%zero : f32) outs(%o0 : {tt(o)}) -> {tt(o)}
-    %o = linalg.generic {{indexing_maps = [{maps_pv}], iterator_types = {iters}}}
-        ins(%p, %v : {tt(s)}, {tt(v)}) outs(%of : {tt(o)}) {{
-    ^bb0(%x: f32, %y: f32, %acc: f32):
-      %m = arith.mulf %x, %y : f32
-      %r = arith.addf %acc, %m : f32
-      linalg.yield %r : f32
-    }} -> {tt(o)}
+    {contraction4d("o", MAPS_PV, "p", "v", tt(s), tt(v), "of", tt(o))}
     return %o : {tt(o)}
   }}
 """
@@ -442,10 +425,7 @@ def main():
         failures += check("decode_bottom_right", body, [q1, k, v], o_shape,
                           ref, empty, workdir, expect="causal(bottom_right)")
 
-    if failures:
-        print("FAILED:\n  " + "\n  ".join(failures))
-        sys.exit(1)
-    print("PASS")
+    finish(failures)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
 sys.path.insert(0, os.path.join(HERE, "Inputs"))
 from fa_reference import reference, seed_of  # noqa: E402
-from mlir_exec import (PRINT_DECL, constant, execute, fa_opt, print_call,  # noqa: E402
+from mlir_exec import (PRINT_DECL, constant, execute, fa_opt,  # noqa: E402
+                       finish, print_call,
                        rel_err, tensor_type)
 
 FA_OPT = sys.argv[1]
@@ -189,10 +190,7 @@ def main():
             D=8, Dv=8, tiles="[0, 1, 8]", causal="bottom-right", workdir=w)
         failures += softmax_case("softmax_rows_tail", (10, 77), 1, "[3]", w)
         failures += softmax_case("softmax_3d", (3, 5, 40), 2, "[2, 2]", w)
-    if failures:
-        print("FAILED:\n  " + "\n  ".join(failures))
-        sys.exit(1)
-    print("PASS")
+    finish(failures)
 
 
 if __name__ == "__main__":

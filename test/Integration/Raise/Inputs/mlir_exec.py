@@ -144,3 +144,11 @@ def rel_err(x, ref):
     """Relative Frobenius error over the finite reference entries."""
     den = np.linalg.norm(ref)
     return np.linalg.norm(x - ref) / (den if den > 0 else 1.0)
+
+
+def finish(failures):
+    """Ends a numerics test: prints and exits 1 on failures, else PASS."""
+    if failures:
+        print("FAILED:\n  " + "\n  ".join(failures))
+        raise SystemExit(1)
+    print("PASS")
