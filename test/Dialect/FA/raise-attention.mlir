@@ -773,3 +773,83 @@ func.func @mask_broadcast_over_queries(%q: tensor<4x8x16xf32>, %k: tensor<4x8x16
   %o = linalg.batch_matmul ins(%p, %v : tensor<4x8x8xf32>, tensor<4x8x16xf32>) outs(%of : tensor<4x8x16xf32>) -> tensor<4x8x16xf32>
   return %o : tensor<4x8x16xf32>
 }
+
+// -----
+
+// An f16 bias added to f16 scores, then extended and scaled by 16 in f32:
+// the mask fa.attention gets is built in f32 (bias * 16 in f16 overflows
+// for |bias| >= 4096). Found by hostile testing.
+
+// CHECK-LABEL: func.func @f16_bias_scaled_in_f32
+// CHECK: %[[M:.*]] = linalg.generic
+// CHECK: arith.extf %{{.*}} : f16 to f32
+// CHECK: arith.mulf
+// CHECK: fa.attention {{.*}} mask(%[[M]] : tensor<1x1x4x4xf32>) {{.*}} scale(1.600000e+01)
+// NOMASK-LABEL: func.func @f16_bias_scaled_in_f32
+// NOMASK-NOT: fa.attention
+func.func @f16_bias_scaled_in_f32(%arg0: tensor<1x2x4x8xf16>, %arg1: tensor<1x2x4x8xf16>, %arg2: tensor<1x2x4x8xf16>, %arg3: tensor<4x4xf16>) -> (tensor<1x2x4x8xf16>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e1 = tensor.empty() : tensor<1x2x4x4xf16>
+  %c2 = arith.constant 0.0 : f16
+  %f3 = linalg.fill ins(%c2 : f16) outs(%e1 : tensor<1x2x4x4xf16>) -> tensor<1x2x4x4xf16>
+  %g4 = linalg.generic {indexing_maps = [affine_map<(b, h, q, k, d) -> (b, h, q, d)>, affine_map<(b, h, q, k, d) -> (b, h, k, d)>, affine_map<(b, h, q, k, d) -> (b, h, q, k)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>) outs(%f3 : tensor<1x2x4x4xf16>) {
+  ^bb0(%i0: f16, %i1: f16, %o: f16):
+    %m = arith.mulf %i0, %i1 : f16
+    %x = arith.addf %o, %m : f16
+    linalg.yield %x : f16
+  } -> tensor<1x2x4x4xf16>
+  %e5 = tensor.empty() : tensor<1x2x4x4xf32>
+  %g6 = linalg.generic {indexing_maps = [affine_map<(b, h, q, k) -> (b, h, q, k)>, affine_map<(b, h, q, k) -> (q, k)>, affine_map<(b, h, q, k) -> (b, h, q, k)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%g4, %arg3 : tensor<1x2x4x4xf16>, tensor<4x4xf16>) outs(%e5 : tensor<1x2x4x4xf32>) {
+  ^bb0(%i0: f16, %i1: f16, %o: f32):
+    %a = arith.addf %i0, %i1 : f16
+    %e = arith.extf %a : f16 to f32
+    %sc = arith.constant 16.0 : f32
+    %x = arith.mulf %e, %sc : f32
+    linalg.yield %x : f32
+  } -> tensor<1x2x4x4xf32>
+  %e7 = tensor.empty() : tensor<1x2x4xf32>
+  %c8 = arith.constant 0xFF800000 : f32
+  %f9 = linalg.fill ins(%c8 : f32) outs(%e7 : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %g10 = linalg.generic {indexing_maps = [affine_map<(b, h, q, k) -> (b, h, q, k)>, affine_map<(b, h, q, k) -> (b, h, q)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%g6 : tensor<1x2x4x4xf32>) outs(%f9 : tensor<1x2x4xf32>) {
+  ^bb0(%i0: f32, %o: f32):
+    %x = arith.maximumf %i0, %o : f32
+    linalg.yield %x : f32
+  } -> tensor<1x2x4xf32>
+  %g11 = linalg.generic {indexing_maps = [affine_map<(b, h, q, k) -> (b, h, q, k)>, affine_map<(b, h, q, k) -> (b, h, q)>, affine_map<(b, h, q, k) -> (b, h, q, k)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%g6, %g10 : tensor<1x2x4x4xf32>, tensor<1x2x4xf32>) outs(%e5 : tensor<1x2x4x4xf32>) {
+  ^bb0(%i0: f32, %i1: f32, %o: f32):
+    %d = arith.subf %i0, %i1 : f32
+    %x = math.exp %d : f32
+    linalg.yield %x : f32
+  } -> tensor<1x2x4x4xf32>
+  %e12 = tensor.empty() : tensor<1x2x4xf32>
+  %c13 = arith.constant 0.0 : f32
+  %f14 = linalg.fill ins(%c13 : f32) outs(%e12 : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %g15 = linalg.generic {indexing_maps = [affine_map<(b, h, q, k) -> (b, h, q, k)>, affine_map<(b, h, q, k) -> (b, h, q)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%g11 : tensor<1x2x4x4xf32>) outs(%f14 : tensor<1x2x4xf32>) {
+  ^bb0(%i0: f32, %o: f32):
+    %x = arith.addf %i0, %o : f32
+    linalg.yield %x : f32
+  } -> tensor<1x2x4xf32>
+  %g16 = linalg.generic {indexing_maps = [affine_map<(b, h, q, k) -> (b, h, q, k)>, affine_map<(b, h, q, k) -> (b, h, q)>, affine_map<(b, h, q, k) -> (b, h, q, k)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%g11, %g15 : tensor<1x2x4x4xf32>, tensor<1x2x4xf32>) outs(%e5 : tensor<1x2x4x4xf32>) {
+  ^bb0(%i0: f32, %i1: f32, %o: f32):
+    %x = arith.divf %i0, %i1 : f32
+    linalg.yield %x : f32
+  } -> tensor<1x2x4x4xf32>
+  %e17 = tensor.empty() : tensor<1x2x4x8xf32>
+  %c18 = arith.constant 0.0 : f32
+  %f19 = linalg.fill ins(%c18 : f32) outs(%e17 : tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %g20 = linalg.generic {indexing_maps = [affine_map<(b, h, q, k, e) -> (b, h, q, k)>, affine_map<(b, h, q, k, e) -> (b, h, k, e)>, affine_map<(b, h, q, k, e) -> (b, h, q, e)>], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%g16, %arg2 : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf16>) outs(%f19 : tensor<1x2x4x8xf32>) {
+  ^bb0(%i0: f32, %i1: f16, %o: f32):
+    %va = arith.extf %i1 : f16 to f32
+    %m = arith.mulf %i0, %va : f32
+    %x = arith.addf %o, %m : f32
+    linalg.yield %x : f32
+  } -> tensor<1x2x4x8xf32>
+  %e21 = tensor.empty() : tensor<1x2x4x8xf16>
+  %g22 = linalg.generic {indexing_maps = [affine_map<(b, h, q, k) -> (b, h, q, k)>, affine_map<(b, h, q, k) -> (b, h, q, k)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%g20 : tensor<1x2x4x8xf32>) outs(%e21 : tensor<1x2x4x8xf16>) {
+  ^bb0(%i0: f32, %o: f16):
+    %x = arith.truncf %i0 : f32 to f16
+    linalg.yield %x : f16
+  } -> tensor<1x2x4x8xf16>
+  return %g22 : tensor<1x2x4x8xf16>
+}

@@ -1307,7 +1307,14 @@ Value AttentionMatcher::materializeMask(OpBuilder &b, Location loc, Value q4,
     collectDims(k.cond, used);
   for (const Bias &bias : form.biases)
     collectDims(bias.value, used);
+  // A bias that is scaled, or one of several, is built in f32: the chain
+  // multiplied or added it in a wider type than its own (an f16 bias of
+  // 4096 scaled by 16 is +inf in f16).
+  bool rebuilt = form.biases.size() > 1 ||
+                 llvm::any_of(form.biases,
+                              [](const Bias &bb) { return bb.factor != 1.0; });
   Type elt = form.biases.empty() ? Type(b.getI1Type())
+             : rebuilt           ? Type(b.getF32Type())
                                  : form.biases.front().value->type;
   SmallVector<OpFoldResult> sizes;
   auto size = [&](Value ref, int64_t d) {
@@ -1341,6 +1348,8 @@ Value AttentionMatcher::materializeMask(OpBuilder &b, Location loc, Value q4,
   Value sum;
   for (const Bias &bias : form.biases) {
     Value v = emitElement(b, loc, bias.value, inputs, maps, block.get(), done);
+    if (v.getType() != elt)
+      v = arith::ExtFOp::create(b, loc, elt, v);
     if (bias.factor != 1.0)
       v = arith::MulFOp::create(
           b, loc, v,
