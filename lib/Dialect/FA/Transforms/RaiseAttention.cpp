@@ -1074,7 +1074,7 @@ LogicalResult AttentionMatcher::classifyMasks() {
         }
         int64_t a = c.coef.lookup(keyDim);
         bool onlyQK = llvm::all_of(c.coef, [&](auto p) {
-          return p.second == 0 || p.first == keyDim || p.first == queryDim;
+          return p.second == 0 || p.first == keyDim || int(p.first) == queryDim;
         });
         // a*k - a*q + c0 <= 0, i.e. k <= q + off with off = -c0 / a.
         // With one query, q is 0 and absent from the form.

@@ -853,13 +853,6 @@ void fa::raising::collectDims(const Expr *e,
     collectDims(o, dims);
 }
 
-bool fa::raising::dependsOn(const Expr *e, Value tensor) {
-  if (e->kind == ExprKind::Read && e->value == tensor)
-    return true;
-  return llvm::any_of(e->operands,
-                      [&](const Expr *o) { return dependsOn(o, tensor); });
-}
-
 std::optional<double> fa::raising::getConstFloat(const Expr *e) {
   if (!e || e->kind != ExprKind::Const)
     return std::nullopt;
@@ -977,13 +970,17 @@ std::optional<LinearForm> fa::raising::getLinearForm(Tracer &tracer,
       if (!l || !r || !isSmall(*l) || !isSmall(*r))
         return std::nullopt;
       if (isa<arith::MulIOp>(op)) {
-        if (!r->coef.empty())
-          std::swap(l, r);
-        if (!r->coef.empty())
+        // One side is a constant.
+        LinearForm *lin = &*l, *k = &*r;
+        if (!k->coef.empty())
+          std::swap(lin, k);
+        if (!k->coef.empty())
           return std::nullopt;
-        for (auto &[d, c] : l->coef)
-          c *= r->constant;
-        l->constant *= r->constant;
+        for (auto &[d, c] : lin->coef)
+          c *= k->constant;
+        lin->constant *= k->constant;
+        if (lin != &*l)
+          *l = *lin;
       } else {
         int64_t sign = isa<arith::SubIOp>(op) ? -1 : 1;
         for (auto [d, c] : r->coef)

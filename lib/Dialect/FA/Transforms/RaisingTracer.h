@@ -157,9 +157,6 @@ bool isEqual(Tracer &tracer, const Expr *a, const Expr *b);
 /// softmaxes excluded).
 void collectDims(const Expr *e, llvm::SmallSetVector<unsigned, 8> &dims);
 
-/// True when `e` reads the element `tensor` produces, anywhere inside.
-bool dependsOn(const Expr *e, Value tensor);
-
 /// The float value of a Const, looking through nothing else.
 std::optional<double> getConstFloat(const Expr *e);
 std::optional<int64_t> getConstInt(const Expr *e);
