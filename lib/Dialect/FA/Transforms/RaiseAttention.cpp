@@ -389,7 +389,7 @@ private:
   Value emitElement(OpBuilder &b, Location loc, const Expr *e,
                     SmallVectorImpl<Value> &inputs,
                     SmallVectorImpl<AffineMap> &maps, Block *body,
-                    IRMapping &done);
+                    llvm::DenseMap<const Expr *, Value> &done);
   std::optional<AffineMap> loopMap(ArrayRef<AffineExpr> indices);
 
   linalg::LinalgOp pv;
@@ -1228,7 +1228,8 @@ bool AttentionMatcher::canMaterialize(const Expr *e) {
 Value AttentionMatcher::emitElement(OpBuilder &b, Location loc, const Expr *e,
                                     SmallVectorImpl<Value> &inputs,
                                     SmallVectorImpl<AffineMap> &maps,
-                                    Block *body, IRMapping &done) {
+                                    Block *body,
+                                    llvm::DenseMap<const Expr *, Value> &done) {
   auto asInput = [&](Value tensor, ArrayRef<AffineExpr> indices) {
     std::optional<AffineMap> map = loopMap(indices);
     for (auto [i, in] : llvm::enumerate(inputs))
@@ -1257,10 +1258,15 @@ Value AttentionMatcher::emitElement(OpBuilder &b, Location loc, const Expr *e,
         b, loc, cast<AffineDimExpr>(m->getResult(0)).getPosition());
   }
   case ExprKind::Op: {
+    // A value the expression uses twice is built once.
+    if (Value known = done.lookup(e))
+      return known;
     IRMapping mapping;
     for (auto [operand, oe] : llvm::zip(e->op->getOperands(), e->operands))
       mapping.map(operand, emitElement(b, loc, oe, inputs, maps, body, done));
-    return b.clone(*e->op, mapping)->getResult(0);
+    Value v = b.clone(*e->op, mapping)->getResult(0);
+    done[e] = v;
+    return v;
   }
   default:
     llvm_unreachable("checked by canMaterialize");
@@ -1336,7 +1342,7 @@ Value AttentionMatcher::materializeMask(OpBuilder &b, Location loc, Value q4,
   auto block = std::make_unique<Block>();
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(block.get());
-  IRMapping done;
+  llvm::DenseMap<const Expr *, Value> done;
   Value keep;
   for (const Keep &k : maskKeeps) {
     Value c = emitElement(b, loc, k.cond, inputs, maps, block.get(), done);

@@ -51,7 +51,6 @@ Expr *Tracer::make(ExprKind kind, Type type) {
 const Expr *Tracer::fail(Operation *op, const Twine &message) {
   if (error.empty()) {
     error = message.str();
-    errorOp = op;
   }
   return nullptr;
 }

@@ -105,7 +105,7 @@ public:
   const Expr *makeRead(Value tensor, ArrayRef<AffineExpr> indices);
   const Expr *makeOp(Operation *op, ArrayRef<const Expr *> operands);
 
-  /// Why the last failed read failed, and at which op.
+  /// Why the last failed read failed.
   const std::string &getError() const { return error; }
   /// The first view a read could not look through (it read the view's
   /// result as it is instead), for messages.
@@ -114,11 +114,7 @@ public:
     if (firstNote.empty())
       firstNote = message.str();
   }
-  Operation *getErrorOp() const { return errorOp; }
-  void clearError() {
-    error.clear();
-    errorOp = nullptr;
-  }
+  void clearError() { error.clear(); }
 
   /// Every op a read looked through or stopped at (contractions, reductions,
   /// views, elementwise ops).
@@ -139,7 +135,6 @@ private:
   llvm::SetVector<Operation *> visited;
   std::string error;
   std::string firstNote;
-  Operation *errorOp = nullptr;
   /// The values of the body being evaluated, so that a DAG of body ops is
   /// evaluated once per value.
   llvm::DenseMap<Value, const Expr *> *bodyMemo = nullptr;
