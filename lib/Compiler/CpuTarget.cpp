@@ -117,12 +117,9 @@ static bool usesBF16(llvm::Module &module) {
   return false;
 }
 
-/// Defines `__truncsfbf2` (f32 -> bf16, round to nearest even, NaNs kept
-/// quiet) as a hidden weak function when the module uses bf16. Targets
-/// without a native conversion lower `fptrunc float to bfloat` to a call of
-/// it, and older libgcc (GCC < 13) does not provide it. Defining it in the
-/// same module keeps the libcall's calling convention LLVM's own.
-static void addBF16TruncationHelper(llvm::Module &module) {
+// Defining `__truncsfbf2` in the same module keeps the libcall's calling
+// convention LLVM's own.
+void mlir::fa::compile::addBF16TruncationHelper(llvm::Module &module) {
   if (!usesBF16(module) || module.getFunction("__truncsfbf2"))
     return;
   llvm::LLVMContext &c = module.getContext();

@@ -482,10 +482,14 @@ static Error lowerAndRun(ModuleOp module, StringRef pipeline,
   if (!tm)
     return makeError("cannot create a target machine for the host: " +
                      llvm::toString(tm.takeError()));
-  auto transformer = makeOptimizingTransformer(
+  auto optimize = makeOptimizingTransformer(
       /*optLevel=*/3, /*sizeLevel=*/0, /*targetMachine=*/tm->get());
   ExecutionEngineOptions options;
-  options.transformer = transformer;
+  options.transformer = [optimize](llvm::Module *m) -> llvm::Error {
+    // bf16 rounding on hosts without AVX512_BF16 calls __truncsfbf2.
+    compile::addBF16TruncationHelper(*m);
+    return optimize(m);
+  };
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   options.enableGDBNotificationListener = false;
   options.enablePerfNotificationListener = false;

@@ -32,6 +32,7 @@
 #include <vector>
 
 namespace llvm {
+class Module;
 class raw_ostream;
 } // namespace llvm
 
@@ -118,6 +119,14 @@ llvm::Expected<KernelChoice> parseKernelFlag(llvm::StringRef value,
                                              bool tensorCoresGiven,
                                              bool wgmmaGiven,
                                              llvm::StringRef hint = "");
+
+/// Defines `__truncsfbf2` (f32 -> bf16, round to nearest even, NaNs kept
+/// quiet) as a hidden weak function in `module` when it computes with bf16
+/// and does not define it already. Hosts without a native conversion (no
+/// AVX512_BF16) lower `fptrunc float to bfloat` to a call of it, which
+/// neither older libgcc (GCC < 13) nor the JIT's process provides. The CPU
+/// artifacts and fa-run's JIT both call it.
+void addBF16TruncationHelper(llvm::Module &module);
 
 /// The host's L2 cache per core in bytes (sysconf where the C library knows
 /// it, else /sys/devices/system/cpu/cpu0/cache on Linux), or 0 when unknown
