@@ -10,6 +10,7 @@
 #include "fa/Codegen/Passes.h"
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
+#include "fa/Dialect/FA/Utils/AttentionSemantics.h"
 #include "fa/Target/Chips.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -267,6 +268,11 @@ struct RequireKernelFamilyPass
            << mlir::fa::stringifyKernelFamily(family) << ": the attention";
       if (func)
         diag << " of @" << func.getSymName();
+      std::string reason;
+      if (op.hasModifiers() && !mlir::fa::isEligible(family, op, &reason)) {
+        diag << " is not eligible: " << reason;
+        return WalkResult::interrupt();
+      }
       diag << " is not eligible for "
            << (isWgmma ? "the wgmma kernels (f16/bf16 Q, K, V in kernel "
                          "form, head dims multiples of 64 up to 256, Dv "

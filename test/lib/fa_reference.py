@@ -48,9 +48,20 @@ def save_attention_inputs(paths, q, k, v, lens, mask, with_lse,
     return flags
 
 
-def reference(q, k, v, scale, causal, lens, mask, dt):
+def reference(q, k, v, scale, causal, lens, mask, dt, window=None,
+              softcap=None, alibi=None, chunk=None, segments=None,
+              q_offset=0):
     """Attention computed naively in floating type `dt`. Returns (O, LSE,
-    empty) with `empty` marking rows with no attended key."""
+    empty) with `empty` marking rows with no attended key.
+
+    The score/mask modifiers follow the op description (FlashAttention 2's
+    definitions); `off` = (Nk - Nq for bottom-right, else 0) + q_offset:
+      window=(L, R): keep q + off - L <= k <= q + off + R, -1 = unbounded;
+      softcap=c: s = c * tanh(s / c) on the scaled score;
+      alibi=slopes [Hq] or [B, Hq]: s -= slope * |q + off - k|;
+      chunk=C: keep floor((q + off) / C) == floor(k / C);
+      segments=(qs [B, Nq], ks [B, Nk]): keep qs[b, q] == ks[b, k].
+    Order: scale, softcap, ALiBi, additive mask; then removed keys."""
     q, k, v = q.astype(dt), k.astype(dt), v.astype(dt)
     B, Hq, Nq, _ = q.shape
     Hkv, Nk = k.shape[1], k.shape[2]
@@ -67,18 +78,37 @@ def reference(q, k, v, scale, causal, lens, mask, dt):
         for d in range(q.shape[3]):
             s += q[:, :, :, d, None] * k[:, :, None, :, d]
     s = dt(scale) * s
+    qi = np.arange(Nq)[:, None]
+    ki = np.arange(Nk)[None, :]
+    off = (Nk - Nq if causal == "bottom-right" else 0) + q_offset
+    pos = qi + off
+    if softcap is not None:
+        s = dt(softcap) * np.tanh(s / dt(softcap))
+    if alibi is not None:
+        sl = alibi.astype(dt)
+        sl = sl[None, :] if sl.ndim == 1 else sl
+        s = s - sl[:, :, None, None] * np.abs(pos - ki).astype(dt)[None, None]
     keep = np.ones((B, Hq, Nq, Nk), dtype=bool)
     if mask is not None:
         if mask.dtype == np.bool_:
             keep &= mask
         else:
             s = s + mask.astype(dt)
-    qi = np.arange(Nq)[:, None]
-    ki = np.arange(Nk)[None, :]
     if causal == "top-left":
-        keep &= ki <= qi
+        keep &= ki <= qi + q_offset
     elif causal == "bottom-right":
-        keep &= ki <= qi + (Nk - Nq)
+        keep &= ki <= pos
+    if window is not None:
+        left, right = window
+        if left >= 0:
+            keep &= ki >= pos - left
+        if right >= 0:
+            keep &= ki <= pos + right
+    if chunk is not None:
+        keep &= (pos // chunk) == (ki // chunk)
+    if segments is not None:
+        qs, ks = segments
+        keep &= (qs[:, None, :, None] == ks[:, None, None, :])
     if lens is not None:
         kv_end = np.clip(lens.astype(np.int64), 0, Nk)
         keep &= ki[None, None] < kv_end[:, None, None, None]

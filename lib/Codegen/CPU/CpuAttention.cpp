@@ -782,6 +782,17 @@ void FACpuAttentionPass::runOnOperation() {
       // Left for fa-tile-attention.
       continue;
     }
+    if (op.hasModifiers()) {
+      if (requireKernelForm) {
+        op.emitError() << getArgument()
+                       << ": score/mask modifiers (window, softcap, alibi, "
+                          "chunk, segments, q_offset) are not supported by "
+                          "the CPU vector kernel yet";
+        return signalPassFailure();
+      }
+      // Left for fa-tile-attention, which implements them.
+      continue;
+    }
     if (failed(verifyKernelResultUses(op, getArgument())))
       return signalPassFailure();
     SmallVector<Operation *> users;

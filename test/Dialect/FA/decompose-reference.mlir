@@ -52,3 +52,43 @@ func.func @softmax(%x: tensor<3x?xf32>) -> tensor<3x?xf32> {
   %r = fa.softmax ins(%x : tensor<3x?xf32>) outs(%x : tensor<3x?xf32>) dimension(1) -> tensor<3x?xf32>
   return %r : tensor<3x?xf32>
 }
+
+// -----
+
+// Every modifier in the scores generic, in the documented order: the keep
+// predicates of causality, the window's left bound and the chunk; the
+// scaled score capped by c * tanh(s / c), minus slope[b, h] * |q + off - k|;
+// unequal segment ids and removed keys become -inf.
+// CHECK-DAG: #[[$BH:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1)>
+// CHECK-DAG: #[[$BQ:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2)>
+// CHECK-DAG: #[[$BK:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3)>
+// CHECK-LABEL: func.func @reference_modifiers
+//  CHECK-SAME:   %[[A:[^:]*]]: tensor<2x4xf32>, %[[QS:[^:]*]]: tensor<2x8xi32>, %[[KS:[^:]*]]: tensor<2x12xi32>
+//       CHECK:   %[[OFF:.*]] = arith.subi %c12, %c8 : index
+//       CHECK:   linalg.generic {indexing_maps = [#{{.*}}, #[[$BH]], #[[$BQ]], #[[$BK]], #{{.*}}]
+//  CHECK-SAME:     ins(%{{.*}}, %[[A]], %[[QS]], %[[KS]] :
+//       CHECK:   ^bb0(%[[S:.*]]: f32, %[[SLOPE:.*]]: f32, %[[QSEG:.*]]: i32, %[[KSEG:.*]]: i32, %{{.*}}: f32):
+//       CHECK:     %[[X:.*]] = arith.mulf %[[S]], %{{.*}} : f32
+//       CHECK:     %[[Q:.*]] = linalg.index 2 : index
+//       CHECK:     %[[K:.*]] = linalg.index 3 : index
+//       CHECK:     %[[POS:.*]] = arith.addi %[[Q]], %[[OFF]] : index
+//       CHECK:     arith.cmpi sle, %[[K]], %[[POS]] : index
+//       CHECK:     arith.subi %{{.*}}, %c3 : index
+//       CHECK:     arith.cmpi sge, %[[K]]
+//       CHECK:     arith.floordivsi %[[K]], %c4
+//       CHECK:     arith.floordivsi
+//       CHECK:     arith.cmpi eq
+//       CHECK:     %[[CAP:.*]] = arith.constant 2.000000e+01 : f32
+//       CHECK:     %[[D:.*]] = arith.divf %[[X]], %[[CAP]] : f32
+//       CHECK:     %[[T:.*]] = math.tanh %[[D]] : f32
+//       CHECK:     %[[CAPPED:.*]] = arith.mulf %[[CAP]], %[[T]] : f32
+//       CHECK:     %[[DIST:.*]] = arith.sitofp %{{.*}} : i64 to f32
+//       CHECK:     %[[BIAS:.*]] = arith.mulf %[[SLOPE]], %[[DIST]] : f32
+//       CHECK:     %[[Y:.*]] = arith.subf %[[CAPPED]], %[[BIAS]] : f32
+//       CHECK:     %[[SAME:.*]] = arith.cmpi eq, %[[QSEG]], %[[KSEG]] : i32
+//       CHECK:     %[[KEEP:.*]] = arith.andi %{{.*}}, %[[SAME]] : i1
+//       CHECK:     arith.select %[[KEEP]], %[[Y]], %{{.*}} : f32
+func.func @reference_modifiers(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x12x16xf32>, %v: tensor<2x2x12x16xf32>, %a: tensor<2x4xf32>, %qs: tensor<2x8xi32>, %ks: tensor<2x12xi32>, %o: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %r = fa.attention ins(%q, %k, %v : tensor<2x4x8x16xf32>, tensor<2x2x12x16xf32>, tensor<2x2x12x16xf32>) alibi(%a : tensor<2x4xf32>) segments(%qs, %ks : tensor<2x8xi32>, tensor<2x12xi32>) outs(%o : tensor<2x4x8x16xf32>) causal(bottom_right) window(3, -1) softcap(2.0e+01) chunk(4) -> tensor<2x4x8x16xf32>
+  return %r : tensor<2x4x8x16xf32>
+}

@@ -311,7 +311,7 @@ func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x
 // An LSE result without an LSE destination.
 func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
   // expected-error @+1 {{'fa.attention' op an lse result requires an lse destination and vice versa}}
-  %r:2 = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1, 0>}> : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4xf32>)
+  %r:2 = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0>}> : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4xf32>)
   return
 }
 
@@ -330,7 +330,7 @@ func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
 func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
   // expected-error @+2 {{expected ::mlir::fa::CausalKind to be one of: none, top_left, bottom_right}}
   // expected-error @+1 {{failed to parse FA_CausalAttr parameter 'value'}}
-  %r = "fa.attention"(%q, %q, %q, %o) <{causal = #fa.causal<diagonal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1, 0>}> : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  %r = "fa.attention"(%q, %q, %q, %o) <{causal = #fa.causal<diagonal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0>}> : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
   return
 }
 
@@ -339,7 +339,7 @@ func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
 // Memrefs are not accepted: the op is on tensors.
 func.func @f(%q: memref<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
   // expected-error @+1 {{'fa.attention' op operand #0 must be ranked tensor of any type values, but got 'memref<1x1x4x8xf32>'}}
-  %r = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1, 0>}> : (memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  %r = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0>}> : (memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
   return
 }
 
@@ -385,5 +385,113 @@ func.func @f(%x: tensor<4x8xf32>, %y: tensor<4x8xf16>) {
 func.func @f(%x: tensor<4x8xf32>) {
   // expected-error @+1 {{'fa.softmax' op dimension -1 is out of range for input of rank 2 [4, 8]}}
   %r = fa.softmax ins(%x : tensor<4x8xf32>) outs(%x : tensor<4x8xf32>) dimension(-1) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Window bounds below -1.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op window bounds must be in [-1, 2^31 - 1] (-1 = unbounded), got left = -2 and right = 0}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>)  outs(%o : tensor<1x4x16x64xf32>) window(-2, 0) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Softcap <= 0.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op softcap must be positive and finite, got 0}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>)  outs(%o : tensor<1x4x16x64xf32>) softcap(0.0) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Softcap negative.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op softcap must be positive and finite, got -3}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>)  outs(%o : tensor<1x4x16x64xf32>) softcap(-3.0) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Chunk <= 0.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op chunk size must be in [1, 2^31 - 1], got 0}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>)  outs(%o : tensor<1x4x16x64xf32>) chunk(0) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// ALiBi slopes of the wrong type.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %x: tensor<4xf16>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op alibi slopes element type must be f32, got 'f16'}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) alibi(%x : tensor<4xf16>) outs(%o : tensor<1x4x16x64xf32>)  -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// ALiBi slopes per kv head instead of per query head.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %x: tensor<2xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op alibi slopes must have shape [Hq] or [B, Hq] = [1, 4] from query [1, 4, 16, 64], got [2]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) alibi(%x : tensor<2xf32>) outs(%o : tensor<1x4x16x64xf32>)  -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// ALiBi slopes with the wrong batch.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %x: tensor<3x4xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op alibi slopes must have shape [Hq] or [B, Hq] = [1, 4] from query [1, 4, 16, 64], got [3, 4]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) alibi(%x : tensor<3x4xf32>) outs(%o : tensor<1x4x16x64xf32>)  -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Segment ids of the wrong type.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %x: tensor<1x16xi64>, %y: tensor<1x32xi32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op query segment ids element type must be i32, got 'i64'}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) segments(%x, %y : tensor<1x16xi64>, tensor<1x32xi32>) outs(%o : tensor<1x4x16x64xf32>)  -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Key segment ids of the wrong length.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %x: tensor<1x16xi32>, %y: tensor<1x16xi32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op key segment ids must have shape [B, Nk] from query [1, 4, 16, 64] and key [1, 2, 32, 64], got [1, 16]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) segments(%x, %y : tensor<1x16xi32>, tensor<1x16xi32>) outs(%o : tensor<1x4x16x64xf32>)  -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Query segment ids of the wrong rank.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %x: tensor<16xi32>, %y: tensor<1x32xi32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op query segment ids must have shape [B, Nq] from query [1, 4, 16, 64] and key [1, 2, 32, 64], got [16]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) segments(%x, %y : tensor<16xi32>, tensor<1x32xi32>) outs(%o : tensor<1x4x16x64xf32>)  -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Window bounds past 2^31 - 1 (index arithmetic on them could overflow).
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op window bounds must be in [-1, 2^31 - 1] (-1 = unbounded), got left = 0 and right = 4611686018427387904}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x64xf32>) window(0, 4611686018427387904) -> tensor<1x4x16x64xf32>
+  return
+}
+
+// -----
+
+// Segment ids for the queries only.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %x: tensor<1x16xi32>, %o: tensor<1x4x16x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op segments need both query and key segment ids}}
+  %r = "fa.attention"(%q, %k, %v, %x, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1, 0, 0, 1, 0>}> : (tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x16xi32>, tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
   return
 }

@@ -82,3 +82,25 @@ func.func @attention_causal_none(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32
          outs(%o : tensor<1x1x4x8xf32>) causal(none) -> tensor<1x1x4x8xf32>
   return %r : tensor<1x1x4x8xf32>
 }
+
+// -----
+
+// Every score and mask modifier at once: ALiBi slopes [Hq], segment ids,
+// q_offset, a window, softcap and chunk, with bottom-right causality.
+// CHECK-LABEL: func.func @attention_modifiers
+//       CHECK:   fa.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<2x4x?x16xf32>, tensor<2x2x?x16xf32>, tensor<2x2x?x16xf32>) alibi(%{{.*}} : tensor<4xf32>) segments(%{{.*}}, %{{.*}} : tensor<2x?xi32>, tensor<2x?xi32>) q_offset(%{{.*}}) outs(%{{.*}} : tensor<2x4x?x16xf32>) causal(bottom_right) window(512, 0) softcap(5.000000e+01) chunk(64) -> tensor<2x4x?x16xf32>
+func.func @attention_modifiers(%q: tensor<2x4x?x16xf32>, %k: tensor<2x2x?x16xf32>, %v: tensor<2x2x?x16xf32>, %a: tensor<4xf32>, %qs: tensor<2x?xi32>, %ks: tensor<2x?xi32>, %p: index, %o: tensor<2x4x?x16xf32>) -> tensor<2x4x?x16xf32> {
+  %r = fa.attention ins(%q, %k, %v : tensor<2x4x?x16xf32>, tensor<2x2x?x16xf32>, tensor<2x2x?x16xf32>) alibi(%a : tensor<4xf32>) segments(%qs, %ks : tensor<2x?xi32>, tensor<2x?xi32>) q_offset(%p) outs(%o : tensor<2x4x?x16xf32>) causal(bottom_right) window(512, 0) softcap(5.0e+01) chunk(64) -> tensor<2x4x?x16xf32>
+  return %r : tensor<2x4x?x16xf32>
+}
+
+// -----
+
+// A one-sided window (-1 = unbounded) and [B, Hq] slopes with a mask and
+// key lengths.
+// CHECK-LABEL: func.func @attention_window_alibi_bh
+//       CHECK:   fa.attention ins({{.*}}) kv_lens(%{{.*}} : tensor<?xi32>) mask(%{{.*}} : tensor<?x1x8x8xi1>) alibi(%{{.*}} : tensor<?x2xf32>) outs({{.*}}) window(-1, 3) -> tensor<?x2x8x16xbf16>
+func.func @attention_window_alibi_bh(%q: tensor<?x2x8x16xbf16>, %k: tensor<?x1x8x16xbf16>, %v: tensor<?x1x8x16xbf16>, %l: tensor<?xi32>, %m: tensor<?x1x8x8xi1>, %a: tensor<?x2xf32>, %o: tensor<?x2x8x16xbf16>) -> tensor<?x2x8x16xbf16> {
+  %r = fa.attention ins(%q, %k, %v : tensor<?x2x8x16xbf16>, tensor<?x1x8x16xbf16>, tensor<?x1x8x16xbf16>) kv_lens(%l : tensor<?xi32>) mask(%m : tensor<?x1x8x8xi1>) alibi(%a : tensor<?x2xf32>) outs(%o : tensor<?x2x8x16xbf16>) window(-1, 3) -> tensor<?x2x8x16xbf16>
+  return %r : tensor<?x2x8x16xbf16>
+}

@@ -161,3 +161,58 @@ func.func @additive_mask_f16(%q: tensor<?x3x?x16xf16>, %m: tensor<?x3x?x?xf16>, 
          mask(%m : tensor<?x3x?x?xf16>) outs(%o : tensor<?x3x?x16xf16>) scale(0.5) -> tensor<?x3x?x16xf16>
   return %r : tensor<?x3x?x16xf16>
 }
+
+// -----
+
+// A sliding window (left = 128) with bottom-right causality: the key loop
+// starts at the tile of key max(0, q0 + off - 128) and ends past the last
+// row's diagonal; inside a tile the window's lower bound and causality
+// remove keys as -inf before the max.
+// CHECK-LABEL: func.func @window_left_causal
+//       CHECK:   %[[OFF:.*]] = arith.subi %[[NK:.*]], %[[NQ:.*]] : index
+//       CHECK:   scf.forall
+//       CHECK:     %[[Q0:.*]] = arith.muli %{{.*}}, %c32
+//       CHECK:     %[[POS:.*]] = arith.addi %[[Q0]], %[[OFF]] : index
+//       CHECK:     %[[LO:.*]] = arith.subi %[[POS]], %c128 : index
+//       CHECK:     %[[BEGIN:.*]] = arith.maxsi %{{.*}}, %[[LO]] : index
+//       CHECK:     %[[FIRST:.*]] = arith.divui %[[BEGIN]], %c16 : index
+//       CHECK:     scf.for %{{.*}} = %[[FIRST]] to %{{.*}} step
+//       CHECK:       linalg.generic
+//       CHECK:       linalg.generic
+//       CHECK:         arith.cmpi sle
+//       CHECK:         arith.subi %{{.*}}, %c128
+//       CHECK:         arith.cmpi sge
+//       CHECK:         arith.andi
+//       CHECK:         arith.select
+func.func @window_left_causal(%q: tensor<1x2x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: tensor<1x2x?x16xf32>, %o: tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32> {
+  %r = fa.attention ins(%q, %k, %v : tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>) outs(%o : tensor<1x2x?x16xf32>) causal(bottom_right) window(128, 0) -> tensor<1x2x?x16xf32>
+  return %r : tensor<1x2x?x16xf32>
+}
+
+// -----
+
+// Softcap, ALiBi and segment ids: the slope of (b, h) is read once per
+// query tile, the query segment ids are sliced with the rows and the key
+// ids with each key tile; the score is capped (tanh), then the slope times
+// |q + off - k| is subtracted, then unequal segments become -inf.
+// CHECK-LABEL: func.func @softcap_alibi_segments
+//       CHECK:   scf.forall (%[[B:.*]], %[[H:.*]], %{{.*}}) in
+//       CHECK:     %[[SLOPE:.*]] = tensor.extract %{{.*}}[%[[H]]] : tensor<2xf32>
+//       CHECK:     tensor.extract_slice %{{.*}}[%[[B]], %{{.*}}] [1, %{{.*}}] [1, 1] : tensor<1x?xi32> to tensor<?xi32>
+//       CHECK:     scf.for
+//       CHECK:       tensor.extract_slice %{{.*}}[%[[B]], %{{.*}}] [1, %{{.*}}] [1, 1] : tensor<1x?xi32> to tensor<?xi32>
+//       CHECK:       linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x?xf32>, tensor<?xi32>, tensor<?xi32>)
+//       CHECK:         ^bb0(%[[S:.*]]: f32, %[[QS:.*]]: i32, %[[KS:.*]]: i32, %{{.*}}: f32):
+//       CHECK:         %[[CAP:.*]] = arith.constant 3.000000e+01 : f32
+//       CHECK:         %[[DIV:.*]] = arith.divf %{{.*}}, %[[CAP]] : f32
+//       CHECK:         %[[TANH:.*]] = math.tanh %[[DIV]] : f32
+//       CHECK:         %[[CAPPED:.*]] = arith.mulf %[[CAP]], %[[TANH]] : f32
+//       CHECK:         arith.sitofp
+//       CHECK:         %[[BIAS:.*]] = arith.mulf %[[SLOPE]], %{{.*}} : f32
+//       CHECK:         %[[X:.*]] = arith.subf %[[CAPPED]], %[[BIAS]] : f32
+//       CHECK:         %[[SAME:.*]] = arith.cmpi eq, %[[QS]], %[[KS]] : i32
+//       CHECK:         arith.select %[[SAME]], %[[X]], %{{.*}} : f32
+func.func @softcap_alibi_segments(%q: tensor<1x2x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: tensor<1x2x?x16xf32>, %a: tensor<2xf32>, %qs: tensor<1x?xi32>, %ks: tensor<1x?xi32>, %o: tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32> {
+  %r = fa.attention ins(%q, %k, %v : tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>) alibi(%a : tensor<2xf32>) segments(%qs, %ks : tensor<1x?xi32>, tensor<1x?xi32>) outs(%o : tensor<1x2x?x16xf32>) softcap(3.0e+01) -> tensor<1x2x?x16xf32>
+  return %r : tensor<1x2x?x16xf32>
+}

@@ -233,3 +233,36 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }
+
+// -----
+
+// Tiling query rows of a non-causal op with position-dependent modifiers
+// (a window, ALiBi): the tiled op keeps every key and re-bases its rows'
+// positions with q_offset(q0); the slopes are sliced with the heads, the
+// query segment ids with the rows, the key segment ids stay whole.
+// CHECK-LABEL: func.func @tile_window_none
+//  CHECK-SAME: %[[A:[a-z0-9]+]]: tensor<2xf32>, %[[QI:[a-z0-9]+]]: tensor<1x40xi32>, %[[KI:[a-z0-9]+]]: tensor<1x24xi32>
+//       CHECK: scf.forall (%[[H:.*]], %[[IQ:.*]]) in (2, 3)
+//       CHECK:   %[[Q0:.*]] = affine.apply #{{.*}}(%[[IQ]])
+//       CHECK:   %[[TQ:.*]] = affine.min #{{.*}}(%[[IQ]])
+//   CHECK-DAG:   %[[AS:.*]] = tensor.extract_slice %[[A]][%[[H]]] [1] [1]
+//   CHECK-DAG:   %[[QIS:.*]] = tensor.extract_slice %[[QI]][0, %[[Q0]]] [1, %[[TQ]]] [1, 1]
+//       CHECK:   fa.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<1x1x?x16xf32>, tensor<1x1x24x16xf32>, tensor<1x1x24x8xf32>) alibi(%[[AS]] : tensor<1xf32>) segments(%[[QIS]], %[[KI]] : tensor<1x?xi32>, tensor<1x24xi32>) q_offset(%[[Q0]]) outs({{.*}}) window(4, 2) softcap(3.000000e+01)
+func.func @tile_window_none(%q: tensor<1x2x40x16xf32>, %k: tensor<1x2x24x16xf32>,
+                            %v: tensor<1x2x24x8xf32>, %a: tensor<2xf32>,
+                            %qs: tensor<1x40xi32>, %ks: tensor<1x24xi32>)
+    -> tensor<1x2x40x8xf32> {
+  %o0 = tensor.empty() : tensor<1x2x40x8xf32>
+  %o = fa.attention ins(%q, %k, %v : tensor<1x2x40x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x8xf32>)
+      alibi(%a : tensor<2xf32>) segments(%qs, %ks : tensor<1x40xi32>, tensor<1x24xi32>)
+      outs(%o0 : tensor<1x2x40x8xf32>) window(4, 2) softcap(3.0e+01)
+      -> tensor<1x2x40x8xf32>
+  return %o : tensor<1x2x40x8xf32>
+}
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["fa.attention"]} in %root : (!transform.any_op) -> !transform.any_op
+    %t, %f = transform.structured.tile_using_forall %op tile_sizes [1, 1, 16] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}

@@ -64,7 +64,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "Inputs"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
 from mlir_exec import (PRINT_DECL, bf16_round, constant, execute, finish,  # noqa: E402
                        extf_call, print_call, rel_err, tensor_type)
 

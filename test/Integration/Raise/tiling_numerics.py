@@ -25,7 +25,6 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
-sys.path.insert(0, os.path.join(HERE, "Inputs"))
 from fa_reference import reference, seed_of  # noqa: E402
 from mlir_exec import (PRINT_DECL, constant, execute, fa_opt,  # noqa: E402
                        finish, print_call,

@@ -60,6 +60,10 @@ FailureOr<KernelConfig> gpukernel::chooseConfig(AttentionOp op,
   c.elementBytes = qType.getElementType().getIntOrFloatBitWidth() / 8;
   c.numWarps = numWarps;
   c.doubleBuffer = doubleBuffer;
+  if (op.hasModifiers()) {
+    (void)isEligible(KernelFamily::Simt, op, &error);
+    return failure();
+  }
   auto badDim = [](int64_t d) {
     return !isSupportedHeadDim(KernelFamily::Simt, d);
   };

@@ -51,6 +51,23 @@ static void printCausalClause(OpAsmPrinter &printer, Operation *,
   printer << "causal(" << stringifyCausalKind(causal.getValue()) << ")";
 }
 
+/// Parses the bounds of `window(L, R)`: two integers.
+static ParseResult parseWindowBounds(OpAsmParser &parser,
+                                     DenseI64ArrayAttr &window) {
+  int64_t left = 0, right = 0;
+  if (parser.parseInteger(left) || parser.parseComma() ||
+      parser.parseInteger(right))
+    return failure();
+  window = DenseI64ArrayAttr::get(parser.getContext(), {left, right});
+  return success();
+}
+
+static void printWindowBounds(OpAsmPrinter &printer, Operation *,
+                              DenseI64ArrayAttr window) {
+  // Two bounds in verified IR; print whatever is there otherwise.
+  llvm::interleaveComma(window.asArrayRef(), printer);
+}
+
 #define GET_OP_CLASSES
 #include "fa/Dialect/FA/IR/FAOps.cpp.inc"
 
@@ -76,6 +93,10 @@ static std::string shapeStr(ArrayRef<int64_t> shape) {
 }
 
 static bool isSupportedFloat(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
+
+/// The largest window bound and chunk size: positions and sequence lengths
+/// stay below 2^31, so larger bounds would only risk index overflow.
+static constexpr int64_t kMaxPosition = (int64_t(1) << 31) - 1;
 
 /// Two dims are compatible when either is dynamic or both are equal.
 static bool dimsCompatible(int64_t a, int64_t b) {
@@ -112,6 +133,11 @@ MutableOperandRange AttentionOp::getDpsInitsMutable() {
   return MutableOperandRange(getOperation(),
                              getOperation()->getNumOperands() - numInits,
                              numInits);
+}
+
+bool AttentionOp::hasModifiers() {
+  return getWindowAttr() || getSoftcapAttr() || getChunkAttr() || getAlibi() ||
+         getQSegments() || getKSegments() || getQOffset();
 }
 
 int64_t AttentionOp::getGroupSize() {
@@ -244,6 +270,69 @@ LogicalResult AttentionOp::verify() {
              << shapeStr(m)
              << " is not broadcastable to [B|1, Hq|1, Nq, Nk] with query "
              << shapeStr(q) << " and key " << shapeStr(k);
+  }
+
+  // ALiBi slopes.
+  if (Value alibi = getAlibi()) {
+    auto aType = cast<RankedTensorType>(alibi.getType());
+    if (!aType.getElementType().isF32())
+      return emitOpError("alibi slopes element type must be f32, got ")
+             << aType.getElementType();
+    ArrayRef<int64_t> a = aType.getShape();
+    bool ok = (a.size() == 1 && a[0] == q[1]) ||
+              (a.size() == 2 && dimsCompatible(a[0], q[0]) && a[1] == q[1]);
+    if (!ok)
+      return emitOpError("alibi slopes must have shape [Hq] or [B, Hq] = [")
+             << (ShapedType::isDynamic(q[0]) ? std::string("?")
+                                             : std::to_string(q[0]))
+             << ", " << q[1] << "] from query " << shapeStr(q) << ", got "
+             << shapeStr(a);
+  }
+
+  // Segment ids.
+  if (static_cast<bool>(getQSegments()) != static_cast<bool>(getKSegments()))
+    return emitOpError("segments need both query and key segment ids");
+  if (Value qs = getQSegments()) {
+    auto checkSegments = [&](Value ids, StringRef name, int64_t n,
+                             StringRef dim) -> LogicalResult {
+      auto t = cast<RankedTensorType>(ids.getType());
+      if (!t.getElementType().isSignlessInteger(32))
+        return emitOpError() << name << " segment ids element type must be "
+                             << "i32, got " << t.getElementType();
+      ArrayRef<int64_t> sh = t.getShape();
+      if (sh.size() != 2 || !dimsCompatible(sh[0], q[0]) ||
+          !dimsCompatible(sh[1], n))
+        return emitOpError()
+               << name << " segment ids must have shape [B, " << dim
+               << "] from query " << shapeStr(q) << " and key " << shapeStr(k)
+               << ", got " << shapeStr(sh);
+      return success();
+    };
+    if (failed(checkSegments(qs, "query", q[2], "Nq")) ||
+        failed(checkSegments(getKSegments(), "key", k[2], "Nk")))
+      return failure();
+  }
+
+  // Window, softcap, chunk.
+  if (auto window = getWindowAttr()) {
+    if (window.size() != 2)
+      return emitOpError("window must have two bounds (left, right), got ")
+             << window.size();
+    if (window[0] < -1 || window[1] < -1 || window[0] > kMaxPosition ||
+        window[1] > kMaxPosition)
+      return emitOpError("window bounds must be in [-1, 2^31 - 1] (-1 = "
+                         "unbounded), got left = ")
+             << window[0] << " and right = " << window[1];
+  }
+  if (auto cap = getSoftcapAttr()) {
+    double c = cap.getValueAsDouble();
+    if (!(c > 0) || !std::isfinite(c))
+      return emitOpError("softcap must be positive and finite, got ") << c;
+  }
+  if (auto chunk = getChunkAttr()) {
+    if (chunk.getInt() <= 0 || chunk.getInt() > kMaxPosition)
+      return emitOpError("chunk size must be in [1, 2^31 - 1], got ")
+             << chunk.getInt();
   }
 
   // Scale.

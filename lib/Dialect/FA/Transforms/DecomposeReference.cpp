@@ -80,7 +80,7 @@ DecomposeAttention::matchAndRewrite(AttentionOp op,
   AttentionSemantics sem = AttentionSemantics::get(op);
   Value diagOffset = sem.diagonalOffset(
       rewriter, loc, getValueOrCreateConstantIndexOp(rewriter, loc, nq),
-      getValueOrCreateConstantIndexOp(rewriter, loc, nk));
+      getValueOrCreateConstantIndexOp(rewriter, loc, nk), op.getQOffset());
 
   AffineExpr b, h, i, j, d;
   bindDims(ctx, b, h, i, j, d);
@@ -120,6 +120,20 @@ DecomposeAttention::matchAndRewrite(AttentionOp op,
     maps.push_back(map4({mType.getDimSize(0) == 1 ? zero : b,
                          mType.getDimSize(1) == 1 ? zero : h, i, j}));
   }
+  Value alibi = op.getAlibi();
+  if (alibi) {
+    ins.push_back(alibi);
+    maps.push_back(cast<RankedTensorType>(alibi.getType()).getRank() == 1
+                       ? map4({h})
+                       : map4({b, h}));
+  }
+  bool segments = sem.hasSegments();
+  if (segments) {
+    ins.push_back(op.getQSegments());
+    maps.push_back(map4({b, i}));
+    ins.push_back(op.getKSegments());
+    maps.push_back(map4({b, j}));
+  }
   maps.push_back(map4({b, h, i, j}));
   Value sEmpty =
       tensor::EmptyOp::create(rewriter, loc, SmallVector<OpFoldResult>{batch, heads, nq, nk}, f32);
@@ -138,8 +152,15 @@ DecomposeAttention::matchAndRewrite(AttentionOp op,
           keyEnd = arith::IndexCastOp::create(nb, nl, nb.getIndexType(),
                                               a[next++]);
         Value keep = sem.keepKey(nb, nl, qPos, kPos, keyEnd, diagOffset);
-        if (mask)
-          sem.applyMaskElement(nb, nl, a[next++], x, keep);
+        Value maskElt = mask ? a[next++] : Value();
+        Value slope = alibi ? a[next++] : Value();
+        x = sem.modifyScore(nb, nl, x, qPos, kPos, diagOffset, slope);
+        if (maskElt)
+          sem.applyMaskElement(nb, nl, maskElt, x, keep);
+        if (segments) {
+          sem.applySegments(nb, nl, a[next], a[next + 1], keep);
+          next += 2;
+        }
         return {AttentionSemantics::removeUnkept(nb, nl, keep, x)};
       })[0];
 

@@ -44,7 +44,7 @@ using utils::IteratorType;
 
 /// Everything the tile body needs to know about one fa.attention.
 struct AttentionInfo {
-  Value q, k, v, kvLens, mask;
+  Value q, k, v, kvLens, mask, alibi, qSegments, kSegments, qOffset;
   Type elementType;
   int64_t headDim, valueDim, group;
   float scale;
@@ -56,6 +56,8 @@ struct AttentionInfo {
 /// Per (b, h, query tile) values used inside the KV loop.
 struct TileContext {
   Value b, h, hkv, q0, qRows, diagOffset;
+  Value slope;    // ALiBi slope of (b, h), f32; null without ALiBi
+  Value qSegTile; // [rows] i32 query segment ids; null without segments
   Value qTile; // [rows, D] in the input element type
 };
 
@@ -172,7 +174,19 @@ SmallVector<Value> TileAttentionPattern::buildKVStep(
         SmallVector<OpFoldResult>{one, one, rows, kCols}, unitStrides);
     scoreIns.push_back(maskTile);
   }
-  SmallVector<AffineMap> scoreMaps(scoreIns.size() + 1, map2({d0, d1}));
+  SmallVector<AffineMap> scoreMaps(scoreIns.size(), map2({d0, d1}));
+  if (tc.qSegTile) {
+    Value kSegTile = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type()),
+        info.kSegments, SmallVector<OpFoldResult>{tc.b, k0},
+        SmallVector<OpFoldResult>{one, kCols},
+        SmallVector<OpFoldResult>{one, one});
+    scoreIns.push_back(tc.qSegTile);
+    scoreMaps.push_back(map2({d0}));
+    scoreIns.push_back(kSegTile);
+    scoreMaps.push_back(map2({d1}));
+  }
+  scoreMaps.push_back(map2({d0, d1}));
   Value sEmpty = tensor::EmptyOp::create(
       b, loc, SmallVector<OpFoldResult>{rows, kCols}, f32);
   Value scores = buildGeneric(
@@ -187,8 +201,13 @@ SmallVector<Value> TileAttentionPattern::buildKVStep(
         Value kPos = arith::AddIOp::create(nb, nl, k0, loopIndex(nb, nl, 1));
         Value keep = info.sem.keepKey(nb, nl, qPos, kPos, /*keyEnd=*/Value(),
                                       tc.diagOffset);
+        x = info.sem.modifyScore(nb, nl, x, qPos, kPos, tc.diagOffset,
+                                 tc.slope);
+        unsigned next = 1;
         if (info.mask)
-          info.sem.applyMaskElement(nb, nl, a[1], x, keep);
+          info.sem.applyMaskElement(nb, nl, a[next++], x, keep);
+        if (tc.qSegTile)
+          info.sem.applySegments(nb, nl, a[next], a[next + 1], keep);
         x = AttentionSemantics::removeUnkept(nb, nl, keep, x);
         return {x};
       })[0];
@@ -278,6 +297,10 @@ TileAttentionPattern::matchAndRewrite(AttentionOp op,
   info.v = op.getValue();
   info.kvLens = op.getKvLens();
   info.mask = op.getMask();
+  info.alibi = op.getAlibi();
+  info.qSegments = op.getQSegments();
+  info.kSegments = op.getKSegments();
+  info.qOffset = op.getQOffset();
   info.elementType = qType.getElementType();
   info.headDim = qType.getDimSize(3);
   info.valueDim = vType.getDimSize(3);
@@ -297,7 +320,8 @@ TileAttentionPattern::matchAndRewrite(AttentionOp op,
   Value blockQ = cIndex(rewriter, loc, sizes.blockQ);
   Value blockKV = cIndex(rewriter, loc, sizes.blockKV);
   Value numQTiles = arith::CeilDivUIOp::create(rewriter, loc, nq, blockQ);
-  Value diagOffset = info.sem.diagonalOffset(rewriter, loc, nq, nk);
+  Value diagOffset =
+      info.sem.diagonalOffset(rewriter, loc, nq, nk, info.qOffset);
 
   SmallVector<Value> sharedOuts = {op.getOutput()};
   if (op.getLse())
@@ -329,6 +353,18 @@ TileAttentionPattern::matchAndRewrite(AttentionOp op,
       SmallVector<OpFoldResult>{one, one, tc.qRows,
                                 b.getIndexAttr(info.headDim)},
       unitStrides);
+  if (info.alibi) {
+    SmallVector<Value> at = {tc.h};
+    if (cast<RankedTensorType>(info.alibi.getType()).getRank() == 2)
+      at.insert(at.begin(), tc.b);
+    tc.slope = tensor::ExtractOp::create(b, loc, info.alibi, at);
+  }
+  if (info.qSegments)
+    tc.qSegTile = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type()),
+        info.qSegments, SmallVector<OpFoldResult>{tc.b, tc.q0},
+        SmallVector<OpFoldResult>{one, tc.qRows},
+        SmallVector<OpFoldResult>{one, one});
 
   // Running state: m = -inf, l = 0, acc = 0.
   Value mInit = buildFilled(
@@ -340,10 +376,17 @@ TileAttentionPattern::matchAndRewrite(AttentionOp op,
                   b.getF32FloatAttr(0));
 
   // Loop over the key tiles that any row of this query tile attends.
+  // The window's left bound and the chunk start the loop past key 0; a
+  // tile whose range is empty (begin >= end) runs no iteration.
   Value keyEnd = buildKeyEnd(b, loc, info, tc, nk);
   Value numKVTiles = arith::CeilDivUIOp::create(b, loc, keyEnd, blockKV);
+  Value firstKVTile = c0;
+  if (info.sem.hasWindowLeft() || info.sem.hasChunk())
+    firstKVTile = arith::DivUIOp::create(
+        b, loc, info.sem.visitedKeyBegin(b, loc, tc.q0, tc.diagOffset),
+        blockKV);
   auto kvLoop = scf::ForOp::create(
-      b, loc, c0, numKVTiles, c1, ValueRange{mInit, lInit, accInit},
+      b, loc, firstKVTile, numKVTiles, c1, ValueRange{mInit, lInit, accInit},
       [&](OpBuilder &lb, Location ll, Value j, ValueRange iter) {
         Value k0 = arith::MulIOp::create(lb, ll, j, blockKV);
         Value kCols = minIndex(lb, ll, blockKV,

@@ -34,6 +34,14 @@
 //        min(Nk, Nk') keys and zero-padded to Nk', and the padded keys are
 //        removed through kv_lens' = min(kv_lens, Nk) (Nk without kv_lens).
 //    A tile covering all of Nq keeps the op's causality and keys unchanged.
+//  * Both ways keep every row's position q + off and every key index, so
+//    the window, chunk and ALiBi terms need no change. Where they cannot
+//    (a q_offset operand, or positional modifiers without causality) the
+//    tiled op keeps all keys and re-bases the positions with q_offset:
+//    q_offset' = q_offset + q0 (+ tq - Nq for bottom_right, whose offset
+//    Nk - Nq becomes Nk - tq).
+//  * Segment ids are sliced as the query rows and keys are, ALiBi slopes
+//    as the batch and heads.
 //
 // fa.softmax: the iteration domain is the input's shape; the normalized
 // dimension is a reduction and cannot be tiled (a tile must cover it
@@ -217,7 +225,23 @@ FailureOr<TilingResult> AttentionTilingModel::getTiledImplementation(
   bool sliceKeys = false, padKeys = false;
   OpFoldResult keys = nk;       // keys of the tiled op
   OpFoldResult keptKeys = nk;   // keys sliced from K/V (<= keys)
-  if (causal != CausalKind::none && !coversDim(q0, tq, query, 2)) {
+  bool positional = attention.getWindowAttr() || attention.getChunkAttr() ||
+                    attention.getAlibi();
+  bool tilesRows = !coversDim(q0, tq, query, 2);
+  Value qOffset = attention.getQOffset();
+  if (tilesRows && (qOffset || (causal == CausalKind::none && positional))) {
+    // Re-base the positions; all keys stay.
+    AffineExpr d0, d1, d2, d3;
+    bindDims(b.getContext(), d0, d1, d2, d3);
+    Value p =
+        qOffset ? qOffset : Value(arith::ConstantIndexOp::create(b, loc, 0));
+    OpFoldResult shifted =
+        causal == CausalKind::bottom_right
+            ? affine::makeComposedFoldedAffineApply(b, loc, d0 + d1 + d2 - d3,
+                                                    {p, q0, tq, nq})
+            : affine::makeComposedFoldedAffineApply(b, loc, d0 + d1, {p, q0});
+    qOffset = getValueOrCreateConstantIndexOp(b, loc, shifted);
+  } else if (causal != CausalKind::none && tilesRows) {
     AffineExpr d0, d1, d2, d3;
     bindDims(b.getContext(), d0, d1, d2, d3);
     if (causal == CausalKind::bottom_right) {
@@ -286,6 +310,20 @@ FailureOr<TilingResult> AttentionTilingModel::getTiledImplementation(
   if (Value l = attention.getKvLens())
     lens = s.slice(l, {b0}, {tb});
 
+  // ALiBi slopes: the batch and head tile. Segment ids: the rows and keys.
+  Value alibi;
+  if (Value a = attention.getAlibi()) {
+    if (cast<RankedTensorType>(a.getType()).getRank() == 1)
+      alibi = s.slice(a, {h0}, {th});
+    else
+      alibi = s.slice(a, {b0, h0}, {tb, th});
+  }
+  Value qSegments, kSegments;
+  if (Value qs = attention.getQSegments()) {
+    qSegments = s.slice(qs, {b0, q0}, {tb, tq});
+    kSegments = s.slice(attention.getKSegments(), {b0, zero}, {tb, keptKeys});
+  }
+
   if (padKeys) {
     // Zero keys up to `keys`, removed by kv_lens' = min(kv_lens, Nk).
     AffineExpr d0, d1;
@@ -308,6 +346,8 @@ FailureOr<TilingResult> AttentionTilingModel::getTiledImplementation(
     v = pad(v, 2);
     if (mask)
       mask = pad(mask, 3);
+    if (kSegments)
+      kSegments = pad(kSegments, 1);
     Type i32 = b.getI32Type();
     Value nkIndex = getValueOrCreateConstantIndexOp(b, loc, nk);
     Value nkI32 = arith::IndexCastOp::create(b, loc, i32, nkIndex);
@@ -335,8 +375,10 @@ FailureOr<TilingResult> AttentionTilingModel::getTiledImplementation(
   if (lse)
     resultTypes.push_back(lse.getType());
   auto tiled = AttentionOp::create(
-      b, loc, resultTypes, q, k, v, lens, mask, o, lse,
-      attention.getScaleAttr(), CausalKindAttr::get(b.getContext(), causal));
+      b, loc, resultTypes, q, k, v, lens, mask, alibi, qSegments, kSegments,
+      qOffset, o, lse, attention.getScaleAttr(),
+      CausalKindAttr::get(b.getContext(), causal), attention.getWindowAttr(),
+      attention.getSoftcapAttr(), attention.getChunkAttr());
   return TilingResult{{tiled}, SmallVector<Value>(tiled->getResults()),
                       s.slices};
 }

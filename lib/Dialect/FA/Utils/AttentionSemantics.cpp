@@ -91,6 +91,17 @@ static Value cIndex(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
+/// floor(x / c) for an index scalar or vector `x` and a constant c > 0.
+static Value floorDivC(OpBuilder &b, Location loc, Value x, int64_t c) {
+  Value cv = matchShape(b, loc, cIndex(b, loc, c), x);
+  return arith::FloorDivSIOp::create(b, loc, x, cv);
+}
+
+static Value mulC(OpBuilder &b, Location loc, Value x, int64_t c) {
+  Value cv = matchShape(b, loc, cIndex(b, loc, c), x);
+  return arith::MulIOp::create(b, loc, x, cv);
+}
+
 /// A constant of the element type of `like` (f32 scalar or vector).
 static Value cFloatLike(OpBuilder &b, Location loc, Value like, double v) {
   Type t = like.getType();
@@ -119,8 +130,10 @@ static Value extToF32(OpBuilder &b, Location loc, Value v) {
 
 AttentionSemantics AttentionSemantics::get(CausalKind causal,
                                            bool hasKeyLengths,
-                                           Type maskElementType) {
+                                           Type maskElementType,
+                                           const AttentionModifiers &mods) {
   AttentionSemantics s;
+  s.mods = mods;
   s.causal = causal;
   s.keyLengths = hasKeyLengths;
   s.maskElementType = maskElementType;
@@ -134,16 +147,43 @@ AttentionSemantics AttentionSemantics::get(AttentionOp op) {
   Type maskElt;
   if (Value mask = op.getMask())
     maskElt = getElementTypeOrSelf(mask.getType());
-  return get(op.getCausal(), static_cast<bool>(op.getKvLens()), maskElt);
+  AttentionModifiers mods;
+  if (DenseI64ArrayAttr window = op.getWindowAttr()) {
+    mods.windowLeft = window[0];
+    mods.windowRight = window[1];
+  }
+  if (FloatAttr cap = op.getSoftcapAttr())
+    mods.softcap = cap.getValueAsDouble();
+  if (IntegerAttr chunk = op.getChunkAttr())
+    mods.chunk = chunk.getInt();
+  mods.alibi = static_cast<bool>(op.getAlibi());
+  mods.segments = static_cast<bool>(op.getQSegments());
+  mods.qOffset = static_cast<bool>(op.getQOffset());
+  return get(op.getCausal(), static_cast<bool>(op.getKvLens()), maskElt, mods);
 }
 
 Value AttentionSemantics::diagonalOffset(OpBuilder &b, Location loc, Value nq,
-                                         Value nk) const {
-  if (causal == CausalKind::bottom_right)
-    return arith::SubIOp::create(b, loc, nk, nq);
-  // top_left aligns the first query with the first key; without causality
-  // the offset is never read but kept well defined.
-  return cIndex(b, loc, 0);
+                                         Value nk, Value qOffset) const {
+  // top_left (and no causality) aligns the first query with the first key.
+  Value off = causal == CausalKind::bottom_right
+                  ? Value(arith::SubIOp::create(b, loc, nk, nq))
+                  : cIndex(b, loc, 0);
+  if (qOffset)
+    off = arith::AddIOp::create(b, loc, off, qOffset);
+  return off;
+}
+
+Value AttentionSemantics::visitedKeyBegin(OpBuilder &b, Location loc, Value q0,
+                                          Value off) const {
+  Value begin = cIndex(b, loc, 0);
+  Value pos = addI(b, loc, q0, off);
+  if (hasWindowLeft())
+    begin =
+        maxS(b, loc, begin, subI(b, loc, pos, cIndex(b, loc, mods.windowLeft)));
+  if (hasChunk())
+    begin = maxS(b, loc, begin,
+                 mulC(b, loc, floorDivC(b, loc, pos, mods.chunk), mods.chunk));
+  return begin;
 }
 
 Value AttentionSemantics::keyLengthEnd(OpBuilder &b, Location loc, Value len,
@@ -159,11 +199,26 @@ Value AttentionSemantics::keyLengthEnd(OpBuilder &b, Location loc, Value len,
 Value AttentionSemantics::visitedKeyEnd(OpBuilder &b, Location loc,
                                         Value keyEnd, Value q0, Value rows,
                                         Value off) const {
-  if (!isCausal())
+  if (!isCausal() && !hasWindowRight() && !hasChunk())
     return keyEnd;
-  // The last row q0 + rows - 1 keeps keys up to q0 + rows - 1 + off.
-  Value end = addI(b, loc, addI(b, loc, q0, rows), off);
-  return minS(b, loc, maxS(b, loc, end, cIndex(b, loc, 0)), keyEnd);
+  // The last row q0 + rows - 1 is at position q0 + rows - 1 + off, so the
+  // keys it keeps causally end at q0 + rows + off.
+  Value diagEnd = addI(b, loc, addI(b, loc, q0, rows), off);
+  Value c0 = cIndex(b, loc, 0);
+  Value end = keyEnd;
+  auto bound = [&](Value e) { end = minS(b, loc, maxS(b, loc, e, c0), end); };
+  if (isCausal())
+    bound(diagEnd);
+  if (hasWindowRight())
+    bound(addI(b, loc, diagEnd, cIndex(b, loc, mods.windowRight)));
+  if (hasChunk()) {
+    Value lastPos = subI(b, loc, diagEnd, cIndex(b, loc, 1));
+    bound(mulC(
+        b, loc,
+        addI(b, loc, floorDivC(b, loc, lastPos, mods.chunk), cIndex(b, loc, 1)),
+        mods.chunk));
+  }
+  return end;
 }
 
 Value AttentionSemantics::crossesDiagonal(OpBuilder &b, Location loc, Value k0,
@@ -179,13 +234,42 @@ Value AttentionSemantics::crossesDiagonal(OpBuilder &b, Location loc, Value k0,
 Value AttentionSemantics::tileNeedsElementMask(OpBuilder &b, Location loc,
                                                Value k0, Value cols,
                                                Value keyEnd, Value firstRow,
-                                               Value off) const {
-  if (hasMask())
+                                               Value off, Value rows) const {
+  if (hasMask() || hasSegments() || (!rows && (hasWindowLeft() || hasChunk())))
     return arith::ConstantIntOp::create(b, loc, 1, 1);
   Value need = cmpI(b, loc, arith::CmpIPredicate::sgt, addI(b, loc, k0, cols),
                     keyEnd);
   if (isCausal())
     need = orI(b, loc, need, crossesDiagonal(b, loc, k0, cols, firstRow, off));
+  if (!hasWindowLeft() && !hasWindowRight() && !hasChunk())
+    return need;
+  Value c1 = cIndex(b, loc, 1);
+  Value firstPos = addI(b, loc, firstRow, off);
+  Value lastKey = subI(b, loc, addI(b, loc, k0, cols), c1);
+  Value lastPos;
+  if (rows)
+    lastPos = subI(b, loc, addI(b, loc, firstPos, rows), c1);
+  // The first row bounds the keys from above, the last from below.
+  if (hasWindowRight())
+    need = orI(b, loc, need,
+               cmpI(b, loc, arith::CmpIPredicate::sgt, lastKey,
+                    addI(b, loc, firstPos, cIndex(b, loc, mods.windowRight))));
+  if (hasWindowLeft())
+    need = orI(b, loc, need,
+               cmpI(b, loc, arith::CmpIPredicate::slt, k0,
+                    subI(b, loc, lastPos, cIndex(b, loc, mods.windowLeft))));
+  if (hasChunk()) {
+    // Full iff the first row's chunk is the last key's and the last row's
+    // chunk the first key's (chunks grow with positions).
+    int64_t c = mods.chunk;
+    need = orI(b, loc, need,
+               cmpI(b, loc, arith::CmpIPredicate::ne,
+                    floorDivC(b, loc, firstPos, c),
+                    floorDivC(b, loc, lastKey, c)));
+    need = orI(b, loc, need,
+               cmpI(b, loc, arith::CmpIPredicate::ne,
+                    floorDivC(b, loc, lastPos, c), floorDivC(b, loc, k0, c)));
+  }
   return need;
 }
 
@@ -212,7 +296,69 @@ Value AttentionSemantics::keepKey(OpBuilder &b, Location loc, Value q, Value k,
     keep = andI(b, loc, keep,
                 cmpI(b, loc, arith::CmpIPredicate::sle, k,
                      lastCausalKey(b, loc, q, off)));
+  if (!hasWindowLeft() && !hasWindowRight() && !hasChunk())
+    return keep;
+  Value pos = addI(b, loc, q, off);
+  if (hasWindowLeft())
+    keep = andI(b, loc, keep,
+                cmpI(b, loc, arith::CmpIPredicate::sge, k,
+                     subI(b, loc, pos, cIndex(b, loc, mods.windowLeft))));
+  if (hasWindowRight())
+    keep = andI(b, loc, keep,
+                cmpI(b, loc, arith::CmpIPredicate::sle, k,
+                     addI(b, loc, pos, cIndex(b, loc, mods.windowRight))));
+  if (hasChunk()) {
+    // Splat first so that both quotients have the same shape.
+    pos = matchShape(b, loc, pos, k);
+    Value kk = matchShape(b, loc, k, pos);
+    keep = andI(b, loc, keep,
+                cmpI(b, loc, arith::CmpIPredicate::eq,
+                     floorDivC(b, loc, pos, mods.chunk),
+                     floorDivC(b, loc, kk, mods.chunk)));
+  }
   return keep;
+}
+
+void AttentionSemantics::applySegments(OpBuilder &b, Location loc, Value qSeg,
+                                       Value kSeg, Value &keep) const {
+  if (!hasSegments())
+    return;
+  keep = andI(b, loc, keep, cmpI(b, loc, arith::CmpIPredicate::eq, qSeg, kSeg));
+}
+
+Value AttentionSemantics::modifyScore(OpBuilder &b, Location loc, Value score,
+                                      Value q, Value k, Value off, Value slope,
+                                      double factor) const {
+  Value x = score;
+  if (hasSoftcap()) {
+    // c * tanh(s / c); in the exp2 domain x = s * factor, so the cap is
+    // c * factor.
+    Value cap = cFloatLike(b, loc, x, *mods.softcap * factor);
+    x = arith::MulFOp::create(
+        b, loc, cap,
+        math::TanhOp::create(b, loc, arith::DivFOp::create(b, loc, x, cap)));
+  }
+  if (hasAlibi() && slope) {
+    Value d = subI(b, loc, addI(b, loc, q, off), k);
+    d = matchShape(b, loc, d, x);
+    Value zero = matchShape(b, loc, cIndex(b, loc, 0), d);
+    Value neg = arith::SubIOp::create(b, loc, zero, d);
+    Value isNeg =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, d, zero);
+    Value dist = arith::SelectOp::create(b, loc, isNeg, neg, d);
+    Type i64 = b.getI64Type();
+    if (auto vt = dyn_cast<VectorType>(dist.getType()))
+      i64 = VectorType::get(vt.getShape(), i64);
+    Value distI = arith::IndexCastOp::create(b, loc, i64, dist);
+    Value distF = arith::SIToFPOp::create(b, loc, x.getType(), distI);
+    Value s = slope;
+    if (factor != 1.0)
+      s = arith::MulFOp::create(b, loc, s, cFloatLike(b, loc, s, factor));
+    s = matchShape(b, loc, s, x);
+    x = arith::SubFOp::create(b, loc, x,
+                              arith::MulFOp::create(b, loc, s, distF));
+  }
+  return x;
 }
 
 Value AttentionSemantics::keepMaskPredicate(OpBuilder &b, Location loc,
@@ -359,6 +505,11 @@ bool fa::isEligible(KernelFamily family, AttentionOp op,
       *reason = why;
     return false;
   };
+  if (op.hasModifiers())
+    return fail("score/mask modifiers (window, softcap, alibi, chunk, "
+                "segments, q_offset) are not supported by the " +
+                stringifyKernelFamily(family).str() +
+                " kernels yet; fa-lower-to-cpu runs them");
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto kType = cast<RankedTensorType>(op.getKey().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());

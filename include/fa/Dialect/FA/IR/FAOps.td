@@ -75,6 +75,9 @@ def FA_AttentionOp : FA_Op<"attention", [
     | `value`    | `[B, Hkv, Nk, Dv]`    | same as `query`               |
     | `kv_lens`  | `[B]` (optional)      | i32                           |
     | `mask`     | `[B or 1, Hq or 1, Nq, Nk]` (optional) | i1, or f32, f16, bf16 |
+    | `alibi`    | `[Hq]` or `[B, Hq]` (optional) | f32                  |
+    | `segments` | `[B, Nq]` and `[B, Nk]` (optional) | i32              |
+    | `q_offset` | index scalar (optional) |                             |
     | `output`   | `[B, Hq, Nq, Dv]`     | same as `query`               |
     | `lse`      | `[B, Hq, Nq]` (optional) | f32                        |
 
@@ -89,7 +92,30 @@ def FA_AttentionOp : FA_Op<"attention", [
       `[0, Nk]`.
     * An `i1` mask keeps the keys where it is true; a float mask is added to
       the scaled score. Dimensions of size 1 broadcast.
-    * A query row with no attended key gives `O = 0` and `LSE = -inf`.
+    * Score and mask modifiers, with FlashAttention 2's definitions. `off`
+      is the diagonal offset of the causal alignment (`Nk - Nq` for
+      `bottom_right`, 0 otherwise) plus `q_offset` when given; query row
+      `q` is at key position `q + off`.
+      - `window(L, R)` keeps key `k` when `q + off - L <= k <= q + off + R`
+        (inclusive; `-1` leaves that side unbounded). With `causal`, both
+        apply. FlashAttention 2 aligns a window bottom-right even without
+        causality; for `Nq != Nk` that is `q_offset(Nk - Nq)` here.
+      - `softcap(c)`, `c > 0`: the scaled score `s` becomes
+        `c * tanh(s / c)`.
+      - `alibi(slopes)` adds `-slopes[h] * |q + off - k|` (`slopes[b, h]`
+        for a `[B, Hq]` operand) to the score.
+      - `chunk(C)`, `C > 0`, keeps the keys of the query's chunk:
+        `floor((q + off) / C) == floor(k / C)`.
+      - `segments(qs, ks)` keeps key `k` of query `q` in batch `b` when
+        `qs[b, q] == ks[b, k]` (document masking of packed sequences).
+      - `q_offset(p)` shifts every query position by `p`: causality,
+        window, chunk and ALiBi read `q + p`. The tiling of the op uses it
+        to keep a query tile's positions.
+    * Order of application, on every backend: scale, softcap, ALiBi, the
+      additive mask; then every removed key (causal, window, chunk,
+      segments, key lengths, boolean mask) becomes `-inf` before the max.
+    * A query row with no attended key gives `O = 0` and `LSE = -inf`,
+      whichever rule emptied it.
     * `lse` (natural log, including the row max) is produced when its
       destination is given.
 
@@ -115,10 +141,17 @@ def FA_AttentionOp : FA_Op<"attention", [
     FA_Tensor:$value,
     Optional<FA_Tensor>:$kv_lens,
     Optional<FA_Tensor>:$mask,
+    Optional<FA_Tensor>:$alibi,
+    Optional<FA_Tensor>:$q_segments,
+    Optional<FA_Tensor>:$k_segments,
+    Optional<Index>:$q_offset,
     FA_Tensor:$output,
     Optional<FA_Tensor>:$lse,
     OptionalAttr<F32Attr>:$scale,
-    DefaultValuedAttr<FA_CausalAttr, "::mlir::fa::CausalKind::none">:$causal
+    DefaultValuedAttr<FA_CausalAttr, "::mlir::fa::CausalKind::none">:$causal,
+    OptionalAttr<DenseI64ArrayAttr>:$window,
+    OptionalAttr<F32Attr>:$softcap,
+    OptionalAttr<I64Attr>:$chunk
   );
   let results = (outs FA_Tensor:$result,
                       Optional<FA_Tensor>:$lse_result);
@@ -128,14 +161,47 @@ def FA_AttentionOp : FA_Op<"attention", [
         type($value) `)`
     (`kv_lens` `(` $kv_lens^ `:` type($kv_lens) `)`)?
     (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
+    (`segments` `(` $q_segments^ `,` $k_segments `:` type($q_segments) `,`
+        type($k_segments) `)`)?
+    (`q_offset` `(` $q_offset^ `)`)?
     `outs` `(` $output `:` type($output) (`,` $lse^ `:` type($lse))? `)`
     custom<CausalClause>($causal)
+    (`window` `(` custom<WindowBounds>($window)^ `)`)?
+    (`softcap` `(` $softcap^ `)`)?
+    (`chunk` `(` $chunk^ `)`)?
     (`scale` `(` $scale^ `)`)?
     attr-dict `->` type($result) (`,` type($lse_result)^)?
   }];
 
+  let builders = [
+    // An op without score/mask modifiers.
+    OpBuilder<(ins "::mlir::TypeRange":$resultTypes, "::mlir::Value":$query,
+      "::mlir::Value":$key, "::mlir::Value":$value, "::mlir::Value":$kv_lens,
+      "::mlir::Value":$mask, "::mlir::Value":$output, "::mlir::Value":$lse,
+      "::mlir::FloatAttr":$scale, "::mlir::fa::CausalKindAttr":$causal), [{
+      build($_builder, $_state, resultTypes, query, key, value, kv_lens,
+            mask, /*alibi=*/::mlir::Value(), /*q_segments=*/::mlir::Value(),
+            /*k_segments=*/::mlir::Value(), /*q_offset=*/::mlir::Value(),
+            output, lse, scale, causal, /*window=*/nullptr,
+            /*softcap=*/nullptr, /*chunk=*/nullptr);
+    }]>,
+    OpBuilder<(ins "::mlir::TypeRange":$resultTypes, "::mlir::Value":$query,
+      "::mlir::Value":$key, "::mlir::Value":$value, "::mlir::Value":$kv_lens,
+      "::mlir::Value":$mask, "::mlir::Value":$output, "::mlir::Value":$lse,
+      "::mlir::FloatAttr":$scale, "::mlir::fa::CausalKind":$causal), [{
+      build($_builder, $_state, resultTypes, query, key, value, kv_lens,
+            mask, output, lse, scale,
+            ::mlir::fa::CausalKindAttr::get($_builder.getContext(), causal));
+    }]>
+  ];
+
   let extraClassDeclaration = [{
     ::mlir::MutableOperandRange getDpsInitsMutable();
+
+    /// Whether any score or mask modifier (window, softcap, ALiBi, chunk,
+    /// segments, q_offset) is set.
+    bool hasModifiers();
 
     /// The scale applied to Q K^T: the attribute, or 1/sqrt(D).
     float getEffectiveScale();

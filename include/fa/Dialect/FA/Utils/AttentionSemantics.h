@@ -59,6 +59,28 @@ enum class MaskKind {
   Additive,
 };
 
+/// The score and mask modifiers of an op (FlashAttention 2's definitions;
+/// the op description in FAOps.td is the contract).
+struct AttentionModifiers {
+  /// window(left, right); -1 = unbounded on that side.
+  int64_t windowLeft = -1, windowRight = -1;
+  /// softcap(c): s = c * tanh(s / c).
+  std::optional<double> softcap;
+  /// chunk(C), 0 = none.
+  int64_t chunk = 0;
+  /// An ALiBi slopes operand: adds -slope * |q + off - k|.
+  bool alibi = false;
+  /// Query and key segment ids: keep when equal.
+  bool segments = false;
+  /// A q_offset operand, added to the diagonal offset.
+  bool qOffset = false;
+
+  bool any() const {
+    return windowLeft >= 0 || windowRight >= 0 || softcap || chunk > 0 ||
+           alibi || segments || qOffset;
+  }
+};
+
 /// What an attention op computes, as far as masking and the key range go.
 /// Built once per op by `get`; every lowering reads its rules from here.
 class AttentionSemantics {
@@ -67,7 +89,8 @@ public:
   static AttentionSemantics get(AttentionOp op);
   /// The rules of an op with these parts (for kernels described outside IR).
   static AttentionSemantics get(CausalKind causal, bool hasKeyLengths,
-                                Type maskElementType);
+                                Type maskElementType,
+                                const AttentionModifiers &modifiers = {});
 
   CausalKind getCausal() const { return causal; }
   bool isCausal() const { return causal != CausalKind::none; }
@@ -77,19 +100,38 @@ public:
   bool hasKeepMask() const { return mask == MaskKind::Keep; }
   bool hasAdditiveMask() const { return mask == MaskKind::Additive; }
   Type getMaskElementType() const { return maskElementType; }
+  const AttentionModifiers &getModifiers() const { return mods; }
+  bool hasModifiers() const { return mods.any(); }
+  bool hasWindowLeft() const { return mods.windowLeft >= 0; }
+  bool hasWindowRight() const { return mods.windowRight >= 0; }
+  bool hasChunk() const { return mods.chunk > 0; }
+  bool hasSegments() const { return mods.segments; }
+  bool hasAlibi() const { return mods.alibi; }
+  bool hasSoftcap() const { return mods.softcap.has_value(); }
 
-  /// Whether a key inside a row's visited range [0, key end) can still be
-  /// removed for that row (causality or a boolean mask): its probability is
-  /// then 0 while its V row may hold NaN/inf, so P·V must not multiply it.
-  bool removesKeysInsideRange() const { return isCausal() || hasMask(); }
+  /// Whether a key inside a row's visited range can still be removed for
+  /// that row (causality, a boolean mask, a window, a chunk, segments): its
+  /// probability is then 0 while its V row may hold NaN/inf, so P·V must
+  /// not multiply it.
+  bool removesKeysInsideRange() const {
+    return isCausal() || hasMask() || hasWindowLeft() || hasWindowRight() ||
+           hasChunk() || hasSegments();
+  }
 
   //===--------------------------------------------------------------------===//
   // Index rules (index-typed scalars)
   //===--------------------------------------------------------------------===//
 
-  /// The diagonal offset `off` of the causal alignment: a query row q keeps
-  /// keys k <= q + off. Nk - Nq for bottom_right, 0 otherwise.
-  Value diagonalOffset(OpBuilder &b, Location loc, Value nq, Value nk) const;
+  /// The diagonal offset `off`: query row q is at key position q + off and
+  /// (causal) keeps keys k <= q + off. Nk - Nq for bottom_right, 0
+  /// otherwise, plus `qOffset` (the op's q_offset; null = none).
+  Value diagonalOffset(OpBuilder &b, Location loc, Value nq, Value nk,
+                       Value qOffset = Value()) const;
+
+  /// The first key visited by the query rows starting at `q0`: every key
+  /// below it is removed for all of them (window left bound, chunk); 0
+  /// without those.
+  Value visitedKeyBegin(OpBuilder &b, Location loc, Value q0, Value off) const;
 
   /// The keys of a batch: min(max(len, 0), nk) for an integer key length
   /// `len` (any integer type; null = none), else nk.
@@ -97,7 +139,9 @@ public:
 
   /// The end of the keys visited by the query rows [q0, q0 + rows): every
   /// key at or past it is removed for all of them (key lengths through
-  /// `keyEnd` from keyLengthEnd, causality through `off`).
+  /// `keyEnd` from keyLengthEnd; causality, the window's right bound and
+  /// the chunk through `off`). It may lie below visitedKeyBegin: the tile
+  /// then visits no key.
   Value visitedKeyEnd(OpBuilder &b, Location loc, Value keyEnd, Value q0,
                       Value rows, Value off) const;
 
@@ -105,8 +149,11 @@ public:
   /// rows starting at `firstRow` (i1): a key of it lies at or past `keyEnd`,
   /// or (causal) past the diagonal of `firstRow`, or there is a user mask.
   /// Tiles for which it is false are full: every key is kept for every row.
+  /// `rows` (the rows of the query tile) is needed for the window's left
+  /// bound and the chunk; without it such tiles always need masks.
   Value tileNeedsElementMask(OpBuilder &b, Location loc, Value k0, Value cols,
-                             Value keyEnd, Value firstRow, Value off) const;
+                             Value keyEnd, Value firstRow, Value off,
+                             Value rows = Value()) const;
 
   /// Whether some key of [k0, k0 + cols) is causally removed for the row
   /// `firstRow` (and so for some row of a tile starting there); false when
@@ -125,9 +172,10 @@ public:
   /// causal). Rows q >= firstCausalQuery(k) keep k.
   Value firstCausalQuery(OpBuilder &b, Location loc, Value k, Value off) const;
 
-  /// Whether query `q` keeps key `k` by the key range and causality: k <
-  /// keyEnd (when `keyEnd` is non-null) and k <= q + off (when causal). Null
-  /// when nothing applies.
+  /// Whether query `q` keeps key `k` by the key range and the positional
+  /// rules: k < keyEnd (when `keyEnd` is non-null), k <= q + off (causal),
+  /// q + off - L <= k <= q + off + R (window), floor((q + off) / C) ==
+  /// floor(k / C) (chunk). Null when nothing applies.
   Value keepKey(OpBuilder &b, Location loc, Value q, Value k, Value keyEnd,
                 Value off) const;
 
@@ -137,6 +185,19 @@ public:
   /// to `score` (a factor of log2(e) serves exp2-domain kernels).
   void applyMaskElement(OpBuilder &b, Location loc, Value m, Value &score,
                         Value &keep, double factor = 1.0) const;
+
+  /// Document masking: ANDs `qSeg == kSeg` (the segment ids of the query
+  /// and the key, i32 scalars or vectors) into `keep` (null = kept).
+  void applySegments(OpBuilder &b, Location loc, Value qSeg, Value kSeg,
+                     Value &keep) const;
+
+  /// The score modifiers, in the documented order, on a scaled score
+  /// (f32 scalar or vector) of query `q` and key `k`: softcap, then ALiBi
+  /// with the head's `slope` (f32 scalar; null without ALiBi). A `factor`
+  /// of log2(e) serves exp2-domain kernels whose `score` is already
+  /// multiplied by it. The additive mask comes after (applyMaskElement).
+  Value modifyScore(OpBuilder &b, Location loc, Value score, Value q, Value k,
+                    Value off, Value slope, double factor = 1.0) const;
 
   /// The predicate of a keep-mask element `m` (i1 or i8, scalar or vector).
   static Value keepMaskPredicate(OpBuilder &b, Location loc, Value m);
@@ -155,6 +216,7 @@ private:
   bool keyLengths = false;
   MaskKind mask = MaskKind::None;
   Type maskElementType;
+  AttentionModifiers mods;
 };
 
 //===----------------------------------------------------------------------===//

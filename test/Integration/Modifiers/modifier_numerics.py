@@ -1,0 +1,241 @@
+# RUN: %python %s %fa_opt
+#
+# Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""Numerics of fa.attention's score and mask modifiers (window, softcap,
+ALiBi, chunk, segments, q_offset) against the float64 reference of
+test/lib/fa_reference.py, which is written from the op description.
+
+Each case embeds seeded random inputs as constants in a module whose @attn
+holds one fa.attention, and runs it three ways (fa-opt, then mlir-runner):
+  * reference: --fa-lower-to-cpu=reference=1 (fa-decompose-reference);
+  * tiled: --fa-lower-to-cpu with small tiles (fa-tile-attention: key tiles
+    skipped before the window/chunk begin and past its end, partial tiles
+    masked), so every case crosses several query and key tiles;
+  * tiling: transform.structured.tile_using_forall through the
+    TilingInterface model (query tiles of 7 rows: positions re-based with
+    q_offset, keys sliced or padded), then --fa-lower-to-cpu.
+Pass criteria: relative Frobenius error of O and LSE below 2e-5
+(printMemrefF32 prints 6 digits); rows with no attended key exactly O = 0
+and LSE = -inf; no NaN.
+"""
+
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
+from fa_reference import reference, seed_of  # noqa: E402
+from mlir_exec import (PRINT_DECL, constant, execute, fa_opt,  # noqa: E402
+                       finish, print_call, rel_err, tensor_type)
+
+FA_OPT = sys.argv[1]
+ONLY = sys.argv[2:]
+CAUSAL = {"none": "", "top-left": " causal(top_left)",
+          "bottom-right": " causal(bottom_right)"}
+
+
+def ttype(a):
+    return tensor_type(a.shape, {np.dtype(np.float32): "f32",
+                                 np.dtype(np.bool_): "i1",
+                                 np.dtype(np.int32): "i32"}[a.dtype])
+
+
+def sorted_segments(rng, B, N, docs):
+    """[B, N] sorted segment ids with `docs` documents (some empty)."""
+    out = np.zeros((B, N), dtype=np.int32)
+    for b in range(B):
+        cuts = np.sort(rng.integers(0, N + 1, size=docs - 1))
+        out[b] = np.searchsorted(cuts, np.arange(N), side="right")
+    return out
+
+
+def build(c, rng):
+    B, Hq, Hkv, Nq, Nk, D = c["B"], c["Hq"], c["Hkv"], c["Nq"], c["Nk"], c["D"]
+    a = {"q": rng.standard_normal((B, Hq, Nq, D), dtype=np.float32) * c["mag"],
+         "k": rng.standard_normal((B, Hkv, Nk, D), dtype=np.float32),
+         "v": rng.standard_normal((B, Hkv, Nk, D), dtype=np.float32)}
+    clauses = ""
+    if c["lens"] is not None:
+        a["lens"] = np.array(c["lens"], dtype=np.int32)
+        clauses += f" kv_lens(%lens : {ttype(a['lens'])})"
+    if c["mask"] == "bool":
+        a["mask"] = rng.random((B, 1, Nq, Nk)) < 0.8
+        clauses += f" mask(%mask : {ttype(a['mask'])})"
+    elif c["mask"] == "float":
+        a["mask"] = rng.standard_normal((1, Hq, Nq, Nk), dtype=np.float32)
+        clauses += f" mask(%mask : {ttype(a['mask'])})"
+    if c["alibi"] == "h":
+        a["alibi"] = rng.random(Hq, dtype=np.float32) * 0.5
+    elif c["alibi"] == "bh":
+        a["alibi"] = rng.random((B, Hq), dtype=np.float32) * 0.5
+    if "alibi" in a:
+        clauses += f" alibi(%alibi : {ttype(a['alibi'])})"
+    if c["segments"] == "sorted":
+        a["qs"] = sorted_segments(rng, B, Nq, 4)
+        a["ks"] = sorted_segments(rng, B, Nk, 4)
+    elif c["segments"] == "random":
+        a["qs"] = rng.integers(0, 3, size=(B, Nq), dtype=np.int32)
+        a["ks"] = rng.integers(0, 3, size=(B, Nk), dtype=np.int32)
+    if "qs" in a:
+        clauses += (f" segments(%qs, %ks : {ttype(a['qs'])}, "
+                    f"{ttype(a['ks'])})")
+    pre = ""
+    if c["q_offset"]:
+        pre = f"    %p = arith.constant {c['q_offset']} : index\n"
+        clauses += " q_offset(%p)"
+    attrs = CAUSAL[c["causal"]]
+    if c["window"] is not None:
+        attrs += f" window({c['window'][0]}, {c['window'][1]})"
+    if c["softcap"] is not None:
+        attrs += f" softcap({c['softcap']!r})"
+    if c["chunk"] is not None:
+        attrs += f" chunk({c['chunk']})"
+    o_t = tensor_type((B, Hq, Nq, D), "f32")
+    l_t = tensor_type((B, Hq, Nq), "f32")
+    params = ", ".join(f"%{n}: {ttype(x)}" for n, x in a.items())
+    body = f"""
+  func.func @attn({params}) -> ({o_t}, {l_t}) {{
+{pre}    %o0 = tensor.empty() : {o_t}
+    %l0 = tensor.empty() : {l_t}
+    %o, %l = fa.attention ins(%q, %k, %v : {ttype(a['q'])}, {ttype(a['k'])}, {ttype(a['v'])}){clauses}
+        outs(%o0 : {o_t}, %l0 : {l_t}){attrs} -> {o_t}, {l_t}
+    return %o, %l : {o_t}, {l_t}
+  }}
+"""
+    consts = "".join(constant("c_" + n, x) for n, x in a.items())
+    call_args = ", ".join("%c_" + n for n in a)
+    call_types = ", ".join(ttype(x) for x in a.values())
+    text = ("module {\n" + PRINT_DECL + body + "  func.func @main() {\n" +
+            consts +
+            f"    %r:2 = func.call @attn({call_args}) : ({call_types}) -> "
+            f"({o_t}, {l_t})\n" +
+            print_call("%r#0", (B, Hq, Nq, D), "o") +
+            print_call("%r#1", (B, Hq, Nq), "l") + "    return\n  }\n}\n")
+    return a, text
+
+
+TILE = """module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["fa.attention"]} in %root : (!transform.any_op) -> !transform.any_op
+    %t, %f = transform.structured.tile_using_forall %op tile_sizes [1, 1, 7] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+"""
+
+
+def run_ways(name, text, workdir):
+    ways = {}
+    ways["reference"] = execute(FA_OPT, text, workdir, name + ".ref",
+                                ["--fa-lower-to-cpu=reference=1"])
+    ways["tiled"] = execute(FA_OPT, text, workdir, name + ".tiled",
+                            ["--fa-lower-to-cpu=block-q=8 block-kv=8"])
+    lib = os.path.join(workdir, name + ".transform.mlir")
+    with open(lib, "w") as f:
+        f.write(TILE)
+    tiled = fa_opt(FA_OPT, text,
+                   ["--transform-preload-library=transform-library-paths=" +
+                    lib, "--transform-interpreter", "--canonicalize", "--cse"],
+                   workdir, name + ".tile")
+    if "scf.forall" not in tiled:
+        raise RuntimeError(f"{name}: no scf.forall after tiling")
+    ways["tiling"] = execute(FA_OPT, tiled, workdir, name + ".tiling",
+                             ["--fa-lower-to-cpu=block-q=4 block-kv=8"])
+    return ways
+
+
+def run_case(c, workdir):
+    rng = np.random.default_rng(seed_of("modifiers." + c["name"]))
+    a, text = build(c, rng)
+    segs = (a["qs"], a["ks"]) if "qs" in a else None
+    ref_o, ref_l, empty = reference(
+        a["q"], a["k"], a["v"], 1.0 / np.sqrt(c["D"]), c["causal"],
+        a.get("lens"), a.get("mask"), np.float64, window=c["window"],
+        softcap=c["softcap"], alibi=a.get("alibi"), chunk=c["chunk"],
+        segments=segs, q_offset=c["q_offset"])
+    failures = []
+    for way, (o, lse) in run_ways(c["name"], text, workdir).items():
+        full = ~empty
+        err_o = rel_err(o[full], ref_o[full])
+        err_l = rel_err(lse[full], ref_l[full])
+        print(f"{c['name']} [{way}]: O rel err {err_o:.2e}, LSE rel err "
+              f"{err_l:.2e}, {int(empty.sum())} empty rows")
+        tag = f"{c['name']} [{way}]"
+        if not err_o < 2e-5:
+            failures.append(f"{tag}: O rel err {err_o:.2e}")
+        if not err_l < 2e-5:
+            failures.append(f"{tag}: LSE rel err {err_l:.2e}")
+        if not (np.all(o[empty] == 0) and np.all(lse[empty] == -np.inf)):
+            failures.append(f"{tag}: empty rows are not O = 0, LSE = -inf")
+        if np.isnan(o).any() or np.isnan(lse).any():
+            failures.append(f"{tag}: NaN in the output")
+    return failures
+
+
+def case(name, **kw):
+    c = dict(name=name, B=1, Hq=2, Hkv=2, Nq=29, Nk=29, D=8, mag=1.0,
+             causal="none", lens=None, mask=None, window=None, softcap=None,
+             alibi=None, chunk=None, segments=None, q_offset=0)
+    c.update(kw)
+    return c
+
+
+CASES = [
+    # Windows alone, with both alignments, Nq != Nk and ragged tails.
+    case("window_left_causal_br", Hq=4, Hkv=2, Nq=37, Nk=53,
+         causal="bottom-right", window=(8, 0), lens=[45]),
+    case("window_both_none", Nq=40, Nk=40, window=(5, 3)),
+    case("window_left_only_tl_nq_gt_nk", B=2, Nq=40, Nk=24,
+         causal="top-left", window=(4, -1), lens=[17, 100]),
+    case("window_right_only_none", Nq=20, Nk=50, window=(-1, 2)),
+    case("window_br_nq_gt_nk", Nq=40, Nk=24, causal="bottom-right",
+         window=(6, 0)),
+    # left = right = 0 with key lengths: rows past the length are empty.
+    case("window_zero_lens_empty_rows", B=2, Nq=30, Nk=30, window=(0, 0),
+         lens=[10, 30]),
+    # Softcap on large scores (the cap binds) with an additive mask after.
+    case("softcap_float_mask", Nq=33, Nk=41, mag=6.0, softcap=2.5,
+         mask="float"),
+    # ALiBi [Hq] and [B, Hq], both alignments.
+    case("alibi_h_causal_br", Hq=4, Hkv=1, Nq=19, Nk=45,
+         causal="bottom-right", alibi="h"),
+    case("alibi_bh_none_nq_gt_nk", B=2, Nq=40, Nk=23, alibi="bh"),
+    # Chunked attention (Llama 4).
+    case("chunk_causal_br", Nq=45, Nk=45, causal="bottom-right", chunk=8),
+    case("chunk_none_nq_gt_nk", Nq=40, Nk=24, chunk=16),
+    # Document masks: sorted ids with empty documents, and unsorted ids.
+    case("segments_sorted_causal_tl", B=2, Nq=37, Nk=37, causal="top-left",
+         segments="sorted"),
+    case("segments_random_lens", B=2, Nq=21, Nk=33, segments="random",
+         lens=[30, 5]),
+    # q_offset with a window and causality.
+    case("q_offset_window_tl", Nq=20, Nk=40, causal="top-left",
+         window=(5, -1), q_offset=7),
+    case("q_offset_alibi_br", Nq=20, Nk=40, causal="bottom-right",
+         alibi="h", q_offset=-3),
+    # Everything together: window + softcap + ALiBi + GQA + key lengths.
+    case("combined_br", B=2, Hq=4, Hkv=2, Nq=27, Nk=51,
+         causal="bottom-right", window=(9, 0), softcap=3.0, alibi="bh",
+         lens=[51, 40], mag=3.0),
+    case("combined_tl_bool_mask", B=2, Hq=4, Hkv=1, Nq=35, Nk=30,
+         causal="top-left", window=(7, -1), softcap=4.0, alibi="h",
+         lens=[30, 19], mask="bool", chunk=12),
+]
+
+
+def main():
+    failures = []
+    with tempfile.TemporaryDirectory() as w:
+        for c in CASES:
+            if ONLY and not any(s in c["name"] for s in ONLY):
+                continue
+            failures += run_case(c, w)
+    finish(failures)
+
+
+if __name__ == "__main__":
+    main()
