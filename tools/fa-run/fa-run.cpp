@@ -484,12 +484,15 @@ static Error lowerAndRun(ModuleOp module, StringRef pipeline,
                      llvm::toString(tm.takeError()));
   auto optimize = makeOptimizingTransformer(
       /*optLevel=*/3, /*sizeLevel=*/0, /*targetMachine=*/tm->get());
-  ExecutionEngineOptions options;
-  options.transformer = [optimize](llvm::Module *m) -> llvm::Error {
+  // A named callable: ExecutionEngineOptions::transformer is a
+  // function_ref and must not refer to a temporary.
+  auto transformer = [&optimize](llvm::Module *m) -> llvm::Error {
     // bf16 rounding on hosts without AVX512_BF16 calls __truncsfbf2.
     compile::addBF16TruncationHelper(*m);
     return optimize(m);
   };
+  ExecutionEngineOptions options;
+  options.transformer = transformer;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   options.enableGDBNotificationListener = false;
   options.enablePerfNotificationListener = false;
