@@ -225,11 +225,23 @@ mlir::fa::compile::buildKernelModule(MLIRContext &ctx,
     FloatAttr scale;
     if (static_cast<float>(md.scale) != defaultScale)
       scale = b.getF32FloatAttr(static_cast<float>(md.scale));
+    const rt::ModifierInfo &mods = md.modifiers;
+    DenseI64ArrayAttr window;
+    if (mods.hasWindow())
+      window = b.getDenseI64ArrayAttr({mods.windowLeft, mods.windowRight});
+    FloatAttr softcap;
+    if (mods.softcap)
+      softcap = b.getF32FloatAttr(static_cast<float>(*mods.softcap));
+    IntegerAttr chunk;
+    if (mods.chunk > 0)
+      chunk = b.getI64IntegerAttr(mods.chunk);
     auto attention = AttentionOp::create(
         b, loc, resultTypes, get(rt::ParamRole::Query), get(rt::ParamRole::Key),
         get(rt::ParamRole::Value), get(rt::ParamRole::KvLens),
-        get(rt::ParamRole::Mask), oInit, lseInit, scale,
-        CausalKindAttr::get(&ctx, causal));
+        get(rt::ParamRole::Mask), get(rt::ParamRole::Alibi),
+        get(rt::ParamRole::QSegments), get(rt::ParamRole::KSegments),
+        /*q_offset=*/Value(), oInit, lseInit, scale,
+        CausalKindAttr::get(&ctx, causal), window, softcap, chunk);
     materialize(b, loc, attention.getResult(),
                 getMemRef(rt::ParamRole::Output));
     if (lseInit)
@@ -313,6 +325,14 @@ getCanonicalSymbols(rt::OpKind op, rt::ParamRole role, int64_t rank) {
     return {"B", "Hq", "Nq", "Dv"};
   case rt::ParamRole::Lse:
     return {"B", "Hq", "Nq"};
+  case rt::ParamRole::Alibi:
+    if (rank == 2)
+      return {"B", "Hq"};
+    return {"Hq"};
+  case rt::ParamRole::QSegments:
+    return {"B", "Nq"};
+  case rt::ParamRole::KSegments:
+    return {"B", "Nk"};
   case rt::ParamRole::Input:
     break;
   }
@@ -414,6 +434,23 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
                         .isSignlessInteger(1)
                     ? rt::MaskKind::Bool
                     : rt::MaskKind::Additive;
+    if (attention.getQOffset())
+      return err("the fa op has a q_offset, which kernels do not take yet "
+                 "(kernel arguments are memrefs)");
+    rt::ModifierInfo &mods = md.modifiers;
+    if (DenseI64ArrayAttr window = attention.getWindowAttr()) {
+      mods.windowLeft = window[0];
+      mods.windowRight = window[1];
+    }
+    if (FloatAttr cap = attention.getSoftcapAttr())
+      mods.softcap = cap.getValueAsDouble();
+    if (IntegerAttr chunk = attention.getChunkAttr())
+      mods.chunk = chunk.getInt();
+    if (Value alibi = attention.getAlibi())
+      mods.alibi = cast<RankedTensorType>(alibi.getType()).getRank() == 2
+                       ? rt::AlibiKind::BatchHeads
+                       : rt::AlibiKind::Heads;
+    mods.segments = static_cast<bool>(attention.getQSegments());
     if (Error e = checkHeadDim("head dim D", md.headDim))
       return err(llvm::toString(std::move(e)));
     if (Error e = checkHeadDim("value head dim Dv", md.valueHeadDim))
@@ -431,6 +468,15 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
     if (md.mask != rt::MaskKind::None)
       if (Error e = assign(attention.getMask(), rt::ParamRole::Mask))
         return std::move(e);
+    if (mods.alibi != rt::AlibiKind::None)
+      if (Error e = assign(attention.getAlibi(), rt::ParamRole::Alibi))
+        return std::move(e);
+    if (mods.segments) {
+      if (Error e = assign(attention.getQSegments(), rt::ParamRole::QSegments))
+        return std::move(e);
+      if (Error e = assign(attention.getKSegments(), rt::ParamRole::KSegments))
+        return std::move(e);
+    }
     if (Error e = assign(attention.getResult(), rt::ParamRole::Output,
                          /*isResult=*/true))
       return std::move(e);
@@ -492,8 +538,9 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
                          "runtime does not pass",
                          i, memref.getElementType()));
     }
-    static const char *const canonicalNames[] = {"q", "k",   "v",   "kv_lens",
-                                                 "mask", "o", "lse", "x"};
+    static const char *const canonicalNames[] = {
+        "q",   "k", "v",     "kv_lens",    "mask",      "o",
+        "lse", "x", "alibi", "q_segments", "k_segments"};
     param.name = md.op == rt::OpKind::Softmax
                      ? (param.role == rt::ParamRole::Input ? "x" : "y")
                      : canonicalNames[static_cast<unsigned>(param.role)];

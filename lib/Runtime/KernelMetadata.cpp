@@ -121,6 +121,24 @@ std::string fa::runtime::getRoleName(ParamRole role) {
     return "lse";
   case ParamRole::Input:
     return "input";
+  case ParamRole::Alibi:
+    return "alibi";
+  case ParamRole::QSegments:
+    return "q_segments";
+  case ParamRole::KSegments:
+    return "k_segments";
+  }
+  return "?";
+}
+
+std::string fa::runtime::getAlibiKindName(AlibiKind kind) {
+  switch (kind) {
+  case AlibiKind::None:
+    return "none";
+  case AlibiKind::Heads:
+    return "heads";
+  case AlibiKind::BatchHeads:
+    return "batch_heads";
   }
   return "?";
 }
@@ -207,6 +225,14 @@ static std::vector<std::string> getCanonicalShape(const KernelMetadata &md,
   }
   case ParamRole::Lse:
     return {"B", "Hq", "Nq"};
+  case ParamRole::Alibi:
+    if (md.modifiers.alibi == AlibiKind::BatchHeads)
+      return {"B", "Hq"};
+    return {"Hq"};
+  case ParamRole::QSegments:
+    return {"B", "Nq"};
+  case ParamRole::KSegments:
+    return {"B", "Nk"};
   }
   return {};
 }
@@ -257,6 +283,12 @@ fa::runtime::getCanonicalParams(const KernelMetadata &md, DType maskDType,
     if (maskBroadcastHeads)
       mask->shape[1] = ShapeDim::fixed(1);
   }
+  if (md.modifiers.alibi != AlibiKind::None)
+    add("alibi", ParamRole::Alibi, DType::F32);
+  if (md.modifiers.segments) {
+    add("q_segments", ParamRole::QSegments, DType::I32);
+    add("k_segments", ParamRole::KSegments, DType::I32);
+  }
   add("o", ParamRole::Output, md.dtype);
   if (md.hasLse)
     add("lse", ParamRole::Lse, DType::F32);
@@ -288,10 +320,15 @@ std::array<int64_t, 3> fa::runtime::getLaunchGrid(const KernelMetadata &md,
 //===----------------------------------------------------------------------===//
 
 /// Expected rank of each attention role.
-static int64_t getAttentionRank(ParamRole role) {
+static int64_t getAttentionRank(const KernelMetadata &md, ParamRole role) {
   switch (role) {
   case ParamRole::KvLens:
     return 1;
+  case ParamRole::Alibi:
+    return md.modifiers.alibi == AlibiKind::BatchHeads ? 2 : 1;
+  case ParamRole::QSegments:
+  case ParamRole::KSegments:
+    return 2;
   case ParamRole::Lse:
     return 3;
   default:
@@ -416,6 +453,18 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
                  md.kvHeads, "): heads must be a multiple of kv_heads");
     if (!std::isfinite(md.scale))
       return std::string("field 'scale' must be finite");
+    // The modifiers, with the op's bounds (positions are below 2^31).
+    const ModifierInfo &mods = md.modifiers;
+    constexpr int64_t kMaxPosition = (int64_t(1) << 31) - 1;
+    if (mods.windowLeft < -1 || mods.windowRight < -1 ||
+        mods.windowLeft > kMaxPosition || mods.windowRight > kMaxPosition)
+      return cat("field 'window': bounds must be in [-1, 2^31 - 1] (-1 = "
+                 "unbounded), got [",
+                 mods.windowLeft, ", ", mods.windowRight, "]");
+    if (mods.softcap && (!(*mods.softcap > 0) || !std::isfinite(*mods.softcap)))
+      return std::string("field 'softcap' must be positive and finite");
+    if (mods.chunk < 0 || mods.chunk > kMaxPosition)
+      return cat("field 'chunk' must be in [1, 2^31 - 1], got ", mods.chunk);
   } else {
     if (md.rank < 1 || md.rank > 4)
       return cat("field 'rank' must be in [1, 4], got ", md.rank);
@@ -435,6 +484,12 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
       expected.push_back(ParamRole::Mask);
     if (md.hasLse)
       expected.push_back(ParamRole::Lse);
+    if (md.modifiers.alibi != AlibiKind::None)
+      expected.push_back(ParamRole::Alibi);
+    if (md.modifiers.segments) {
+      expected.push_back(ParamRole::QSegments);
+      expected.push_back(ParamRole::KSegments);
+    }
   } else {
     expected = {ParamRole::Input, ParamRole::Output};
   }
@@ -448,7 +503,8 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
         expected.end())
       return where + ": role '" + getRoleName(param.role) +
              "' does not belong to this " + getOpName(md.op) +
-             " kernel (check has_kv_lens, mask, has_lse)";
+             " kernel (check has_kv_lens, mask, has_lse, alibi, "
+             "has_segments)";
     for (size_t j = 0; j < i; ++j)
       if (md.params[j].role == param.role)
         return where + ": role '" + getRoleName(param.role) +
@@ -459,8 +515,14 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
     std::string wanted;
     switch (param.role) {
     case ParamRole::KvLens:
+    case ParamRole::QSegments:
+    case ParamRole::KSegments:
       dtypeOk = param.dtype == DType::I32;
       wanted = "i32";
+      break;
+    case ParamRole::Alibi:
+      dtypeOk = param.dtype == DType::F32;
+      wanted = "f32";
       break;
     case ParamRole::Lse:
       dtypeOk = param.dtype == DType::F32;
@@ -495,8 +557,8 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
     }
 
     // Rank and shape.
-    int64_t rank = md.op == OpKind::Attention ? getAttentionRank(param.role)
-                                              : md.rank;
+    int64_t rank =
+        md.op == OpKind::Attention ? getAttentionRank(md, param.role) : md.rank;
     if (param.getRank() != rank)
       return cat(where, ": rank ", param.getRank(), ", expected ", rank);
     std::vector<std::string> canonical = getCanonicalShape(md, param.role);
@@ -783,6 +845,43 @@ static MaybeError readLaunch(const Json &object, LaunchInfo &launch) {
                        false);
 }
 
+/// The optional modifier fields of an attention kernel.
+static MaybeError readModifiers(const ObjectReader &reader,
+                                ModifierInfo &mods) {
+  if (const Json *window = reader.find("window")) {
+    if (!window->is_array() || window->size() != 2)
+      return ObjectReader::wrongType(reader.field("window"),
+                                     "an array of two integers [left, right]",
+                                     *window);
+    if (MaybeError err = ObjectReader::readInteger(
+            (*window)[0], reader.field("window") + "[0]", mods.windowLeft))
+      return err;
+    if (MaybeError err = ObjectReader::readInteger(
+            (*window)[1], reader.field("window") + "[1]", mods.windowRight))
+      return err;
+  }
+  if (reader.has("softcap")) {
+    double cap = 0;
+    if (MaybeError err = reader.getNumber("softcap", cap))
+      return err;
+    mods.softcap = cap;
+  }
+  if (reader.has("chunk")) {
+    if (MaybeError err = reader.getInt("chunk", mods.chunk))
+      return err;
+    if (mods.chunk <= 0)
+      return cat("field 'chunk' must be in [1, 2^31 - 1], got ", mods.chunk);
+  }
+  constexpr std::pair<const char *, AlibiKind> alibis[] = {
+      {"none", AlibiKind::None},
+      {"heads", AlibiKind::Heads},
+      {"batch_heads", AlibiKind::BatchHeads}};
+  if (MaybeError err =
+          reader.getEnum("alibi", mods.alibi, alibis, /*required=*/false))
+    return err;
+  return reader.getBool("has_segments", mods.segments, false);
+}
+
 static MaybeError readParam(const Json &value, size_t index, ParamInfo &param) {
   std::string path = cat("params[", index, "]");
   if (!value.is_object())
@@ -791,10 +890,17 @@ static MaybeError readParam(const Json &value, size_t index, ParamInfo &param) {
   if (MaybeError err = reader.getString("name", param.name))
     return err;
   constexpr std::pair<const char *, ParamRole> roles[] = {
-      {"query", ParamRole::Query},    {"key", ParamRole::Key},
-      {"value", ParamRole::Value},    {"kv_lens", ParamRole::KvLens},
-      {"mask", ParamRole::Mask},      {"output", ParamRole::Output},
-      {"lse", ParamRole::Lse},        {"input", ParamRole::Input}};
+      {"query", ParamRole::Query},
+      {"key", ParamRole::Key},
+      {"value", ParamRole::Value},
+      {"kv_lens", ParamRole::KvLens},
+      {"mask", ParamRole::Mask},
+      {"output", ParamRole::Output},
+      {"lse", ParamRole::Lse},
+      {"input", ParamRole::Input},
+      {"alibi", ParamRole::Alibi},
+      {"q_segments", ParamRole::QSegments},
+      {"k_segments", ParamRole::KSegments}};
   if (MaybeError err = reader.getEnum("role", param.role, roles))
     return err;
   if (MaybeError err = reader.getEnum("dtype", param.dtype, kDTypeChoices))
@@ -905,6 +1011,8 @@ static MaybeError readMetadata(const Json &root, KernelMetadata &md) {
     if (MaybeError err = reader.getBool("has_kv_lens", md.hasKvLens, false))
       return err;
     if (MaybeError err = reader.getBool("has_lse", md.hasLse, false))
+      return err;
+    if (MaybeError err = readModifiers(reader, md.modifiers))
       return err;
   } else {
     if (MaybeError err = reader.getInt("rank", md.rank))
@@ -1061,6 +1169,19 @@ std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
     j["has_lse"] = md.hasLse;
     j["block_q"] = md.blockQ;
     j["block_kv"] = md.blockKV;
+    // The modifiers only when set, so that metadata without them reads as
+    // before.
+    const ModifierInfo &mods = md.modifiers;
+    if (mods.hasWindow())
+      j["window"] = {mods.windowLeft, mods.windowRight};
+    if (mods.softcap)
+      j["softcap"] = *mods.softcap;
+    if (mods.chunk > 0)
+      j["chunk"] = mods.chunk;
+    if (mods.alibi != AlibiKind::None)
+      j["alibi"] = getAlibiKindName(mods.alibi);
+    if (mods.segments)
+      j["has_segments"] = true;
   } else {
     j["rank"] = md.rank;
     j["dimension"] = md.dimension;

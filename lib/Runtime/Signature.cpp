@@ -63,6 +63,19 @@ std::string fa::runtime::getKernelSignature(const KernelMetadata &md) {
     add("has_lse", md.hasLse ? "true" : "false");
     add("block_q", std::to_string(md.blockQ));
     add("block_kv", std::to_string(md.blockKV));
+    // Modifiers only when set: signatures of kernels without them are
+    // unchanged.
+    const ModifierInfo &mods = md.modifiers;
+    if (mods.hasWindow())
+      add("window", cat(mods.windowLeft, ",", mods.windowRight));
+    if (mods.softcap)
+      add("softcap", formatScale(*mods.softcap));
+    if (mods.chunk > 0)
+      add("chunk", std::to_string(mods.chunk));
+    if (mods.alibi != AlibiKind::None)
+      add("alibi", getAlibiKindName(mods.alibi));
+    if (mods.segments)
+      add("has_segments", "true");
   } else {
     add("rank", std::to_string(md.rank));
     add("dimension", std::to_string(md.dimension));

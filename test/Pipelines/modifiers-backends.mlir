@@ -1,22 +1,22 @@
-// Score/mask modifiers on the backends that do not implement them yet: the
-// CPU vector kernel leaves such a kernel to fa-tile-attention (which does
-// implement them), and says so when the kernel form is required; every GPU
-// kernel family refuses it with an error naming the modifiers.
+// Score/mask modifiers through the pipelines: the CPU vector kernel
+// implements them (test/Codegen/CPU/cpu-attention.mlir checks its form);
+// every GPU kernel family refuses them with an error naming the modifiers.
 //
 // RUN: fa-opt %s -fa-lower-to-cpu | FileCheck %s --check-prefix=CPU
-// RUN: not fa-opt %s -fa-cpu-attention="require-kernel-form=true" 2>&1 | FileCheck %s --check-prefix=REQUIRE
 // RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_90a" 2>&1 | FileCheck %s --check-prefix=AUTO
 // RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_80 kernel=simt" 2>&1 | FileCheck %s --check-prefix=AUTO
 // RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_80 kernel=mma" 2>&1 | FileCheck %s --check-prefix=MMA
 // RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_90a kernel=wgmma" 2>&1 | FileCheck %s --check-prefix=WGMMA
 
-// The tiled lowering ran: a loop over key tiles, tanh for the softcap, no
-// fa op left.
+// The CPU vector kernel ran: 16-lane FMAs, the softcap's tanh as a
+// rational approximation (no libm call), no fa op left.
 // CPU-LABEL: llvm.func @window_softcap
-//       CPU: llvm.intr.tanh
+//   CPU-NOT: llvm.intr.tanh
+//   CPU-NOT: @tanhf
+//       CPU: llvm.intr.fma({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
 //   CPU-NOT: fa.attention
+//   CPU-NOT: llvm.intr.tanh
 
-// REQUIRE: error: fa-cpu-attention: score/mask modifiers (window, softcap, alibi, chunk, segments, q_offset) are not supported by the CPU vector kernel yet
 // AUTO: error: fa-promote-shared: score/mask modifiers (window, softcap, alibi, chunk, segments, q_offset) are not supported by the simt kernels yet; fa-lower-to-cpu runs them
 // MMA: error: fa-lower-to-nvvm: kernel=mma: the attention of @window_softcap is not eligible: score/mask modifiers (window, softcap, alibi, chunk, segments, q_offset) are not supported by the mma kernels yet; fa-lower-to-cpu runs them
 // WGMMA: error: fa-lower-to-nvvm: kernel=wgmma: the attention of @window_softcap is not eligible: score/mask modifiers (window, softcap, alibi, chunk, segments, q_offset) are not supported by the wgmma kernels yet; fa-lower-to-cpu runs them

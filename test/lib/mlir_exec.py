@@ -12,7 +12,8 @@ import subprocess
 import numpy as np
 
 MLIR_TYPES = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
-              np.dtype(np.bool_): "i1", np.dtype(np.int32): "i32",
+              np.dtype(np.bool_): "i1", np.dtype(np.int8): "i8",
+              np.dtype(np.int32): "i32",
               np.dtype(np.int64): "i64"}
 
 

@@ -10,6 +10,9 @@
 //   fa-run attention --q Q.npy --k K.npy --v V.npy -o O.npy [--lse LSE.npy]
 //                    [--causal none|top-left|bottom-right] [--kv-lens L.npy]
 //                    [--mask M.npy] [--scale S] [--block-q N] [--block-kv N]
+//                    [--window L,R] [--softcap C] [--chunk C]
+//                    [--alibi SLOPES.npy] [--q-segments QS.npy
+//                    --k-segments KS.npy]
 //                    [--device cpu|cuda|emulate|auto] [--chip sm_XX]
 //                    [--artifacts DIR]
 //   fa-run softmax --x X.npy -o Y.npy [--dim D] [--tile N]
@@ -80,7 +83,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -236,6 +241,37 @@ cl::opt<std::string> scaleText("scale",
                                cl::desc("Scale of Q K^T (default 1/sqrt(D))"),
                                cl::value_desc("S"), cl::sub(attentionCmd),
                                cl::cat(runCategory));
+cl::opt<std::string> windowText(
+    "window",
+    cl::desc("Sliding window L,R: query q keeps keys q + off - L <= k <= "
+             "q + off + R (off: the causal alignment's offset; -1 = "
+             "unbounded)"),
+    cl::value_desc("L,R"), cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<std::string>
+    softcapText("softcap", cl::desc("Score softcap C > 0: s = C * tanh(s / C)"),
+                cl::value_desc("C"), cl::sub(attentionCmd),
+                cl::cat(runCategory));
+cl::opt<int64_t>
+    chunkSize("chunk",
+              cl::desc("Chunked attention: keep keys of the query's chunk, "
+                       "floor((q + off) / C) == floor(k / C)"),
+              cl::value_desc("C"), cl::init(0), cl::sub(attentionCmd),
+              cl::cat(runCategory));
+cl::opt<std::string>
+    alibiPath("alibi",
+              cl::desc("ALiBi slopes [Hq] or [B, Hq], float32: adds "
+                       "-slope * |q + off - k| to the scaled scores"),
+              cl::value_desc("file"), cl::sub(attentionCmd),
+              cl::cat(runCategory));
+cl::opt<std::string> qSegmentsPath(
+    "q-segments",
+    cl::desc("Query segment ids [B, Nq], int32 (with --k-segments: keys of "
+             "another segment are removed)"),
+    cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<std::string> kSegmentsPath("k-segments",
+                                   cl::desc("Key segment ids [B, Nk], int32"),
+                                   cl::value_desc("file"),
+                                   cl::sub(attentionCmd), cl::cat(runCategory));
 cl::opt<int64_t> blockQ("block-q", cl::desc("Query tile size"),
                         cl::value_desc("N"), cl::init(64),
                         cl::sub(attentionCmd), cl::cat(runCategory));
@@ -616,6 +652,17 @@ static llvm::SmallVector<StringRef> getCpuOnlyOptions() {
     given.push_back("--print-ir-after-all");
   if (!dumpLLVMDialect.empty())
     given.push_back("--dump-llvm-dialect");
+  // The GPU kernel families do not implement the modifiers yet.
+  if (windowText.getNumOccurrences())
+    given.push_back("--window");
+  if (softcapText.getNumOccurrences())
+    given.push_back("--softcap");
+  if (chunkSize.getNumOccurrences())
+    given.push_back("--chunk");
+  if (!alibiPath.empty())
+    given.push_back("--alibi");
+  if (!qSegmentsPath.empty() || !kSegmentsPath.empty())
+    given.push_back("--q-segments/--k-segments");
   return given;
 }
 
@@ -754,6 +801,7 @@ static bool allFinite(const NpyArray &array) {
 /// The arrays of one attention run, by role (null when absent).
 struct AttentionArrays {
   NpyArray *q, *k, *v, *lens, *mask, *out, *lse;
+  NpyArray *alibi = nullptr, *qSegments = nullptr, *kSegments = nullptr;
 
   NpyArray *get(rt::ParamRole role) const {
     switch (role) {
@@ -771,6 +819,12 @@ struct AttentionArrays {
       return out;
     case rt::ParamRole::Lse:
       return lse;
+    case rt::ParamRole::Alibi:
+      return alibi;
+    case rt::ParamRole::QSegments:
+      return qSegments;
+    case rt::ParamRole::KSegments:
+      return kSegments;
     case rt::ParamRole::Input:
       break;
     }
@@ -954,6 +1008,38 @@ static Error runAttention(MLIRContext &ctx) {
                        scaleText + "'");
     scale = static_cast<float>(value);
   }
+  // The modifiers (checked like the op's verifier does).
+  constexpr int64_t kMaxPosition = (int64_t(1) << 31) - 1;
+  rt::ModifierInfo mods;
+  if (windowText.getNumOccurrences()) {
+    auto [l, r] = StringRef(windowText).split(',');
+    if (l.trim().getAsInteger(10, mods.windowLeft) ||
+        r.trim().getAsInteger(10, mods.windowRight) || mods.windowLeft < -1 ||
+        mods.windowRight < -1 || mods.windowLeft > kMaxPosition ||
+        mods.windowRight > kMaxPosition)
+      return makeError("--window must be L,R with integers in [-1, 2^31 - 1] "
+                       "(-1 = unbounded), got '" +
+                       windowText + "'");
+  }
+  if (softcapText.getNumOccurrences()) {
+    double cap = 0;
+    if (StringRef(softcapText).trim().getAsDouble(cap) || !(cap > 0) ||
+        !std::isfinite(static_cast<float>(cap)) ||
+        static_cast<float>(cap) < std::numeric_limits<float>::min())
+      return makeError("--softcap must be a positive, finite float32 number, "
+                       "got '" +
+                       softcapText + "'");
+    mods.softcap = static_cast<float>(cap);
+  }
+  if (chunkSize.getNumOccurrences()) {
+    if (chunkSize <= 0 || chunkSize > kMaxPosition)
+      return makeError(formatv("--chunk must be in [1, 2^31 - 1], got {0}",
+                               chunkSize.getValue()));
+    mods.chunk = chunkSize;
+  }
+  if (qSegmentsPath.empty() != kSegmentsPath.empty())
+    return makeError("--q-segments and --k-segments go together: give both");
+
   if (!lsePath.empty() && sameOutputFile(lsePath, outputPath))
     return makeError("-o and --lse name the same file '" + outputPath + "'");
   if (Error err = checkWritable(outputPath))
@@ -988,6 +1074,24 @@ static Error runAttention(MLIRContext &ctx) {
     if (!in)
       return in.takeError();
     mask = std::move(*in);
+  }
+
+  std::optional<Input> alibi, qSegments, kSegments;
+  if (!alibiPath.empty()) {
+    Expected<Input> in = loadInput(alibiPath, {NpyDType::Float32});
+    if (!in)
+      return in.takeError();
+    alibi = std::move(*in);
+  }
+  if (!qSegmentsPath.empty()) {
+    Expected<Input> qs = loadInput(qSegmentsPath, {NpyDType::Int32});
+    if (!qs)
+      return qs.takeError();
+    qSegments = std::move(*qs);
+    Expected<Input> ks = loadInput(kSegmentsPath, {NpyDType::Int32});
+    if (!ks)
+      return ks.takeError();
+    kSegments = std::move(*ks);
   }
 
   for (auto [in, what] :
@@ -1063,6 +1167,32 @@ static Error runAttention(MLIRContext &ctx) {
                                      q->describe(), k->describe()));
   }
 
+  if (alibi) {
+    ArrayRef<int64_t> a = alibi->shape();
+    if (!((a.size() == 1 && a[0] == Hq) ||
+          (a.size() == 2 && a[0] == B && a[1] == Hq)))
+      return dimError(*alibi, formatv("expected ALiBi slopes of shape ({0},) "
+                                      "or ({1}, {0}) (Hq and B from the "
+                                      "query {2}), got {3}",
+                                      Hq, B, q->describe(), formatNpyShape(a)));
+    mods.alibi =
+        a.size() == 2 ? rt::AlibiKind::BatchHeads : rt::AlibiKind::Heads;
+  }
+  if (qSegments) {
+    for (auto [in, n, name] :
+         {std::tuple<Input *, int64_t, StringRef>{&*qSegments, Nq, "Nq"},
+          {&*kSegments, Nk, "Nk"}}) {
+      ArrayRef<int64_t> sh = in->shape();
+      if (sh.size() != 2 || sh[0] != B || sh[1] != n)
+        return dimError(*in, formatv("expected segment ids of shape ({0}, "
+                                     "{1}) (B and {2} from the query {3} and "
+                                     "the key {4}), got {5}",
+                                     B, n, name, q->describe(), k->describe(),
+                                     formatNpyShape(sh)));
+    }
+    mods.segments = true;
+  }
+
   // The outputs, poisoned.
   NpyArray out(dtype, {B, Hq, Nq, Dv});
   poison(out);
@@ -1094,6 +1224,20 @@ static Error runAttention(MLIRContext &ctx) {
       summary += (" mask=" + getNpyDTypeName(mask->array.getDType()) +
                   formatNpyShape(mask->shape()))
                      .str();
+    if (mods.hasWindow())
+      summary +=
+          formatv(" window={0},{1}", mods.windowLeft, mods.windowRight).str();
+    if (mods.softcap) {
+      char text[32];
+      std::snprintf(text, sizeof(text), " softcap=%g", *mods.softcap);
+      summary += text;
+    }
+    if (mods.chunk)
+      summary += formatv(" chunk={0}", mods.chunk).str();
+    if (alibi)
+      summary += " alibi" + formatNpyShape(alibi->shape());
+    if (qSegments)
+      summary += " segments";
     summary += " on " + where + " -> " + outputPath;
     if (lse)
       summary += ", " + lsePath;
@@ -1125,6 +1269,7 @@ static Error runAttention(MLIRContext &ctx) {
   md.hasLse = lse.has_value();
   md.blockQ = blockQ;
   md.blockKV = blockKV;
+  md.modifiers = mods;
   md.params = rt::getCanonicalParams(
       md, boolMask ? rt::DType::I8 : rt::DType::F32,
       /*maskBroadcastBatch=*/mask && mask->shape()[0] == 1,
@@ -1138,7 +1283,10 @@ static Error runAttention(MLIRContext &ctx) {
                          lens ? &lens->array : nullptr,
                          mask ? &mask->array : nullptr,
                          &out,
-                         lse ? &*lse : nullptr};
+                         lse ? &*lse : nullptr,
+                         alibi ? &alibi->array : nullptr,
+                         qSegments ? &qSegments->array : nullptr,
+                         kSegments ? &kSegments->array : nullptr};
   double compileMs = 0, runMs = 0;
   if (*device == Device::Cuda) {
     Expected<std::string> where = runOnCuda(ctx, md, arrays, compileMs, runMs);

@@ -63,6 +63,16 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
     * the epilogue writes O = acc / l (O = 0 when l = 0) in the element
       type and LSE = m + log(l) (-inf when l = 0).
 
+    Score and mask modifiers (fa.attention's `window`, `softcap`, `alibi`,
+    `chunk`, `segments`, `q_offset`) come from `AttentionSemantics`: the key
+    loop of a query tile runs over `[visitedKeyBegin, visitedKeyEnd)` (the
+    window and chunk bounds), so excluded key tiles are never visited; the
+    first softmax sweep applies softcap (tanh as a rational approximation)
+    and ALiBi to every score, then, on tiles that `tileNeedsElementMask`
+    says are not full, removes the keys the window, chunk, causality and
+    segment ids exclude; full tiles skip the key masks and the guarded
+    P V.
+
     `block-q` and `block-kv` of 0 (the default) are chosen per op from the
     L2 size per core (`l2-cache-size`, else 512 KiB; the pass does not probe
     the host, the tools pass the host's): `block-q` is four

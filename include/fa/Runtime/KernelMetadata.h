@@ -51,9 +51,39 @@ enum class ParamRole {
   Lse,
   // Softmax.
   Input,
+  // Attention modifiers.
+  Alibi,
+  QSegments,
+  KSegments,
 };
 
-/// The schema's names: "attention", "f16", "bottom_right", "bool", "kv_lens".
+/// The shape of an attention kernel's ALiBi slopes.
+enum class AlibiKind {
+  None,
+  Heads,      ///< "heads": [Hq]
+  BatchHeads, ///< "batch_heads": [B, Hq]
+};
+
+/// The score and mask modifiers of an attention kernel, as fa.attention
+/// defines them (docs/FA/FADialect.md): window(left, right) with -1 for
+/// unbounded, softcap(c), chunk(C) (0: none), ALiBi slopes and segment ids
+/// (params).
+struct ModifierInfo {
+  int64_t windowLeft = -1, windowRight = -1;
+  std::optional<double> softcap;
+  int64_t chunk = 0;
+  AlibiKind alibi = AlibiKind::None;
+  bool segments = false;
+
+  bool hasWindow() const { return windowLeft >= 0 || windowRight >= 0; }
+  bool any() const {
+    return hasWindow() || softcap || chunk > 0 || alibi != AlibiKind::None ||
+           segments;
+  }
+};
+
+/// The schema's names: "attention", "f16", "bottom_right", "bool", "kv_lens",
+/// "heads".
 std::string getOpName(OpKind op);
 std::string getDTypeName(DType dtype);
 /// Bytes per element.
@@ -61,6 +91,7 @@ int64_t getDTypeSize(DType dtype);
 std::string getCausalName(Causal causal);
 std::string getMaskKindName(MaskKind mask);
 std::string getRoleName(ParamRole role);
+std::string getAlibiKindName(AlibiKind kind);
 std::optional<DType> parseDType(std::string_view name);
 /// The inverse of getCausalName.
 std::optional<Causal> parseCausal(std::string_view name);
@@ -152,6 +183,9 @@ struct KernelMetadata {
   MaskKind mask = MaskKind::None;
   bool hasKvLens = false, hasLse = false;
   int64_t blockQ = 0, blockKV = 0;
+  /// The optional `window`, `softcap`, `chunk`, `alibi` and `has_segments`
+  /// fields.
+  ModifierInfo modifiers;
 
   // Softmax.
   int64_t rank = 0, dimension = 0;
@@ -172,7 +206,8 @@ struct KernelMetadata {
 };
 
 /// The canonical parameters of an attention or softmax kernel as fa-compile
-/// emits them (q, k, v, [kv_lens], [mask], o, [lse]; or x, y), with the
+/// emits them (q, k, v, [kv_lens], [mask], [alibi], [q_segments,
+/// k_segments], o, [lse]; or x, y), with the
 /// canonical symbolic shapes. `maskBroadcastBatch`/`Heads` make the mask's
 /// dims 0/1 a fixed 1.
 std::vector<ParamInfo> getCanonicalParams(const KernelMetadata &metadata,

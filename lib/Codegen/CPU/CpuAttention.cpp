@@ -27,12 +27,15 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Iterators.h"
-#include "mlir/Transforms/RegionUtils.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 #include <limits>
 #include <numeric>
@@ -180,7 +183,9 @@ private:
   void buildTile(OpBuilder &b, ValueRange ivs);
   void buildKVStep(OpBuilder &b, Value j);
   void buildScores(OpBuilder &b, Value k0, Value kCols);
-  void buildSoftmax(OpBuilder &b, Value k0, Value kCols);
+  void buildSoftmax(OpBuilder &b, Value k0, Value kCols, Value needMask);
+  SmallVector<Value> buildScoreModsAndMax(OpBuilder &b, Value k0, Value kCols,
+                                          bool removeKeys);
   void buildPV(OpBuilder &b, Value k0, Value kCols, bool guardMasked);
   void buildEpilogue(OpBuilder &b);
 
@@ -198,9 +203,18 @@ private:
   float scale = 1.0f;
   AttentionSemantics sem;
   bool maskBroadcastsBatch = false, maskBroadcastsHeads = false;
+  /// A window, a chunk or segment ids: modifiers that remove keys inside
+  /// the visited range, decided per (query tile, key tile).
+  bool positionalMods = false;
 
   // Per tile.
-  Value numTiles, batch, head, kvHead, q0, qRows, nq, nk, diagOffset, kvEnd;
+  Value numTiles, batch, head, kvHead, q0, qRows, nq, nk, diagOffset, kvBegin,
+      kvEnd;
+  /// The ALiBi slope of (batch, head) (f32; null without ALiBi).
+  Value slope;
+  /// Per query vector of the tile: the query positions (vector of index)
+  /// and, with segments, the query segment ids (vector of i32).
+  SmallVector<Value> qPos, qSeg;
   Value qT, kP, vP, sT, mT, oAcc, mBuf, lBuf, aBuf;
 };
 
@@ -219,6 +233,8 @@ void CpuKernelBuilder::build() {
   group = op.getGroupSize();
   scale = op.getEffectiveScale();
   sem = AttentionSemantics::get(op);
+  positionalMods = sem.hasWindowLeft() || sem.hasWindowRight() ||
+                   sem.hasChunk() || sem.hasSegments();
   vecType = VectorType::get({cfg.vw}, b.getF32Type());
   directK = elt.isF32();
   directV = elt.isF32() && valueDim % cfg.vw == 0;
@@ -293,15 +309,50 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
   }
   q0 = mul(b, tile, cIdx(b, cfg.blockQ));
   qRows = minI(b, cIdx(b, cfg.blockQ), sub(b, nq, q0));
-  diagOffset = sem.diagonalOffset(b, loc, nq, nk);
+  diagOffset = sem.diagonalOffset(b, loc, nq, nk, args.qOffset);
 
-  // Keys past kvEnd are never visited (key lengths and causality).
+  // Only the keys [kvBegin, kvEnd) are visited: key lengths, causality, the
+  // window and the chunk remove every other key for every row of the tile.
   Value zero = cIdx(b, 0);
   Value len;
   if (args.kvLens)
     len = memref::LoadOp::create(b, loc, args.kvLens, ValueRange{batch});
+  // Null: the keys begin at 0.
+  kvBegin = sem.hasWindowLeft() || sem.hasChunk()
+                ? sem.visitedKeyBegin(b, loc, q0, diagOffset)
+                : Value();
   kvEnd = sem.visitedKeyEnd(b, loc, sem.keyLengthEnd(b, loc, len, nk), q0,
                             qRows, diagOffset);
+
+  // The modifiers' per-tile operands: the head's ALiBi slope, the query
+  // positions and segment ids of each vector of lanes.
+  slope = Value();
+  qPos.clear();
+  qSeg.clear();
+  if (args.alibi) {
+    SmallVector<Value> at;
+    if (cast<MemRefType>(args.alibi.getType()).getRank() == 2)
+      at.push_back(batch);
+    at.push_back(head);
+    slope = memref::LoadOp::create(b, loc, args.alibi, at);
+  }
+  if (sem.hasModifiers() || sem.hasSegments()) {
+    auto idxVec = VectorType::get({cfg.vw}, b.getIndexType());
+    for (int64_t v = 0; v < cfg.blockQ / cfg.vw; ++v) {
+      Value first = add(b, q0, cIdx(b, v * cfg.vw));
+      qPos.push_back(arith::AddIOp::create(
+          b, loc, vector::StepOp::create(b, loc, idxVec),
+          vector::BroadcastOp::create(b, loc, idxVec, first)));
+      if (args.qSegments) {
+        // Lanes past the query rows read 0 (their results are dropped).
+        Type i32 = b.getI32Type();
+        Value pad = arith::ConstantOp::create(b, loc, b.getZeroAttr(i32));
+        qSeg.push_back(vector::TransferReadOp::create(
+            b, loc, VectorType::get({cfg.vw}, i32), args.qSegments,
+            ValueRange{batch, first}, pad, ArrayRef<bool>{false}));
+      }
+    }
+  }
 
   // Scratch (f32): Q^T (scaled), the K and V tiles, S^T / P^T, the additive
   // mask tile (transposed), the output accumulator and the row state.
@@ -333,16 +384,30 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
     });
   });
 
-  Value numKV = arith::CeilDivUIOp::create(b, loc, kvEnd,
-                                           cIdx(b, cfg.blockKV));
+  // kvEnd may lie below kvBegin (nothing visited).
+  Value span = kvBegin ? maxI(b, sub(b, kvEnd, kvBegin), zero) : kvEnd;
+  Value numKV = arith::CeilDivUIOp::create(b, loc, span, cIdx(b, cfg.blockKV));
   loop(b, zero, numKV, [&](OpBuilder &lb, Value j) { buildKVStep(lb, j); });
   buildEpilogue(b);
 }
 
 void CpuKernelBuilder::buildKVStep(OpBuilder &b, Value j) {
   Value k0 = mul(b, j, cIdx(b, cfg.blockKV));
+  if (kvBegin)
+    k0 = add(b, kvBegin, k0);
   Value kCols = minI(b, cIdx(b, cfg.blockKV), sub(b, kvEnd, k0));
   Value zero = cIdx(b, 0);
+  // With a window, a chunk or segments, whether some key of this tile is
+  // removed for some row (false: a full tile, no element mask and no NaN
+  // guard in P V).
+  Value needMask;
+  if (positionalMods)
+    needMask = sem.tileNeedsElementMask(b, loc, k0, kCols, kvEnd, q0,
+                                        diagOffset, qRows);
+  // Segments without tile ranges: every tile is masked.
+  bool alwaysMask = needMask && matchPattern(needMask, m_One());
+  if (alwaysMask)
+    needMask = Value();
 
   // Pack the K and V tiles as f32 rows (vectorized copies), unless they
   // are read in place.
@@ -378,16 +443,19 @@ void CpuKernelBuilder::buildKVStep(OpBuilder &b, Value j) {
   }
 
   buildScores(b, k0, kCols);
-  buildSoftmax(b, k0, kCols);
-  // Keys with p == 0 that a mask or causality excludes must not let a NaN
-  // or inf in their V rows through 0 * NaN. With a mask every tile is
-  // guarded; with causality only the tiles that cross the diagonal (some
-  // key of the tile is past the first row's last key).
-  if (args.mask || !sem.isCausal()) {
-    buildPV(b, k0, kCols, /*guardMasked=*/static_cast<bool>(args.mask));
+  buildSoftmax(b, k0, kCols, needMask);
+  // Keys with p == 0 that a mask, causality or a modifier excludes must not
+  // let a NaN or inf in their V rows through 0 * NaN. With a mask every
+  // tile is guarded; otherwise only the tiles that need element masks
+  // (with causality alone: that cross the diagonal, some key of the tile
+  // past the first row's last key).
+  if (args.mask || alwaysMask || (!sem.isCausal() && !needMask)) {
+    buildPV(b, k0, kCols, /*guardMasked=*/args.mask || alwaysMask);
     return;
   }
-  Value crosses = sem.crossesDiagonal(b, loc, k0, kCols, q0, diagOffset);
+  Value crosses = needMask
+                      ? needMask
+                      : sem.crossesDiagonal(b, loc, k0, kCols, q0, diagOffset);
   scf::IfOp::create(
       b, loc, crosses,
       [&](OpBuilder &tb, Location) {
@@ -446,62 +514,32 @@ void CpuKernelBuilder::buildScores(OpBuilder &b, Value k0, Value kCols) {
   });
 }
 
-void CpuKernelBuilder::buildSoftmax(OpBuilder &b, Value k0, Value kCols) {
+void CpuKernelBuilder::buildSoftmax(OpBuilder &b, Value k0, Value kCols,
+                                    Value needMask) {
   // Each query is a lane: the running max, the rescale and the running sum
   // are elementwise over the key rows of S^T.
   int64_t qVecs = cfg.blockQ / cfg.vw;
   float inf = std::numeric_limits<float>::infinity();
   Value zero = cIdx(b, 0);
-  auto idxVec = VectorType::get({cfg.vw}, b.getIndexType());
 
-  // Pass 1: masks (-inf) and the tile max per lane.
-  SmallVector<Value> maxInit(qVecs, splatF32(b, -inf));
-  auto maxLoop = scf::ForOp::create(
-      b, loc, zero, kCols, cIdx(b, 1), maxInit,
-      [&](OpBuilder &lb, Location, Value jj, ValueRange vmax) {
-        SmallVector<Value> next;
-        Value threshold;
-        if (sem.isCausal()) {
-          // Lane r (query q0 + r) keeps key k0 + jj when q0 + r is at least
-          // the first query keeping it.
-          threshold = sub(
-              lb, sem.firstCausalQuery(lb, loc, add(lb, k0, jj), diagOffset),
-              q0);
-        }
-        for (int64_t v = 0; v < qVecs; ++v) {
-          Value col = cIdx(lb, v * cfg.vw);
-          Value s = vload(lb, sT, {jj, col});
-          bool changed = false;
-          if (mT) {
-            Value m = vload(lb, mT, {jj, col});
-            if (sem.hasKeepMask()) {
-              Value drop = arith::CmpFOp::create(lb, loc,
-                                                 arith::CmpFPredicate::OEQ, m,
-                                                 splatF32(lb, -inf));
-              s = arith::SelectOp::create(lb, loc, drop, splatF32(lb, -inf),
-                                          s);
-            } else {
-              s = arith::AddFOp::create(lb, loc, s, m);
-            }
-            changed = true;
-          }
-          if (threshold) {
-            Value lanes = vector::StepOp::create(lb, loc, idxVec);
-            lanes = arith::AddIOp::create(
-                lb, loc, lanes,
-                vector::BroadcastOp::create(lb, loc, idxVec, col));
-            Value keep = arith::CmpIOp::create(
-                lb, loc, arith::CmpIPredicate::sge, lanes,
-                vector::BroadcastOp::create(lb, loc, idxVec, threshold));
-            s = arith::SelectOp::create(lb, loc, keep, s, splatF32(lb, -inf));
-            changed = true;
-          }
-          if (changed)
-            vstore(lb, s, sT, {jj, col});
-          next.push_back(arith::MaximumFOp::create(lb, loc, vmax[v], s));
-        }
-        scf::YieldOp::create(lb, loc, next);
-      });
+  // Pass 1: score modifiers, masks (-inf) and the tile max per lane. Tiles
+  // that a window, chunk or segments leave full skip the key masks.
+  SmallVector<Value> tileMax;
+  if (needMask) {
+    auto ifOp = scf::IfOp::create(
+        b, loc, needMask,
+        [&](OpBuilder &tb, Location) {
+          scf::YieldOp::create(tb, loc,
+                               buildScoreModsAndMax(tb, k0, kCols, true));
+        },
+        [&](OpBuilder &eb, Location) {
+          scf::YieldOp::create(eb, loc,
+                               buildScoreModsAndMax(eb, k0, kCols, false));
+        });
+    tileMax.append(ifOp.getResults().begin(), ifOp.getResults().end());
+  } else {
+    tileMax = buildScoreModsAndMax(b, k0, kCols, /*removeKeys=*/true);
+  }
 
   // m_new = max(m_old, tile max); alpha = exp(m_old - m_use), where m_use
   // is m_new with -inf (nothing attended yet) replaced by 0.
@@ -509,7 +547,7 @@ void CpuKernelBuilder::buildSoftmax(OpBuilder &b, Value k0, Value kCols) {
   for (int64_t v = 0; v < qVecs; ++v) {
     Value col = cIdx(b, v * cfg.vw);
     Value mOld = vload(b, mBuf, {col});
-    Value mNew = arith::MaximumFOp::create(b, loc, mOld, maxLoop.getResult(v));
+    Value mNew = arith::MaximumFOp::create(b, loc, mOld, tileMax[v]);
     Value isInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew,
                                         splatF32(b, -inf));
     Value use =
@@ -544,6 +582,80 @@ void CpuKernelBuilder::buildSoftmax(OpBuilder &b, Value k0, Value kCols) {
     Value a = vload(b, aBuf, {col});
     vstore(b, fma(b, a, l, sumLoop.getResult(v)), lBuf, {col});
   }
+}
+
+SmallVector<Value> CpuKernelBuilder::buildScoreModsAndMax(OpBuilder &b,
+                                                          Value k0, Value kCols,
+                                                          bool removeKeys) {
+  // For each key row of S^T and vector of query lanes: the score modifiers
+  // (softcap, ALiBi), the additive mask, then (removeKeys) -inf for the
+  // keys causality, the window, the chunk, segments or a boolean mask
+  // remove; returns the max per lane.
+  int64_t qVecs = cfg.blockQ / cfg.vw;
+  float inf = std::numeric_limits<float>::infinity();
+  auto idxVec = VectorType::get({cfg.vw}, b.getIndexType());
+  bool scoreMods = sem.hasSoftcap() || sem.hasAlibi();
+  SmallVector<Value> maxInit(qVecs, splatF32(b, -inf));
+  auto maxLoop = scf::ForOp::create(
+      b, loc, cIdx(b, 0), kCols, cIdx(b, 1), maxInit,
+      [&](OpBuilder &lb, Location, Value jj, ValueRange vmax) {
+        SmallVector<Value> next;
+        Value key = add(lb, k0, jj);
+        Value threshold, kSeg;
+        if (removeKeys && sem.isCausal() && !positionalMods) {
+          // Lane r (query q0 + r) keeps key k0 + jj when q0 + r is at least
+          // the first query keeping it.
+          threshold =
+              sub(lb, sem.firstCausalQuery(lb, loc, key, diagOffset), q0);
+        }
+        if (removeKeys && args.kSegments)
+          kSeg = memref::LoadOp::create(lb, loc, args.kSegments,
+                                        ValueRange{batch, key});
+        for (int64_t v = 0; v < qVecs; ++v) {
+          Value col = cIdx(lb, v * cfg.vw);
+          Value s = vload(lb, sT, {jj, col});
+          bool changed = false;
+          if (scoreMods) {
+            s = sem.modifyScore(lb, loc, s, qPos[v], key, diagOffset, slope);
+            changed = true;
+          }
+          if (mT) {
+            Value m = vload(lb, mT, {jj, col});
+            if (sem.hasKeepMask()) {
+              Value drop = arith::CmpFOp::create(
+                  lb, loc, arith::CmpFPredicate::OEQ, m, splatF32(lb, -inf));
+              s = arith::SelectOp::create(lb, loc, drop, splatF32(lb, -inf), s);
+            } else {
+              s = arith::AddFOp::create(lb, loc, s, m);
+            }
+            changed = true;
+          }
+          if (removeKeys && positionalMods) {
+            Value keep =
+                sem.keepKey(lb, loc, qPos[v], key, Value(), diagOffset);
+            if (kSeg)
+              sem.applySegments(lb, loc, qSeg[v], kSeg, keep);
+            s = AttentionSemantics::removeUnkept(lb, loc, keep, s);
+            changed = true;
+          }
+          if (threshold) {
+            Value lanes = vector::StepOp::create(lb, loc, idxVec);
+            lanes = arith::AddIOp::create(
+                lb, loc, lanes,
+                vector::BroadcastOp::create(lb, loc, idxVec, col));
+            Value keep = arith::CmpIOp::create(
+                lb, loc, arith::CmpIPredicate::sge, lanes,
+                vector::BroadcastOp::create(lb, loc, idxVec, threshold));
+            s = arith::SelectOp::create(lb, loc, keep, s, splatF32(lb, -inf));
+            changed = true;
+          }
+          if (changed)
+            vstore(lb, s, sT, {jj, col});
+          next.push_back(arith::MaximumFOp::create(lb, loc, vmax[v], s));
+        }
+        scf::YieldOp::create(lb, loc, next);
+      });
+  return SmallVector<Value>(maxLoop.getResults());
 }
 
 void CpuKernelBuilder::buildPV(OpBuilder &b, Value k0, Value kCols,
@@ -782,17 +894,6 @@ void FACpuAttentionPass::runOnOperation() {
       // Left for fa-tile-attention.
       continue;
     }
-    if (op.hasModifiers()) {
-      if (requireKernelForm) {
-        op.emitError() << getArgument()
-                       << ": score/mask modifiers (window, softcap, alibi, "
-                          "chunk, segments, q_offset) are not supported by "
-                          "the CPU vector kernel yet";
-        return signalPassFailure();
-      }
-      // Left for fa-tile-attention, which implements them.
-      continue;
-    }
     if (failed(verifyKernelResultUses(op, getArgument())))
       return signalPassFailure();
     SmallVector<Operation *> users;
@@ -804,11 +905,27 @@ void FACpuAttentionPass::runOnOperation() {
                     cast<ShapedType>(op.getQuery().getType()).getDimSize(3),
                     cast<ShapedType>(op.getValue().getType()).getDimSize(3),
                     static_cast<bool>(args->mask), l2);
+    Operation *anchor = op->getParentOp();
+    llvm::SmallPtrSet<Operation *, 4> userTanhs;
+    anchor->walk([&](math::TanhOp t) { userTanhs.insert(t); });
     CpuKernelBuilder(op, *args, opCfg).build();
     for (Operation *u : users)
       u->erase();
     Region *region = op->getParentRegion();
     op->erase();
     eraseDeadTensorOps(*region);
+    // The softcap's tanh on vectors: a rational approximation (a few ulp,
+    // exact +-1 saturation) instead of a libm call per lane.
+    SmallVector<Operation *> tanhs;
+    anchor->walk([&](math::TanhOp t) {
+      if (!userTanhs.contains(t))
+        tanhs.push_back(t);
+    });
+    if (!tanhs.empty()) {
+      RewritePatternSet patterns(&getContext());
+      populatePolynomialApproximateTanhPattern(patterns);
+      if (failed(applyOpPatternsGreedily(tanhs, std::move(patterns))))
+        return signalPassFailure();
+    }
   }
 }

@@ -74,11 +74,20 @@ FailureOr<KernelOperands> fa::matchKernelForm(AttentionOp op) {
     k.kvLens = traceToMemref(op.getKvLens());
   if (op.getMask())
     k.mask = traceToMemref(op.getMask());
+  if (op.getAlibi())
+    k.alibi = traceToMemref(op.getAlibi());
+  if (op.getQSegments()) {
+    k.qSegments = traceToMemref(op.getQSegments());
+    k.kSegments = traceToMemref(op.getKSegments());
+  }
+  k.qOffset = op.getQOffset();
   k.o = traceToDestination(op.getResult());
   if (op.getLseResult())
     k.lse = traceToDestination(op.getLseResult());
   if (!k.q || !k.k || !k.v || !k.o || (op.getKvLens() && !k.kvLens) ||
-      (op.getMask() && !k.mask) || (op.getLseResult() && !k.lse))
+      (op.getMask() && !k.mask) || (op.getLseResult() && !k.lse) ||
+      (op.getAlibi() && !k.alibi) ||
+      (op.getQSegments() && (!k.qSegments || !k.kSegments)))
     return failure();
   return k;
 }

@@ -251,3 +251,73 @@ func.func @causal(%q: memref<1x2x?x32xf32>, %k: memref<1x2x?x32xf32>, %v: memref
   bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x2x?x32xf32>, memref<1x2x?x32xf32>) -> ()
   return
 }
+
+// -----
+
+// Score and mask modifiers: a window with bottom-right causality, a
+// softcap and ALiBi slopes per head. Per tile: the head's slope, the
+// query positions of each vector of lanes, and the key range [begin, end)
+// from the window (begin = max(q0 + off - 32, 0)); the key tiles start at
+// begin. A tile that needs no element mask (every key kept for every row)
+// takes the else branch: the score modifiers, no key masks, and the
+// unguarded P V. The softcap's tanh is a rational approximation.
+// CHECK-LABEL: func.func @modifiers
+//  CHECK-SAME:   %[[AL:[a-z0-9]+]]: memref<4xf32>
+//   CHECK-NOT:   math.tanh
+//       CHECK:   scf.forall (%[[B:.*]], %[[H:.*]], %{{.*}}) in
+//       CHECK:     %[[BEGIN:.*]] = arith.maxsi
+//       CHECK:     memref.load %[[AL]][%[[H]]] : memref<4xf32>
+//       CHECK:     vector.step
+//       CHECK:     scf.for %[[J:.*]] =
+//       CHECK:       %[[K0:.*]] = arith.addi %[[BEGIN]],
+//       CHECK:       %{{.*}}:4 = scf.if %[[NEED:[a-z0-9_]+]] -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+//       CHECK:         arith.cmpi sge, %{{.*}} : vector<16xindex>
+//       CHECK:         arith.select
+//       CHECK:       } else {
+//   CHECK-NOT:         arith.cmpi sge
+//       CHECK:         arith.maximumf
+//       CHECK:       scf.if %[[NEED]] {
+//   CHECK-NOT:   math.tanh
+//       CHECK:   return
+func.func @modifiers(%q: memref<1x4x?x32xf32>, %k: memref<1x2x?x32xf32>, %v: memref<1x2x?x32xf32>, %al: memref<4xf32>, %o: memref<1x4x?x32xf32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<1x4x?x32xf32> to tensor<1x4x?x32xf32>
+  %kt = bufferization.to_tensor %k restrict : memref<1x2x?x32xf32> to tensor<1x2x?x32xf32>
+  %vt = bufferization.to_tensor %v restrict : memref<1x2x?x32xf32> to tensor<1x2x?x32xf32>
+  %alt = bufferization.to_tensor %al restrict : memref<4xf32> to tensor<4xf32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<1x4x?x32xf32> to tensor<1x4x?x32xf32>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<1x4x?x32xf32>, tensor<1x2x?x32xf32>, tensor<1x2x?x32xf32>)
+           alibi(%alt : tensor<4xf32>)
+           outs(%ot : tensor<1x4x?x32xf32>) causal(bottom_right) window(32, 0) softcap(3.0e+01) -> tensor<1x4x?x32xf32>
+  bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x4x?x32xf32>, memref<1x4x?x32xf32>) -> ()
+  return
+}
+
+// -----
+
+// Segment ids: the query ids of each vector of lanes are read once per
+// tile, the key id once per key; every tile is masked (no tile ranges for
+// segments yet) and P V is guarded, with no branch on the tile.
+// CHECK-LABEL: func.func @segments
+//  CHECK-SAME:   %[[QS:[a-z0-9]+]]: memref<2x?xi32>, %[[KS:[a-z0-9]+]]: memref<2x?xi32>
+//       CHECK:   scf.forall (%[[B:.*]], %{{.*}}, %{{.*}}) in
+//       CHECK:     vector.transfer_read %[[QS]][%[[B]], %{{.*}}], %{{.*}} : memref<2x?xi32>, vector<16xi32>
+//       CHECK:     scf.for
+//   CHECK-NOT:       scf.if
+//       CHECK:       memref.load %[[KS]][%[[B]],
+//       CHECK:       arith.cmpi eq, %{{.*}} : vector<16xi32>
+//       CHECK:       arith.cmpf oeq
+//       CHECK:       vector.fma
+//       CHECK:       arith.select
+func.func @segments(%q: memref<2x2x?x32xf32>, %k: memref<2x2x?x32xf32>, %v: memref<2x2x?x32xf32>, %qs: memref<2x?xi32>, %ks: memref<2x?xi32>, %o: memref<2x2x?x32xf32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<2x2x?x32xf32> to tensor<2x2x?x32xf32>
+  %kt = bufferization.to_tensor %k restrict : memref<2x2x?x32xf32> to tensor<2x2x?x32xf32>
+  %vt = bufferization.to_tensor %v restrict : memref<2x2x?x32xf32> to tensor<2x2x?x32xf32>
+  %qst = bufferization.to_tensor %qs restrict : memref<2x?xi32> to tensor<2x?xi32>
+  %kst = bufferization.to_tensor %ks restrict : memref<2x?xi32> to tensor<2x?xi32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<2x2x?x32xf32> to tensor<2x2x?x32xf32>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<2x2x?x32xf32>, tensor<2x2x?x32xf32>, tensor<2x2x?x32xf32>)
+           segments(%qst, %kst : tensor<2x?xi32>, tensor<2x?xi32>)
+           outs(%ot : tensor<2x2x?x32xf32>) -> tensor<2x2x?x32xf32>
+  bufferization.materialize_in_destination %r in restrict writable %o : (tensor<2x2x?x32xf32>, memref<2x2x?x32xf32>) -> ()
+  return
+}

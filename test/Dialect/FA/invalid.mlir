@@ -495,3 +495,32 @@ func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x
   %r = "fa.attention"(%q, %k, %v, %x, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1, 0, 0, 1, 0>}> : (tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x16xi32>, tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
   return
 }
+
+// -----
+
+// Dynamic query dims: the static dims of the other operands are checked
+// against each other (B = 5 from the key lengths, not 4 from the slopes).
+func.func @f(%q: tensor<?x4x?x64xf32>, %k: tensor<?x2x?x64xf32>, %v: tensor<?x2x?x64xf32>, %lens: tensor<5xi32>, %x: tensor<4x4xf32>, %o: tensor<?x4x?x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op alibi slopes must have shape [Hq] or [B, Hq] = [5, 4] from query [?, 4, ?, 64], got [4, 4]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<?x4x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>) kv_lens(%lens : tensor<5xi32>) alibi(%x : tensor<4x4xf32>) outs(%o : tensor<?x4x?x64xf32>)  -> tensor<?x4x?x64xf32>
+  return
+}
+
+// -----
+
+// Dynamic query dims: Nq = 7 from the output, not 5 from the segment ids.
+func.func @f(%q: tensor<?x4x?x64xf32>, %k: tensor<?x2x?x64xf32>, %v: tensor<?x2x?x64xf32>, %qs: tensor<1x5xi32>, %ks: tensor<1x?xi32>, %o: tensor<?x4x7x64xf32>) {
+  // expected-error @+1 {{'fa.attention' op query segment ids must have shape [B, Nq] from query [?, 4, ?, 64] and key [?, 2, ?, 64], got [1, 5]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<?x4x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>) segments(%qs, %ks : tensor<1x5xi32>, tensor<1x?xi32>) outs(%o : tensor<?x4x7x64xf32>)  -> tensor<?x4x7x64xf32>
+  return
+}
+
+// -----
+
+// A constant q_offset outside the positions' range.
+func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x64xf32>) {
+  %p = arith.constant -9223372036854775808 : index
+  // expected-error @+1 {{'fa.attention' op q_offset must be in [-(2^31 - 1), 2^31 - 1], got -9223372036854775808}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) q_offset(%p) outs(%o : tensor<1x4x16x64xf32>)  -> tensor<1x4x16x64xf32>
+  return
+}

@@ -7,20 +7,34 @@ ALiBi, chunk, segments, q_offset) against the float64 reference of
 test/lib/fa_reference.py, which is written from the op description.
 
 Each case embeds seeded random inputs as constants in a module whose @attn
-holds one fa.attention, and runs it three ways (fa-opt, then mlir-runner):
+holds one fa.attention, and runs it five ways (fa-opt, then mlir-runner):
   * reference: --fa-lower-to-cpu=reference=1 (fa-decompose-reference);
   * tiled: --fa-lower-to-cpu with small tiles (fa-tile-attention: key tiles
     skipped before the window/chunk begin and past its end, partial tiles
     masked), so every case crosses several query and key tiles;
   * tiling: transform.structured.tile_using_forall through the
     TilingInterface model (query tiles of 7 rows: positions re-based with
-    q_offset, keys sliced or padded), then --fa-lower-to-cpu.
+    q_offset, keys sliced or padded), then --fa-lower-to-cpu;
+  * vector, vector8: @attn in the kernel form (memref arguments, as
+    fa-compile builds kernels) through fa-cpu-attention with
+    require-kernel-form (the CPU vector kernel: key tiles from the window
+    and chunk bounds, full tiles without element masks), 16 lanes with
+    query tiles of 16 and key tiles of 8, and 8 lanes (AVX2) with query
+    tiles of 8 and key tiles of 16.
 Pass criteria: relative Frobenius error of O and LSE below 2e-5
 (printMemrefF32 prints 6 digits); rows with no attended key exactly O = 0
 and LSE = -inf; no NaN.
+
+Mutations (the comparison can fail): the vector kernel of one window case
+is edited and must then fail it:
+  full_tiles       every key tile is taken as full (the tile's element-mask
+                   predicate forced false): keys outside the window leak in;
+  window_off_by_1  the window's left bound `k >= q + off - L` becomes
+                   `k > q + off - L`.
 """
 
 import os
+import re
 import sys
 import tempfile
 
@@ -29,8 +43,9 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
 from fa_reference import reference, seed_of  # noqa: E402
-from mlir_exec import (PRINT_DECL, constant, execute, fa_opt,  # noqa: E402
-                       finish, print_call, rel_err, tensor_type)
+from mlir_exec import (MLIR_TYPES, PRINT_DECL, constant,  # noqa: E402
+                       execute, fa_opt, finish, print_call, rel_err,
+                       tensor_type)
 
 FA_OPT = sys.argv[1]
 ONLY = sys.argv[2:]
@@ -53,7 +68,9 @@ def sorted_segments(rng, B, N, docs):
     return out
 
 
-def build(c, rng):
+def build_arrays(c, rng):
+    """The case's inputs, the fa.attention operand clauses, the q_offset
+    constant and the attributes."""
     B, Hq, Hkv, Nq, Nk, D = c["B"], c["Hq"], c["Hkv"], c["Nq"], c["Nk"], c["D"]
     a = {"q": rng.standard_normal((B, Hq, Nq, D), dtype=np.float32) * c["mag"],
          "k": rng.standard_normal((B, Hkv, Nk, D), dtype=np.float32),
@@ -94,6 +111,14 @@ def build(c, rng):
         attrs += f" softcap({c['softcap']!r})"
     if c["chunk"] is not None:
         attrs += f" chunk({c['chunk']})"
+    return a, clauses, pre, attrs
+
+
+def build(c, rng):
+    """The case's inputs and a module whose @attn takes and returns
+    tensors."""
+    B, Hq, Nq, D = c["B"], c["Hq"], c["Nq"], c["D"]
+    a, clauses, pre, attrs = build_arrays(c, rng)
     o_t = tensor_type((B, Hq, Nq, D), "f32")
     l_t = tensor_type((B, Hq, Nq), "f32")
     params = ", ".join(f"%{n}: {ttype(x)}" for n, x in a.items())
@@ -115,7 +140,83 @@ def build(c, rng):
             f"({o_t}, {l_t})\n" +
             print_call("%r#0", (B, Hq, Nq, D), "o") +
             print_call("%r#1", (B, Hq, Nq), "l") + "    return\n  }\n}\n")
-    return a, text
+    return a, text, clauses, attrs
+
+
+def memref_type(shape, elt):
+    return "memref<" + "".join(f"{d}x" for d in shape) + elt + ">"
+
+
+def build_kernel_form(c, a, clauses, attrs):
+    """A module whose @attn is in the kernel form, as fa-compile builds
+    kernels: memref arguments read through bufferization.to_tensor (a
+    boolean mask as i8 bytes, converted to i1), the q_offset an index
+    argument, the results materialized into the output memrefs."""
+    B, Hq, Nq, D = c["B"], c["Hq"], c["Nq"], c["D"]
+    o_m = memref_type((B, Hq, Nq, D), "f32")
+    l_m = memref_type((B, Hq, Nq), "f32")
+    o_t = tensor_type((B, Hq, Nq, D), "f32")
+    l_t = tensor_type((B, Hq, Nq), "f32")
+    params, body, consts, call, ctypes = [], "", "", [], []
+    for n, x in a.items():
+        if x.dtype == np.bool_:
+            x = x.astype(np.int8)
+        elt = MLIR_TYPES[x.dtype]
+        mt, tt = memref_type(x.shape, elt), tensor_type(x.shape, elt)
+        params.append(f"%{n}_m: {mt}")
+        consts += constant("c_" + n, x)
+        consts += f"    %a_{n} = bufferization.to_buffer %c_{n} : {tt} to {mt}\n"
+        call.append(f"%a_{n}")
+        ctypes.append(mt)
+        if elt != "i8":
+            body += (f"    %{n} = bufferization.to_tensor %{n}_m restrict : "
+                     f"{mt} to {tt}\n")
+            continue
+        bt = tensor_type(x.shape, "i1")
+        ids = ", ".join(f"d{i}" for i in range(x.ndim))
+        idm = f"affine_map<({ids}) -> ({ids})>"
+        iters = ", ".join(['"parallel"'] * x.ndim)
+        body += (f"    %{n}_b = bufferization.to_tensor %{n}_m restrict : "
+                 f"{mt} to {tt}\n"
+                 f"    %{n}_e = tensor.empty() : {bt}\n"
+                 f"    %{n} = linalg.generic {{indexing_maps = [{idm}, {idm}], "
+                 f"iterator_types = [{iters}]}} ins(%{n}_b : {tt}) "
+                 f"outs(%{n}_e : {bt}) {{\n"
+                 f"    ^bb0(%x: i8, %y: i1):\n"
+                 f"      %z = arith.constant 0 : i8\n"
+                 f"      %t = arith.cmpi ne, %x, %z : i8\n"
+                 f"      linalg.yield %t : i1\n"
+                 f"    }} -> {bt}\n")
+    if c["q_offset"]:
+        params.append("%p: index")
+        consts += f"    %p = arith.constant {c['q_offset']} : index\n"
+        call.append("%p")
+        ctypes.append("index")
+    params += [f"%o_m: {o_m}", f"%l_m: {l_m}"]
+    call += ["%out_o", "%out_l"]
+    ctypes += [o_m, l_m]
+    qkv = f"{ttype(a['q'])}, {ttype(a['k'])}, {ttype(a['v'])}"
+    kernel = (
+        f"  func.func @attn({', '.join(params)}) {{\n" + body +
+        f"    %o0 = tensor.empty() : {o_t}\n"
+        f"    %l0 = tensor.empty() : {l_t}\n"
+        f"    %o, %l = fa.attention ins(%q, %k, %v : {qkv}){clauses}\n"
+        f"        outs(%o0 : {o_t}, %l0 : {l_t}){attrs} -> {o_t}, {l_t}\n"
+        f"    bufferization.materialize_in_destination %o in restrict "
+        f"writable %o_m : ({o_t}, {o_m}) -> ()\n"
+        f"    bufferization.materialize_in_destination %l in restrict "
+        f"writable %l_m : ({l_t}, {l_m}) -> ()\n"
+        "    return\n  }\n")
+    main = ("  func.func @main() {\n" + consts +
+            f"    %out_o = memref.alloc() : {o_m}\n"
+            f"    %out_l = memref.alloc() : {l_m}\n"
+            f"    func.call @attn({', '.join(call)}) : "
+            f"({', '.join(ctypes)}) -> ()\n")
+    for n, m in (("out_o", o_m), ("out_l", l_m)):
+        main += (f"    %{n}_u = memref.cast %{n} : {m} to memref<*xf32>\n"
+                 f"    func.call @printMemrefF32(%{n}_u) : "
+                 "(memref<*xf32>) -> ()\n")
+    return "module {\n" + PRINT_DECL + kernel + main + "    return\n  }\n}\n"
 
 
 TILE = """module attributes {transform.with_named_sequence} {
@@ -128,8 +229,23 @@ TILE = """module attributes {transform.with_named_sequence} {
 """
 
 
-def run_ways(name, text, workdir):
+VECTOR_WAYS = {
+    "vector": "vector-width=16 block-q=16 block-kv=8",
+    "vector8": "vector-width=8 block-q=8 block-kv=16 key-rows=3 pv-rows=4 "
+               "pv-vectors=1",
+}
+
+
+def run_ways(name, text, kernel_text, workdir):
     ways = {}
+    for way, opts in VECTOR_WAYS.items():
+        kernel = fa_opt(FA_OPT, kernel_text,
+                        [f"--fa-cpu-attention=require-kernel-form=true {opts}"],
+                        workdir, f"{name}.{way}")
+        if "fa.attention" in kernel:
+            raise RuntimeError(f"{name}: fa-cpu-attention left the op")
+        ways[way] = execute(FA_OPT, kernel, workdir, f"{name}.{way}.run",
+                            ["--fa-lower-to-cpu"])
     ways["reference"] = execute(FA_OPT, text, workdir, name + ".ref",
                                 ["--fa-lower-to-cpu=reference=1"])
     ways["tiled"] = execute(FA_OPT, text, workdir, name + ".tiled",
@@ -150,7 +266,8 @@ def run_ways(name, text, workdir):
 
 def run_case(c, workdir):
     rng = np.random.default_rng(seed_of("modifiers." + c["name"]))
-    a, text = build(c, rng)
+    a, text, clauses, attrs = build(c, rng)
+    kernel_text = build_kernel_form(c, a, clauses, attrs)
     segs = (a["qs"], a["ks"]) if "qs" in a else None
     ref_o, ref_l, empty = reference(
         a["q"], a["k"], a["v"], 1.0 / np.sqrt(c["D"]), c["causal"],
@@ -158,7 +275,7 @@ def run_case(c, workdir):
         softcap=c["softcap"], alibi=a.get("alibi"), chunk=c["chunk"],
         segments=segs, q_offset=c["q_offset"])
     failures = []
-    for way, (o, lse) in run_ways(c["name"], text, workdir).items():
+    for way, (o, lse) in run_ways(c["name"], text, kernel_text, workdir).items():
         full = ~empty
         err_o = rel_err(o[full], ref_o[full])
         err_l = rel_err(lse[full], ref_l[full])
@@ -227,6 +344,44 @@ CASES = [
 ]
 
 
+def run_mutations(workdir):
+    failures = []
+    c = next(x for x in CASES if x["name"] == "window_both_none")
+    rng = np.random.default_rng(seed_of("modifiers." + c["name"]))
+    a, _, clauses, attrs = build(c, rng)
+    ref_o, _, empty = reference(
+        a["q"], a["k"], a["v"], 1.0 / np.sqrt(c["D"]), c["causal"], None,
+        None, np.float64, window=c["window"])
+    kernel = fa_opt(FA_OPT, build_kernel_form(c, a, clauses, attrs),
+                    ["--fa-cpu-attention=require-kernel-form=true " +
+                     VECTOR_WAYS["vector"]], workdir, "mutant")
+    mutants = {}
+    m = re.search(r"scf\.if (%[\w]+) -> \(vector", kernel)
+    if m:
+        # A constant false defined at the top of @attn.
+        body = kernel[:m.start(1)] + "%mutant_false" + kernel[m.end(1):]
+        at = body.index("{", body.index("func.func @attn(")) + 1
+        mutants["full_tiles"] = (body[:at] + "\n    %mutant_false = "
+                                 "arith.constant false" + body[at:])
+    cmp = re.search(r"arith\.cmpi sge, (%[\w]+, %[\w]+ : vector<16xindex>)",
+                    kernel)
+    if cmp:
+        mutants["window_off_by_1"] = (kernel[:cmp.start()] + "arith.cmpi sgt, "
+                                      + cmp.group(1) + kernel[cmp.end():])
+    for name in ("full_tiles", "window_off_by_1"):
+        if name not in mutants:
+            failures.append(f"mutation {name}: the pattern to edit is gone")
+            continue
+        o, _ = execute(FA_OPT, mutants[name], workdir, "mutant." + name,
+                       ["--fa-lower-to-cpu"])
+        err = rel_err(o[~empty], ref_o[~empty])
+        print(f"mutation {name}: O rel err {err:.2e} (must fail)")
+        if err < 2e-5:
+            failures.append(f"mutation {name} was not caught (O rel err "
+                            f"{err:.2e})")
+    return failures
+
+
 def main():
     failures = []
     with tempfile.TemporaryDirectory() as w:
@@ -234,6 +389,8 @@ def main():
             if ONLY and not any(s in c["name"] for s in ONLY):
                 continue
             failures += run_case(c, w)
+        if not ONLY:
+            failures += run_mutations(w)
     finish(failures)
 
 

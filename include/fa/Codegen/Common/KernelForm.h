@@ -23,6 +23,9 @@ namespace fa {
 /// The memrefs of an attention op in the kernel form (null when absent).
 struct KernelOperands {
   Value q, k, v, kvLens, mask, o, lse;
+  /// The modifier operands: ALiBi slopes and segment ids (memrefs), and the
+  /// q_offset (the op's index operand itself).
+  Value alibi, qSegments, kSegments, qOffset;
 };
 
 /// The memrefs `op` reads and writes, or failure when it is not in the

@@ -8,6 +8,7 @@
 #include "fa/Dialect/FA/IR/FA.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -214,8 +215,46 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("head dims must be positive, got D = ")
            << q[3] << " and Dv = " << v[3];
 
+  // A dynamic B, Nq or Nk takes the size any operand gives it statically,
+  // so that static operands are checked against each other even when the
+  // query's dims are dynamic (a broadcast mask dim says nothing).
+  int64_t B = q[0], Nq = q[2], Nk = k[2];
+  auto learn = [](int64_t &dim, int64_t size) {
+    if (ShapedType::isDynamic(dim))
+      dim = size;
+  };
+  auto shapeOf = [](Value v) -> ArrayRef<int64_t> {
+    return v ? cast<RankedTensorType>(v.getType()).getShape()
+             : ArrayRef<int64_t>();
+  };
+  learn(B, k[0]);
+  learn(B, v[0]);
+  learn(B, o[0]);
+  learn(Nk, v[2]);
+  learn(Nq, o[2]);
+  if (ArrayRef<int64_t> s = shapeOf(getKvLens()); s.size() == 1)
+    learn(B, s[0]);
+  if (ArrayRef<int64_t> s = shapeOf(getMask()); s.size() == 4) {
+    learn(Nq, s[2]);
+    learn(Nk, s[3]);
+  }
+  if (ArrayRef<int64_t> s = shapeOf(getAlibi()); s.size() == 2)
+    learn(B, s[0]);
+  if (ArrayRef<int64_t> s = shapeOf(getQSegments()); s.size() == 2) {
+    learn(B, s[0]);
+    learn(Nq, s[1]);
+  }
+  if (ArrayRef<int64_t> s = shapeOf(getKSegments()); s.size() == 2) {
+    learn(B, s[0]);
+    learn(Nk, s[1]);
+  }
+  if (ArrayRef<int64_t> s = shapeOf(getLse()); s.size() == 3) {
+    learn(B, s[0]);
+    learn(Nq, s[2]);
+  }
+
   // Matching dims.
-  if (!dimsCompatible(q[0], k[0]) || !dimsCompatible(q[0], v[0]))
+  if (!dimsCompatible(B, k[0]) || !dimsCompatible(B, v[0]))
     return emitOpError("batch dim B must match: query ")
            << shapeStr(q) << ", key " << shapeStr(k) << ", value "
            << shapeStr(v);
@@ -229,11 +268,11 @@ LogicalResult AttentionOp::verify() {
   if (q[3] != k[3])
     return emitOpError("head dim D of query ")
            << shapeStr(q) << " and key " << shapeStr(k) << " must match";
-  if (!dimsCompatible(k[2], v[2]))
+  if (!dimsCompatible(Nk, v[2]))
     return emitOpError("key length Nk of key ")
            << shapeStr(k) << " and value " << shapeStr(v) << " must match";
-  if (!dimsCompatible(o[0], q[0]) || o[1] != q[1] ||
-      !dimsCompatible(o[2], q[2]) || o[3] != v[3])
+  if (!dimsCompatible(o[0], B) || o[1] != q[1] || !dimsCompatible(o[2], Nq) ||
+      o[3] != v[3])
     return emitOpError("output shape ")
            << shapeStr(o) << " must be [B, Hq, Nq, Dv] = [" << shapeStr(q)
            << "[0..2], " << v[3] << "] from query " << shapeStr(q)
@@ -245,7 +284,7 @@ LogicalResult AttentionOp::verify() {
     if (!lType.getElementType().isSignlessInteger(32))
       return emitOpError("kv_lens element type must be i32, got ")
              << lType.getElementType();
-    if (lType.getRank() != 1 || !dimsCompatible(lType.getDimSize(0), q[0]))
+    if (lType.getRank() != 1 || !dimsCompatible(lType.getDimSize(0), B))
       return emitOpError("kv_lens must have shape [B] with B from query ")
              << shapeStr(q) << ", got " << shapeStr(lType.getShape());
   }
@@ -262,9 +301,9 @@ LogicalResult AttentionOp::verify() {
       return emitOpError("mask must have rank 4 [B|1, Hq|1, Nq, Nk], got ")
              << shapeStr(mType.getShape());
     ArrayRef<int64_t> m = mType.getShape();
-    bool ok = (m[0] == 1 || dimsCompatible(m[0], q[0])) &&
-              (m[1] == 1 || m[1] == q[1]) && dimsCompatible(m[2], q[2]) &&
-              dimsCompatible(m[3], k[2]);
+    bool ok = (m[0] == 1 || dimsCompatible(m[0], B)) &&
+              (m[1] == 1 || m[1] == q[1]) && dimsCompatible(m[2], Nq) &&
+              dimsCompatible(m[3], Nk);
     if (!ok)
       return emitOpError("mask shape ")
              << shapeStr(m)
@@ -280,11 +319,11 @@ LogicalResult AttentionOp::verify() {
              << aType.getElementType();
     ArrayRef<int64_t> a = aType.getShape();
     bool ok = (a.size() == 1 && a[0] == q[1]) ||
-              (a.size() == 2 && dimsCompatible(a[0], q[0]) && a[1] == q[1]);
+              (a.size() == 2 && dimsCompatible(a[0], B) && a[1] == q[1]);
     if (!ok)
       return emitOpError("alibi slopes must have shape [Hq] or [B, Hq] = [")
-             << (ShapedType::isDynamic(q[0]) ? std::string("?")
-                                             : std::to_string(q[0]))
+             << (ShapedType::isDynamic(B) ? std::string("?")
+                                          : std::to_string(B))
              << ", " << q[1] << "] from query " << shapeStr(q) << ", got "
              << shapeStr(a);
   }
@@ -300,7 +339,7 @@ LogicalResult AttentionOp::verify() {
         return emitOpError() << name << " segment ids element type must be "
                              << "i32, got " << t.getElementType();
       ArrayRef<int64_t> sh = t.getShape();
-      if (sh.size() != 2 || !dimsCompatible(sh[0], q[0]) ||
+      if (sh.size() != 2 || !dimsCompatible(sh[0], B) ||
           !dimsCompatible(sh[1], n))
         return emitOpError()
                << name << " segment ids must have shape [B, " << dim
@@ -308,8 +347,8 @@ LogicalResult AttentionOp::verify() {
                << ", got " << shapeStr(sh);
       return success();
     };
-    if (failed(checkSegments(qs, "query", q[2], "Nq")) ||
-        failed(checkSegments(getKSegments(), "key", k[2], "Nk")))
+    if (failed(checkSegments(qs, "query", Nq, "Nq")) ||
+        failed(checkSegments(getKSegments(), "key", Nk, "Nk")))
       return failure();
   }
 
@@ -335,6 +374,14 @@ LogicalResult AttentionOp::verify() {
              << chunk.getInt();
   }
 
+  if (Value off = getQOffset()) {
+    APInt p;
+    if (matchPattern(off, m_ConstantInt(&p)) &&
+        (p.getSExtValue() < -kMaxPosition || p.getSExtValue() > kMaxPosition))
+      return emitOpError("q_offset must be in [-(2^31 - 1), 2^31 - 1], got ")
+             << p.getSExtValue();
+  }
+
   // Scale.
   if (auto s = getScaleAttr()) {
     double sv = s.getValueAsDouble();
@@ -349,8 +396,8 @@ LogicalResult AttentionOp::verify() {
       return emitOpError("lse element type must be f32, got ")
              << lType.getElementType();
     ArrayRef<int64_t> l = lType.getShape();
-    if (l.size() != 3 || !dimsCompatible(l[0], q[0]) || l[1] != q[1] ||
-        !dimsCompatible(l[2], q[2]))
+    if (l.size() != 3 || !dimsCompatible(l[0], B) || l[1] != q[1] ||
+        !dimsCompatible(l[2], Nq))
       return emitOpError("lse shape ")
              << shapeStr(l) << " must be [B, Hq, Nq] from query "
              << shapeStr(q);

@@ -110,7 +110,8 @@ def FA_AttentionOp : FA_Op<"attention", [
         `qs[b, q] == ks[b, k]` (document masking of packed sequences).
       - `q_offset(p)` shifts every query position by `p`: causality,
         window, chunk and ALiBi read `q + p`. The tiling of the op uses it
-        to keep a query tile's positions.
+        to keep a query tile's positions. `|p|` must be at most `2^31 - 1`
+        (the verifier checks a constant `p`), as positions are.
     * Order of application, on every backend: scale, softcap, ALiBi, the
       additive mask; then every removed key (causal, window, chunk,
       segments, key lengths, boolean mask) becomes `-inf` before the max.

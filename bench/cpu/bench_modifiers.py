@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+# Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""CPU benchmark of the score/mask modifiers (issue 15) through `fa-run`,
+side by side with PyTorch in the same run when `import torch` works.
+
+Rows (f32, B = 1, --heads heads, D = --d, one thread and --threads
+threads):
+  * --long-n (16384): bottom-right causal alone, and causal with
+    window(--window, 0) (Mistral's sliding window): the window visits
+    about (window + block) / (N / 2) of the causal key tiles, so it should
+    run many times faster;
+  * --short-n (4096): no mask, softcap(--softcap) and ALiBi (slopes
+    2^(-8 h / H), BLOOM's): the cost of the score modifiers;
+  * --short-n: a document mask from sorted segment ids (--docs equal
+    documents) against no mask.
+Every output is checked against a float64 reference on sampled query rows
+(relative Frobenius error < 1e-4). Times: fa-run's own `--time` (kernel
+only), best of --repeats; torch: best of --repeats of the call alone. The
+torch peers are what a PyTorch user would run on a CPU: SDPA with
+`is_causal`, SDPA with a dense boolean window or document mask (O(N^2)
+memory), and the eager score computation with tanh for the softcap and an
+additive bias for ALiBi (SDPA has no softcap). GFLOP/s counts 4 N^2 D per
+head for the keys a row keeps (the useful work), so rows compare.
+
+Usage:
+  bench_modifiers.py FA_RUN [--long-n 16384] [--short-n 4096] [--d 128]
+      [--heads 8] [--threads 2] [--window 512] [--softcap 50] [--docs 8]
+      [--repeats 2] [--out results.md]
+
+Benchmarks are not tests: this is not run by check-fa.
+"""
+
+import argparse
+import datetime
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+
+def machine():
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        model = re.search(r"Model name:\s*(.*)", out).group(1).strip()
+    except Exception:  # noqa: BLE001
+        model = platform.processor()
+    flags = open("/proc/cpuinfo").read()
+    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "?"
+    return f"{model} ({isa}), {os.cpu_count()} CPUs"
+
+
+def run_fa(cmd, out_path, repeats, env):
+    best = None
+    for _ in range(repeats):
+        if os.path.exists(out_path):
+            os.remove(out_path)
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if p.returncode:
+            sys.exit(f"FAILED: {' '.join(cmd)}\n{p.stderr}")
+        ms = float(re.search(r"run: ([\d.]+) ms", p.stderr).group(1))
+        best = ms if best is None else min(best, ms)
+    return best, np.load(out_path)
+
+
+def keep_matrix(rows, nq, nk, causal, window, qs=None, ks=None):
+    """[len(rows), nk] bool: which keys each sampled row keeps."""
+    k = np.arange(nk)[None, :]
+    q = rows[:, None] + (nk - nq)
+    keep = np.ones((len(rows), nk), bool)
+    if causal:
+        keep &= k <= q
+    if window is not None:
+        keep &= k >= q - window
+    if qs is not None:
+        keep &= qs[rows][:, None] == ks[None, :]
+    return keep
+
+
+def reference_rows(q, k, v, rows, keep, softcap=None, slopes=None,
+                   nk_off=0):
+    """float64 O for the sampled rows (per head)."""
+    H, _, D = q.shape
+    out = np.zeros((H, len(rows), v.shape[2]))
+    for h in range(H):
+        s = q[h, rows].astype(np.float64) @ k[h].astype(np.float64).T
+        s /= np.sqrt(D)
+        if softcap:
+            s = softcap * np.tanh(s / softcap)
+        if slopes is not None:
+            dist = np.abs(rows[:, None] + nk_off - np.arange(k.shape[1])[None])
+            s -= slopes[h] * dist
+        s = np.where(keep, s, -np.inf)
+        m = s.max(axis=1, keepdims=True)
+        p = np.exp(s - m)
+        out[h] = (p / p.sum(axis=1, keepdims=True)) @ v[h].astype(np.float64)
+    return out
+
+
+def rel_err(x, ref):
+    return np.linalg.norm(x - ref) / np.linalg.norm(ref)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("fa_run")
+    ap.add_argument("--long-n", type=int, default=16384)
+    ap.add_argument("--short-n", type=int, default=4096)
+    ap.add_argument("--d", type=int, default=128)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--window", type=int, default=512)
+    ap.add_argument("--softcap", type=float, default=50.0)
+    ap.add_argument("--docs", type=int, default=8)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    try:
+        if args.no_torch:
+            raise ImportError
+        import torch
+        import torch.nn.functional as F
+        torch_ok = True
+    except ImportError:
+        torch_ok = False
+
+    H, D = args.heads, args.d
+    rng = np.random.default_rng(0)
+    lines = []
+
+    def log(s):
+        print(s, flush=True)
+        lines.append(s)
+
+    log(f"# bench_modifiers.py, {datetime.date.today()}, {machine()}")
+    log(f"f32, B=1, H={H}, D={D}; threads 1 and {args.threads}; torch "
+        f"{torch.__version__ if torch_ok else 'not available'}")
+    log("")
+    log("| N | case | keys kept / row | ours 1 thr ms | ours "
+        f"{args.threads} thr ms | GFLOP/s ({args.threads} thr) | vs base "
+        "(same threads) | torch ms | torch peer | ours vs torch |")
+    log("|---|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        def case_set(n, cases):
+            q = rng.standard_normal((1, H, n, D), dtype=np.float32)
+            k = rng.standard_normal((1, H, n, D), dtype=np.float32)
+            v = rng.standard_normal((1, H, n, D), dtype=np.float32)
+            p = {x: os.path.join(tmp, x + ".npy") for x in
+                 ("q", "k", "v", "o")}
+            for x, arr in (("q", q), ("k", k), ("v", v)):
+                np.save(p[x], arr)
+            rows = np.sort(rng.choice(n, size=min(n, 64), replace=False))
+            base_ms = {}
+            for name, flags, ref_kw, torch_fn, peer in cases:
+                kept = ref_kw["keep"](rows).sum() / len(rows)
+                gflop = 4 * H * n * kept * D / 1e9
+                cmd = [args.fa_run, "attention", "--q", p["q"], "--k", p["k"],
+                       "--v", p["v"], "-o", p["o"], "--time", "--quiet"] + \
+                    [f.format(**p) for f in flags]
+                env1 = dict(os.environ, OMP_NUM_THREADS="1")
+                envn = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+                ms1, o = run_fa(cmd, p["o"], args.repeats, env1)
+                msn, o2 = run_fa(cmd + ["--parallel"], p["o"], args.repeats,
+                                 envn)
+                ref = reference_rows(q[0], k[0], v[0], rows,
+                                     ref_kw["keep"](rows),
+                                     ref_kw.get("softcap"),
+                                     ref_kw.get("slopes"))
+                for what, out in (("1 thread", o), ("parallel", o2)):
+                    e = rel_err(out[0][:, rows], ref)
+                    if not e < 1e-4:
+                        sys.exit(f"FAILED: {name} N={n} {what}: rel err {e:.2e}")
+                base_ms.setdefault(ref_kw["base"], None)
+                if name == ref_kw["base"]:
+                    base_ms[name] = msn
+                ratio = base_ms.get(ref_kw["base"])
+                ratio = f"{ratio / msn:.2f}x" if ratio and name != \
+                    ref_kw["base"] else "(base)"
+                t_ms, t_txt = None, "skipped"
+                if torch_ok and torch_fn is not None:
+                    torch.set_num_threads(args.threads)
+                    tq, tk, tv = (torch.from_numpy(x) for x in (q, k, v))
+                    best = None
+                    for _ in range(args.repeats):
+                        t0 = time.perf_counter()
+                        to = torch_fn(torch, F, tq, tk, tv)
+                        dt = (time.perf_counter() - t0) * 1e3
+                        best = dt if best is None else min(best, dt)
+                    e = rel_err(to[0][:, rows].double().numpy(), ref)
+                    if not e < 1e-4:
+                        sys.exit(f"FAILED: torch {name} N={n}: rel err {e:.2e}")
+                    t_ms, t_txt = best, f"{best:.0f}"
+                vs = f"{t_ms / msn:.2f}x" if t_ms else "-"
+                log(f"| {n} | {name} | {kept:.0f} | {ms1:.0f} | {msn:.0f} | "
+                    f"{gflop / msn * 1e3:.1f} | {ratio} | {t_txt} | "
+                    f"{peer if t_ms else '-'} | {vs} |")
+
+        n = args.long_n
+        W = args.window
+
+        def kc(rows, n=n):
+            return keep_matrix(rows, n, n, True, None)
+
+        def kw(rows, n=n):
+            return keep_matrix(rows, n, n, True, W)
+
+        def band(n):
+            i = np.arange(n)
+            return (i[None, :] <= i[:, None]) & (i[None, :] >= i[:, None] - W)
+
+        case_set(n, [
+            ("causal", ["--causal", "bottom-right"],
+             dict(keep=kc, base="causal"),
+             lambda t, F, q, k, v: F.scaled_dot_product_attention(
+                 q, k, v, is_causal=True), "SDPA is_causal"),
+            (f"causal + window({W}, 0)", ["--causal", "bottom-right",
+                                          "--window", f"{W},0"],
+             dict(keep=kw, base="causal"),
+             lambda t, F, q, k, v: F.scaled_dot_product_attention(
+                 q, k, v, attn_mask=t.from_numpy(band(n))),
+             "SDPA dense bool mask"),
+        ])
+        n = args.short_n
+        slopes = 2.0 ** (-8.0 * np.arange(1, H + 1) / H)
+        alibi_path = os.path.join(tmp, "alibi.npy")
+        np.save(alibi_path, slopes.astype(np.float32))
+        cap = args.softcap
+        docs = np.repeat(np.arange(args.docs, dtype=np.int32),
+                         -(-n // args.docs))[:n][None, :]
+        np.save(os.path.join(tmp, "segs.npy"), docs)
+
+        def kn(rows, n=n):
+            return keep_matrix(rows, n, n, False, None)
+
+        def kd(rows, n=n):
+            return keep_matrix(rows, n, n, False, None, docs[0], docs[0])
+
+        def torch_softcap(t, F, q, k, v):
+            s = (q @ k.transpose(-1, -2)) / np.sqrt(D)
+            s = cap * t.tanh(s / cap)
+            return t.softmax(s, dim=-1) @ v
+
+        def torch_alibi(t, F, q, k, v):
+            i = t.arange(n)
+            dist = (i[:, None] - i[None, :]).abs().float()
+            bias = -t.from_numpy(slopes.astype(np.float32))[:, None, None] * dist
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=bias[None])
+
+        def torch_docs(t, F, q, k, v):
+            d = t.from_numpy(docs[0])
+            return F.scaled_dot_product_attention(
+                q, k, v, attn_mask=(d[:, None] == d[None, :]))
+
+        segs = os.path.join(tmp, "segs.npy")
+        case_set(n, [
+            ("no mask", [], dict(keep=kn, base="no mask"),
+             lambda t, F, q, k, v: F.scaled_dot_product_attention(q, k, v),
+             "SDPA"),
+            (f"softcap({cap:g})", ["--softcap", str(cap)],
+             dict(keep=kn, base="no mask", softcap=cap), torch_softcap,
+             "eager tanh + softmax"),
+            ("ALiBi", ["--alibi", alibi_path],
+             dict(keep=kn, base="no mask", slopes=slopes), torch_alibi,
+             "SDPA dense additive bias"),
+            (f"document mask ({args.docs} docs)",
+             ["--q-segments", segs, "--k-segments", segs],
+             dict(keep=kd, base="no mask"), torch_docs,
+             "SDPA dense bool mask"),
+        ])
+    log("")
+    log("`vs base`: the time of the row's base (causal; no mask) over this "
+        "row's, same thread count (> 1: faster than the base). `ours vs "
+        "torch`: torch's time over ours (> 1: ours faster).")
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
