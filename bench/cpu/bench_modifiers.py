@@ -102,6 +102,12 @@ def reference_rows(q, k, v, rows, keep, softcap=None, slopes=None,
     return out
 
 
+def _timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 def rel_err(x, ref):
     return np.linalg.norm(x - ref) / np.linalg.norm(ref)
 
@@ -141,6 +147,14 @@ def main():
     log(f"# bench_modifiers.py, {datetime.date.today()}, {machine()}")
     log(f"f32, B=1, H={H}, D={D}; threads 1 and {args.threads}; torch "
         f"{torch.__version__ if torch_ok else 'not available'}")
+    if torch_ok:
+        for t in (1, args.threads):
+            torch.set_num_threads(t)
+            a = torch.randn(2048, 2048)
+            best = min(_timed(lambda: a @ a) for _ in range(3))
+            log(f"torch sgemm 2048^3 on {t} thread(s): "
+                f"{2 * 2048 ** 3 / best / 1e9:.1f} GFLOP/s (a peer, not the "
+                "limit)")
     log("")
     log("| N | case | keys kept / row | ours 1 thr ms | ours "
         f"{args.threads} thr ms | GFLOP/s ({args.threads} thr) | vs base "
