@@ -126,3 +126,13 @@ def reference(q, k, v, scale, causal, lens, mask, dt, window=None,
         o = np.where(empty[..., None], dt(0), o / l[..., None])
         lse = np.where(empty, dt(-np.inf), m[..., 0] + np.log(l))
     return o.astype(dt), lse.astype(dt), empty
+
+
+def sorted_segments(rng, B, N, docs):
+    """[B, N] int32 sorted segment ids with `docs` documents (some may be
+    empty): a packed batch's document mask."""
+    out = np.zeros((B, N), dtype=np.int32)
+    for b in range(B):
+        cuts = np.sort(rng.integers(0, N + 1, size=docs - 1))
+        out[b] = np.searchsorted(cuts, np.arange(N), side="right")
+    return out

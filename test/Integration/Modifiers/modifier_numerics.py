@@ -42,7 +42,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
-from fa_reference import reference, seed_of  # noqa: E402
+from fa_reference import reference, seed_of, sorted_segments  # noqa: E402
 from mlir_exec import (MLIR_TYPES, PRINT_DECL, constant,  # noqa: E402
                        execute, fa_opt, finish, print_call, rel_err,
                        tensor_type)
@@ -57,15 +57,6 @@ def ttype(a):
     return tensor_type(a.shape, {np.dtype(np.float32): "f32",
                                  np.dtype(np.bool_): "i1",
                                  np.dtype(np.int32): "i32"}[a.dtype])
-
-
-def sorted_segments(rng, B, N, docs):
-    """[B, N] sorted segment ids with `docs` documents (some empty)."""
-    out = np.zeros((B, N), dtype=np.int32)
-    for b in range(B):
-        cuts = np.sort(rng.integers(0, N + 1, size=docs - 1))
-        out[b] = np.searchsorted(cuts, np.arange(N), side="right")
-    return out
 
 
 def build_arrays(c, rng):

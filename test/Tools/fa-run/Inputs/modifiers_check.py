@@ -23,7 +23,9 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "lib"))
-from fa_reference import reference, save_attention_inputs, seed_of  # noqa: E402
+from fa_reference import (reference, save_attention_inputs,  # noqa: E402
+                          seed_of, sorted_segments)
+from mlir_exec import rel_err  # noqa: E402
 
 
 def case(name, **kw):
@@ -50,19 +52,6 @@ CASES = [
 
 WAYS = {"vector": [], "parallel": ["--parallel"],
         "tiled": ["--cpu-kernel", "tiled"], "reference": ["--reference"]}
-
-
-def sorted_segments(rng, B, N, docs):
-    out = np.zeros((B, N), dtype=np.int32)
-    for b in range(B):
-        cuts = np.sort(rng.integers(0, N + 1, size=docs - 1))
-        out[b] = np.searchsorted(cuts, np.arange(N), side="right")
-    return out
-
-
-def rel_err(x, ref):
-    den = np.linalg.norm(ref)
-    return np.linalg.norm(x - ref) / (den if den > 0 else 1.0)
 
 
 def run_case(fa_run, extra, c, tmp):
