@@ -5,9 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The host's cache sizes, which the tools pass to fa-lower-to-cpu
-// (cpu-l2-cache-size): the passes themselves do not probe the machine they
-// run on, so their output depends only on their input and options.
+// The host's cache sizes and vector width, which the tools pass to
+// fa-lower-to-cpu (cpu-l2-cache-size, vector-width): the passes themselves
+// do not probe the machine they run on, so their output depends only on
+// their input and options.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/TargetParser/Host.h"
 
 #include <unistd.h> // sysconf
 
@@ -56,4 +58,10 @@ int64_t mlir::fa::compile::getHostL2CacheSize() {
         return size;
   }
   return 0;
+}
+
+int64_t mlir::fa::compile::getHostVectorWidth() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  auto it = features.find("avx512f");
+  return it != features.end() && it->second ? 16 : 8;
 }

@@ -618,7 +618,7 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
                        "gpu-block-q={5} gpu-block-kv={6} "
                        "gpu-double-buffer={7} parallel={8} "
                        "cpu-kernel={9} cpu-block-q={10} cpu-block-kv={11} "
-                       "cpu-l2-cache-size={12}}",
+                       "cpu-l2-cache-size={12} vector-width={13}}",
                        bq, bkv, tile, referenceLowering ? "true" : "false",
                        promotedLowering ? "true" : "false",
                        // The promoted form picks its own tile sizes unless
@@ -630,7 +630,9 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
                        // The vector kernel too (0: its automatic sizes).
                        blockQ.getNumOccurrences() ? bq : 0,
                        blockKV.getNumOccurrences() ? bkv : 0,
-                       compile::getHostL2CacheSize())
+                       compile::getHostL2CacheSize(),
+                       // The host's widest f32 vectors (16 or 8 lanes).
+                       compile::getHostVectorWidth())
       .str();
 }
 

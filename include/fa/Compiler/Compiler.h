@@ -134,6 +134,12 @@ void addBF16TruncationHelper(llvm::Module &module);
 /// `cpu-l2-cache-size`.
 int64_t getHostL2CacheSize();
 
+/// The f32 lanes of the host's widest vectors as fa-lower-to-cpu's
+/// vector kernels use them: 16 with AVX-512 (avx512f), else 8 (AVX2, or two
+/// SSE halves). What fa-run passes as `vector-width`; fa-compile asks its
+/// target machine instead, so that it can build for another CPU.
+int64_t getHostVectorWidth();
+
 /// Prints a diagnostic and its notes as "<tool>: error: <location>:
 /// <message>" (file:line:col for file locations) to stderr; for
 /// ScopedDiagnosticHandler in fa-compile and fa-run.

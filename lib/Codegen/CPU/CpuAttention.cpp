@@ -163,6 +163,43 @@ private:
                                              ArrayRef<bool>{inBounds});
     return toF32(b, v);
   }
+  /// The range of the i32 segment ids `ids[batch, first + i]` for i in
+  /// [0, count): vectors of vw lanes, masked past `count` (at most
+  /// `maxCount`, a static bound).
+  AttentionSemantics::SegmentRange segmentRange(OpBuilder &b, Value ids,
+                                                Value first, Value count,
+                                                int64_t maxCount) {
+    Type i32 = b.getI32Type();
+    auto vt = VectorType::get({cfg.vw}, i32);
+    auto maskType = VectorType::get({cfg.vw}, b.getI1Type());
+    auto splat = [&](int32_t v) -> Value {
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(vt, b.getI32IntegerAttr(v)));
+    };
+    Value vmin = splat(std::numeric_limits<int32_t>::max());
+    Value vmax = splat(std::numeric_limits<int32_t>::min());
+    Value pad = arith::ConstantOp::create(b, loc, b.getZeroAttr(i32));
+    for (int64_t c = 0; c < maxCount; c += cfg.vw) {
+      Value left = sub(b, count, cIdx(b, c));
+      Value lanes = vector::CreateMaskOp::create(b, loc, maskType,
+                                                 ValueRange{left});
+      Value x = vector::TransferReadOp::create(
+          b, loc, vt, ids, ValueRange{batch, add(b, first, cIdx(b, c))}, pad,
+          ArrayRef<bool>{false});
+      vmin = arith::MinSIOp::create(
+          b, loc, vmin,
+          arith::SelectOp::create(
+              b, loc, lanes, x, splat(std::numeric_limits<int32_t>::max())));
+      vmax = arith::MaxSIOp::create(
+          b, loc, vmax,
+          arith::SelectOp::create(
+              b, loc, lanes, x, splat(std::numeric_limits<int32_t>::min())));
+    }
+    return {vector::ReductionOp::create(b, loc, vector::CombiningKind::MINSI,
+                                        vmin),
+            vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXSI,
+                                        vmax)};
+  }
   /// Fills an f32 scratch buffer whose innermost dim is a multiple of vw.
   void fill(OpBuilder &b, Value mem, float value) {
     auto shape = cast<MemRefType>(mem.getType()).getShape();
@@ -182,6 +219,8 @@ private:
   void allocScratch(OpBuilder &b);
   void buildTile(OpBuilder &b, ValueRange ivs);
   void buildKVStep(OpBuilder &b, Value j);
+  void buildKVTile(OpBuilder &b, Value k0, Value kCols,
+                   const AttentionSemantics::SegmentRange *kSegRange);
   void buildScores(OpBuilder &b, Value k0, Value kCols);
   void buildSoftmax(OpBuilder &b, Value k0, Value kCols, Value needMask);
   SmallVector<Value> buildScoreModsAndMax(OpBuilder &b, Value k0, Value kCols,
@@ -215,6 +254,8 @@ private:
   /// Per query vector of the tile: the query positions (vector of index)
   /// and, with segments, the query segment ids (vector of i32).
   SmallVector<Value> qPos, qSeg;
+  /// With segments: the id range of the tile's query rows.
+  AttentionSemantics::SegmentRange qSegRange;
   Value qT, kP, vP, sT, mT, oAcc, mBuf, lBuf, aBuf;
 };
 
@@ -354,6 +395,11 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
     }
   }
 
+  // Document masking: the id range of the tile's rows decides, per key
+  // tile, whether it is visited and whether it is full.
+  if (args.qSegments)
+    qSegRange = segmentRange(b, args.qSegments, q0, qRows, cfg.blockQ);
+
   // Scratch (f32): Q^T (scaled), the K and V tiles, S^T / P^T, the additive
   // mask tile (transposed), the output accumulator and the row state.
   int64_t bq = cfg.blockQ;
@@ -396,15 +442,33 @@ void CpuKernelBuilder::buildKVStep(OpBuilder &b, Value j) {
   if (kvBegin)
     k0 = add(b, kvBegin, k0);
   Value kCols = minI(b, cIdx(b, cfg.blockKV), sub(b, kvEnd, k0));
+  if (!args.kSegments) {
+    buildKVTile(b, k0, kCols, nullptr);
+    return;
+  }
+  // Document masking: a key tile whose ids no query row of the tile shares
+  // is never visited.
+  AttentionSemantics::SegmentRange kRange =
+      segmentRange(b, args.kSegments, k0, kCols, cfg.blockKV);
+  Value visited = sem.segmentTileVisited(b, loc, qSegRange, kRange);
+  scf::IfOp::create(b, loc, visited, [&](OpBuilder &tb, Location) {
+    buildKVTile(tb, k0, kCols, &kRange);
+    scf::YieldOp::create(tb, loc);
+  });
+}
+
+void CpuKernelBuilder::buildKVTile(
+    OpBuilder &b, Value k0, Value kCols,
+    const AttentionSemantics::SegmentRange *kSegRange) {
   Value zero = cIdx(b, 0);
   // With a window, a chunk or segments, whether some key of this tile is
   // removed for some row (false: a full tile, no element mask and no NaN
   // guard in P V).
   Value needMask;
   if (positionalMods)
-    needMask = sem.tileNeedsElementMask(b, loc, k0, kCols, kvEnd, q0,
-                                        diagOffset, qRows);
-  // Segments without tile ranges: every tile is masked.
+    needMask = sem.tileNeedsElementMask(
+        b, loc, k0, kCols, kvEnd, q0, diagOffset, qRows,
+        kSegRange ? &qSegRange : nullptr, kSegRange);
   bool alwaysMask = needMask && matchPattern(needMask, m_One());
   if (alwaysMask)
     needMask = Value();

@@ -295,19 +295,33 @@ func.func @modifiers(%q: memref<1x4x?x32xf32>, %k: memref<1x2x?x32xf32>, %v: mem
 // -----
 
 // Segment ids: the query ids of each vector of lanes are read once per
-// tile, the key id once per key; every tile is masked (no tile ranges for
-// segments yet) and P V is guarded, with no branch on the tile.
+// tile, and their range [min, max] (masked past the rows); per key tile the
+// range of its ids decides whether the tile is visited at all (the ranges
+// overlap) and whether it needs element masks (not all four bounds one
+// id). Masked tiles read the key id once per key and guard P V.
 // CHECK-LABEL: func.func @segments
 //  CHECK-SAME:   %[[QS:[a-z0-9]+]]: memref<2x?xi32>, %[[KS:[a-z0-9]+]]: memref<2x?xi32>
 //       CHECK:   scf.forall (%[[B:.*]], %{{.*}}, %{{.*}}) in
 //       CHECK:     vector.transfer_read %[[QS]][%[[B]], %{{.*}}], %{{.*}} : memref<2x?xi32>, vector<16xi32>
+//       CHECK:     %[[QMIN:.*]] = vector.reduction <minsi>
+//       CHECK:     %[[QMAX:.*]] = vector.reduction <maxsi>
 //       CHECK:     scf.for
-//   CHECK-NOT:       scf.if
-//       CHECK:       memref.load %[[KS]][%[[B]],
-//       CHECK:       arith.cmpi eq, %{{.*}} : vector<16xi32>
-//       CHECK:       arith.cmpf oeq
-//       CHECK:       vector.fma
-//       CHECK:       arith.select
+//       CHECK:       vector.transfer_read %[[KS]][%[[B]], %{{.*}}], %{{.*}} : memref<2x?xi32>, vector<16xi32>
+//       CHECK:       %[[KMIN:.*]] = vector.reduction <minsi>
+//       CHECK:       %[[KMAX:.*]] = vector.reduction <maxsi>
+//   CHECK-DAG:       %[[BELOW:.*]] = arith.cmpi slt, %[[KMAX]], %[[QMIN]] : i32
+//   CHECK-DAG:       %[[ABOVE:.*]] = arith.cmpi sgt, %[[KMIN]], %[[QMAX]] : i32
+//       CHECK:       %[[DISJOINT:.*]] = arith.ori %[[BELOW]], %[[ABOVE]]
+//       CHECK:       %[[VISIT:.*]] = arith.xori %[[DISJOINT]]
+//       CHECK:       scf.if %[[VISIT]] {
+//   CHECK-DAG:         arith.cmpi ne, %[[QMIN]], %[[QMAX]] : i32
+//   CHECK-DAG:         arith.cmpi ne, %[[KMIN]], %[[KMAX]] : i32
+//   CHECK-DAG:         arith.cmpi ne, %[[QMIN]], %[[KMIN]] : i32
+//       CHECK:         vector.fma
+//       CHECK:         scf.if %{{.*}} -> (vector<16xf32>
+//       CHECK:           memref.load %[[KS]][%[[B]],
+//       CHECK:           arith.cmpi eq, %{{.*}} : vector<16xi32>
+//       CHECK:         } else {
 func.func @segments(%q: memref<2x2x?x32xf32>, %k: memref<2x2x?x32xf32>, %v: memref<2x2x?x32xf32>, %qs: memref<2x?xi32>, %ks: memref<2x?xi32>, %o: memref<2x2x?x32xf32>) {
   %qt = bufferization.to_tensor %q restrict : memref<2x2x?x32xf32> to tensor<2x2x?x32xf32>
   %kt = bufferization.to_tensor %k restrict : memref<2x2x?x32xf32> to tensor<2x2x?x32xf32>

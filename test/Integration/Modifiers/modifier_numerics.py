@@ -25,12 +25,19 @@ Pass criteria: relative Frobenius error of O and LSE below 2e-5
 (printMemrefF32 prints 6 digits); rows with no attended key exactly O = 0
 and LSE = -inf; no NaN.
 
-Mutations (the comparison can fail): the vector kernel of one window case
-is edited and must then fail it:
-  full_tiles       every key tile is taken as full (the tile's element-mask
-                   predicate forced false): keys outside the window leak in;
-  window_off_by_1  the window's left bound `k >= q + off - L` becomes
-                   `k > q + off - L`.
+Mutations (the comparison can fail): the vector kernel of a case is edited
+and must then fail it:
+  full_tiles       (window) every key tile is taken as full (the tile's
+                   element-mask predicate forced false): keys outside the
+                   window leak in;
+  window_off_by_1  (window) the window's left bound `k >= q + off - L`
+                   becomes `k > q + off - L`;
+  segment_full     (sorted segments) a key tile spanning two documents is
+                   taken as full when the query tile lies in one (the
+                   `min != max` test of the key ids dropped);
+  segment_skip     (sorted segments) a key tile whose first id is the
+                   query tile's last is skipped (`kmin > qmax` becomes
+                   `kmin >= qmax`).
 """
 
 import os
@@ -320,6 +327,10 @@ CASES = [
          segments="sorted"),
     case("segments_random_lens", B=2, Nq=21, Nk=33, segments="random",
          lens=[30, 5]),
+    # Sorted ids over many tiles: key tiles skipped (other documents), full
+    # (one document) and partial, with a ragged tail and key lengths.
+    case("segments_sorted_tiles", B=2, Nq=75, Nk=90, segments="sorted",
+         lens=[90, 61]),
     # q_offset with a window and causality.
     case("q_offset_window_tl", Nq=20, Nk=40, causal="top-left",
          window=(5, -1), q_offset=7),
@@ -335,17 +346,7 @@ CASES = [
 ]
 
 
-def run_mutations(workdir):
-    failures = []
-    c = next(x for x in CASES if x["name"] == "window_both_none")
-    rng = np.random.default_rng(seed_of("modifiers." + c["name"]))
-    a, _, clauses, attrs = build(c, rng)
-    ref_o, _, empty = reference(
-        a["q"], a["k"], a["v"], 1.0 / np.sqrt(c["D"]), c["causal"], None,
-        None, np.float64, window=c["window"])
-    kernel = fa_opt(FA_OPT, build_kernel_form(c, a, clauses, attrs),
-                    ["--fa-cpu-attention=require-kernel-form=true " +
-                     VECTOR_WAYS["vector"]], workdir, "mutant")
+def mutate_window(kernel):
     mutants = {}
     m = re.search(r"scf\.if (%[\w]+) -> \(vector", kernel)
     if m:
@@ -359,17 +360,61 @@ def run_mutations(workdir):
     if cmp:
         mutants["window_off_by_1"] = (kernel[:cmp.start()] + "arith.cmpi sgt, "
                                       + cmp.group(1) + kernel[cmp.end():])
-    for name in ("full_tiles", "window_off_by_1"):
-        if name not in mutants:
-            failures.append(f"mutation {name}: the pattern to edit is gone")
-            continue
-        o, _ = execute(FA_OPT, mutants[name], workdir, "mutant." + name,
-                       ["--fa-lower-to-cpu"])
-        err = rel_err(o[~empty], ref_o[~empty])
-        print(f"mutation {name}: O rel err {err:.2e} (must fail)")
-        if err < 2e-5:
-            failures.append(f"mutation {name} was not caught (O rel err "
-                            f"{err:.2e})")
+    return mutants
+
+
+def mutate_segments(kernel):
+    # AttentionSemantics::segmentTileNeedsMask: qmin != qmax, kmin != kmax,
+    # qmin != kmin (in this order); segmentTileVisited: kmax < qmin,
+    # kmin > qmax.
+    mutants = {}
+    ne = list(re.finditer(r"arith\.cmpi ne, (%[\w]+), (%[\w]+) : i32",
+                          kernel))
+    if len(ne) >= 2:
+        m = ne[1]
+        mutants["segment_full"] = (kernel[:m.start()] + "arith.cmpi ne, " +
+                                   m.group(1) + ", " + m.group(1) + " : i32" +
+                                   kernel[m.end():])
+    sgt = re.search(r"arith\.cmpi sgt, (%[\w]+, %[\w]+ : i32)", kernel)
+    if sgt:
+        mutants["segment_skip"] = (kernel[:sgt.start()] + "arith.cmpi sge, " +
+                                   sgt.group(1) + kernel[sgt.end():])
+    return mutants
+
+
+MUTATIONS = [("window_both_none", mutate_window,
+              ("full_tiles", "window_off_by_1")),
+             ("segments_sorted_tiles", mutate_segments,
+              ("segment_full", "segment_skip"))]
+
+
+def run_mutations(workdir):
+    failures = []
+    for case_name, mutate, names in MUTATIONS:
+        c = next(x for x in CASES if x["name"] == case_name)
+        rng = np.random.default_rng(seed_of("modifiers." + c["name"]))
+        a, _, clauses, attrs = build(c, rng)
+        segs = (a["qs"], a["ks"]) if "qs" in a else None
+        ref_o, _, empty = reference(
+            a["q"], a["k"], a["v"], 1.0 / np.sqrt(c["D"]), c["causal"],
+            a.get("lens"), None, np.float64, window=c["window"],
+            segments=segs)
+        kernel = fa_opt(FA_OPT, build_kernel_form(c, a, clauses, attrs),
+                        ["--fa-cpu-attention=require-kernel-form=true " +
+                         VECTOR_WAYS["vector"]], workdir, "mutant")
+        mutants = mutate(kernel)
+        for name in names:
+            if name not in mutants:
+                failures.append(f"mutation {name}: the pattern to edit is "
+                                "gone")
+                continue
+            o, _ = execute(FA_OPT, mutants[name], workdir, "mutant." + name,
+                           ["--fa-lower-to-cpu"])
+            err = rel_err(o[~empty], ref_o[~empty])
+            print(f"mutation {name}: O rel err {err:.2e} (must fail)")
+            if err < 2e-5:
+                failures.append(f"mutation {name} was not caught (O rel err "
+                                f"{err:.2e})")
     return failures
 
 

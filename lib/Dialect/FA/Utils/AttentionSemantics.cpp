@@ -234,11 +234,16 @@ Value AttentionSemantics::crossesDiagonal(OpBuilder &b, Location loc, Value k0,
 Value AttentionSemantics::tileNeedsElementMask(OpBuilder &b, Location loc,
                                                Value k0, Value cols,
                                                Value keyEnd, Value firstRow,
-                                               Value off, Value rows) const {
-  if (hasMask() || hasSegments() || (!rows && (hasWindowLeft() || hasChunk())))
+                                               Value off, Value rows,
+                                               const SegmentRange *qSeg,
+                                               const SegmentRange *kSeg) const {
+  if (hasMask() || (hasSegments() && !(qSeg && kSeg)) ||
+      (!rows && (hasWindowLeft() || hasChunk())))
     return arith::ConstantIntOp::create(b, loc, 1, 1);
   Value need = cmpI(b, loc, arith::CmpIPredicate::sgt, addI(b, loc, k0, cols),
                     keyEnd);
+  if (hasSegments())
+    need = orI(b, loc, need, segmentTileNeedsMask(b, loc, *qSeg, *kSeg));
   if (isCausal())
     need = orI(b, loc, need, crossesDiagonal(b, loc, k0, cols, firstRow, off));
   if (!hasWindowLeft() && !hasWindowRight() && !hasChunk())
@@ -271,6 +276,31 @@ Value AttentionSemantics::tileNeedsElementMask(OpBuilder &b, Location loc,
                     floorDivC(b, loc, lastPos, c), floorDivC(b, loc, k0, c)));
   }
   return need;
+}
+
+Value AttentionSemantics::segmentTileVisited(OpBuilder &b, Location loc,
+                                             SegmentRange q,
+                                             SegmentRange k) const {
+  if (!hasSegments())
+    return arith::ConstantIntOp::create(b, loc, 1, 1);
+  // Two ranges of ids overlap iff neither lies wholly below the other.
+  Value below = cmpI(b, loc, arith::CmpIPredicate::slt, k.max, q.min);
+  Value above = cmpI(b, loc, arith::CmpIPredicate::sgt, k.min, q.max);
+  Value disjoint = orI(b, loc, below, above);
+  return arith::XOrIOp::create(b, loc, disjoint,
+                               arith::ConstantIntOp::create(b, loc, 1, 1));
+}
+
+Value AttentionSemantics::segmentTileNeedsMask(OpBuilder &b, Location loc,
+                                               SegmentRange q,
+                                               SegmentRange k) const {
+  if (!hasSegments())
+    return arith::ConstantIntOp::create(b, loc, 0, 1);
+  // Full iff all four bounds are one id.
+  Value need = cmpI(b, loc, arith::CmpIPredicate::ne, q.min, q.max);
+  need = orI(b, loc, need, cmpI(b, loc, arith::CmpIPredicate::ne, k.min, k.max));
+  return orI(b, loc, need,
+             cmpI(b, loc, arith::CmpIPredicate::ne, q.min, k.min));
 }
 
 Value AttentionSemantics::lastCausalKey(OpBuilder &b, Location loc, Value q,

@@ -85,6 +85,12 @@ struct AttentionModifiers {
 /// Built once per op by `get`; every lowering reads its rules from here.
 class AttentionSemantics {
 public:
+  /// The range [min, max] of the segment ids (i32 scalars) of a tile's
+  /// query rows or keys.
+  struct SegmentRange {
+    Value min, max;
+  };
+
   /// The rules of `op`.
   static AttentionSemantics get(AttentionOp op);
   /// The rules of an op with these parts (for kernels described outside IR).
@@ -150,10 +156,30 @@ public:
   /// or (causal) past the diagonal of `firstRow`, or there is a user mask.
   /// Tiles for which it is false are full: every key is kept for every row.
   /// `rows` (the rows of the query tile) is needed for the window's left
-  /// bound and the chunk; without it such tiles always need masks.
+  /// bound and the chunk; without it such tiles always need masks. With
+  /// segments, `qSeg` and `kSeg` (the id ranges of the tile's rows and
+  /// keys) decide through segmentTileNeedsMask; without them such tiles
+  /// always need masks.
   Value tileNeedsElementMask(OpBuilder &b, Location loc, Value k0, Value cols,
                              Value keyEnd, Value firstRow, Value off,
-                             Value rows = Value()) const;
+                             Value rows = Value(),
+                             const SegmentRange *qSeg = nullptr,
+                             const SegmentRange *kSeg = nullptr) const;
+
+  /// Document masking, per (query tile, key tile): whether some query of
+  /// the tile can share a segment with some key of the tile (i1), judged
+  /// from the ranges of their ids. Tiles for which it is false are never
+  /// visited. Exact for sorted ids (each tile's ids are then one
+  /// contiguous run of documents); a conservative per-tile check for
+  /// unsorted ones. True without segments.
+  Value segmentTileVisited(OpBuilder &b, Location loc, SegmentRange q,
+                           SegmentRange k) const;
+
+  /// Whether segment ids remove some key of the tile for some query row
+  /// (i1): false only when every query and every key of the tile lie in
+  /// one and the same segment. False without segments.
+  Value segmentTileNeedsMask(OpBuilder &b, Location loc, SegmentRange q,
+                             SegmentRange k) const;
 
   /// Whether some key of [k0, k0 + cols) is causally removed for the row
   /// `firstRow` (and so for some row of a tile starting there); false when
