@@ -183,6 +183,18 @@ LogicalResult Compiler::compileArithOp(Operation *op, Instr &I) {
       .Case([&](math::TanhOp) { return compileFloatOp(op, I, Opc::Tanh); })
       .Case([&](LLVM::CallIntrinsicOp c) -> LogicalResult {
         StringRef name = c.getIntrin();
+        // The LLVM intrinsics the GPU kernels call for math.fma and
+        // math.absf (NVPTX selects fma.rn.f32 and abs.f32).
+        if (name == "llvm.fma.f32" || name == "llvm.fabs.f32") {
+          unsigned arity = name == "llvm.fma.f32" ? 3 : 1;
+          if (c.getNumOperands() != arity || c.getNumResults() != 1 ||
+              !llvm::all_of(c.getOperandTypes(),
+                            [](Type t) { return t.isF32(); }) ||
+              !c.getResult(0).getType().isF32())
+            return unsupported(op, "expected f32 operands and result");
+          return compileFloatOp(op, I,
+                                arity == 3 ? Opc::Fma : Opc::AbsF);
+        }
         std::optional<std::pair<Opc, bool>> kind =
             llvm::StringSwitch<std::optional<std::pair<Opc, bool>>>(name)
                 .Cases({"llvm.nvvm.ex2.approx.f32", "llvm.nvvm.ex2.approx.f"},
@@ -200,7 +212,8 @@ LogicalResult Compiler::compileArithOp(Operation *op, Instr &I) {
           return unsupported(
               op, "intrinsic '" + name +
                       "' (supported: llvm.nvvm.ex2.approx[.ftz].f32, "
-                      "llvm.nvvm.lg2.approx[.ftz].f)");
+                      "llvm.nvvm.lg2.approx[.ftz].f, llvm.fma.f32, "
+                      "llvm.fabs.f32)");
         if (c.getNumOperands() != 1 || c.getNumResults() != 1 ||
             !c.getOperand(0).getType().isF32() ||
             !c.getResult(0).getType().isF32())

@@ -32,9 +32,10 @@ The matrix: f32, f16 and bf16 at head dims 64, 96 and 128; causal none,
 top-left and bottom-right with Nq < Nk and Nq > Nk; key lengths including 0,
 negative and beyond Nk; no keys, no queries; GQA and MQA, Dv != D, an
 explicit scale, no LSE; boolean and additive masks with fully masked rows and
-broadcasts; every block-size pair (block-q 16/32/64 x block-kv
-16/32/64/128) on shapes no block divides; 2, 4 and 8 warps; double-buffered
-K/V; memory ops in a shuffled thread order.
+broadcasts; the score/mask modifiers (window, softcap, ALiBi, chunk,
+segment ids, alone and together); every block-size pair (block-q 16/32/64
+x block-kv 16/32/64/128) on shapes no block divides; 2, 4 and 8 warps;
+double-buffered K/V; memory ops in a shuffled thread order.
 
 The kernel text, the cases, the reference checks and the runners (run_case,
 run_mutations, run_suite, mma_cases) serve attention_emulate_tc.py and
@@ -52,7 +53,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fa_reference import reference, save_attention_inputs, seed_of  # noqa: E402
+from fa_reference import (reference, save_attention_inputs,  # noqa: E402
+                          seed_of, sorted_segments)
 
 #===------------------------------------------------------------------------===#
 # Rounding helpers
@@ -84,7 +86,9 @@ def kernel_text(c):
     Hq, Hkv, D, Dv = c["Hq"], c["Hkv"], c["D"], c["Dv"]
     ty = {"q": f"?x{Hq}x?x{D}x{t}", "k": f"?x{Hkv}x?x{D}x{t}",
           "v": f"?x{Hkv}x?x{Dv}x{t}", "lens": "?xi32",
-          "o": f"?x{Hq}x?x{Dv}x{t}", "lse": f"?x{Hq}x?xf32"}
+          "o": f"?x{Hq}x?x{Dv}x{t}", "lse": f"?x{Hq}x?xf32",
+          "alibi": f"{Hq}xf32" if c.get("alibi") == "h" else f"?x{Hq}xf32",
+          "qs": "?x?xi32", "ks": "?x?xi32"}
     names = ["q", "k", "v"]
     if c["lens"] is not None:
         names.append("lens")
@@ -97,6 +101,10 @@ def kernel_text(c):
         ty["mask"] = dims + {"bool": "xi8", "i1": "xi1",
                              "float": "xf32"}[c["mask"]]
         names.append("mask")
+    if c.get("alibi") is not None:
+        names.append("alibi")
+    if c.get("segments") is not None:
+        names += ["qs", "ks"]
     names.append("o")
     if c["lse"]:
         names.append("lse")
@@ -134,6 +142,21 @@ def kernel_text(c):
         mask_operand = f" mask(%mask_t : tensor<{ty['mask']}>)"
     lens_operand = " kv_lens(%lens_t : tensor<?xi32>)" \
         if c["lens"] is not None else ""
+    # The score/mask modifiers (operands after the mask, attributes after
+    # the causal clause).
+    mod_operands = ""
+    if c.get("alibi") is not None:
+        mod_operands += f" alibi(%alibi_t : tensor<{ty['alibi']}>)"
+    if c.get("segments") is not None:
+        mod_operands += (" segments(%qs_t, %ks_t : tensor<?x?xi32>, "
+                         "tensor<?x?xi32>)")
+    mod_attrs = ""
+    if c.get("window") is not None:
+        mod_attrs += f" window({c.get('window')[0]}, {c.get('window')[1]})"
+    if c.get("softcap") is not None:
+        mod_attrs += f" softcap({c.get('softcap')!r})"
+    if c.get("chunk") is not None:
+        mod_attrs += f" chunk({c.get('chunk')})"
     outs = f"%o_t : tensor<{ty['o']}>"
     results = f"tensor<{ty['o']}>"
     if c["lse"]:
@@ -143,8 +166,9 @@ def kernel_text(c):
     res = "%r:2" if c["lse"] else "%r"
     lines.append(
         f"  {res} = fa.attention ins(%q_t, %k_t, %v_t : tensor<{ty['q']}>, "
-        f"tensor<{ty['k']}>, tensor<{ty['v']}>){lens_operand}{mask_operand} "
-        f"outs({outs}) causal({CAUSAL[c['causal']]}){scale} -> {results}")
+        f"tensor<{ty['k']}>, tensor<{ty['v']}>){lens_operand}{mask_operand}"
+        f"{mod_operands} outs({outs}) causal({CAUSAL[c['causal']]})"
+        f"{mod_attrs}{scale} -> {results}")
     o_res = "%r#0" if c["lse"] else "%r"
     lines.append(f"  bufferization.materialize_in_destination {o_res} in "
                  f"writable %o : (tensor<{ty['o']}>, memref<{ty['o']}>) -> ()")
@@ -164,7 +188,8 @@ def case(name, **kw):
     c = dict(name=name, B=1, Hq=2, Hkv=2, Nq=37, Nk=50, D=64, Dv=None,
              dtype="float32", causal="none", lens=None, mask=None,
              mask_shape="BHQK", scale=None, lse=True, block_q=None,
-             block_kv=None, flags=[])
+             block_kv=None, flags=[], window=None, softcap=None, chunk=None,
+             alibi=None, segments=None)
     c.update(kw)
     if c["Dv"] is None:
         c["Dv"] = c["D"]
@@ -290,6 +315,22 @@ CASES = [
     # The threads of every memory op in a random order.
     case("f32_shuffled_order", Hq=4, Hkv=2, Nq=37, Nk=70,
          causal="bottom-right", flags=["--shuffle-order", "--seed", "5"]),
+    # The score/mask modifiers (issue 15): a sliding window skipping leading
+    # key tiles (block-kv 16), softcap + ALiBi [B, Hq], a chunk with sorted
+    # segment ids, a window emptying rows with key lengths, and everything
+    # with GQA, a boolean mask and causality.
+    case("f32_window_br", Nq=37, Nk=150, causal="bottom-right",
+         window=(40, 0), lens=[130], block_kv=16),
+    case("f16_softcap_alibi", dtype="float16", B=2, Nq=45, Nk=70,
+         softcap=2.0, alibi="bh"),
+    case("f32_chunk_segments", Nq=50, Nk=60, chunk=24, segments="sorted",
+         lens=[55], block_kv=16),
+    case("f32_window_zero_empty_rows", B=2, Nq=30, Nk=30, window=(0, 0),
+         lens=[10, 0]),
+    case("bf16_combined_tl", dtype="bfloat16", B=2, Hq=4, Hkv=2, Nq=40,
+         Nk=90, causal="top-left", window=(20, 5), softcap=3.0, alibi="h",
+         lens=[90, 33], mask="bool", mask_shape="B1QK", segments="random",
+         block_kv=16),
 ] + [
     # Every element type and head dim, alternating the causal alignment and
     # key lengths.
@@ -342,14 +383,18 @@ def make_inputs(c, rng):
     return q, k, v, lens, mask
 
 
-def check(c, q, k, v, lens, mask, o, lse):
+def check(c, q, k, v, lens, mask, o, lse, mods=None):
     """Compares fa-emulate's outputs with the reference; returns (ok,
-    summary)."""
+    summary). `mods`: the modifier inputs of make_modifiers."""
     scale = c["scale"] if c["scale"] is not None else 1.0 / np.sqrt(c["D"])
+    mods = mods or {}
+    kw = dict(window=c["window"], softcap=c["softcap"], chunk=c["chunk"],
+              alibi=mods.get("alibi"),
+              segments=(mods["qs"], mods["ks"]) if "qs" in mods else None)
     o_ref, lse_ref, empty = reference(q, k, v, scale, c["causal"], lens, mask,
-                                      np.float64)
+                                      np.float64, **kw)
     o_naive, lse_naive, _ = reference(q, k, v, scale, c["causal"], lens, mask,
-                                      np.float32)
+                                      np.float32, **kw)
     problems = []
     o64 = o.astype(np.float64)
     if np.isnan(o64).any():
@@ -401,23 +446,66 @@ def check(c, q, k, v, lens, mask, o, lse):
                                     ": " + "; ".join(problems))
 
 
+def make_modifiers(c, rng):
+    """The modifier operands of case `c`: ALiBi slopes ([Hq] or [B, Hq]) and
+    segment ids ([B, Nq], [B, Nk]: sorted with some empty documents, or
+    random)."""
+    B, Hq, Nq, Nk = c["B"], c["Hq"], c["Nq"], c["Nk"]
+    mods = {}
+    if c["alibi"] == "h":
+        mods["alibi"] = (rng.random(Hq) * 0.5).astype(np.float32)
+    elif c["alibi"] == "bh":
+        mods["alibi"] = (rng.random((B, Hq)) * 0.5).astype(np.float32)
+    if c["segments"] == "sorted":
+        mods["qs"] = sorted_segments(rng, B, Nq, 4)
+        mods["ks"] = sorted_segments(rng, B, Nk, 4)
+    elif c["segments"] == "random":
+        mods["qs"] = rng.integers(0, 3, size=(B, Nq), dtype=np.int32)
+        mods["ks"] = rng.integers(0, 3, size=(B, Nk), dtype=np.int32)
+    return mods
+
+
+def modifier_flags(paths, mods):
+    """Writes the modifier inputs and returns fa-emulate's flags for them."""
+    flags = []
+    for name, flag in (("alibi", "--alibi"), ("qs", "--q-segments"),
+                       ("ks", "--k-segments")):
+        if name in mods:
+            np.save(paths[name], mods[name])
+            flags += [flag, paths[name]]
+    return flags
+
+
 def prepare_case(c, tmp):
-    """Writes the kernel text of case `c` and returns its seeded inputs, the
-    file name prefix and the .npy paths."""
+    """Writes the kernel text of case `c` and returns its seeded inputs
+    (q, k, v, lens, mask, modifiers), the file name prefix and the .npy
+    paths."""
     rng = np.random.default_rng(seed_of(c["name"]))
     q, k, v, lens, mask = make_inputs(c, rng)
+    mods = make_modifiers(c, rng)
     base = os.path.join(tmp, c["name"])
     paths = {n: base + "." + n + ".npy"
-             for n in ("q", "k", "v", "lens", "mask", "o", "lse")}
+             for n in ("q", "k", "v", "lens", "mask", "o", "lse", "alibi",
+                       "qs", "ks")}
     with open(base + ".mlir", "w") as f:
         f.write(kernel_text(c))
-    return (q, k, v, lens, mask), base, paths
+    return (q, k, v, lens, mask, mods), base, paths
+
+
+def input_flags(c, inputs, paths, block_sizes=True):
+    """Writes the inputs of case `c` and returns fa-emulate's flags."""
+    q, k, v, lens, mask, mods = inputs
+    flags = save_attention_inputs(
+        paths, q, k, v, lens, mask, c["lse"],
+        c["block_q"] if block_sizes else None,
+        c["block_kv"] if block_sizes else None)
+    return flags + modifier_flags(paths, mods)
 
 
 def check_outputs(c, inputs, paths):
     """Reads the outputs of a run of case `c` back and checks their dtype,
     shape and values against the reference; returns (ok, summary)."""
-    q, k, v, lens, mask = inputs
+    q, k, v, lens, mask, mods = inputs
     o = np.load(paths["o"])
     lse = np.load(paths["lse"]) if c["lse"] else None
     expected_dtype = np.float16 if c["dtype"] == "float16" else np.float32
@@ -427,7 +515,7 @@ def check_outputs(c, inputs, paths):
     if c["dtype"] == "bfloat16" and not np.array_equal(
             round_bf16(o), o, equal_nan=True):
         return False, "bf16 O holds values that are not bfloat16"
-    return check(c, q, k, v, lens, mask, o, lse)
+    return check(c, q, k, v, lens, mask, o, lse, mods)
 
 
 def run_fa_emulate(cmd):
@@ -452,8 +540,7 @@ def run_case(fa_emulate, c, tmp, pipeline=None, needles=()):
         cmd += ["--kernel", "simt"]
     if needles:
         cmd += ["--dump-mapped", mapped]
-    cmd += save_attention_inputs(paths, *inputs, c["lse"], c["block_q"],
-                                 c["block_kv"])
+    cmd += input_flags(c, inputs, paths)
     cmd += c["flags"]
     proc, elapsed = run_fa_emulate(cmd)
     if proc.returncode != 0:
@@ -476,8 +563,8 @@ def run_mutations(fa_emulate, c, tmp, pipeline, mutations):
     each must make fa-emulate fail or the comparison fail. Returns the
     number of failures."""
     inputs, base, paths = prepare_case(c, tmp)
-    q, k, v, lens, mask = inputs
-    flags = save_attention_inputs(paths, *inputs, c["lse"])
+    q, k, v, lens, mask, mods = inputs
+    flags = input_flags(c, inputs, paths, block_sizes=False)
     mapped = base + ".mapped.mlir"
     proc, _ = run_fa_emulate([fa_emulate, base + ".mlir", "--pipeline",
                               pipeline, "--dump-mapped", mapped] + flags)
@@ -492,7 +579,9 @@ def run_mutations(fa_emulate, c, tmp, pipeline, mutations):
     with open(mapped) as f:
         text = f.read()
     roles = "q,k,v" + (",kv_lens" if lens is not None else "") + \
-        (",mask" if mask is not None else "") + ",o" + \
+        (",mask" if mask is not None else "") + \
+        (",alibi" if "alibi" in mods else "") + \
+        (",q_segments,k_segments" if "qs" in mods else "") + ",o" + \
         (",lse" if c["lse"] else "")
     failures = 0
     for name, old, new, *anchor in mutations:
@@ -514,7 +603,8 @@ def run_mutations(fa_emulate, c, tmp, pipeline, mutations):
             caught = True
         else:
             ok, summary = check(c, q, k, v, lens, mask, np.load(paths["o"]),
-                                np.load(paths["lse"]) if c["lse"] else None)
+                                np.load(paths["lse"]) if c["lse"] else None,
+                                mods)
             caught, how = not ok, summary[:160]
         failures += not caught
         print("%s mutation %-24s caught: %s" % (

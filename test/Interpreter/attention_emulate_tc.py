@@ -24,9 +24,12 @@ The matrix: f16 and bf16 at head dims 64, 96, 128 and 256; causal none, top-left
 and bottom-right with Nq < Nk and Nq > Nk; key lengths 0, inside, beyond Nk
 and negative; no keys; GQA and MQA; Dv != D; an explicit scale; no LSE;
 boolean and additive masks (broadcast, fully masked rows); Nq and Nk not
-multiples of the tiles; 3 stages, block-q 32 and block-kv 32. Then four
-mutations of a mapped kernel (V without .trans, a missing barrier, a cp.async
-wait one group short, a wrong shuffle offset) must each be caught.
+multiples of the tiles; 3 stages, block-q 32 and block-kv 32; the score/mask
+modifiers (window, softcap, ALiBi, chunk, segment ids, alone and together,
+rows emptied by a window). Then four mutations of a mapped kernel (V without
+.trans, a missing barrier, a cp.async wait one group short, a wrong shuffle
+offset) and two of a modifier kernel (the window's first key too late, the
+wrong softcap) must each be caught.
 
 Usage: attention_emulate_tc.py FA_EMULATE [SUBSTRING...]
 """
@@ -41,6 +44,26 @@ from attention_emulate import (mapped_case, mma_cases, run_case,  # noqa: E402
 
 PIPELINE = "builtin.module(fa-map-to-tensor-cores{%s},canonicalize,cse)"
 
+# The score/mask modifiers (issue 15) on the mma.sync kernel: a sliding
+# window that skips leading key tiles (block-kv 16 so that several are) and
+# cuts others, softcap + ALiBi [B, Hq] on every tile, a chunk with sorted
+# segment ids (every tile masked), a window that empties rows with key
+# lengths, and everything at once with GQA, a boolean mask and causality.
+MODIFIER_CASES = [
+    mapped_case("tc_f16_window_br", "block-kv=16", dtype="float16", Nq=37,
+                Nk=150, causal="bottom-right", window=(40, 0), lens=[130]),
+    mapped_case("tc_bf16_softcap_alibi", "", dtype="bfloat16", B=2, Nq=45,
+                Nk=70, softcap=2.0, alibi="bh"),
+    mapped_case("tc_f16_chunk_segments", "block-kv=16", dtype="float16",
+                Nq=50, Nk=60, chunk=24, segments="sorted", lens=[55]),
+    mapped_case("tc_f16_window_zero_empty_rows", "", dtype="float16", B=2,
+                Nq=30, Nk=30, window=(0, 0), lens=[10, 0]),
+    mapped_case("tc_bf16_combined_tl", "block-kv=16", dtype="bfloat16", B=2,
+                Hq=4, Hkv=2, Nq=40, Nk=90, causal="top-left", window=(20, 5),
+                softcap=3.0, alibi="h", lens=[90, 33], mask="bool",
+                mask_shape="B1QK"),
+]
+
 # The shared 16-bit matrix (head dims 64, 96 and 128; the largest head dim
 # has block-kv 32 chosen automatically), then pipeline depth and tile sizes.
 CASES = mma_cases("tc", (64, 96, 128), mqa_dv=32) + [
@@ -48,7 +71,7 @@ CASES = mma_cases("tc", (64, 96, 128), mqa_dv=32) + [
                 causal="bottom-right", lens=[170]),
     mapped_case("tc_bf16_q32_kv32", "block-q=32 block-kv=32",
                 dtype="bfloat16", Nq=45, Nk=83, causal="top-left"),
-]
+] + MODIFIER_CASES
 
 # What the mapped module must hold: the tensor-core kernel, no SIMT fallback.
 NEEDLES = ("nvgpu.mma.sync", "nvgpu.ldmatrix", "transpose = true",
@@ -80,10 +103,27 @@ MUTANT = mapped_case("mutant", dtype="float16", Hq=2, Hkv=1, Nq=70, Nk=150,
                      causal="bottom-right", lens=[140])
 
 
+# The modifiers: the first visited key of a window(40, 0) block taken 24
+# keys too late (whole key tiles skipped that hold attended keys), and a
+# softcap of 6 instead of 3 (the cap in the log2 domain, 3 log2(e)).
+MODIFIER_MUTATIONS = [
+    ("window_begin_late", ", %c40 : index", ", %c16 : index"),
+    ("softcap_cap", "4.32808495 : f32", "8.65616989 : f32"),
+]
+
+MODIFIER_MUTANT = mapped_case("modifier_mutant", "block-kv=16",
+                              dtype="float16", Hq=2, Hkv=1, Nq=70, Nk=150,
+                              causal="bottom-right", window=(40, 0),
+                              softcap=3.0, lens=[140])
+
+
 def run_all_mutations(fa_emulate, filters, cases, tmp):
     if filters:
         return 0
-    return run_mutations(fa_emulate, MUTANT, tmp, PIPELINE % "", MUTATIONS)
+    return (run_mutations(fa_emulate, MUTANT, tmp, PIPELINE % "", MUTATIONS) +
+            run_mutations(fa_emulate, MODIFIER_MUTANT, tmp,
+                          PIPELINE % MODIFIER_MUTANT["opts"],
+                          MODIFIER_MUTATIONS))
 
 
 if __name__ == "__main__":

@@ -33,11 +33,14 @@ MQA; Dv != D; an explicit scale; no LSE; boolean and additive masks
 warpgroups, 128-key tiles, 3 stages. Then NaN/inf in the V rows of keys
 that some rows do not attend (causal, boolean and additive masks: the rule
 and the checks of test/Integration/CPU/nan_isolation.py at head dims 64 and
-128): the other rows stay finite and accurate, the attending rows are
-non-finite. Then mutations of a mapped kernel
-(V read K-major, no proxy fence, no wgmma wait, an unswizzled descriptor,
-tiles only 16-byte aligned, a wrong shuffle offset, and, on a NaN case, the
-non-finite V elements not zeroed before the wgmma) must each be caught.
+128, and a sliding window): the other rows stay finite and accurate, the
+attending rows are non-finite. The score/mask modifiers (window, softcap, ALiBi, chunk,
+segment ids, alone and together on two warpgroups). Then mutations of a
+mapped kernel (V read K-major, no proxy fence, no wgmma wait, an unswizzled
+descriptor, tiles only 16-byte aligned, a wrong shuffle offset, on a NaN
+case the non-finite V elements not zeroed before the wgmma, and on a
+modifier kernel the window's first key too late and the wrong softcap) must
+each be caught.
 
 With `--fa-run FA_RUN`, f16 cases also run through
 `fa-run attention --device emulate --kernel wgmma` (the tool's option), and
@@ -77,6 +80,20 @@ CASES = mma_cases("wg", (64, 128), mqa_dv=128, Hq=1, Hkv=1) + [
                 causal="bottom-right", lens=[170]),
     mapped_case("wg_f16_option", dtype="float16", Hq=4, Hkv=2, Nq=37, Nk=70,
                 causal="top-left", flags=["--kernel", "wgmma"]),
+    # The score/mask modifiers (issue 15): a sliding window skipping leading
+    # key tiles, softcap + ALiBi, a chunk with sorted segment ids, and all
+    # of them with GQA, key lengths and a boolean mask on two warpgroups.
+    mapped_case("wg_f16_window_br", "", dtype="float16", Hq=1, Hkv=1,
+                Nq=40, Nk=260, causal="bottom-right", window=(70, 0),
+                lens=[250]),
+    mapped_case("wg_bf16_softcap_alibi", "", dtype="bfloat16", B=2, Hq=2,
+                Hkv=1, Nq=45, Nk=90, softcap=2.0, alibi="bh"),
+    mapped_case("wg_f16_chunk_segments", "", dtype="float16", Hq=1, Hkv=1,
+                Nq=70, Nk=140, chunk=48, segments="sorted", lens=[130]),
+    mapped_case("wg_bf16_combined_2wg", "warpgroups=2", dtype="bfloat16",
+                B=2, Hq=2, Hkv=1, Nq=130, Nk=150, causal="top-left",
+                window=(60, 10), softcap=3.0, alibi="h", lens=[150, 77],
+                mask="bool", mask_shape="B1QK"),
 ]
 
 # What the mapped module must hold: the wgmma kernel.
@@ -122,6 +139,19 @@ MUTATIONS = [
      "nvvm.wgmma.wait.group.sync.aligned 0"),
 ]
 
+# The modifiers: the first visited key of a window(100, 0) block taken 100
+# keys too late (the window's left bound dropped from the tile range: the
+# key tile [128, 192) holds attended keys), and a softcap of 6 instead of 3
+# (the cap in the log2 domain, 3 log2(e)).
+MODIFIER_MUTATIONS = [
+    ("window_begin_late", ", %c100 : index", ", %c0 : index"),
+    ("softcap_cap", "4.32808495 : f32", "8.65616989 : f32"),
+]
+
+MODIFIER_MUTANT = mapped_case("modifier_mutant", dtype="float16", Hq=1,
+                              Hkv=1, Nq=70, Nk=300, causal="bottom-right",
+                              window=(100, 0), softcap=3.0, lens=[290])
+
 #===------------------------------------------------------------------------===#
 # NaN/inf in the V rows of keys a row does not attend
 #===------------------------------------------------------------------------===#
@@ -142,13 +172,18 @@ NAN_CASES = [
      ""),
     ("nan_causal_2wg_kv128", "float16", 64, 150, 131, "bottom-right", None,
      [130, 70, 64], "warpgroups=2 block-kv=128"),
+    # A sliding window (no causality): keys inside the visited tiles but
+    # outside some rows' windows (an optional tenth field: the window).
+    ("nan_window", "float16", 64, 100, 160, "none", None, [5, 60, 130], "",
+     (20, 10)),
 ]
 
 
 def run_nan_case(fa_emulate, nc, tmp, mutate=None):
     """Runs NaN case `nc`; with `mutate` (text -> text), the mapped kernel is
     mutated and rerun instead."""
-    name, dtype, D, Nq, Nk, causal, mask_kind, bad, opts = nc
+    name, dtype, D, Nq, Nk, causal, mask_kind, bad, opts = nc[:9]
+    window = nc[9] if len(nc) > 9 else None
     B, Hq, Hkv = 2, 4, 2
     rng = np.random.default_rng(seed_of(name))
     q, k, v = (rng.standard_normal(shape).astype(np.float32)
@@ -166,7 +201,8 @@ def run_nan_case(fa_emulate, nc, tmp, mutate=None):
     with open(base + ".mlir", "w") as f:
         f.write(kernel_text(dict(dtype=dtype, B=B, Hq=Hq, Hkv=Hkv, D=D, Dv=D,
                                  causal=causal, lens=None, mask=mask_kind,
-                                 mask_shape="BHQK", scale=None, lse=False)))
+                                 mask_shape="BHQK", scale=None, lse=False,
+                                 window=window)))
     mapped = base + ".mapped.mlir"
     cmd = [fa_emulate, base + ".mlir", "--check-races", "--pipeline",
            PIPELINE % opts, "--dump-mapped", mapped]
@@ -193,13 +229,22 @@ def run_nan_case(fa_emulate, nc, tmp, mutate=None):
     o = np.load(paths["o"]).astype(np.float64)
     scale = 1.0 / np.sqrt(D)
     o_ref, _, _ = reference(q, k, v_clean, scale, causal, None, mask,
-                            np.float64)
+                            np.float64, window=window)
     o_naive, _, _ = reference(q, k, v_clean, scale, causal, None, mask,
-                              np.float32)
+                              np.float32, window=window)
     naive = o_naive.astype(np.float16) if dtype == "float16" \
         else round_bf16(o_naive)
     tol = 2 * np.max(np.abs(naive.astype(np.float64) - o_ref)) + 1e-4
-    hits = attended(B, Hq, Nq, Nk, causal, None, mask)[..., bad].any(-1)
+    keep = attended(B, Hq, Nq, Nk, causal, None, mask)
+    if window is not None:
+        # The window's rule (off = 0 without bottom-right causality).
+        off = Nk - Nq if causal == "bottom-right" else 0
+        qi, ki = np.arange(Nq)[:, None] + off, np.arange(Nk)[None, :]
+        if window[0] >= 0:
+            keep &= ki >= qi - window[0]
+        if window[1] >= 0:
+            keep &= ki <= qi + window[1]
+    hits = keep[..., bad].any(-1)
     clean = ~hits
     problems = []
     if not np.isfinite(o[clean]).all():
@@ -240,7 +285,7 @@ def run_fa_run(fa_run, c, tmp):
            "--causal", c["causal"]]
     if c["scale"] is not None:
         cmd += ["--scale", repr(c["scale"])]
-    cmd += save_attention_inputs(paths, *inputs, c["lse"])
+    cmd += save_attention_inputs(paths, *inputs[:5], c["lse"])
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         return False, "fa-run failed (exit %d): %s" % (
@@ -298,6 +343,8 @@ def run_extra(fa_emulate, fa_run, filters, cases, tmp):
     if not filters or "mutations" in filters:
         failures += run_mutations(fa_emulate, MUTANT, tmp, PIPELINE % "",
                                   MUTATIONS)
+        failures += run_mutations(fa_emulate, MODIFIER_MUTANT, tmp,
+                                  PIPELINE % "", MODIFIER_MUTATIONS)
     return failures
 
 

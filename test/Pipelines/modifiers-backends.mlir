@@ -1,12 +1,14 @@
-// Score/mask modifiers through the pipelines: the CPU vector kernel
-// implements them (test/Codegen/CPU/cpu-attention.mlir checks its form);
-// every GPU kernel family refuses them with an error naming the modifiers.
+// Score/mask modifiers through the pipelines: the CPU vector kernel and
+// every GPU kernel family (SIMT, mma.sync, wgmma) implement them
+// (test/Codegen/CPU/cpu-attention.mlir and test/Codegen/GPU/ check their
+// forms).
 //
 // RUN: fa-opt %s -fa-lower-to-cpu | FileCheck %s --check-prefix=CPU
-// RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_90a" 2>&1 | FileCheck %s --check-prefix=AUTO
-// RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_80 kernel=simt" 2>&1 | FileCheck %s --check-prefix=AUTO
-// RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_80 kernel=mma" 2>&1 | FileCheck %s --check-prefix=MMA
-// RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_90a kernel=wgmma" 2>&1 | FileCheck %s --check-prefix=WGMMA
+// RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_90a" | FileCheck %s --check-prefixes=GPU,WG
+// RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_90a kernel=wgmma" | FileCheck %s --check-prefixes=GPU,WG
+// RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_80" | FileCheck %s --check-prefixes=GPU,MMA
+// RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_80 kernel=mma" | FileCheck %s --check-prefixes=GPU,MMA
+// RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_80 kernel=simt" | FileCheck %s --check-prefixes=GPU,SIMT
 
 // The CPU vector kernel ran: 16-lane FMAs, the softcap's tanh as a
 // rational approximation (no libm call), no fa op left.
@@ -17,9 +19,15 @@
 //   CPU-NOT: fa.attention
 //   CPU-NOT: llvm.intr.tanh
 
-// AUTO: error: fa-promote-shared: score/mask modifiers (window, softcap, alibi, chunk, segments, q_offset) are not supported by the simt kernels yet; fa-lower-to-cpu runs them
-// MMA: error: fa-lower-to-nvvm: kernel=mma: the attention of @window_softcap is not eligible: score/mask modifiers (window, softcap, alibi, chunk, segments, q_offset) are not supported by the mma kernels yet; fa-lower-to-cpu runs them
-// WGMMA: error: fa-lower-to-nvvm: kernel=wgmma: the attention of @window_softcap is not eligible: score/mask modifiers (window, softcap, alibi, chunk, segments, q_offset) are not supported by the wgmma kernels yet; fa-lower-to-cpu runs them
+// The GPU kernels: PTX with the mma.sync, wgmma or warp-shuffle instructions and
+// no tanh or libdevice call (the softcap's tanh is a rational approximation in plain
+// arithmetic; there is no libdevice).
+//     GPU: gpu.binary @window_softcap_kernels
+//     MMA-SAME: mma.sync.aligned.m16n8k16
+//     WG-SAME: wgmma.mma_async.sync.aligned
+//     SIMT-SAME: shfl.sync.bfly
+// GPU-NOT: {{tanh|__nv_}}
+
 func.func @window_softcap(%q: memref<1x2x64x64xf16>, %k: memref<1x2x64x64xf16>, %v: memref<1x2x64x64xf16>, %o: memref<1x2x64x64xf16>) {
   %qt = bufferization.to_tensor %q restrict : memref<1x2x64x64xf16> to tensor<1x2x64x64xf16>
   %kt = bufferization.to_tensor %k restrict : memref<1x2x64x64xf16> to tensor<1x2x64x64xf16>

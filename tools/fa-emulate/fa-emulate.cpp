@@ -115,6 +115,15 @@ cl::opt<std::string>
              cl::desc("Mask [B|1, Hq|1, Nq, Nk]: bool, or float for an "
                       "additive mask"),
              cl::value_desc("file"), cl::cat(emulateCategory));
+cl::opt<std::string>
+    alibiPath("alibi", cl::desc("ALiBi slopes [Hq] or [B, Hq] (float32)"),
+              cl::value_desc("file"), cl::cat(emulateCategory));
+cl::opt<std::string>
+    qSegmentsPath("q-segments", cl::desc("Query segment ids [B, Nq] (int32)"),
+                  cl::value_desc("file"), cl::cat(emulateCategory));
+cl::opt<std::string>
+    kSegmentsPath("k-segments", cl::desc("Key segment ids [B, Nk] (int32)"),
+                  cl::value_desc("file"), cl::cat(emulateCategory));
 cl::opt<std::string> argRoles(
     "arg-roles",
     cl::desc("The role of each argument of the kernel function, in order, "
@@ -206,7 +215,7 @@ cl::opt<bool> printTimes("time",
                          cl::cat(emulateCategory));
 
 /// What a kernel function argument holds.
-enum class Role { Q, K, V, KvLens, Mask, O, Lse };
+enum class Role { Q, K, V, KvLens, Mask, O, Lse, Alibi, QSegments, KSegments };
 
 StringRef roleName(Role r) {
   switch (r) {
@@ -224,8 +233,48 @@ StringRef roleName(Role r) {
     return "o";
   case Role::Lse:
     return "lse";
+  case Role::Alibi:
+    return "alibi";
+  case Role::QSegments:
+    return "q_segments";
+  case Role::KSegments:
+    return "k_segments";
   }
   return "?";
+}
+
+/// The command-line flag of an input role (`kv-lens`, `q-segments`, ...).
+std::string flagName(Role r) {
+  std::string name = roleName(r).str();
+  llvm::replace(name, '_', '-');
+  return name;
+}
+
+/// The file an input or output role is read from or written to.
+const std::string &rolePath(Role r) {
+  switch (r) {
+  case Role::Q:
+    return queryPath;
+  case Role::K:
+    return keyPath;
+  case Role::V:
+    return valuePath;
+  case Role::KvLens:
+    return kvLensPath;
+  case Role::Mask:
+    return maskPath;
+  case Role::O:
+    return outputPath;
+  case Role::Lse:
+    return lsePath;
+  case Role::Alibi:
+    return alibiPath;
+  case Role::QSegments:
+    return qSegmentsPath;
+  case Role::KSegments:
+    return kSegmentsPath;
+  }
+  llvm_unreachable("unknown role");
 }
 
 /// Prints a one-line error and returns the tool's exit code for it.
@@ -272,7 +321,9 @@ rolesFromAttention(func::FuncOp func, AttentionOp attn, std::string &error) {
       {attn.getQuery(), Role::Q},   {attn.getKey(), Role::K},
       {attn.getValue(), Role::V},   {attn.getKvLens(), Role::KvLens},
       {attn.getMask(), Role::Mask}, {attn.getOutput(), Role::O},
-      {attn.getLse(), Role::Lse}};
+      {attn.getLse(), Role::Lse},   {attn.getAlibi(), Role::Alibi},
+      {attn.getQSegments(), Role::QSegments},
+      {attn.getKSegments(), Role::KSegments}};
   for (auto [value, role] : operands) {
     if (!value)
       continue;
@@ -313,10 +364,16 @@ FailureOr<SmallVector<Role>> parseRoles(StringRef text, std::string &error) {
                                 .Case("mask", Role::Mask)
                                 .Case("o", Role::O)
                                 .Case("lse", Role::Lse)
+                                .Case("alibi", Role::Alibi)
+                                .Cases({"q_segments", "q-segments"},
+                                       Role::QSegments)
+                                .Cases({"k_segments", "k-segments"},
+                                       Role::KSegments)
                                 .Default(std::nullopt);
     if (!r) {
       error = ("--arg-roles: unknown role '" + p.trim() +
-               "' (expected q, k, v, kv_lens, mask, o or lse)")
+               "' (expected q, k, v, kv_lens, mask, o, lse, alibi, "
+               "q_segments or k_segments)")
                   .str();
       return failure();
     }
@@ -581,14 +638,14 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   auto t1 = Clock::now();
 
   // Inputs.
-  std::optional<NpyArray> q, k, v, lens, mask;
+  std::optional<NpyArray> q, k, v, lens, mask, alibi, qSeg, kSeg;
   auto load = [&](const std::string &path, Role role,
                   std::optional<NpyArray> &slot) -> bool {
     bool wanted = llvm::is_contained(roles, role);
     if (path.empty()) {
       if (wanted) {
         fail(formatv("@{0} takes {1}; pass --{2}", funcName, roleName(role),
-                     role == Role::KvLens ? "kv-lens" : roleName(role))
+                     flagName(role))
                  .str());
         return false;
       }
@@ -638,7 +695,10 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   };
   if (!load(queryPath, Role::Q, q) || !load(keyPath, Role::K, k) ||
       !load(valuePath, Role::V, v) || !load(kvLensPath, Role::KvLens, lens) ||
-      !load(maskPath, Role::Mask, mask))
+      !load(maskPath, Role::Mask, mask) ||
+      !load(alibiPath, Role::Alibi, alibi) ||
+      !load(qSegmentsPath, Role::QSegments, qSeg) ||
+      !load(kSegmentsPath, Role::KSegments, kSeg))
     return 1;
   if (outputPath.empty())
     return fail("-o is required");
@@ -673,6 +733,18 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
         (ms[1] != Hq && ms[1] != 1) || ms[2] != Nq || ms[3] != Nk)
       return mismatch(maskPath, ms, "[B|1, Hq|1, Nq, Nk]");
   }
+  if (alibi) {
+    ArrayRef<int64_t> as = alibi->getShape();
+    if (!((as.size() == 1 && as[0] == Hq) ||
+          (as.size() == 2 && as[0] == B && as[1] == Hq)))
+      return mismatch(alibiPath, as, "[Hq] or [B, Hq]");
+  }
+  if (qSeg && (qSeg->getRank() != 2 || qSeg->getShape()[0] != B ||
+               qSeg->getShape()[1] != Nq))
+    return mismatch(qSegmentsPath, qSeg->getShape(), "[B, Nq]");
+  if (kSeg && (kSeg->getRank() != 2 || kSeg->getShape()[0] != B ||
+               kSeg->getShape()[1] != Nk))
+    return mismatch(kSegmentsPath, kSeg->getShape(), "[B, Nk]");
   int64_t Dv = vs[3];
 
   // Argument buffers in the function's order.
@@ -682,18 +754,17 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
     buf.role = role;
     buf.type = cast<MemRefType>(argTypes[i]);
     Type elt = buf.type.getElementType();
-    std::optional<NpyArray> *input = role == Role::Q        ? &q
-                                     : role == Role::K      ? &k
-                                     : role == Role::V      ? &v
-                                     : role == Role::KvLens ? &lens
-                                     : role == Role::Mask   ? &mask
-                                                            : nullptr;
+    std::optional<NpyArray> *input = role == Role::Q           ? &q
+                                     : role == Role::K         ? &k
+                                     : role == Role::V         ? &v
+                                     : role == Role::KvLens    ? &lens
+                                     : role == Role::Mask      ? &mask
+                                     : role == Role::Alibi     ? &alibi
+                                     : role == Role::QSegments ? &qSeg
+                                     : role == Role::KSegments ? &kSeg
+                                                               : nullptr;
     if (input) {
-      buf.file = role == Role::Q        ? queryPath
-                 : role == Role::K      ? keyPath
-                 : role == Role::V      ? valuePath
-                 : role == Role::KvLens ? kvLensPath
-                                        : maskPath;
+      buf.file = rolePath(role);
       buf.shape.assign((*input)->getShape().begin(),
                        (*input)->getShape().end());
       buf.bytes = toElementBytes(**input, elt);
@@ -731,13 +802,12 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   SmallVector<EmulationBuffer> args;
   for (ArgBuffer &buf : buffers) {
     EmulationBuffer m;
-    m.name = buf.role == Role::Q        ? "Q"
-             : buf.role == Role::K      ? "K"
-             : buf.role == Role::V      ? "V"
-             : buf.role == Role::KvLens ? "kv_lens"
-             : buf.role == Role::Mask   ? "mask"
-             : buf.role == Role::O      ? "O"
-                                        : "LSE";
+    m.name = buf.role == Role::Q     ? "Q"
+             : buf.role == Role::K   ? "K"
+             : buf.role == Role::V   ? "V"
+             : buf.role == Role::O   ? "O"
+             : buf.role == Role::Lse ? "LSE"
+                                     : roleName(buf.role).str();
     m.data = buf.bytes.data();
     m.shape = buf.shape;
     m.isOutput = buf.role == Role::O || buf.role == Role::Lse;
@@ -796,7 +866,9 @@ int main(int argc, char **argv) {
       "  fa-emulate K.mlir [--kernel F] --q Q.npy --k K.npy --v V.npy "
       "-o O.npy\n"
       "             [--lse LSE.npy] [--kv-lens L.npy] [--mask M.npy] "
-      "[--check-races]\n\n"
+      "[--check-races]\n"
+      "             [--alibi S.npy] [--q-segments QS.npy --k-segments "
+      "KS.npy]\n\n"
       "Layout [B, H, N, D], C order. f16 kernels take float16 files, f32 "
       "and bf16 kernels float32 files (bf16 is rounded to nearest even and "
       "written back as float32); key lengths int32, boolean masks bool.\n");

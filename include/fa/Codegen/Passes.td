@@ -145,7 +145,14 @@ def FAPromoteSharedPass : Pass<"fa-promote-shared", "::mlir::func::FuncOp"> {
       one element per lane: scores by lane-parallel dot products, the row
       max and row sum as `vector.reduction`, P V by broadcasting each lane's
       `p` with `vector.extract`. Exponentials use `exp2` with `log2(e)`
-      folded into the scale.
+      folded into the scale;
+    * the score/mask modifiers from `AttentionSemantics`: the key loop from
+      the tile holding the window's left bound or the chunk's start of the
+      block's first row (`visitedKeyBegin`) to `visitedKeyEnd`; softcap
+      (tanh as a rational approximation on the lane vectors) and ALiBi
+      (the head's slope) through `modifyScore`; the window, the chunk and
+      segment ids (the key lanes' ids gathered) in each key lane's keep
+      predicate; q_offset in the diagonal offset.
 
     Consecutive thread- and warp-level foralls are separated by barriers
     once mapped (`fa-map-to-gpu`); run sequentially on the CPU the IR is
@@ -240,6 +247,17 @@ def FAMapToTensorCoresPass : Pass<"fa-map-to-tensor-cores", "::mlir::ModuleOp"> 
     * key lengths and causality bound the KV loop; only the tile holding
       kv_end and the tiles crossing the causal diagonal are masked; boolean
       and additive masks are read per fragment element;
+    * the score/mask modifiers from `AttentionSemantics` (shared with
+      `fa-map-to-wgmma`): the KV loop starts at the tile holding the
+      window's left bound or the chunk's start of the block's first row
+      (`visitedKeyBegin`) and ends at `visitedKeyEnd`; softcap (tanh as a
+      rational approximation) and ALiBi (the head's slope, loaded once) on
+      every score through `modifyScore`, in the log2 domain; the window,
+      the chunk and segment ids in the element masks (`keepKey`,
+      `applySegments`) of the tiles `tileNeedsElementMask` says are not
+      full for the warp's 16 rows (with segment ids: every tile); q_offset
+      in the diagonal offset; the (q, k) of each accumulator element from
+      the fragment layout;
     * O (in the op's element type) and LSE stored from the fragments; empty
       rows give O = 0 and LSE = -inf.
 
@@ -292,7 +310,8 @@ def FAMapToWgmmaPass : Pass<"fa-map-to-wgmma", "::mlir::ModuleOp"> {
     * runs the online softmax on the struct elements (rows lane/4 and
       lane/4 + 8 of each warp's 16, quad shuffles, exp2 with log2(e) folded
       into the scale, the m = -inf guard, masks only on the tiles that need
-      them, causally excluded tiles skipped);
+      them, causally excluded tiles skipped; the score/mask modifiers as in
+      `fa-map-to-tensor-cores`);
     * writes P (f16/bf16) to a swizzled K-major tile, fences, and computes
       O = alpha O + P V with wgmma m64n<Dv>k16 (V MN-major);
     * keeps NaN/inf in the V rows of masked keys out of the rows that do

@@ -17,7 +17,9 @@ cp.async with its commit/wait; and the Hopper wgmma kernels (kernel=wgmma,
 sm_90a only): D 64/128 x f16/bf16 x causal none/bottom-right (8), masks (2),
 two warpgroups, 128-key tiles, 3 stages (4) and wide head dims (5), whose PTX
 must hold wgmma.mma_async m64nNk16 for S (N = block_kv) and P V (N = Dv, V
-MN-major), the wgmma fence/commit/wait, fence.proxy.async and cp.async:
+MN-major), the wgmma fence/commit/wait, fence.proxy.async and cp.async;
+every family also with the score/mask modifiers (window + softcap, and
+with ALiBi and segment ids: 2 SIMT, 2 mma.sync, 2 wgmma):
 lower a kernel function with `fa-lower-to-nvvm`, take the
 PTX out of the gpu.binary, check it has the expected instructions (shared
 buffers, bar.sync, warp shuffles, the kernel entry) and run
@@ -69,6 +71,31 @@ func.func @fa_attention(%q: memref<?x8x?x{d}x{t}>, %k: memref<?x8x?x{d}x{t}>, %v
 }}
 """
 
+# The score/mask modifiers (issue 15): a sliding window with a softcap,
+# ALiBi slopes [Hq] and segment ids, causal, with key lengths and LSE.
+KERNEL_MODS = """
+func.func @fa_attention(%q: memref<?x8x?x{d}x{t}>, %k: memref<?x2x?x{d}x{t}>, %v: memref<?x2x?x{dv}x{t}>,
+                        %lens: memref<?xi32>, %al: memref<8xf32>, %qs: memref<?x?xi32>, %ks: memref<?x?xi32>,
+                        %o: memref<?x8x?x{dv}x{t}>, %lse: memref<?x8x?xf32>) {{
+  %qt = bufferization.to_tensor %q restrict : memref<?x8x?x{d}x{t}> to tensor<?x8x?x{d}x{t}>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x?x{d}x{t}> to tensor<?x2x?x{d}x{t}>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x?x{dv}x{t}> to tensor<?x2x?x{dv}x{t}>
+  %lt = bufferization.to_tensor %lens restrict : memref<?xi32> to tensor<?xi32>
+  %alt = bufferization.to_tensor %al restrict : memref<8xf32> to tensor<8xf32>
+  %qst = bufferization.to_tensor %qs restrict : memref<?x?xi32> to tensor<?x?xi32>
+  %kst = bufferization.to_tensor %ks restrict : memref<?x?xi32> to tensor<?x?xi32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x8x?x{dv}x{t}> to tensor<?x8x?x{dv}x{t}>
+  %st = bufferization.to_tensor %lse restrict writable : memref<?x8x?xf32> to tensor<?x8x?xf32>
+  %r:2 = fa.attention ins(%qt, %kt, %vt : tensor<?x8x?x{d}x{t}>, tensor<?x2x?x{d}x{t}>, tensor<?x2x?x{dv}x{t}>)
+           kv_lens(%lt : tensor<?xi32>) {alibi}{segments}
+           outs(%ot : tensor<?x8x?x{dv}x{t}>, %st : tensor<?x8x?xf32>)
+           causal({causal}) window(256, 0) softcap(3.0e+01) -> tensor<?x8x?x{dv}x{t}>, tensor<?x8x?xf32>
+  bufferization.materialize_in_destination %r#0 in writable %o : (tensor<?x8x?x{dv}x{t}>, memref<?x8x?x{dv}x{t}>) -> ()
+  bufferization.materialize_in_destination %r#1 in writable %lse : (tensor<?x8x?xf32>, memref<?x8x?xf32>) -> ()
+  return
+}}
+"""
+
 BOOL_CONVERT = """  %c0 = arith.constant 0 : index
   %c2 = arith.constant 2 : index
   %c3 = arith.constant 3 : index
@@ -91,6 +118,13 @@ def kernel_text(d, dv, t, causal, variant):
     if variant == "bool_mask":
         return KERNEL_MASK.format(d=d, dv=dv, t=t, causal=causal, mt="i8",
                                   mtt="i1", mname="%mt", convert=BOOL_CONVERT)
+    if variant in ("window_softcap", "all_mods"):
+        mods = variant == "all_mods"
+        return KERNEL_MODS.format(
+            d=d, dv=dv, t=t, causal=causal,
+            alibi="alibi(%alt : tensor<8xf32>)" if mods else "",
+            segments=(" segments(%qst, %kst : tensor<?x?xi32>, "
+                      "tensor<?x?xi32>)") if mods else "")
     if variant == "add_mask":
         return KERNEL_MASK.format(d=d, dv=dv, t=t, causal=causal, mt=t,
                                   mtt=t, mname="%mb", convert="")
@@ -118,6 +152,10 @@ def main(argv):
         # Every head dim the GPU path accepts, V's differing from Q/K's.
         configs += [("sm_80", d, 264 - d if d != 128 else 128, t, "none", simt, "")
                     for d in range(8, 257, 8) for t in ("f16", "f32")]
+        # The score/mask modifiers on the SIMT kernels.
+        configs += [(chip, 64, 64, t, "bottom_right", simt, variant)
+                    for chip, t, variant in (("sm_80", "f32", "window_softcap"),
+                                             ("sm_90", "f16", "all_mods"))]
         # Double-buffered K/V.
         configs += [(chip, d, d, "bf16", "bottom_right", simt + " double-buffer=true", "")
                     for chip in ("sm_80", "sm_90") for d in (64, 128)]
@@ -139,6 +177,11 @@ def main(argv):
         configs += [("sm_80", d, dv, "bf16", "none", tc, "")
                     for d, dv in ((16, 16), (32, 48), (80, 80), (160, 160),
                                   (256, 256), (64, 128))]
+        # The score/mask modifiers: window + softcap, and with ALiBi and
+        # segment ids too.
+        configs += [(chip, 128, 128, t, "bottom_right", tc, variant)
+                    for chip, t, variant in (("sm_80", "f16", "window_softcap"),
+                                             ("sm_90", "bf16", "all_mods"))]
         # Hopper wgmma kernels (fa-map-to-wgmma, sm_90a only): GQA with key
         # lengths and LSE at D 64/128, f16/bf16, causal none/bottom-right,
         # then the masks, two warpgroups, 128-key tiles, 3 stages and the
@@ -159,7 +202,9 @@ def main(argv):
                     for d, dv, causal, variant in (
                         (64, 256, "none", ""), (192, 192, "none", ""),
                         (256, 256, "none", ""), (256, 256, "bottom_right", ""),
-                        (192, 192, "top_left", "add_mask"))]
+                        (192, 192, "top_left", "add_mask"),
+                        (128, 128, "bottom_right", "window_softcap"),
+                        (64, 64, "top_left", "all_mods"))]
         for chip, d, dv, t, causal, extra, variant in configs:
             if True:
                 if True:

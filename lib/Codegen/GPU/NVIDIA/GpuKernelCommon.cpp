@@ -10,9 +10,13 @@
 #include "fa/Target/Chips.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <cmath>
 #include <limits>
@@ -47,7 +51,9 @@ gpukernel::collectKernelCandidates(ModuleOp module,
     };
     if (!isArg(args->q) || !isArg(args->k) || !isArg(args->v) ||
         !isArg(args->kvLens) || !isArg(args->mask) || !isArg(args->o) ||
-        !isArg(args->lse))
+        !isArg(args->lse) || !isArg(args->alibi) ||
+        !isArg(args->qSegments) || !isArg(args->kSegments) ||
+        !isArg(args->qOffset))
       continue;
     // Boolean masks as i1 or i8 (0 = masked), additive ones as f16, bf16
     // or f32.
@@ -105,10 +111,40 @@ void gpukernel::outlineKernel(
       return v;
     return entry.getArgument(cast<BlockArgument>(v).getArgNumber());
   };
-  KernelOperands kargs{remap(args.q),      remap(args.k),    remap(args.v),
-                       remap(args.kvLens), remap(args.mask), remap(args.o),
-                       remap(args.lse)};
+  KernelOperands kargs{remap(args.q),         remap(args.k),
+                       remap(args.v),         remap(args.kvLens),
+                       remap(args.mask),      remap(args.o),
+                       remap(args.lse),       remap(args.alibi),
+                       remap(args.qSegments), remap(args.kSegments),
+                       remap(args.qOffset)};
   buildBody(kernel, kargs);
+  // The softcap's tanh: a rational approximation (a few ulp), as on the
+  // CPU; NVVM has no tanh without libdevice. Its math.fma and math.absf
+  // become the LLVM intrinsics (fma.rn.f32, abs.f32): the NVVM lowering
+  // would call libdevice's __nv_fmaf and __nv_fabsf, which nothing links.
+  SmallVector<Operation *> tanhs;
+  kernel.walk([&](math::TanhOp t) { tanhs.push_back(t); });
+  if (!tanhs.empty()) {
+    RewritePatternSet patterns(ctx);
+    populatePolynomialApproximateTanhPattern(patterns);
+    (void)applyOpPatternsGreedily(tanhs, std::move(patterns));
+    SmallVector<Operation *> mathOps;
+    kernel.walk([&](Operation *o) {
+      if (isa<math::FmaOp, math::AbsFOp>(o) &&
+          o->getResult(0).getType().isF32())
+        mathOps.push_back(o);
+    });
+    for (Operation *o : mathOps) {
+      OpBuilder ob(o);
+      StringRef name =
+          isa<math::FmaOp>(o) ? "llvm.fma.f32" : "llvm.fabs.f32";
+      auto call = LLVM::CallIntrinsicOp::create(
+          ob, o->getLoc(), Type(ob.getF32Type()), ob.getStringAttr(name),
+          ValueRange(o->getOperands()));
+      o->replaceAllUsesWith(call->getResults());
+      o->erase();
+    }
+  }
 
   int64_t numHeads =
       cast<RankedTensorType>(op.getQuery().getType()).getDimSize(1);
@@ -203,16 +239,52 @@ void AttentionKernelBuilder::emitKeyRange(Value qTile) {
   q0 = mul(qTile, cIdx(tiles.blockQ));
   Value qRows = arith::MinSIOp::create(b, loc, cIdx(tiles.blockQ),
                                        arith::SubIOp::create(b, loc, nq, q0));
-  diag = sem.diagonalOffset(b, loc, nq, nk);
+  diag = sem.diagonalOffset(b, loc, nq, nk, args.qOffset);
   zeroIdx = cIdx(0);
-  // Keys past kv_end (key lengths, causally excluded tiles) are never
-  // visited.
+  // Keys past kv_end (key lengths, causally excluded tiles, the window's
+  // right bound, the chunk's end) and tiles before the one holding the
+  // window's left bound or the chunk's start are never visited. The first
+  // tile stays on the tile grid.
   Value len;
   if (args.kvLens)
     len = memref::LoadOp::create(b, loc, args.kvLens, ValueRange{batch});
   kvEnd = sem.visitedKeyEnd(b, loc, sem.keyLengthEnd(b, loc, len, nk), q0,
                             qRows, diag);
-  numKV = arith::CeilDivUIOp::create(b, loc, kvEnd, cIdx(tiles.blockKV));
+  Value span = kvEnd;
+  kvBegin = zeroIdx;
+  if (sem.hasWindowLeft() || sem.hasChunk()) {
+    Value first = sem.visitedKeyBegin(b, loc, q0, diag);
+    kvBegin = mul(arith::DivUIOp::create(b, loc, first, cIdx(tiles.blockKV)),
+                  cIdx(tiles.blockKV));
+    // kv_end may lie below the first key (nothing visited).
+    span = arith::MaxSIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, kvEnd, kvBegin), zeroIdx);
+  }
+  numKV = arith::CeilDivUIOp::create(b, loc, span, cIdx(tiles.blockKV));
+  slope = Value();
+  if (args.alibi) {
+    SmallVector<Value> at;
+    if (cast<MemRefType>(args.alibi.getType()).getRank() == 2)
+      at.push_back(batch);
+    at.push_back(head);
+    slope = memref::LoadOp::create(b, loc, args.alibi, at);
+  }
+}
+
+Value AttentionKernelBuilder::tileStart(Value j) {
+  Value k0 = mul(j, cIdx(tiles.blockKV));
+  return matchPattern(kvBegin, m_Zero()) ? k0 : add(kvBegin, k0);
+}
+
+Value AttentionKernelBuilder::tileMayRemoveKeys(Value k0) {
+  if (!sem.removesKeysInsideRange())
+    return Value();
+  if (args.mask || sem.hasSegments())
+    return arith::ConstantIntOp::create(b, loc, 1, 1);
+  if (!sem.hasWindowLeft() && !sem.hasWindowRight() && !sem.hasChunk())
+    return tileCrossesBlockDiagonal(k0);
+  return sem.tileNeedsElementMask(b, loc, k0, cIdx(tiles.blockKV), kvEnd, q0,
+                                  diag, cIdx(tiles.blockQ));
 }
 
 Value AttentionKernelBuilder::tileCrossesBlockDiagonal(Value k0) {
@@ -239,21 +311,35 @@ AttentionKernelBuilder::ScoreMask AttentionKernelBuilder::beginScoreMask() {
                    addC(add(add(q0, warpRow0), laneRow), 8)};
   for (int r = 0; r < 2; ++r)
     m.row[r] = rowQ[r];
-  if (args.mask) {
-    auto mType = cast<MemRefType>(args.mask.getType());
+  if (args.mask || args.qSegments) {
+    // Rows and keys past the ends read the last ones (their scores are
+    // dropped or removed).
     Value lastRow = arith::SubIOp::create(b, loc, nq, cIdx(1));
     for (int r = 0; r < 2; ++r)
       m.maskRow[r] = arith::MinSIOp::create(b, loc, rowQ[r], lastRow);
     m.lastKey = arith::SubIOp::create(b, loc, nk, cIdx(1));
+  }
+  if (args.mask) {
+    auto mType = cast<MemRefType>(args.mask.getType());
     m.mb = mType.getDimSize(0) == 1 ? cIdx(0) : batch;
     m.mh = mType.getDimSize(1) == 1 ? cIdx(0) : head;
   }
+  if (args.qSegments)
+    for (int r = 0; r < 2; ++r)
+      m.qSeg[r] = memref::LoadOp::create(b, loc, args.qSegments,
+                                         ValueRange{batch, m.maskRow[r]});
   return m;
 }
 
 Value AttentionKernelBuilder::maskScore(const ScoreMask &sm, Value v, Value key,
                                         int64_t r) {
   Value valid = sem.keepKey(b, loc, sm.row[r], key, kvEnd, diag);
+  if (args.kSegments) {
+    Value keyC = arith::MinSIOp::create(b, loc, key, sm.lastKey);
+    Value kSeg = memref::LoadOp::create(b, loc, args.kSegments,
+                                        ValueRange{batch, keyC});
+    sem.applySegments(b, loc, sm.qSeg[r], kSeg, valid);
+  }
   if (args.mask) {
     Value keyC = arith::MinSIOp::create(b, loc, key, sm.lastKey);
     Value m = memref::LoadOp::create(
@@ -264,14 +350,35 @@ Value AttentionKernelBuilder::maskScore(const ScoreMask &sm, Value v, Value key,
   return arith::SelectOp::create(b, loc, valid, v, sm.ninf);
 }
 
+SmallVector<Value> AttentionKernelBuilder::maskScores(ArrayRef<Value> x,
+                                                      Value k0) {
+  ScoreMask sm = beginScoreMask();
+  return mapScores(x, k0, [&](Value v, Value key, int64_t r) {
+    return maskScore(sm, v, key, r);
+  });
+}
+
+SmallVector<Value> AttentionKernelBuilder::modifyScores(ArrayRef<Value> x,
+                                                        Value k0) {
+  if (!sem.hasSoftcap() && !sem.hasAlibi())
+    return SmallVector<Value>(x);
+  Value row[2] = {rowIndex(0), rowIndex(1)};
+  // Scores are in the log2 domain.
+  return mapScores(x, k0, [&](Value v, Value key, int64_t r) {
+    return sem.modifyScore(b, loc, v, row[r], key, diag, slope, M_LOG2E);
+  });
+}
+
 SmallVector<Value>
 AttentionKernelBuilder::maskScoresWhereNeeded(SmallVector<Value> x, Value k0) {
   if (args.mask)
     return maskScores(x, k0);
-  // Only the tile holding kv_end and the tiles crossing the causal
-  // diagonal of this warp's rows need masking.
+  // Only the tile holding kv_end, the tiles crossing the causal diagonal of
+  // this warp's 16 rows and those the window or the chunk cut need masking
+  // (with segments: every tile).
   Value need = sem.tileNeedsElementMask(b, loc, k0, cIdx(tiles.blockKV),
-                                        kvEnd, add(q0, warpRow0), diag);
+                                        kvEnd, add(q0, warpRow0), diag,
+                                        cIdx(16));
   SmallVector<Type> types =
       llvm::to_vector(llvm::map_range(x, [](Value v) { return v.getType(); }));
   auto ifOp = scf::IfOp::create(b, loc, types, need, /*withElse=*/true);
@@ -323,7 +430,7 @@ Value AttentionKernelBuilder::copyChunk(Value dst, ValueRange dstIdx, Value src,
 
 Value AttentionKernelBuilder::copyKVTile(Value j, Value slot,
                                          SmallVector<Value> extraTokens) {
-  Value k0 = mul(j, cIdx(tiles.blockKV));
+  Value k0 = tileStart(j);
   SmallVector<Value> tokens = std::move(extraTokens);
   copyTile(args.k, kvHead, k0, kvEnd, tiles.blockKV, tiles.headDim, ks, slot,
            tokens);

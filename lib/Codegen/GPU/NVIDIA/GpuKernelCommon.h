@@ -118,9 +118,19 @@ protected:
   /// Emits batch, head, kvHead, laneRow and laneQuad2; returns the query
   /// tile index.
   Value emitBlockIds();
-  /// Emits nq, nk, q0, diag, kvEnd (key lengths and causality applied) and
-  /// numKV for the query tile `qTile`; zeroIdx is its index 0.
+  /// Emits nq, nk, q0, diag (with the q_offset), kvBegin, kvEnd (key
+  /// lengths, causality, the window and the chunk applied), numKV and the
+  /// head's ALiBi slope for the query tile `qTile`; zeroIdx is its index 0.
   void emitKeyRange(Value qTile);
+  /// The first key of K/V tile `j` of the block: kvBegin + j * blockKV.
+  Value tileStart(Value j);
+  /// Whether a key of the tile from `k0` below kv_end may be removed for
+  /// some row of the block (i1), so that a NaN/inf in its V row must not
+  /// reach P V: always with a user mask or segment ids, the tiles crossing
+  /// the diagonal with causality alone, the tiles needing element masks
+  /// with a window or a chunk. Null when no key inside the range is ever
+  /// removed.
+  Value tileMayRemoveKeys(Value k0);
   /// Whether the tile from key `k0` crosses the causal diagonal of the
   /// block's first row.
   Value tileCrossesBlockDiagonal(Value k0);
@@ -131,13 +141,24 @@ protected:
   struct ScoreMask {
     Value ninf;
     Value row[2], maskRow[2], mb, mh, lastKey;
+    /// The segment ids of the thread's two rows (null without segments).
+    Value qSeg[2];
   };
   ScoreMask beginScoreMask();
   /// The masked log2-domain score `v` of row `r` of the thread and `key`.
   Value maskScore(const ScoreMask &m, Value v, Value key, int64_t r);
-  /// Applies key lengths, causality and the user mask to the scaled scores
-  /// `x` of the tile starting at key `k0`.
-  virtual SmallVector<Value> maskScores(ArrayRef<Value> x, Value k0) = 0;
+  /// Applies `fn(score, key, r)` to every score of the thread in `x` (the
+  /// scaled scores of the tile starting at key `k0`; `r` is the thread's
+  /// row, 0 or 1): the kernel's fragment layout gives each element's key.
+  virtual SmallVector<Value>
+  mapScores(ArrayRef<Value> x, Value k0,
+            function_ref<Value(Value, Value, int64_t)> fn) = 0;
+  /// Applies key lengths, causality, the window, the chunk, segment ids and
+  /// the user mask to the scaled scores `x` of the tile starting at `k0`.
+  SmallVector<Value> maskScores(ArrayRef<Value> x, Value k0);
+  /// The score modifiers (softcap, ALiBi) on every score of the tile, in
+  /// the log2 domain; `x` unchanged without them.
+  SmallVector<Value> modifyScores(ArrayRef<Value> x, Value k0);
   /// maskScores where the tile needs it: always with a user mask, else only
   /// on the tile holding kv_end and the tiles crossing the causal diagonal
   /// of this warp's rows.
@@ -204,7 +225,10 @@ protected:
   KernelOperands args;
 
   // Per-block values.
-  Value tid, lane, warp, batch, head, kvHead, q0, nq, nk, diag, kvEnd, numKV;
+  Value tid, lane, warp, batch, head, kvHead, q0, nq, nk, diag, kvBegin,
+      kvEnd, numKV;
+  /// The ALiBi slope of (batch, head) (f32; null without ALiBi).
+  Value slope;
   Value zeroIdx;
   Value qs, ks, vs;
   // Per-lane fragment coordinates.

@@ -57,6 +57,7 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -197,7 +198,9 @@ private:
   void copyTile(Value src, Value srcHead, Value row0, Value rowEnd,
                 int64_t rows, int64_t width, Value dst, ValueRange prefix,
                 SmallVectorImpl<Value> &tokens) override;
-  SmallVector<Value> maskScores(ArrayRef<Value> x, Value k0) override;
+  SmallVector<Value>
+  mapScores(ArrayRef<Value> x, Value k0,
+            function_ref<Value(Value, Value, int64_t)> fn) override;
   SmallVector<Value> tileUpdate(Value j, ValueRange state,
                                 Value /*fromBarrier*/) override;
   /// Calls `fn` with the row, the column and the bits (vector<8xi16>) of
@@ -251,9 +254,9 @@ void TensorCoreKernelBuilder::copyTile(Value src, Value srcHead, Value row0,
   }
 }
 
-SmallVector<Value> TensorCoreKernelBuilder::maskScores(ArrayRef<Value> x,
-                                                       Value k0) {
-  ScoreMask sm = beginScoreMask();
+SmallVector<Value> TensorCoreKernelBuilder::mapScores(
+    ArrayRef<Value> x, Value k0,
+    function_ref<Value(Value, Value, int64_t)> fn) {
   SmallVector<Value> out;
   Value keyBase = add(k0, laneQuad2);
   for (int64_t nt = 0, e = x.size(); nt < e; ++nt) {
@@ -263,7 +266,7 @@ SmallVector<Value> TensorCoreKernelBuilder::maskScores(ArrayRef<Value> x,
         Value key = addC(keyBase, nt * 8 + c);
         Value v =
             vector::ExtractOp::create(b, loc, x[nt], ArrayRef<int64_t>{r, c});
-        elems.push_back(maskScore(sm, v, key, r));
+        elems.push_back(fn(v, key, r));
       }
     out.push_back(vector::FromElementsOp::create(b, loc, accType, elems));
   }
@@ -277,19 +280,20 @@ TensorCoreKernelBuilder::tileUpdate(Value j, ValueRange state, Value) {
   Value mOld[2] = {state[nDT], state[nDT + 1]};
   Value lOld[2] = {state[nDT + 2], state[nDT + 3]};
   Value slot = arith::RemUIOp::create(b, loc, j, cIdx(cfg.stages));
-  Value k0 = mul(j, cIdx(cfg.blockKV));
+  Value k0 = tileStart(j);
 
   // NaN/inf in V: only a tile that masks keys below kv_end for some row of
-  // the block (a user mask: every tile; causality: the tiles crossing the
-  // diagonal of the block's first row) can leak them, through 0 * NaN in
-  // the mma. Such a tile tests its V tile once, block-uniformly; the others
-  // skip the test.
+  // the block (a user mask or segments: every tile; causality: the tiles
+  // crossing the diagonal of the block's first row; a window or a chunk:
+  // the tiles they cut) can leak them, through 0 * NaN in the mma. Such a
+  // tile tests its V tile once, block-uniformly; the others skip the test.
   Value vNonFinite;
-  if (args.mask) {
-    vNonFinite = vTileHasNonFinite(slot);
-  } else if (sem.isCausal()) {
-    vNonFinite = ifElseFalse(tileCrossesBlockDiagonal(k0),
-                             [&] { return vTileHasNonFinite(slot); });
+  if (Value removes = tileMayRemoveKeys(k0)) {
+    if (matchPattern(removes, m_One()))
+      vNonFinite = vTileHasNonFinite(slot);
+    else
+      vNonFinite =
+          ifElseFalse(removes, [&] { return vTileHasNonFinite(slot); });
   }
 
   // S = Q K^T: Q fragments are re-read from workgroup memory per k-step so
@@ -318,7 +322,7 @@ TensorCoreKernelBuilder::tileUpdate(Value j, ValueRange state, Value) {
   SmallVector<Value> x;
   for (Value v : s)
     x.push_back(arith::MulFOp::create(b, loc, v, sclV));
-  x = maskScoresWhereNeeded(std::move(x), k0);
+  x = maskScoresWhereNeeded(modifyScores(x, k0), k0);
 
   // Online softmax on the fragments: row r of a vector<2x2xf32> is query
   // row lane/4 + 8 r; the 4 lanes of a quad share a row.

@@ -68,6 +68,7 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -220,7 +221,9 @@ private:
                 int64_t rows, int64_t width, Value dst, ValueRange prefix,
                 SmallVectorImpl<Value> &tokens) override;
   /// The scores `x` are in accumulator order.
-  SmallVector<Value> maskScores(ArrayRef<Value> x, Value k0) override;
+  SmallVector<Value>
+  mapScores(ArrayRef<Value> x, Value k0,
+            function_ref<Value(Value, Value, int64_t)> fn) override;
   /// Publishes the non-finite flags of the tiles that need them; returns
   /// the `check` of tileUpdate.
   Value beforeTileBarrier(Value j) override;
@@ -325,15 +328,16 @@ void WgmmaKernelBuilder::copyTile(Value src, Value srcHead, Value row0,
   }
 }
 
-SmallVector<Value> WgmmaKernelBuilder::maskScores(ArrayRef<Value> x, Value k0) {
-  ScoreMask sm = beginScoreMask();
+SmallVector<Value>
+WgmmaKernelBuilder::mapScores(ArrayRef<Value> x, Value k0,
+                              function_ref<Value(Value, Value, int64_t)> fn) {
   SmallVector<Value> out;
   Value keyBase = add(k0, laneQuad2);
   for (int64_t e = 0, n = x.size(); e < n; ++e) {
     // Element 4 i + 2 r + c: row lane/4 + 8 r, key 8 i + 2 (lane % 4) + c.
     int64_t i = e / 4, r = (e % 4) / 2, c = e % 2;
     Value key = addC(keyBase, i * 8 + c);
-    out.push_back(maskScore(sm, x[e], key, r));
+    out.push_back(fn(x[e], key, r));
   }
   return out;
 }
@@ -477,7 +481,7 @@ SmallVector<Value> WgmmaKernelBuilder::tileUpdate(Value j, ValueRange state,
   Value mOld[2] = {state[1], state[2]};
   Value lOld[2] = {state[3], state[4]};
   Value slot = arith::RemUIOp::create(b, loc, j, cIdx(cfg.stages));
-  Value k0 = mul(j, cIdx(cfg.blockKV));
+  Value k0 = tileStart(j);
 
   // Whether the V tile holds NaN/inf that a masked row must not see, read
   // before the P barrier (which separates these reads from the next tile's
@@ -515,7 +519,7 @@ SmallVector<Value> WgmmaKernelBuilder::tileUpdate(Value j, ValueRange state,
   SmallVector<Value> x;
   for (int64_t e = 0; e < nS; ++e)
     x.push_back(arith::MulFOp::create(b, loc, extract(s, e), scl));
-  x = maskScoresWhereNeeded(std::move(x), k0);
+  x = maskScoresWhereNeeded(modifyScores(x, k0), k0);
 
   // Online softmax: element 4 i + 2 r + c belongs to row lane/4 + 8 r; the
   // 4 lanes of a quad share a row.
@@ -702,15 +706,13 @@ void WgmmaKernelBuilder::build(gpu::GPUFuncOp kernel, const KernelOperands &a) {
 
 Value WgmmaKernelBuilder::beforeTileBarrier(Value j) {
   // Tiles that mask keys below kv_end for some row of the block (a user
-  // mask: all; causality: those crossing the diagonal of the block's first
-  // row) publish whether their V holds NaN/inf.
-  Value check;
-  if (args.mask) {
-    check = arith::ConstantIntOp::create(b, loc, 1, 1);
+  // mask or segments: all; causality: those crossing the diagonal of the
+  // block's first row; a window or a chunk: those they cut) publish whether
+  // their V holds NaN/inf.
+  Value check = tileMayRemoveKeys(tileStart(j));
+  if (check && matchPattern(check, m_One())) {
     publishNonFinite(arith::RemUIOp::create(b, loc, j, cIdx(cfg.stages)));
-  } else if (sem.isCausal()) {
-    Value k0 = mul(j, cIdx(cfg.blockKV));
-    check = tileCrossesBlockDiagonal(k0);
+  } else if (check) {
     auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, check,
                                   /*withElse=*/false);
     OpBuilder::InsertionGuard guard(b);

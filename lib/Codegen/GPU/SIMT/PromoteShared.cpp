@@ -23,9 +23,11 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <cmath>
 #include <limits>
@@ -60,10 +62,6 @@ FailureOr<KernelConfig> gpukernel::chooseConfig(AttentionOp op,
   c.elementBytes = qType.getElementType().getIntOrFloatBitWidth() / 8;
   c.numWarps = numWarps;
   c.doubleBuffer = doubleBuffer;
-  if (op.hasModifiers()) {
-    (void)isEligible(KernelFamily::Simt, op, &error);
-    return failure();
-  }
   auto badDim = [](int64_t d) {
     return !isSupportedHeadDim(KernelFamily::Simt, d);
   };
@@ -249,7 +247,14 @@ private:
   VectorType lanes, f32Lanes;
 
   // Per-block values.
-  Value batch, head, kvHead, q0, nq, nk, diagOffset, kvEnd, laneIds;
+  Value batch, head, kvHead, q0, nq, nk, diagOffset, kvBegin, kvEnd, laneIds;
+  /// The ALiBi slope of (batch, head) (f32; null without ALiBi).
+  Value slope;
+  /// The first key of K/V tile `j`: kvBegin + j * blockKV.
+  Value tileStart(OpBuilder &b, Value j) {
+    Value k0 = arith::MulIOp::create(b, loc, j, cIdx(b, cfg.blockKV));
+    return kvBegin ? Value(arith::AddIOp::create(b, loc, kvBegin, k0)) : k0;
+  }
   Value qTile, kTile, vTile, mState, lState, accState;
 };
 
@@ -285,7 +290,7 @@ void PromotedBuilder::copyTile(OpBuilder &b, Value t, Value src, Value bIdx,
 
 void PromotedBuilder::copyKVTile(OpBuilder &b, Value t, Value j, Value kBase,
                                  Value vBase) {
-  Value k0 = arith::MulIOp::create(b, loc, j, cIdx(b, cfg.blockKV));
+  Value k0 = tileStart(b, j);
   copyTile(b, t, args.k, batch, kvHead, k0, kvEnd, cfg.blockKV, cfg.headDim,
            cfg.keyStride, kTile, kBase);
   copyTile(b, t, args.v, batch, kvHead, k0, kvEnd, cfg.blockKV, cfg.valueDim,
@@ -305,6 +310,26 @@ Value PromotedBuilder::maskedScores(OpBuilder &b, Value s, Value qRow,
                             splat(b, cIdx(b, cfg.blockKV))),
       sem.keepKey(b, loc, qRow, key, kvEnd, diagOffset));
   Value x = arith::MulFOp::create(b, loc, s, splat(b, cF32(b, scaleLog2)));
+  // The score modifiers (softcap, ALiBi) in the log2 domain.
+  if (sem.hasSoftcap() || sem.hasAlibi())
+    x = sem.modifyScore(b, loc, x, qRow, key, diagOffset, slope, M_LOG2E);
+  if (args.qSegments) {
+    // Document masking: the row's id against each lane's key id (indices
+    // clamped like the mask's).
+    Value one = cIdx(b, 1);
+    Value qRowC = arith::MinSIOp::create(
+        b, loc, qRow, arith::SubIOp::create(b, loc, nq, one));
+    Value keyC = arith::MinSIOp::create(
+        b, loc, key, splat(b, arith::SubIOp::create(b, loc, nk, one)));
+    Value qSeg = memref::LoadOp::create(b, loc, args.qSegments,
+                                        ValueRange{batch, qRowC});
+    auto segType = VectorType::get({kWarpSize}, b.getI32Type());
+    Value pass = arith::ConstantOp::create(b, loc, b.getZeroAttr(segType));
+    Value kSeg = vector::GatherOp::create(
+        b, loc, segType, args.kSegments, ValueRange{batch, cIdx(b, 0)}, keyC,
+        allTrue(b), pass);
+    sem.applySegments(b, loc, qSeg, kSeg, valid);
+  }
   if (args.mask) {
     // Clamp the indices so that every lane reads inside the mask; lanes
     // past the end are invalid anyway.
@@ -583,14 +608,36 @@ void PromotedBuilder::build(func::FuncOp func) {
     q0 = arith::MulIOp::create(bb, loc, qTileIdx, cIdx(bb, cfg.blockQ));
     Value qRows = arith::MinSIOp::create(
         bb, loc, cIdx(bb, cfg.blockQ), arith::SubIOp::create(bb, loc, nq, q0));
-    diagOffset = sem.diagonalOffset(bb, loc, nq, nk);
+    diagOffset = sem.diagonalOffset(bb, loc, nq, nk, args.qOffset);
 
-    // Keys past kv_end are never visited (key lengths and causality).
+    // Keys past kv_end are never visited (key lengths, causality, the
+    // window's right bound, the chunk's end), nor the tiles before the one
+    // holding the window's left bound or the chunk's start.
     Value len;
     if (args.kvLens)
       len = memref::LoadOp::create(bb, loc, args.kvLens, ValueRange{batch});
     kvEnd = sem.visitedKeyEnd(bb, loc, sem.keyLengthEnd(bb, loc, len, nk), q0,
                               qRows, diagOffset);
+    kvBegin = Value();
+    Value span = kvEnd;
+    if (sem.hasWindowLeft() || sem.hasChunk()) {
+      Value first = sem.visitedKeyBegin(bb, loc, q0, diagOffset);
+      kvBegin = arith::MulIOp::create(
+          bb, loc,
+          arith::DivUIOp::create(bb, loc, first, cIdx(bb, cfg.blockKV)),
+          cIdx(bb, cfg.blockKV));
+      span = arith::MaxSIOp::create(
+          bb, loc, arith::SubIOp::create(bb, loc, kvEnd, kvBegin),
+          cIdx(bb, 0));
+    }
+    slope = Value();
+    if (args.alibi) {
+      SmallVector<Value> at;
+      if (cast<MemRefType>(args.alibi.getType()).getRank() == 2)
+        at.push_back(batch);
+      at.push_back(head);
+      slope = memref::LoadOp::create(bb, loc, args.alibi, at);
+    }
 
     auto threadMap = gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX);
     auto warpMap = gpu::GPUWarpMappingAttr::get(ctx, gpu::MappingId::DimX);
@@ -613,7 +660,7 @@ void PromotedBuilder::build(func::FuncOp func) {
                     });
     });
 
-    Value numKV = arith::CeilDivUIOp::create(bb, loc, kvEnd,
+    Value numKV = arith::CeilDivUIOp::create(bb, loc, span,
                                              cIdx(bb, cfg.blockKV));
     int64_t kSlot = cfg.blockKV * cfg.keyStride;
     int64_t vSlot = cfg.blockKV * cfg.valueDim;
@@ -638,7 +685,7 @@ void PromotedBuilder::build(func::FuncOp func) {
     scf::ForOp::create(
         bb, loc, cIdx(bb, 0), numKV, cIdx(bb, 1), ValueRange{},
         [&](OpBuilder &lb, Location, Value j, ValueRange) {
-          Value k0 = arith::MulIOp::create(lb, loc, j, cIdx(lb, cfg.blockKV));
+          Value k0 = tileStart(lb, j);
           if (cfg.doubleBuffer) {
             // Copy tile j + 1 into the other slot in the same barrier
             // interval as the compute of tile j: the two touch different
@@ -677,6 +724,15 @@ void PromotedBuilder::build(func::FuncOp func) {
   }
   for (Operation *o : toErase)
     o->erase();
+  // The softcap's tanh on lane vectors: a rational approximation (a few
+  // ulp), as on the CPU; NVVM has no tanh without libdevice.
+  SmallVector<Operation *> tanhs;
+  func.walk([&](math::TanhOp t) { tanhs.push_back(t); });
+  if (!tanhs.empty()) {
+    RewritePatternSet patterns(ctx);
+    populatePolynomialApproximateTanhPattern(patterns);
+    (void)applyOpPatternsGreedily(tanhs, std::move(patterns));
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -535,11 +535,6 @@ bool fa::isEligible(KernelFamily family, AttentionOp op,
       *reason = why;
     return false;
   };
-  if (op.hasModifiers())
-    return fail("score/mask modifiers (window, softcap, alibi, chunk, "
-                "segments, q_offset) are not supported by the " +
-                stringifyKernelFamily(family).str() +
-                " kernels yet; fa-lower-to-cpu runs them");
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto kType = cast<RankedTensorType>(op.getKey().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());

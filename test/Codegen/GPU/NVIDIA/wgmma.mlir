@@ -371,3 +371,44 @@ func.func @tensor_form(%q: tensor<1x2x16x64xf16>, %o: tensor<1x2x16x64xf16>) -> 
          outs(%o : tensor<1x2x16x64xf16>) -> tensor<1x2x16x64xf16>
   return %r : tensor<1x2x16x64xf16>
 }
+
+// -----
+
+// The score/mask modifiers: the slopes, the segment ids and the q_offset
+// (an index argument) are kernel arguments; the diagonal offset takes the
+// q_offset; the key loop starts at the tile holding the window's left
+// bound of the block's first row (q0 + off - 100, clamped at 0, rounded
+// down to block-kv) and runs to kv_end; the head's slope is loaded once
+// per block; the softcap's tanh is a rational approximation (no math.tanh
+// is left); masked tiles read the key segment ids.
+// CHECK-LABEL: func.func @modifiers(
+//  CHECK-SAME:     wgmma
+//       CHECK:   gpu.launch_func @modifiers_kernels::@modifiers {{.*}} args(%arg0 : memref<?x4x?x64xf16>, %arg1 : memref<?x2x?x64xf16>, %arg2 : memref<?x2x?x64xf16>, %arg3 : memref<?x4xf32>, %arg4 : memref<?x?xi32>, %arg5 : memref<?x?xi32>, %arg6 : index, %arg7 : memref<?x4x?x64xf16>)
+//       CHECK: gpu.func @modifiers(%[[Q:.*]]: memref<?x4x?x64xf16>, %{{.*}}: memref<?x2x?x64xf16>, %{{.*}}: memref<?x2x?x64xf16>, %[[AL:.*]]: memref<?x4xf32>, %[[QS:.*]]: memref<?x?xi32>, %[[KS:.*]]: memref<?x?xi32>, %[[P:.*]]: index, %{{.*}}: memref<?x4x?x64xf16>)
+//       CHECK:   %[[OFF:.*]] = arith.addi %{{.*}}, %[[P]] : index
+//       CHECK:   %[[LEFT:.*]] = arith.subi %{{.*}}, %c100 : index
+//       CHECK:   %[[FIRST:.*]] = arith.maxsi %{{.*}}, %[[LEFT]] : index
+//       CHECK:   %[[T:.*]] = arith.divui %[[FIRST]], %{{.*}} : index
+//       CHECK:   %[[BEGIN:.*]] = arith.muli %[[T]], %{{.*}} : index
+//       CHECK:   %[[SPAN:.*]] = arith.subi %{{.*}}, %[[BEGIN]] : index
+//       CHECK:   arith.maxsi %[[SPAN]]
+//       CHECK:   memref.load %[[AL]][%{{.*}}, %{{.*}}] : memref<?x4xf32>
+//   CHECK-NOT:   math.tanh
+//       CHECK:   memref.load %[[QS]]
+//       CHECK:   memref.load %[[KS]]
+//   CHECK-NOT:   math.tanh
+//       CHECK: gpu.return
+func.func @modifiers(%q: memref<?x4x?x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>, %al: memref<?x4xf32>, %qs: memref<?x?xi32>, %ks: memref<?x?xi32>, %p: index, %o: memref<?x4x?x64xf16>) {
+  %qt = bufferization.to_tensor %q restrict : memref<?x4x?x64xf16> to tensor<?x4x?x64xf16>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %alt = bufferization.to_tensor %al restrict : memref<?x4xf32> to tensor<?x4xf32>
+  %qst = bufferization.to_tensor %qs restrict : memref<?x?xi32> to tensor<?x?xi32>
+  %kst = bufferization.to_tensor %ks restrict : memref<?x?xi32> to tensor<?x?xi32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x4x?x64xf16> to tensor<?x4x?x64xf16>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<?x4x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>)
+         alibi(%alt : tensor<?x4xf32>) segments(%qst, %kst : tensor<?x?xi32>, tensor<?x?xi32>) q_offset(%p)
+         outs(%ot : tensor<?x4x?x64xf16>) causal(top_left) window(100, 0) softcap(3.0e+01) -> tensor<?x4x?x64xf16>
+  bufferization.materialize_in_destination %r in restrict writable %o : (tensor<?x4x?x64xf16>, memref<?x4x?x64xf16>) -> ()
+  return
+}

@@ -168,3 +168,43 @@ func.func @i1_memref_mask(%q: memref<?x2x?x16xf32>, %k: memref<?x2x?x16xf32>, %v
   bufferization.materialize_in_destination %r in writable %o : (tensor<?x2x?x16xf32>, memref<?x2x?x16xf32>) -> ()
   return
 }
+
+// -----
+
+// The score/mask modifiers: the key loop starts at the tile holding the
+// window's left bound of the block's first row (rounded down to block-kv)
+// and runs over the tiles up to kv_end; the head's ALiBi slope is loaded
+// once per block; per row, the key lanes' segment ids are gathered against
+// the row's; the softcap's tanh on the lane vectors is a rational
+// approximation (math.fma, no math.tanh).
+// CHECK-LABEL: func.func @modifiers
+//  CHECK-SAME:   %[[AL:[a-z0-9]+]]: memref<4xf32>, %[[QS:[a-z0-9]+]]: memref<?x?xi32>, %[[KS:[a-z0-9]+]]: memref<?x?xi32>
+//       CHECK:   scf.forall (%{{.*}}, %[[H:.*]], %{{.*}}) in
+//       CHECK:     %[[LEFT:.*]] = arith.subi %{{.*}}, %c100 : index
+//       CHECK:     %[[FIRST:.*]] = arith.maxsi %{{.*}}, %[[LEFT]]
+//       CHECK:     %[[T:.*]] = arith.divui %[[FIRST]], %{{.*}} : index
+//       CHECK:     %[[BEGIN:.*]] = arith.muli %[[T]], %{{.*}} : index
+//       CHECK:     memref.load %[[AL]][%[[H]]] : memref<4xf32>
+//       CHECK:     scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %c1 {
+//  CHECK-NEXT:       %[[BKV:.*]] = arith.constant 64 : index
+//  CHECK-NEXT:       %[[J0:.*]] = arith.muli %[[J]], %[[BKV]] : index
+//  CHECK-NEXT:       arith.addi %[[BEGIN]], %[[J0]] : index
+//   CHECK-NOT:       math.tanh
+//       CHECK:       math.fma {{.*}} : vector<32xf32>
+//       CHECK:       memref.load %[[QS]]
+//       CHECK:       vector.gather %[[KS]]
+//   CHECK-NOT:   math.tanh
+func.func @modifiers(%q: memref<?x4x?x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>, %al: memref<4xf32>, %qs: memref<?x?xi32>, %ks: memref<?x?xi32>, %o: memref<?x4x?x64xf16>) {
+  %qt = bufferization.to_tensor %q restrict : memref<?x4x?x64xf16> to tensor<?x4x?x64xf16>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %alt = bufferization.to_tensor %al restrict : memref<4xf32> to tensor<4xf32>
+  %qst = bufferization.to_tensor %qs restrict : memref<?x?xi32> to tensor<?x?xi32>
+  %kst = bufferization.to_tensor %ks restrict : memref<?x?xi32> to tensor<?x?xi32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x4x?x64xf16> to tensor<?x4x?x64xf16>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<?x4x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>)
+         alibi(%alt : tensor<4xf32>) segments(%qst, %kst : tensor<?x?xi32>, tensor<?x?xi32>)
+         outs(%ot : tensor<?x4x?x64xf16>) causal(bottom_right) window(100, 0) softcap(3.0e+01) -> tensor<?x4x?x64xf16>
+  bufferization.materialize_in_destination %r in restrict writable %o : (tensor<?x4x?x64xf16>, memref<?x4x?x64xf16>) -> ()
+  return
+}
