@@ -8,12 +8,16 @@
 #include "fa/Compiler/Compiler.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <limits>
 
 using namespace mlir::fa::compile;
 namespace rt = ::fa::runtime;
@@ -175,6 +179,22 @@ void mlir::fa::compile::printKernelSummary(const rt::KernelMetadata &md,
                   rt::getMaskKindName(md.mask), md.hasKvLens ? "yes" : "no",
                   md.hasLse ? "yes" : "no")
        << "\n";
+    const rt::ModifierInfo &mods = md.modifiers;
+    if (mods.any()) {
+      std::string text;
+      llvm::raw_string_ostream ms(text);
+      if (mods.hasWindow())
+        ms << formatv(" window({0}, {1})", mods.windowLeft, mods.windowRight);
+      if (mods.softcap)
+        ms << " softcap(" << llvm::format("%.9g", *mods.softcap) << ")";
+      if (mods.chunk > 0)
+        ms << " chunk(" << mods.chunk << ")";
+      if (mods.alibi != rt::AlibiKind::None)
+        ms << " alibi(" << rt::getAlibiKindName(mods.alibi) << ")";
+      if (mods.segments)
+        ms << " segments";
+      os << prefix << "  modifiers:" << text << "\n";
+    }
     os << prefix
        << formatv("  tiles: block_q = {0}, block_kv = {1}", md.blockQ,
                   md.blockKV)
@@ -229,4 +249,55 @@ mlir::fa::compile::printToolDiagnostic(StringRef tool, mlir::Diagnostic &diag) {
   for (Diagnostic &note : diag.getNotes())
     (void)printToolDiagnostic(tool, note);
   return success();
+}
+
+Expected<rt::ModifierInfo> mlir::fa::compile::parseModifierFlags(
+    std::optional<StringRef> window, std::optional<StringRef> softcap,
+    std::optional<int64_t> chunk, std::optional<StringRef> alibi,
+    bool segments) {
+  constexpr int64_t kMaxPosition = (int64_t(1) << 31) - 1;
+  rt::ModifierInfo mods;
+  if (window) {
+    auto [l, r] = window->split(',');
+    if (l.trim().getAsInteger(10, mods.windowLeft) ||
+        r.trim().getAsInteger(10, mods.windowRight) || mods.windowLeft < -1 ||
+        mods.windowRight < -1 || mods.windowLeft > kMaxPosition ||
+        mods.windowRight > kMaxPosition)
+      return llvm::createStringError(
+          "--window must be L,R with integers in [-1, 2^31 - 1] (-1 = "
+          "unbounded), got '" +
+          *window + "'");
+  }
+  if (softcap) {
+    double cap = 0;
+    if (softcap->trim().getAsDouble(cap) || !(cap > 0) ||
+        !std::isfinite(static_cast<float>(cap)) ||
+        static_cast<float>(cap) < std::numeric_limits<float>::min())
+      return llvm::createStringError(
+          "--softcap must be a positive, finite float32 number, got '" +
+          *softcap + "'");
+    mods.softcap = static_cast<float>(cap);
+  }
+  if (chunk) {
+    if (*chunk <= 0 || *chunk > kMaxPosition)
+      return llvm::createStringError(
+          formatv("--chunk must be in [1, 2^31 - 1], got {0}", *chunk).str());
+    mods.chunk = *chunk;
+  }
+  if (alibi) {
+    std::optional<rt::AlibiKind> kind =
+        llvm::StringSwitch<std::optional<rt::AlibiKind>>(alibi->trim())
+            .Case("none", rt::AlibiKind::None)
+            .Case("heads", rt::AlibiKind::Heads)
+            .Cases({"batch_heads", "batch-heads"}, rt::AlibiKind::BatchHeads)
+            .Default(std::nullopt);
+    if (!kind)
+      return llvm::createStringError(
+          "--alibi must be none, heads ([Hq] slopes) or batch-heads ([B, Hq] "
+          "slopes), got '" +
+          *alibi + "'");
+    mods.alibi = *kind;
+  }
+  mods.segments = segments;
+  return mods;
 }

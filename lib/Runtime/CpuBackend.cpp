@@ -15,13 +15,32 @@
 #include "RuntimeInternal.h"
 
 #include <dlfcn.h>
+#include <utility>
 
 using namespace fa::runtime;
 
 namespace {
 
 /// The most parameters a kernel has (q, k, v, kv_lens, mask, o, lse).
-constexpr size_t kMaxParams = 8;
+/// The most memref parameters an entry takes: Q, K, V, key lengths, mask,
+/// ALiBi slopes, two segment id tensors, O and LSE.
+constexpr size_t kMaxParams = 10;
+
+/// Calls `entry` as `void (void *, ..., void *)` with p[Js]...
+template <size_t... Js>
+void callEntry(void *entry, void *const *p, std::index_sequence<Js...>) {
+  using Fn = void (*)(decltype((void)Js, static_cast<void *>(nullptr))...);
+  reinterpret_cast<Fn>(entry)(p[Js]...);
+}
+
+/// Calls `entry` with the first `n` (1 <= n <= sizeof...(Is)) of `p`.
+template <size_t... Is>
+void callWithPointers(void *entry, void *const *p, size_t n,
+                      std::index_sequence<Is...>) {
+  ((n == Is + 1 ? (callEntry(entry, p, std::make_index_sequence<Is + 1>()), 0)
+                : 0),
+   ...);
+}
 
 /// A memref descriptor as the C interface takes it
 /// (StridedMemRefType<T, N>): allocated and aligned pointers, offset,
@@ -155,39 +174,10 @@ MaybeFailure CpuBackend::launch(const LaunchArgs &args,
   }
 
   // `void _mlir_ciface_<symbol>(Descriptor *, ...)` with numParams args.
-  using P = void *;
-  switch (numParams) {
-  case 1:
-    reinterpret_cast<void (*)(P)>(entry)(p[0]);
-    break;
-  case 2:
-    reinterpret_cast<void (*)(P, P)>(entry)(p[0], p[1]);
-    break;
-  case 3:
-    reinterpret_cast<void (*)(P, P, P)>(entry)(p[0], p[1], p[2]);
-    break;
-  case 4:
-    reinterpret_cast<void (*)(P, P, P, P)>(entry)(p[0], p[1], p[2], p[3]);
-    break;
-  case 5:
-    reinterpret_cast<void (*)(P, P, P, P, P)>(entry)(p[0], p[1], p[2], p[3],
-                                                     p[4]);
-    break;
-  case 6:
-    reinterpret_cast<void (*)(P, P, P, P, P, P)>(entry)(p[0], p[1], p[2],
-                                                        p[3], p[4], p[5]);
-    break;
-  case 7:
-    reinterpret_cast<void (*)(P, P, P, P, P, P, P)>(entry)(
-        p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
-    break;
-  case 8:
-    reinterpret_cast<void (*)(P, P, P, P, P, P, P, P)>(entry)(
-        p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
-    break;
-  default:
+  if (numParams == 0 || numParams > kMaxParams)
     return makeFailure(FA_ERROR_LAUNCH, "unsupported parameter count");
-  }
+  callWithPointers(entry, p, numParams,
+                   std::make_index_sequence<kMaxParams>());
   return std::nullopt;
 }
 

@@ -238,6 +238,24 @@ extern "C" fa_status fa_kernel_get_info(const fa_kernel *kernel,
   return succeed();
 }
 
+extern "C" fa_status fa_kernel_get_modifiers(const fa_kernel *kernel,
+                                             fa_attention_modifiers *mods) {
+  if (!kernel || !mods)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                "fa_kernel_get_modifiers: kernel or mods is NULL");
+  const ModifierInfo &m = kernel->metadata.modifiers;
+  std::memset(mods, 0, sizeof(*mods));
+  mods->window_left = m.windowLeft;
+  mods->window_right = m.windowRight;
+  mods->softcap = m.softcap.value_or(0.0);
+  mods->chunk = m.chunk;
+  mods->alibi = m.alibi == AlibiKind::None    ? 0
+                : m.alibi == AlibiKind::Heads ? 1
+                                              : 2;
+  mods->has_segments = m.segments;
+  return succeed();
+}
+
 //===----------------------------------------------------------------------===//
 // Argument validation
 //===----------------------------------------------------------------------===//
@@ -586,6 +604,28 @@ extern "C" fa_status fa_attention_launch(fa_kernel *kernel, const fa_tensor *q,
                         {ParamRole::Mask, mask}, {ParamRole::Output, o},
                         {ParamRole::Lse, lse}};
   return launch(kernel, OpKind::Attention, "fa_attention_launch", tensors,
+                cudaStream);
+}
+
+extern "C" fa_status
+fa_attention_launch_ex(fa_kernel *kernel, const fa_tensor *q,
+                       const fa_tensor *k, const fa_tensor *v,
+                       const fa_tensor *kvLens, const fa_tensor *mask,
+                       const fa_attention_extras *extras, fa_tensor *o,
+                       fa_tensor *lse, void *cudaStream) {
+  fa_attention_extras none{};
+  const fa_attention_extras &x = extras ? *extras : none;
+  TensorList tensors = {{ParamRole::Query, q},
+                        {ParamRole::Key, k},
+                        {ParamRole::Value, v},
+                        {ParamRole::KvLens, kvLens},
+                        {ParamRole::Mask, mask},
+                        {ParamRole::Alibi, x.alibi},
+                        {ParamRole::QSegments, x.q_segments},
+                        {ParamRole::KSegments, x.k_segments},
+                        {ParamRole::Output, o},
+                        {ParamRole::Lse, lse}};
+  return launch(kernel, OpKind::Attention, "fa_attention_launch_ex", tensors,
                 cudaStream);
 }
 

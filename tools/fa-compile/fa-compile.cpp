@@ -165,6 +165,29 @@ cl::opt<bool> lse("lse", cl::desc("Also write the log-sum-exp (f32 [B, Hq, "
 cl::opt<std::string> scaleText("scale",
                                cl::desc("Scale of Q K^T (default 1/sqrt(D))"),
                                cl::value_desc("S"), cl::cat(specCategory));
+cl::opt<std::string>
+    windowText("window",
+               cl::desc("Sliding window L,R: keep keys q + off - L <= k <= "
+                        "q + off + R (-1 = unbounded; FlashAttention 2's "
+                        "definition)"),
+               cl::value_desc("L,R"), cl::cat(specCategory));
+cl::opt<std::string> softcapText("softcap",
+                                 cl::desc("Tanh softcap: s = C tanh(s / C)"),
+                                 cl::value_desc("C"), cl::cat(specCategory));
+cl::opt<int64_t> chunkSize("chunk",
+                           cl::desc("Chunked attention: keys in the query's "
+                                    "chunk of C positions only"),
+                           cl::value_desc("C"), cl::cat(specCategory));
+cl::opt<std::string>
+    alibiName("alibi",
+              cl::desc("ALiBi slopes: none (default), heads (f32 [Hq]) or "
+                       "batch-heads (f32 [B, Hq])"),
+              cl::value_desc("kind"), cl::init("none"),
+              cl::cat(specCategory));
+cl::opt<bool> segments("segments",
+                       cl::desc("Document masking: take query and key "
+                                "segment ids (i32 [B, Nq], [B, Nk])"),
+                       cl::cat(specCategory));
 cl::opt<int64_t> softmaxRank("rank", cl::desc("Softmax: rank (1 to 4)"),
                              cl::value_desc("R"), cl::cat(specCategory));
 cl::opt<int64_t> softmaxDim("dim",
@@ -285,6 +308,18 @@ static std::string getDefaultName(const rt::KernelMetadata &md,
       os << "_lens";
     if (md.hasLse)
       os << "_lse";
+    const rt::ModifierInfo &mods = md.modifiers;
+    if (mods.hasWindow())
+      os << "_win" << (mods.windowLeft < 0 ? "inf" : std::to_string(mods.windowLeft))
+         << "_" << (mods.windowRight < 0 ? "inf" : std::to_string(mods.windowRight));
+    if (mods.softcap)
+      os << "_softcap";
+    if (mods.chunk > 0)
+      os << "_chunk" << mods.chunk;
+    if (mods.alibi != rt::AlibiKind::None)
+      os << "_alibi";
+    if (mods.segments)
+      os << "_seg";
   }
   os << "_" << target;
   return name;
@@ -381,6 +416,19 @@ static Expected<KernelJob> buildJobFromSpec(MLIRContext &ctx,
     broadcastHeads = maskBroadcast == "heads" || maskBroadcast == "both";
     md.hasKvLens = kvLens;
     md.hasLse = lse;
+    auto given = [](const cl::opt<std::string> &o) -> std::optional<StringRef> {
+      if (!o.getNumOccurrences())
+        return std::nullopt;
+      return StringRef(o.getValue());
+    };
+    Expected<rt::ModifierInfo> mods = parseModifierFlags(
+        given(windowText), given(softcapText),
+        chunkSize.getNumOccurrences() ? std::optional<int64_t>(chunkSize)
+                                      : std::nullopt,
+        given(alibiName), segments);
+    if (!mods)
+      return mods.takeError();
+    md.modifiers = *mods;
     md.scale = 1.0f / std::sqrt(static_cast<float>(md.headDim));
     if (scaleText.getNumOccurrences()) {
       double value = 0;
@@ -401,7 +449,12 @@ static Expected<KernelJob> buildJobFromSpec(MLIRContext &ctx,
          {"--mask-broadcast", &maskBroadcastName},
          {"--kv-lens", &kvLens},
          {"--lse", &lse},
-         {"--scale", &scaleText}});
+         {"--scale", &scaleText},
+         {"--window", &windowText},
+         {"--softcap", &softcapText},
+         {"--chunk", &chunkSize},
+         {"--alibi", &alibiName},
+         {"--segments", &segments}});
     if (!misplaced.empty())
       return makeError(llvm::join(misplaced, ", ") +
                        (misplaced.size() == 1 ? " applies" : " apply") +
@@ -458,6 +511,11 @@ buildJobsFromFile(MLIRContext &ctx, const CompileOptions &options) {
        {"--kv-lens", &kvLens},
        {"--lse", &lse},
        {"--scale", &scaleText},
+       {"--window", &windowText},
+       {"--softcap", &softcapText},
+       {"--chunk", &chunkSize},
+       {"--alibi", &alibiName},
+       {"--segments", &segments},
        {"--rank", &softmaxRank},
        {"--dim", &softmaxDim}});
   if (!misplaced.empty())

@@ -654,7 +654,14 @@ static llvm::SmallVector<StringRef> getCpuOnlyOptions() {
     given.push_back("--print-ir-after-all");
   if (!dumpLLVMDialect.empty())
     given.push_back("--dump-llvm-dialect");
-  // The GPU kernel families do not implement the modifiers yet.
+  return given;
+}
+
+/// The score/mask modifier options given on the command line: the CPU and
+/// the emulated GPU kernels run them; the CUDA path does not pass their
+/// operands yet.
+static llvm::SmallVector<StringRef> getModifierOptions() {
+  llvm::SmallVector<StringRef> given;
   if (windowText.getNumOccurrences())
     given.push_back("--window");
   if (softcapText.getNumOccurrences())
@@ -748,12 +755,18 @@ static Expected<Device> resolveDevice(StringRef op) {
       return makeError("--device cuda: " + llvm::join(cpuOnly, ", ") +
                        (cpuOnly.size() == 1 ? " applies" : " apply") +
                        " to the CPU only");
+    llvm::SmallVector<StringRef> mods = getModifierOptions();
+    if (!mods.empty())
+      return makeError("--device cuda: " + llvm::join(mods, ", ") +
+                       (mods.size() == 1 ? " runs" : " run") +
+                       " on --device cpu or emulate only for now");
     if (std::optional<std::string> why = run::probeCuda())
       return makeError("--device cuda: " + *why);
     return Device::Cuda;
   }
-  // auto: the CPU-only options and softmax pick the CPU without probing.
-  if (op == "softmax" || !cpuOnly.empty())
+  // auto: the CPU-only options, the modifiers and softmax pick the CPU
+  // without probing.
+  if (op == "softmax" || !cpuOnly.empty() || !getModifierOptions().empty())
     return Device::Cpu;
   if (std::optional<std::string> why = run::probeCuda()) {
     std::string reason = *why;
@@ -913,6 +926,7 @@ static Expected<std::string> runOnCuda(MLIRContext &ctx,
 /// SIMT interpreter, the host function launching the kernel over its grid.
 /// Returns where it ran.
 static Expected<std::string> runOnEmulator(ModuleOp module,
+                                           const rt::KernelMetadata &md,
                                            const AttentionArrays &arrays,
                                            double &compileMs, double &runMs) {
   auto start = std::chrono::steady_clock::now();
@@ -949,13 +963,20 @@ static Expected<std::string> runOnEmulator(ModuleOp module,
     buf.isOutput = isOutput;
     buffers.push_back(std::move(buf));
   };
-  add("Q", arrays.q, false);
-  add("K", arrays.k, false);
-  add("V", arrays.v, false);
-  add("kv_lens", arrays.lens, false);
-  add("mask", arrays.mask, false);
-  add("O", arrays.out, true);
-  add("LSE", arrays.lse, true);
+  // The kernel function's arguments, in the metadata's order (named as
+  // fa-emulate names them).
+  for (const rt::ParamInfo &param : md.params) {
+    StringRef name = llvm::StringSwitch<StringRef>(param.name)
+                         .Case("q", "Q")
+                         .Case("k", "K")
+                         .Case("v", "V")
+                         .Case("o", "O")
+                         .Case("lse", "LSE")
+                         .Default(param.name);
+    add(name, arrays.get(param.role),
+        param.role == rt::ParamRole::Output ||
+            param.role == rt::ParamRole::Lse);
+  }
   InterpreterOptions options;
   options.checkRaces = true;
   EmulationLaunch launch;
@@ -1011,34 +1032,19 @@ static Error runAttention(MLIRContext &ctx) {
     scale = static_cast<float>(value);
   }
   // The modifiers (checked like the op's verifier does).
-  constexpr int64_t kMaxPosition = (int64_t(1) << 31) - 1;
-  rt::ModifierInfo mods;
-  if (windowText.getNumOccurrences()) {
-    auto [l, r] = StringRef(windowText).split(',');
-    if (l.trim().getAsInteger(10, mods.windowLeft) ||
-        r.trim().getAsInteger(10, mods.windowRight) || mods.windowLeft < -1 ||
-        mods.windowRight < -1 || mods.windowLeft > kMaxPosition ||
-        mods.windowRight > kMaxPosition)
-      return makeError("--window must be L,R with integers in [-1, 2^31 - 1] "
-                       "(-1 = unbounded), got '" +
-                       windowText + "'");
-  }
-  if (softcapText.getNumOccurrences()) {
-    double cap = 0;
-    if (StringRef(softcapText).trim().getAsDouble(cap) || !(cap > 0) ||
-        !std::isfinite(static_cast<float>(cap)) ||
-        static_cast<float>(cap) < std::numeric_limits<float>::min())
-      return makeError("--softcap must be a positive, finite float32 number, "
-                       "got '" +
-                       softcapText + "'");
-    mods.softcap = static_cast<float>(cap);
-  }
-  if (chunkSize.getNumOccurrences()) {
-    if (chunkSize <= 0 || chunkSize > kMaxPosition)
-      return makeError(formatv("--chunk must be in [1, 2^31 - 1], got {0}",
-                               chunkSize.getValue()));
-    mods.chunk = chunkSize;
-  }
+  auto given = [](const cl::opt<std::string> &o) -> std::optional<StringRef> {
+    if (!o.getNumOccurrences())
+      return std::nullopt;
+    return StringRef(o.getValue());
+  };
+  Expected<rt::ModifierInfo> parsedMods = compile::parseModifierFlags(
+      given(windowText), given(softcapText),
+      chunkSize.getNumOccurrences() ? std::optional<int64_t>(chunkSize)
+                                    : std::nullopt,
+      std::nullopt, false);
+  if (!parsedMods)
+    return parsedMods.takeError();
+  rt::ModifierInfo mods = *parsedMods;
   if (qSegmentsPath.empty() != kSegmentsPath.empty())
     return makeError("--q-segments and --k-segments go together: give both");
 
@@ -1303,7 +1309,7 @@ static Error runAttention(MLIRContext &ctx) {
 
   if (*device == Device::Emulate) {
     Expected<std::string> where =
-        runOnEmulator(**module, arrays, compileMs, runMs);
+        runOnEmulator(**module, md, arrays, compileMs, runMs);
     if (!where)
       return where.takeError();
     return finish(compileMs, runMs, *where);

@@ -134,6 +134,18 @@ void addBF16TruncationHelper(llvm::Module &module);
 /// `cpu-l2-cache-size`.
 int64_t getHostL2CacheSize();
 
+/// The built-in score/mask modifiers as the tools spell them, checked like
+/// fa.attention's verifier checks them: `window` "L,R" (integers in [-1,
+/// 2^31 - 1], -1 = unbounded), `softcap` a positive, finite float32
+/// number, `chunk` in [1, 2^31 - 1], `alibi` "none", "heads" ([Hq]) or
+/// "batch_heads" / "batch-heads" ([B, Hq]). An absent flag leaves its
+/// modifier off. Errors name the flag (--window, ...).
+llvm::Expected<::fa::runtime::ModifierInfo>
+parseModifierFlags(std::optional<llvm::StringRef> window,
+                   std::optional<llvm::StringRef> softcap,
+                   std::optional<int64_t> chunk,
+                   std::optional<llvm::StringRef> alibi, bool segments);
+
 /// The f32 lanes of the host's widest vectors as fa-lower-to-cpu's
 /// vector kernels use them: 16 with AVX-512 (avx512f), else 8 (AVX2, or two
 /// SSE halves). What fa-run passes as `vector-width`; fa-compile asks its

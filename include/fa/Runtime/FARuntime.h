@@ -166,6 +166,31 @@ typedef struct fa_kernel_info {
   int32_t dimension;
 } fa_kernel_info;
 
+/* The score/mask modifiers an attention kernel was compiled with (its
+ * metadata's `window`, `softcap`, `chunk`, `alibi`, `has_segments`; the
+ * op description of fa.attention defines them, FlashAttention 2's
+ * definitions). All zero / -1 for a kernel without them. */
+typedef struct fa_attention_modifiers {
+  int64_t window_left;  /* keys q + off - window_left <= k; -1: unbounded */
+  int64_t window_right; /* k <= q + off + window_right; -1: unbounded */
+  double softcap;       /* s = softcap * tanh(s / softcap); 0: none */
+  int64_t chunk;        /* keys in the query's chunk only; 0: none */
+  int32_t alibi;        /* 0: none, 1: slopes [Hq], 2: slopes [B, Hq] */
+  int32_t has_segments; /* query and key segment ids [B, Nq], [B, Nk] */
+} fa_attention_modifiers;
+
+/* The modifiers of an attention kernel (all none for softmax kernels). */
+FA_RUNTIME_API fa_status
+fa_kernel_get_modifiers(const fa_kernel *kernel, fa_attention_modifiers *mods);
+
+/* The modifier operands of fa_attention_launch_ex, each given iff the
+ * kernel was compiled with it (fa_kernel_get_modifiers), else NULL. */
+typedef struct fa_attention_extras {
+  const fa_tensor *alibi;      /* f32 [Hq] or [B, Hq]: ALiBi slopes */
+  const fa_tensor *q_segments; /* i32 [B, Nq]: query segment ids */
+  const fa_tensor *k_segments; /* i32 [B, Nk]: key segment ids */
+} fa_attention_extras;
+
 /* The name of a status ("FA_ERROR_NO_DRIVER"); never NULL. */
 FA_RUNTIME_API const char *fa_status_name(fa_status status);
 
@@ -263,6 +288,16 @@ FA_RUNTIME_API fa_status fa_attention_launch(
     fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
     const fa_tensor *v, const fa_tensor *kv_lens, const fa_tensor *mask,
     fa_tensor *o, fa_tensor *lse, void *cuda_stream);
+
+/* fa_attention_launch with the modifier operands of `extras` (NULL: none),
+ * for kernels compiled with ALiBi slopes or segment ids (document masks).
+ * A kernel that takes one refuses a launch without it, and one that does
+ * not refuses it given. */
+FA_RUNTIME_API fa_status fa_attention_launch_ex(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *kv_lens, const fa_tensor *mask,
+    const fa_attention_extras *extras, fa_tensor *o, fa_tensor *lse,
+    void *cuda_stream);
 
 /* Runs a softmax kernel along the kernel's dimension: y = softmax(x). x and
  * y have the kernel's rank and dtype and the same sizes and must not

@@ -93,6 +93,9 @@ struct AttentionArgs {
   const fa_tensor *kvLens = nullptr;
   const fa_tensor *mask = nullptr;
   fa_tensor *lse = nullptr;
+  /// The modifier operands (ALiBi slopes, segment ids), for kernels
+  /// compiled with them.
+  fa_attention_extras extras{};
 };
 
 /// An owned, loaded kernel (move-only).
@@ -120,11 +123,11 @@ public:
     return status;
   }
 
-  /// Launches an attention kernel (see fa_attention_launch).
+  /// Launches an attention kernel (see fa_attention_launch_ex).
   Status attention(AttentionArgs &args, void *cudaStream = nullptr) {
-    return Status::fromCode(fa_attention_launch(
-        kernel_, &args.q, &args.k, &args.v, args.kvLens, args.mask, &args.o,
-        args.lse, cudaStream));
+    return Status::fromCode(fa_attention_launch_ex(
+        kernel_, &args.q, &args.k, &args.v, args.kvLens, args.mask,
+        &args.extras, &args.o, args.lse, cudaStream));
   }
 
   /// Launches a softmax kernel (see fa_softmax_launch).

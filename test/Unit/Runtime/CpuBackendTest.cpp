@@ -208,11 +208,22 @@ struct AttentionCase {
   int64_t mB = 1, mH = 1;
   std::vector<double> mask; ///< additive values or 0/1 (empty: no mask)
   std::vector<uint8_t> maskBytes;
+  /// ALiBi slopes, [Hq] or [B, Hq] as the kernel takes them.
+  std::vector<double> alibi;
+  /// Segment ids [B, Nq] and [B, Nk].
+  std::vector<int32_t> qSeg, kSeg;
 };
 
-/// O and LSE by the textbook formula in float64.
-void referenceAttention(const fa_kernel_info &info, const AttentionCase &c,
-                        const Buffer &q, const Buffer &k, const Buffer &v,
+/// O and LSE by the textbook formula in float64, with the score/mask
+/// modifiers as fa.attention's description defines them (FlashAttention
+/// 2's): off = Nk - Nq for bottom-right, else 0; the window keeps
+/// q + off - L <= k <= q + off + R; the chunk keeps (q + off) / C == k / C;
+/// segment ids keep equal ids; the scaled score is softcapped, then ALiBi
+/// subtracts slope * |q + off - k|, then the additive mask is added.
+void referenceAttention(const fa_kernel_info &info,
+                        const fa_attention_modifiers &mods,
+                        const AttentionCase &c, const Buffer &q,
+                        const Buffer &k, const Buffer &v,
                         std::vector<double> &o, std::vector<double> &lse) {
   const int64_t Hq = info.heads, Hkv = info.kv_heads, D = info.head_dim,
                 Dv = info.value_head_dim, group = Hq / Hkv;
@@ -232,6 +243,21 @@ void referenceAttention(const fa_kernel_info &info, const AttentionCase &c,
             continue;
           if (info.causal == FA_CAUSAL_BOTTOM_RIGHT && j > i + c.Nk - c.Nq)
             continue;
+          int64_t pos =
+              i + (info.causal == FA_CAUSAL_BOTTOM_RIGHT ? c.Nk - c.Nq : 0);
+          if (mods.window_left >= 0 && j < pos - mods.window_left)
+            continue;
+          if (mods.window_right >= 0 && j > pos + mods.window_right)
+            continue;
+          auto floorDiv = [](int64_t a, int64_t d) {
+            return a >= 0 ? a / d : -((-a + d - 1) / d);
+          };
+          if (mods.chunk > 0 &&
+              floorDiv(pos, mods.chunk) != floorDiv(j, mods.chunk))
+            continue;
+          if (mods.has_segments &&
+              c.qSeg[b * c.Nq + i] != c.kSeg[b * c.Nk + j])
+            continue;
           int64_t mi = (((c.mB == 1 ? 0 : b) * c.mH + (c.mH == 1 ? 0 : h)) *
                             c.Nq +
                         i) *
@@ -244,6 +270,12 @@ void referenceAttention(const fa_kernel_info &info, const AttentionCase &c,
             s += q.get(((b * Hq + h) * c.Nq + i) * D + d) *
                  k.get(((b * Hkv + kvh) * c.Nk + j) * D + d);
           s *= static_cast<double>(info.scale);
+          if (mods.softcap > 0)
+            s = mods.softcap * std::tanh(s / mods.softcap);
+          if (mods.alibi != 0) {
+            double slope = c.alibi[mods.alibi == 2 ? b * Hq + h : h];
+            s -= slope * std::fabs(static_cast<double>(pos - j));
+          }
           if (info.mask == FA_MASK_ADDITIVE)
             s += c.mask[mi];
           scores[j] = s;
@@ -287,6 +319,8 @@ int64_t checkAttention(llvm::StringRef name, const AttentionCase &c,
   if (!status.ok())
     return -1;
   fa_kernel_info info = kernel.info();
+  fa_attention_modifiers mods{};
+  EXPECT_EQ(fa_kernel_get_modifiers(kernel.get(), &mods), FA_SUCCESS);
   const int64_t Hq = info.heads, Hkv = info.kv_heads, D = info.head_dim,
                 Dv = info.value_head_dim;
   std::mt19937 rng(seed);
@@ -324,11 +358,28 @@ int64_t checkAttention(llvm::StringRef name, const AttentionCase &c,
     args.mask = &maskT;
   if (info.has_lse)
     args.lse = &lseT;
+  Buffer alibi(FA_DTYPE_F32, mods.alibi == 2 ? std::vector<int64_t>{c.B, Hq}
+                                             : std::vector<int64_t>{Hq});
+  Buffer qSeg(FA_DTYPE_I32, {c.B, c.Nq}), kSeg(FA_DTYPE_I32, {c.B, c.Nk});
+  for (size_t i = 0; i < c.alibi.size(); ++i)
+    alibi.set(i, c.alibi[i]);
+  for (size_t i = 0; i < c.qSeg.size(); ++i)
+    qSeg.set(i, c.qSeg[i]);
+  for (size_t i = 0; i < c.kSeg.size(); ++i)
+    kSeg.set(i, c.kSeg[i]);
+  fa_tensor alibiT = alibi.tensor(), qSegT = qSeg.tensor(),
+            kSegT = kSeg.tensor();
+  if (mods.alibi != 0)
+    args.extras.alibi = &alibiT;
+  if (mods.has_segments) {
+    args.extras.q_segments = &qSegT;
+    args.extras.k_segments = &kSegT;
+  }
   status = kernel.attention(args);
   EXPECT_TRUE(status.ok()) << status.toString();
 
   std::vector<double> oRef, lseRef;
-  referenceAttention(info, c, q, k, v, oRef, lseRef);
+  referenceAttention(info, mods, c, q, k, v, oRef, lseRef);
   int64_t badO = 0, badLse = 0, emptyRows = 0;
   for (int64_t i = 0; i < o.count; ++i)
     if (!close(o.get(i), oRef[i], atol, rtol) && badO++ < 5)
@@ -455,6 +506,88 @@ TEST(CpuBackendTest, BFloat16Generic) {
   c.Nq = 9;
   c.Nk = 17;
   EXPECT_EQ(checkAttention("attn_bf16_generic", c, 11, 1e-2, 1e-2), 0);
+}
+
+// attn_mods: f32, D = 16, Hq = 4, Hkv = 2, bottom-right causal,
+// window(5, 2), softcap 2.5, chunk 12, ALiBi [B, Hq], segment ids, key
+// lengths, LSE, 8x8 tiles, launched through fa_attention_launch_ex (the
+// C++ wrapper's extras). Rows emptied by the window and key lengths.
+TEST(CpuBackendTest, Modifiers) {
+  Kernel kernel;
+  ASSERT_TRUE(Kernel::load(artifact("attn_mods"), FA_DEVICE_CPU, kernel).ok());
+  fa_attention_modifiers mods{};
+  ASSERT_EQ(fa_kernel_get_modifiers(kernel.get(), &mods), FA_SUCCESS);
+  EXPECT_EQ(mods.window_left, 5);
+  EXPECT_EQ(mods.window_right, 2);
+  EXPECT_DOUBLE_EQ(mods.softcap, 2.5);
+  EXPECT_EQ(mods.chunk, 12);
+  EXPECT_EQ(mods.alibi, 2);
+  EXPECT_EQ(mods.has_segments, 1);
+  AttentionCase c;
+  c.B = 2;
+  c.Nq = 21;
+  c.Nk = 37;
+  c.lens = {37, 9};
+  std::mt19937 rng(12);
+  std::uniform_int_distribution<int> slope(1, 32);
+  for (int64_t i = 0; i < c.B * 4; ++i)
+    c.alibi.push_back(slope(rng) / 64.0);
+  // Sorted ids with an empty document (id 1 has no query row in batch 0)
+  // and unsorted ones in batch 1.
+  std::uniform_int_distribution<int> seg(0, 2);
+  for (int64_t b = 0; b < c.B; ++b) {
+    for (int64_t i = 0; i < c.Nq; ++i)
+      c.qSeg.push_back(b == 0 ? (i < 10 ? 0 : 2) : seg(rng));
+    for (int64_t j = 0; j < c.Nk; ++j)
+      c.kSeg.push_back(b == 0 ? (j < 20 ? 0 : j < 25 ? 1 : 2) : seg(rng));
+  }
+  int64_t empty = checkAttention("attn_mods", c, 13, 1e-5, 1e-4);
+  EXPECT_GT(empty, 0);
+
+  // The operands are required and checked: no slopes, then slopes of the
+  // wrong shape, then segment ids for a kernel without them.
+  Kernel plain;
+  ASSERT_TRUE(Kernel::load(artifact("attn_lens"), FA_DEVICE_CPU, plain).ok());
+  std::vector<float> data(2 * 4 * 21 * 37, 0.0f);
+  int64_t qs[] = {2, 4, 21, 16}, ks[] = {2, 2, 37, 16}, os[] = {2, 4, 21, 16},
+          ls[] = {2, 4, 21}, lens[] = {2}, sl[] = {4}, seg2[] = {2, 21};
+  fa_tensor q = fa_tensor_make(data.data(), FA_DTYPE_F32, 4, qs);
+  fa_tensor k = fa_tensor_make(data.data(), FA_DTYPE_F32, 4, ks);
+  std::vector<float> out(2 * 4 * 21 * 16), lseOut(2 * 4 * 21);
+  fa_tensor o = fa_tensor_make(out.data(), FA_DTYPE_F32, 4, os);
+  fa_tensor l = fa_tensor_make(lseOut.data(), FA_DTYPE_F32, 3, ls);
+  std::vector<int32_t> lensData = {37, 9}, segData(2 * 37, 0);
+  fa_tensor lensT = fa_tensor_make(lensData.data(), FA_DTYPE_I32, 1, lens);
+  fa_tensor slopes = fa_tensor_make(data.data(), FA_DTYPE_F32, 1, sl);
+  fa_tensor qSeg = fa_tensor_make(segData.data(), FA_DTYPE_I32, 2, seg2);
+  fa_attention_extras extras{};
+  extras.q_segments = &qSeg;
+  extras.k_segments = &qSeg;
+  EXPECT_EQ(fa_attention_launch_ex(kernel.get(), &q, &k, &k, &lensT, nullptr,
+                                   &extras, &o, &l, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fa_last_error()).find("alibi is NULL"),
+            std::string::npos)
+      << fa_last_error();
+  extras.alibi = &slopes;
+  EXPECT_EQ(fa_attention_launch_ex(kernel.get(), &q, &k, &k, &lensT, nullptr,
+                                   &extras, &o, &l, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fa_last_error()).find("alibi"), std::string::npos)
+      << fa_last_error();
+  // The plain fa_attention_launch has no slot for them.
+  EXPECT_EQ(fa_attention_launch(kernel.get(), &q, &k, &k, &lensT, nullptr, &o,
+                                &l, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  fa_attention_extras segOnly{};
+  segOnly.q_segments = &qSeg;
+  segOnly.k_segments = &qSeg;
+  EXPECT_EQ(fa_attention_launch_ex(plain.get(), &q, &k, &k, &lensT, nullptr,
+                                   &segOnly, &o, &l, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fa_last_error()).find("q_segments was given"),
+            std::string::npos)
+      << fa_last_error();
 }
 
 /// Softmax along `dim` in float64, all--inf rows giving zeros.

@@ -3,8 +3,9 @@
 """`fa-run attention` with score/mask modifiers (--window, --softcap,
 --chunk, --alibi, --q-segments/--k-segments) against the float64 reference
 of test/lib/fa_reference.py, on the CPU vector kernel (the default, with the
-automatic tile sizes, and with 2 OpenMP threads), the tiled lowering and
-the reference lowering. Shapes cross several query and key tiles and end
+automatic tile sizes, and with 2 OpenMP threads), the tiled lowering, the
+reference lowering, the promoted (SIMT) form on the CPU and the SIMT GPU
+kernel under the interpreter (--device emulate). Shapes cross several query and key tiles and end
 in partial ones; the windows are shorter than a key tile, so full, partial
 and skipped key tiles all occur.
 
@@ -51,7 +52,11 @@ CASES = [
 ]
 
 WAYS = {"vector": [], "parallel": ["--parallel"],
-        "tiled": ["--cpu-kernel", "tiled"], "reference": ["--reference"]}
+        "tiled": ["--cpu-kernel", "tiled"], "reference": ["--reference"],
+        # The SIMT GPU kernel's structure run on the CPU, and the SIMT GPU
+        # kernel under the interpreter.
+        "promoted": ["--promoted"],
+        "emulate": ["--device", "emulate", "--kernel", "simt"]}
 
 
 def run_case(fa_run, extra, c, tmp):
