@@ -21,13 +21,16 @@ only), best of --repeats; torch: best of --repeats of the call alone. The
 torch peers are what a PyTorch user would run on a CPU: SDPA with
 `is_causal`, SDPA with a dense boolean window or document mask (O(N^2)
 memory), and the eager score computation with tanh for the softcap and an
-additive bias for ALiBi (SDPA has no softcap). GFLOP/s counts 4 N^2 D per
-head for the keys a row keeps (the useful work), so rows compare.
+additive bias for ALiBi (SDPA has no softcap). Where torch has FlexAttention
+(2.5+), every row also runs `torch.compile(flex_attention)` on the CPU with
+the same `mask_mod` (through `create_block_mask`, so its block sparsity
+applies) or `score_mod`; its compile is not timed. GFLOP/s counts 4 N^2 D
+per head for the keys a row keeps (the useful work), so rows compare.
 
 Usage:
   bench_modifiers.py FA_RUN [--long-n 16384] [--short-n 4096] [--d 128]
       [--heads 8] [--threads 2] [--window 512] [--softcap 50] [--docs 8]
-      [--repeats 2] [--out results.md]
+      [--repeats 2] [--no-torch] [--no-flex] [--out results.md]
 
 Benchmarks are not tests: this is not run by check-fa.
 """
@@ -126,6 +129,7 @@ def main():
     ap.add_argument("--docs", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--no-flex", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     try:
@@ -137,6 +141,19 @@ def main():
     except ImportError:
         torch_ok = False
 
+    # FlexAttention, compiled for the CPU (torch 2.5+).
+    flex = None
+    flex_note = "not run (--no-flex)" if args.no_flex else "not available"
+    if torch_ok and not args.no_flex:
+        try:
+            from torch.nn.attention.flex_attention import (create_block_mask,
+                                                           flex_attention)
+            flex = (torch.compile(flex_attention, dynamic=False),
+                    create_block_mask)
+            flex_note = "torch.compile(flex_attention)"
+        except Exception as e:  # noqa: BLE001
+            flex_note = f"not available ({type(e).__name__})"
+
     H, D = args.heads, args.d
     rng = np.random.default_rng(0)
     lines = []
@@ -147,7 +164,8 @@ def main():
 
     log(f"# bench_modifiers.py, {datetime.date.today()}, {machine()}")
     log(f"f32, B=1, H={H}, D={D}; threads 1 and {args.threads}; torch "
-        f"{torch.__version__ if torch_ok else 'not available'}")
+        f"{torch.__version__ if torch_ok else 'not available'}; FlexAttention "
+        f"{flex_note}")
     if torch_ok:
         for t in (1, args.threads):
             torch.set_num_threads(t)
@@ -159,8 +177,9 @@ def main():
     log("")
     log("| N | case | keys kept / row | ours 1 thr ms | ours "
         f"{args.threads} thr ms | GFLOP/s ({args.threads} thr) | vs base "
-        "(same threads) | torch ms | torch peer | ours vs torch |")
-    log("|---|---|---|---|---|---|---|---|---|---|")
+        "(same threads) | torch ms | torch peer | ours vs torch | flex ms | "
+        "ours vs flex |")
+    log("|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         def case_set(n, cases):
             q = rng.standard_normal((1, H, n, D), dtype=np.float32)
@@ -212,9 +231,25 @@ def main():
                         sys.exit(f"FAILED: torch {name} N={n}: rel err {e:.2e}")
                     t_ms, t_txt = best, f"{best:.0f}"
                 vs = f"{t_ms / msn:.2f}x" if t_ms else "-"
+                f_ms = None
+                if flex is not None and "flex" in ref_kw:
+                    torch.set_num_threads(args.threads)
+                    tq, tk, tv = (torch.from_numpy(x) for x in (q, k, v))
+                    run_flex = ref_kw["flex"](torch, flex, n)
+                    fo = run_flex(tq, tk, tv)  # compiles
+                    for _ in range(args.repeats):
+                        t0 = time.perf_counter()
+                        fo = run_flex(tq, tk, tv)
+                        dt = (time.perf_counter() - t0) * 1e3
+                        f_ms = dt if f_ms is None else min(f_ms, dt)
+                    e = rel_err(fo[0][:, rows].double().numpy(), ref)
+                    if not e < 1e-4:
+                        sys.exit(f"FAILED: flex {name} N={n}: rel err {e:.2e}")
+                f_txt = f"{f_ms:.0f}" if f_ms else "-"
+                f_vs = f"{f_ms / msn:.2f}x" if f_ms else "-"
                 log(f"| {n} | {name} | {kept:.0f} | {ms1:.0f} | {msn:.0f} | "
                     f"{gflop / msn * 1e3:.1f} | {ratio} | {t_txt} | "
-                    f"{peer if t_ms else '-'} | {vs} |")
+                    f"{peer if t_ms else '-'} | {vs} | {f_txt} | {f_vs} |")
 
         n = args.long_n
         W = args.window
@@ -229,14 +264,38 @@ def main():
             i = np.arange(n)
             return (i[None, :] <= i[:, None]) & (i[None, :] >= i[:, None] - W)
 
+        def flex_mask(mask_mod):
+            """A FlexAttention run with `mask_mod` (its block mask built
+            once per N, outside the timing)."""
+            def make(t, flex, n):
+                fn, create_block_mask = flex
+                bm = create_block_mask(mask_mod, None, None, n, n,
+                                       device="cpu")
+                return lambda q, k, v: fn(q, k, v, block_mask=bm)
+            return make
+
+        def flex_score(score_mod):
+            def make(t, flex, n):
+                return lambda q, k, v: flex[0](q, k, v, score_mod=score_mod)
+            return make
+
+        def flex_plain(t, flex, n):
+            return lambda q, k, v: flex[0](q, k, v)
+
+        def causal_mod(b, h, qi, ki):
+            return ki <= qi
+
+        def window_mod(b, h, qi, ki):
+            return (ki <= qi) & (qi - ki <= W)
+
         case_set(n, [
             ("causal", ["--causal", "bottom-right"],
-             dict(keep=kc, base="causal"),
+             dict(keep=kc, base="causal", flex=flex_mask(causal_mod)),
              lambda t, F, q, k, v: F.scaled_dot_product_attention(
                  q, k, v, is_causal=True), "SDPA is_causal"),
             (f"causal + window({W}, 0)", ["--causal", "bottom-right",
                                           "--window", f"{W},0"],
-             dict(keep=kw, base="causal"),
+             dict(keep=kw, base="causal", flex=flex_mask(window_mod)),
              lambda t, F, q, k, v: F.scaled_dot_product_attention(
                  q, k, v, attn_mask=t.from_numpy(band(n))),
              "SDPA dense bool mask"),
@@ -257,13 +316,20 @@ def main():
             return F.scaled_dot_product_attention(
                 q, k, v, attn_mask=(d[:, None] == d[None, :]))
 
+        docs_t = torch.from_numpy(docs[0]) if torch_ok else None
+
+        def doc_mod(b, h, qi, ki):
+            return docs_t[qi] == docs_t[ki]
+
         case_set(n, [
-            ("no mask", [], dict(keep=kn_long, base="no mask"),
+            ("no mask", [], dict(keep=kn_long, base="no mask",
+                                 flex=flex_plain),
              lambda t, F, q, k, v: F.scaled_dot_product_attention(q, k, v),
              "SDPA"),
             (f"document mask ({args.docs} docs)",
              ["--q-segments", segs, "--k-segments", segs],
-             dict(keep=kd, base="no mask"), torch_docs,
+             dict(keep=kd, base="no mask", flex=flex_mask(doc_mod)),
+             torch_docs,
              "SDPA dense bool mask"),
         ])
 
@@ -287,21 +353,33 @@ def main():
             bias = -t.from_numpy(slopes.astype(np.float32))[:, None, None] * dist
             return F.scaled_dot_product_attention(q, k, v, attn_mask=bias[None])
 
+        slopes_t = (torch.from_numpy(slopes.astype(np.float32))
+                    if torch_ok else None)
+
+        def softcap_mod(score, b, h, qi, ki):
+            return cap * torch.tanh(score / cap)
+
+        def alibi_mod(score, b, h, qi, ki):
+            return score - slopes_t[h] * (qi - ki).abs()
+
         case_set(n, [
-            ("no mask", [], dict(keep=kn, base="no mask"),
+            ("no mask", [], dict(keep=kn, base="no mask", flex=flex_plain),
              lambda t, F, q, k, v: F.scaled_dot_product_attention(q, k, v),
              "SDPA"),
             (f"softcap({cap:g})", ["--softcap", str(cap)],
-             dict(keep=kn, base="no mask", softcap=cap), torch_softcap,
+             dict(keep=kn, base="no mask", softcap=cap,
+                  flex=flex_score(softcap_mod)), torch_softcap,
              "eager tanh + softmax"),
             ("ALiBi", ["--alibi", alibi_path],
-             dict(keep=kn, base="no mask", slopes=slopes), torch_alibi,
+             dict(keep=kn, base="no mask", slopes=slopes,
+                  flex=flex_score(alibi_mod)), torch_alibi,
              "SDPA dense additive bias"),
         ])
     log("")
     log("`vs base`: the time of the row's base (causal; no mask) over this "
         "row's, same thread count (> 1: faster than the base). `ours vs "
-        "torch`: torch's time over ours (> 1: ours faster).")
+        "torch`, `ours vs flex`: the peer's time over ours, both on "
+        f"{args.threads} threads (> 1: ours faster).")
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(lines) + "\n")

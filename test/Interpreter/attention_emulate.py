@@ -53,8 +53,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fa_reference import (reference, save_attention_inputs,  # noqa: E402
-                          seed_of, sorted_segments)
+from fa_reference import (modifier_inputs, reference,  # noqa: E402
+                          save_attention_inputs, seed_of)
 
 #===------------------------------------------------------------------------===#
 # Rounding helpers
@@ -450,19 +450,8 @@ def make_modifiers(c, rng):
     """The modifier operands of case `c`: ALiBi slopes ([Hq] or [B, Hq]) and
     segment ids ([B, Nq], [B, Nk]: sorted with some empty documents, or
     random)."""
-    B, Hq, Nq, Nk = c["B"], c["Hq"], c["Nq"], c["Nk"]
-    mods = {}
-    if c["alibi"] == "h":
-        mods["alibi"] = (rng.random(Hq) * 0.5).astype(np.float32)
-    elif c["alibi"] == "bh":
-        mods["alibi"] = (rng.random((B, Hq)) * 0.5).astype(np.float32)
-    if c["segments"] == "sorted":
-        mods["qs"] = sorted_segments(rng, B, Nq, 4)
-        mods["ks"] = sorted_segments(rng, B, Nk, 4)
-    elif c["segments"] == "random":
-        mods["qs"] = rng.integers(0, 3, size=(B, Nq), dtype=np.int32)
-        mods["ks"] = rng.integers(0, 3, size=(B, Nk), dtype=np.int32)
-    return mods
+    return modifier_inputs(rng, c["B"], c["Hq"], c["Nq"], c["Nk"],
+                           c["alibi"], c["segments"])
 
 
 def modifier_flags(paths, mods):

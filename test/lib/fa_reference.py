@@ -136,3 +136,23 @@ def sorted_segments(rng, B, N, docs):
         cuts = np.sort(rng.integers(0, N + 1, size=docs - 1))
         out[b] = np.searchsorted(cuts, np.arange(N), side="right")
     return out
+
+
+def modifier_inputs(rng, B, Hq, Nq, Nk, alibi, segments):
+    """The modifier operands of a test case, drawn from `rng`: ALiBi slopes
+    in [0, 0.5) (`alibi` "h": [Hq], "bh": [B, Hq], None: none) and segment
+    ids (`segments` "sorted": 4 documents per batch, some maybe empty;
+    "random": ids in {0, 1, 2}; None: none). Returns a dict with the keys
+    "alibi", "qs" and "ks" of those drawn."""
+    mods = {}
+    if alibi == "h":
+        mods["alibi"] = rng.random(Hq, dtype=np.float32) * 0.5
+    elif alibi == "bh":
+        mods["alibi"] = rng.random((B, Hq), dtype=np.float32) * 0.5
+    if segments == "sorted":
+        mods["qs"] = sorted_segments(rng, B, Nq, 4)
+        mods["ks"] = sorted_segments(rng, B, Nk, 4)
+    elif segments == "random":
+        mods["qs"] = rng.integers(0, 3, size=(B, Nq), dtype=np.int32)
+        mods["ks"] = rng.integers(0, 3, size=(B, Nk), dtype=np.int32)
+    return mods

@@ -367,16 +367,9 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
 
   // The modifiers' per-tile operands: the head's ALiBi slope, the query
   // positions and segment ids of each vector of lanes.
-  slope = Value();
+  slope = AttentionSemantics::loadAlibiSlope(b, loc, args.alibi, batch, head);
   qPos.clear();
   qSeg.clear();
-  if (args.alibi) {
-    SmallVector<Value> at;
-    if (cast<MemRefType>(args.alibi.getType()).getRank() == 2)
-      at.push_back(batch);
-    at.push_back(head);
-    slope = memref::LoadOp::create(b, loc, args.alibi, at);
-  }
   if (sem.hasModifiers() || sem.hasSegments()) {
     auto idxVec = VectorType::get({cfg.vw}, b.getIndexType());
     for (int64_t v = 0; v < cfg.blockQ / cfg.vw; ++v) {
@@ -430,8 +423,7 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
     });
   });
 
-  // kvEnd may lie below kvBegin (nothing visited).
-  Value span = kvBegin ? maxI(b, sub(b, kvEnd, kvBegin), zero) : kvEnd;
+  Value span = AttentionSemantics::visitedKeyCount(b, loc, kvBegin, kvEnd);
   Value numKV = arith::CeilDivUIOp::create(b, loc, span, cIdx(b, cfg.blockKV));
   loop(b, zero, numKV, [&](OpBuilder &lb, Value j) { buildKVStep(lb, j); });
   buildEpilogue(b);

@@ -49,7 +49,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
-from fa_reference import reference, seed_of, sorted_segments  # noqa: E402
+from fa_reference import modifier_inputs, reference, seed_of  # noqa: E402
 from mlir_exec import (MLIR_TYPES, PRINT_DECL, constant,  # noqa: E402
                        execute, fa_opt, finish, print_call, rel_err,
                        tensor_type)
@@ -83,18 +83,9 @@ def build_arrays(c, rng):
     elif c["mask"] == "float":
         a["mask"] = rng.standard_normal((1, Hq, Nq, Nk), dtype=np.float32)
         clauses += f" mask(%mask : {ttype(a['mask'])})"
-    if c["alibi"] == "h":
-        a["alibi"] = rng.random(Hq, dtype=np.float32) * 0.5
-    elif c["alibi"] == "bh":
-        a["alibi"] = rng.random((B, Hq), dtype=np.float32) * 0.5
+    a.update(modifier_inputs(rng, B, Hq, Nq, Nk, c["alibi"], c["segments"]))
     if "alibi" in a:
         clauses += f" alibi(%alibi : {ttype(a['alibi'])})"
-    if c["segments"] == "sorted":
-        a["qs"] = sorted_segments(rng, B, Nq, 4)
-        a["ks"] = sorted_segments(rng, B, Nk, 4)
-    elif c["segments"] == "random":
-        a["qs"] = rng.integers(0, 3, size=(B, Nq), dtype=np.int32)
-        a["ks"] = rng.integers(0, 3, size=(B, Nk), dtype=np.int32)
     if "qs" in a:
         clauses += (f" segments(%qs, %ks : {ttype(a['qs'])}, "
                     f"{ttype(a['ks'])})")

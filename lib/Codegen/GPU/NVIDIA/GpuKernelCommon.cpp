@@ -250,25 +250,12 @@ void AttentionKernelBuilder::emitKeyRange(Value qTile) {
     len = memref::LoadOp::create(b, loc, args.kvLens, ValueRange{batch});
   kvEnd = sem.visitedKeyEnd(b, loc, sem.keyLengthEnd(b, loc, len, nk), q0,
                             qRows, diag);
-  Value span = kvEnd;
-  kvBegin = zeroIdx;
-  if (sem.hasWindowLeft() || sem.hasChunk()) {
-    Value first = sem.visitedKeyBegin(b, loc, q0, diag);
-    kvBegin = mul(arith::DivUIOp::create(b, loc, first, cIdx(tiles.blockKV)),
-                  cIdx(tiles.blockKV));
-    // kv_end may lie below the first key (nothing visited).
-    span = arith::MaxSIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, kvEnd, kvBegin), zeroIdx);
-  }
-  numKV = arith::CeilDivUIOp::create(b, loc, span, cIdx(tiles.blockKV));
-  slope = Value();
-  if (args.alibi) {
-    SmallVector<Value> at;
-    if (cast<MemRefType>(args.alibi.getType()).getRank() == 2)
-      at.push_back(batch);
-    at.push_back(head);
-    slope = memref::LoadOp::create(b, loc, args.alibi, at);
-  }
+  Value begin = sem.visitedTileBegin(b, loc, q0, diag, tiles.blockKV);
+  kvBegin = begin ? begin : zeroIdx;
+  numKV = arith::CeilDivUIOp::create(
+      b, loc, AttentionSemantics::visitedKeyCount(b, loc, begin, kvEnd),
+      cIdx(tiles.blockKV));
+  slope = AttentionSemantics::loadAlibiSlope(b, loc, args.alibi, batch, head);
 }
 
 Value AttentionKernelBuilder::tileStart(Value j) {

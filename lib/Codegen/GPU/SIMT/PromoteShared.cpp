@@ -618,26 +618,10 @@ void PromotedBuilder::build(func::FuncOp func) {
       len = memref::LoadOp::create(bb, loc, args.kvLens, ValueRange{batch});
     kvEnd = sem.visitedKeyEnd(bb, loc, sem.keyLengthEnd(bb, loc, len, nk), q0,
                               qRows, diagOffset);
-    kvBegin = Value();
-    Value span = kvEnd;
-    if (sem.hasWindowLeft() || sem.hasChunk()) {
-      Value first = sem.visitedKeyBegin(bb, loc, q0, diagOffset);
-      kvBegin = arith::MulIOp::create(
-          bb, loc,
-          arith::DivUIOp::create(bb, loc, first, cIdx(bb, cfg.blockKV)),
-          cIdx(bb, cfg.blockKV));
-      span = arith::MaxSIOp::create(
-          bb, loc, arith::SubIOp::create(bb, loc, kvEnd, kvBegin),
-          cIdx(bb, 0));
-    }
-    slope = Value();
-    if (args.alibi) {
-      SmallVector<Value> at;
-      if (cast<MemRefType>(args.alibi.getType()).getRank() == 2)
-        at.push_back(batch);
-      at.push_back(head);
-      slope = memref::LoadOp::create(bb, loc, args.alibi, at);
-    }
+    kvBegin = sem.visitedTileBegin(bb, loc, q0, diagOffset, cfg.blockKV);
+    Value span = AttentionSemantics::visitedKeyCount(bb, loc, kvBegin, kvEnd);
+    slope =
+        AttentionSemantics::loadAlibiSlope(bb, loc, args.alibi, batch, head);
 
     auto threadMap = gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX);
     auto warpMap = gpu::GPUWarpMappingAttr::get(ctx, gpu::MappingId::DimX);

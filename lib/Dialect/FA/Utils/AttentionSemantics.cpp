@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -184,6 +185,38 @@ Value AttentionSemantics::visitedKeyBegin(OpBuilder &b, Location loc, Value q0,
     begin = maxS(b, loc, begin,
                  mulC(b, loc, floorDivC(b, loc, pos, mods.chunk), mods.chunk));
   return begin;
+}
+
+Value AttentionSemantics::visitedTileBegin(OpBuilder &b, Location loc,
+                                           Value q0, Value off,
+                                           int64_t tile) const {
+  if (!hasWindowLeft() && !hasChunk())
+    return Value();
+  // visitedKeyBegin is >= 0: unsigned division rounds down.
+  Value first = visitedKeyBegin(b, loc, q0, off);
+  Value t = cIndex(b, loc, tile);
+  return arith::MulIOp::create(b, loc,
+                               arith::DivUIOp::create(b, loc, first, t), t);
+}
+
+Value AttentionSemantics::visitedKeyCount(OpBuilder &b, Location loc,
+                                          Value begin, Value end) {
+  if (!begin)
+    return end;
+  // end may lie below begin: nothing is visited.
+  return maxS(b, loc, subI(b, loc, end, begin), cIndex(b, loc, 0));
+}
+
+Value AttentionSemantics::loadAlibiSlope(OpBuilder &b, Location loc,
+                                         Value slopes, Value batch,
+                                         Value head) {
+  if (!slopes)
+    return Value();
+  SmallVector<Value> at;
+  if (cast<MemRefType>(slopes.getType()).getRank() == 2)
+    at.push_back(batch);
+  at.push_back(head);
+  return memref::LoadOp::create(b, loc, slopes, at);
 }
 
 Value AttentionSemantics::keyLengthEnd(OpBuilder &b, Location loc, Value len,

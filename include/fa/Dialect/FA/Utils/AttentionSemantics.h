@@ -139,6 +139,22 @@ public:
   /// without those.
   Value visitedKeyBegin(OpBuilder &b, Location loc, Value q0, Value off) const;
 
+  /// visitedKeyBegin rounded down to a multiple of `tile` (kernels whose
+  /// key tiles stay on the tile grid), or null when every key from 0 on may
+  /// be visited (no window left bound, no chunk).
+  Value visitedTileBegin(OpBuilder &b, Location loc, Value q0, Value off,
+                         int64_t tile) const;
+
+  /// The number of keys in [begin, end): max(end - begin, 0), or `end`
+  /// when `begin` is null (0).
+  static Value visitedKeyCount(OpBuilder &b, Location loc, Value begin,
+                               Value end);
+
+  /// The ALiBi slope of (batch, head) from the slopes memref ([Hq] or
+  /// [B, Hq], f32); null without slopes.
+  static Value loadAlibiSlope(OpBuilder &b, Location loc, Value slopes,
+                              Value batch, Value head);
+
   /// The keys of a batch: min(max(len, 0), nk) for an integer key length
   /// `len` (any integer type; null = none), else nk.
   Value keyLengthEnd(OpBuilder &b, Location loc, Value len, Value nk) const;
