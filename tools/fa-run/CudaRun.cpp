@@ -223,12 +223,17 @@ mlir::fa::run::runAttentionOnCuda(MLIRContext &ctx, rt::KernelMetadata md,
     return nullptr;
   };
 
+  fa_attention_extras extras{};
+  extras.alibi = tensorFor(rt::ParamRole::Alibi);
+  extras.q_segments = tensorFor(rt::ParamRole::QSegments);
+  extras.k_segments = tensorFor(rt::ParamRole::KSegments);
   start = std::chrono::steady_clock::now();
-  status = fa_attention_launch(
+  status = fa_attention_launch_ex(
       kernel, tensorFor(rt::ParamRole::Query), tensorFor(rt::ParamRole::Key),
       tensorFor(rt::ParamRole::Value), tensorFor(rt::ParamRole::KvLens),
-      tensorFor(rt::ParamRole::Mask), tensorFor(rt::ParamRole::Output),
-      tensorFor(rt::ParamRole::Lse), /*stream=*/nullptr);
+      tensorFor(rt::ParamRole::Mask), &extras,
+      tensorFor(rt::ParamRole::Output), tensorFor(rt::ParamRole::Lse),
+      /*stream=*/nullptr);
   if (status != FA_SUCCESS)
     return makeError(lastRuntimeError(status));
   status = fa_cuda_synchronize();

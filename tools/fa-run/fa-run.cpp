@@ -657,24 +657,6 @@ static llvm::SmallVector<StringRef> getCpuOnlyOptions() {
   return given;
 }
 
-/// The score/mask modifier options given on the command line: the CPU and
-/// the emulated GPU kernels run them; the CUDA path does not pass their
-/// operands yet.
-static llvm::SmallVector<StringRef> getModifierOptions() {
-  llvm::SmallVector<StringRef> given;
-  if (windowText.getNumOccurrences())
-    given.push_back("--window");
-  if (softcapText.getNumOccurrences())
-    given.push_back("--softcap");
-  if (chunkSize.getNumOccurrences())
-    given.push_back("--chunk");
-  if (!alibiPath.empty())
-    given.push_back("--alibi");
-  if (!qSegmentsPath.empty() || !kSegmentsPath.empty())
-    given.push_back("--q-segments/--k-segments");
-  return given;
-}
-
 /// Whether the outputs `a` and `b` would write one regular file: the same
 /// path, or paths (links) that resolve to one existing file.
 static bool sameOutputFile(StringRef a, StringRef b) {
@@ -755,18 +737,12 @@ static Expected<Device> resolveDevice(StringRef op) {
       return makeError("--device cuda: " + llvm::join(cpuOnly, ", ") +
                        (cpuOnly.size() == 1 ? " applies" : " apply") +
                        " to the CPU only");
-    llvm::SmallVector<StringRef> mods = getModifierOptions();
-    if (!mods.empty())
-      return makeError("--device cuda: " + llvm::join(mods, ", ") +
-                       (mods.size() == 1 ? " runs" : " run") +
-                       " on --device cpu or emulate only for now");
     if (std::optional<std::string> why = run::probeCuda())
       return makeError("--device cuda: " + *why);
     return Device::Cuda;
   }
-  // auto: the CPU-only options, the modifiers and softmax pick the CPU
-  // without probing.
-  if (op == "softmax" || !cpuOnly.empty() || !getModifierOptions().empty())
+  // auto: the CPU-only options and softmax pick the CPU without probing.
+  if (op == "softmax" || !cpuOnly.empty())
     return Device::Cpu;
   if (std::optional<std::string> why = run::probeCuda()) {
     std::string reason = *why;

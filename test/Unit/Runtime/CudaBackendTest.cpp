@@ -604,6 +604,63 @@ TEST_F(FakeDriverTest, LaunchPassesGridAndDescriptors) {
   fa_kernel_destroy(kernel);
 }
 
+/// A kernel with ALiBi slopes and segment ids: fa_attention_launch_ex
+/// passes their descriptors in the metadata's order (after V, before O);
+/// fa_attention_launch, which has no slot for them, is refused.
+TEST_F(FakeDriverTest, LaunchPassesModifierOperands) {
+  md.modifiers.windowLeft = 16;
+  md.modifiers.windowRight = 0;
+  md.modifiers.alibi = AlibiKind::BatchHeads;
+  md.modifiers.segments = true;
+  md.params = getCanonicalParams(md, DType::I8, false, false);
+  fa_kernel *kernel = nullptr;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  fa_attention_modifiers mods{};
+  ASSERT_EQ(fa_kernel_get_modifiers(kernel, &mods), FA_SUCCESS);
+  EXPECT_EQ(mods.window_left, 16);
+  EXPECT_EQ(mods.window_right, 0);
+  EXPECT_EQ(mods.alibi, 2);
+  EXPECT_EQ(mods.has_segments, 1);
+  // q, k, v: 3 * 11 values, then alibi, q_segments, k_segments (rank 2: 7
+  // values each); the first 64 are recorded.
+  fake->paramsToRecord = 64;
+
+  const int64_t B = 2, Nq = 70, Nk = 90;
+  fa_tensor q = deviceTensor(0x100000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor k = deviceTensor(0x200000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor v = deviceTensor(0x300000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor slopes = deviceTensor(0x600000, FA_DTYPE_F32, {B, 8});
+  fa_tensor qs = deviceTensor(0x700000, FA_DTYPE_I32, {B, Nq});
+  fa_tensor ks = deviceTensor(0x800000, FA_DTYPE_I32, {B, Nk});
+  fa_tensor o = deviceTensor(0x400000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor lse = deviceTensor(0x500000, FA_DTYPE_F32, {B, 8, Nq});
+  EXPECT_EQ(fa_attention_launch(kernel, &q, &k, &v, nullptr, nullptr, &o,
+                                &lse, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("alibi is NULL"));
+  fa_attention_extras extras{&slopes, &qs, &ks};
+  ASSERT_EQ(fa_attention_launch_ex(kernel, &q, &k, &v, nullptr, nullptr,
+                                   &extras, &o, &lse, nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  ASSERT_EQ(fake->launches, 1);
+  std::vector<int64_t> expected = {
+      0x600000, 0x600000, 0, B, 8,  8,  1, // alibi [B, Hq]
+      0x700000, 0x700000, 0, B, Nq, Nq, 1, // q_segments [B, Nq]
+      0x800000, 0x800000, 0, B, Nk, Nk, 1}; // k_segments [B, Nk]
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(fake->params[33 + i], expected[i]) << "value " << 33 + i;
+  // The segment ids must match the query's and the key's lengths.
+  fa_tensor ksBad = deviceTensor(0x800000, FA_DTYPE_I32, {B, Nq});
+  fa_attention_extras bad{&slopes, &qs, &ksBad};
+  EXPECT_EQ(fa_attention_launch_ex(kernel, &q, &k, &v, nullptr, nullptr, &bad,
+                                   &o, &lse, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("k_segments"));
+  EXPECT_EQ(fake->launches, 1);
+  fa_kernel_destroy(kernel);
+}
+
 /// The grid follows the metadata's axis order.
 /// A kernel that copies Q, K and V with 16-byte cp.async (alignment 16 in
 /// its metadata): a pointer that is element- but not 16-byte aligned, or a
