@@ -150,6 +150,10 @@ def kernel_text(c):
     if c.get("segments") is not None:
         mod_operands += (" segments(%qs_t, %ks_t : tensor<?x?xi32>, "
                          "tensor<?x?xi32>)")
+    if c.get("q_offset"):
+        # A constant in the kernel function (the kernels clone it).
+        lines.append(f"  %qoff = arith.constant {c['q_offset']} : index")
+        mod_operands += " q_offset(%qoff)"
     mod_attrs = ""
     if c.get("window") is not None:
         mod_attrs += f" window({c.get('window')[0]}, {c.get('window')[1]})"
@@ -189,7 +193,7 @@ def case(name, **kw):
              dtype="float32", causal="none", lens=None, mask=None,
              mask_shape="BHQK", scale=None, lse=True, block_q=None,
              block_kv=None, flags=[], window=None, softcap=None, chunk=None,
-             alibi=None, segments=None)
+             alibi=None, segments=None, q_offset=0)
     c.update(kw)
     if c["Dv"] is None:
         c["Dv"] = c["D"]
@@ -327,6 +331,8 @@ CASES = [
          lens=[55], block_kv=16),
     case("f32_window_zero_empty_rows", B=2, Nq=30, Nk=30, window=(0, 0),
          lens=[10, 0]),
+    case("f32_q_offset_window_alibi", Nq=40, Nk=90, causal="top-left",
+         window=(30, -1), alibi="h", q_offset=25, block_kv=16),
     case("bf16_combined_tl", dtype="bfloat16", B=2, Hq=4, Hkv=2, Nq=40,
          Nk=90, causal="top-left", window=(20, 5), softcap=3.0, alibi="h",
          lens=[90, 33], mask="bool", mask_shape="B1QK", segments="random",
@@ -390,7 +396,8 @@ def check(c, q, k, v, lens, mask, o, lse, mods=None):
     mods = mods or {}
     kw = dict(window=c["window"], softcap=c["softcap"], chunk=c["chunk"],
               alibi=mods.get("alibi"),
-              segments=(mods["qs"], mods["ks"]) if "qs" in mods else None)
+              segments=(mods["qs"], mods["ks"]) if "qs" in mods else None,
+              q_offset=c["q_offset"])
     o_ref, lse_ref, empty = reference(q, k, v, scale, c["causal"], lens, mask,
                                       np.float64, **kw)
     o_naive, lse_naive, _ = reference(q, k, v, scale, c["causal"], lens, mask,

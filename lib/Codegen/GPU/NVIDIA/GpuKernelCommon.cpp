@@ -49,11 +49,13 @@ gpukernel::collectKernelCandidates(ModuleOp module,
       auto arg = dyn_cast_or_null<BlockArgument>(v);
       return !v || (arg && arg.getOwner() == &func.getBody().front());
     };
+    // The q_offset may also be a constant (cloned into the kernel).
     if (!isArg(args->q) || !isArg(args->k) || !isArg(args->v) ||
         !isArg(args->kvLens) || !isArg(args->mask) || !isArg(args->o) ||
         !isArg(args->lse) || !isArg(args->alibi) ||
         !isArg(args->qSegments) || !isArg(args->kSegments) ||
-        !isArg(args->qOffset))
+        !(isArg(args->qOffset) ||
+          matchPattern(args->qOffset, m_Constant())))
       continue;
     // Boolean masks as i1 or i8 (0 = masked), additive ones as f16, bf16
     // or f32.
@@ -109,7 +111,11 @@ void gpukernel::outlineKernel(
   auto remap = [&](Value v) -> Value {
     if (!v)
       return v;
-    return entry.getArgument(cast<BlockArgument>(v).getArgNumber());
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return entry.getArgument(arg.getArgNumber());
+    // A constant (the q_offset): cloned into the kernel.
+    OpBuilder cb = OpBuilder::atBlockBegin(&entry);
+    return cb.clone(*v.getDefiningOp())->getResult(0);
   };
   KernelOperands kargs{remap(args.q),         remap(args.k),
                        remap(args.v),         remap(args.kvLens),

@@ -678,7 +678,8 @@ void TensorCoreKernelBuilder::build(gpu::GPUFuncOp kernel,
   accType = VectorType::get({2, 2}, b.getF32Type());
   fragA = VectorType::get({4, 2}, elt);
   Block &entry = kernel.getBody().front();
-  b.setInsertionPointToStart(&entry);
+  // After a constant q_offset outlineKernel may have cloned there.
+  b.setInsertionPointToEnd(&entry);
 
   emitThreadIds();
   Value qTile = emitBlockIds();

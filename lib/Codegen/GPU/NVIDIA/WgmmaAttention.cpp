@@ -649,7 +649,8 @@ void WgmmaKernelBuilder::build(gpu::GPUFuncOp kernel, const KernelOperands &a) {
   sType = accStructType(cfg.blockKV);
   oType = accStructType(cfg.valueDim);
   Block &entry = kernel.getBody().front();
-  b.setInsertionPointToStart(&entry);
+  // After a constant q_offset outlineKernel may have cloned there.
+  b.setInsertionPointToEnd(&entry);
 
   emitThreadIds();
   wg = arith::DivUIOp::create(b, loc, tid, cIdx(kWarpgroupSize));

@@ -27,6 +27,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <cmath>
@@ -608,7 +609,12 @@ void PromotedBuilder::build(func::FuncOp func) {
     q0 = arith::MulIOp::create(bb, loc, qTileIdx, cIdx(bb, cfg.blockQ));
     Value qRows = arith::MinSIOp::create(
         bb, loc, cIdx(bb, cfg.blockQ), arith::SubIOp::create(bb, loc, nq, q0));
-    diagOffset = sem.diagonalOffset(bb, loc, nq, nk, args.qOffset);
+    // A constant q_offset is cloned into the block body (the function's
+    // body is erased).
+    Value qOffset = args.qOffset;
+    if (qOffset && !isa<BlockArgument>(qOffset))
+      qOffset = bb.clone(*qOffset.getDefiningOp())->getResult(0);
+    diagOffset = sem.diagonalOffset(bb, loc, nq, nk, qOffset);
 
     // Keys past kv_end are never visited (key lengths, causality, the
     // window's right bound, the chunk's end), nor the tiles before the one
@@ -751,6 +757,16 @@ void FAPromoteSharedPass::runOnOperation() {
   }
   if (failed(verifyKernelResultUses(op, getArgument())))
     return signalPassFailure();
+  // The block body becomes the kernel: a q_offset must reach it as a
+  // function argument or be a constant (cloned into the body).
+  if (Value p = args->qOffset;
+      p && !(isa<BlockArgument>(p) &&
+             cast<BlockArgument>(p).getOwner() == &func.getBody().front()) &&
+      !matchPattern(p, m_Constant())) {
+    op.emitError() << "fa-promote-shared: the q_offset must be a function "
+                      "argument or a constant in the kernel form";
+    return signalPassFailure();
+  }
   std::string error;
   FailureOr<KernelConfig> cfg = chooseConfig(
       op, blockQ, blockKV, numWarps, sharedBudget, doubleBuffer, error);

@@ -208,3 +208,20 @@ func.func @modifiers(%q: memref<?x4x?x64xf16>, %k: memref<?x2x?x64xf16>, %v: mem
   bufferization.materialize_in_destination %r in restrict writable %o : (tensor<?x4x?x64xf16>, memref<?x4x?x64xf16>) -> ()
   return
 }
+
+// -----
+
+// A q_offset computed in the function cannot reach the kernel.
+func.func @q_offset_computed(%q: memref<?x2x?x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>, %o: memref<?x2x?x64xf16>) {
+  %c2 = arith.constant 2 : index
+  %p = memref.dim %q, %c2 : memref<?x2x?x64xf16>
+  %qt = bufferization.to_tensor %q restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  // expected-error @+1 {{fa-promote-shared: the q_offset must be a function argument or a constant in the kernel form}}
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>)
+         q_offset(%p) outs(%ot : tensor<?x2x?x64xf16>) causal(top_left) -> tensor<?x2x?x64xf16>
+  bufferization.materialize_in_destination %r in restrict writable %o : (tensor<?x2x?x64xf16>, memref<?x2x?x64xf16>) -> ()
+  return
+}
