@@ -416,16 +416,12 @@ static Expected<KernelJob> buildJobFromSpec(MLIRContext &ctx,
     broadcastHeads = maskBroadcast == "heads" || maskBroadcast == "both";
     md.hasKvLens = kvLens;
     md.hasLse = lse;
-    auto given = [](const cl::opt<std::string> &o) -> std::optional<StringRef> {
-      if (!o.getNumOccurrences())
-        return std::nullopt;
-      return StringRef(o.getValue());
-    };
     Expected<rt::ModifierInfo> mods = parseModifierFlags(
-        given(windowText), given(softcapText),
+        compile::getGivenValue(windowText),
+        compile::getGivenValue(softcapText),
         chunkSize.getNumOccurrences() ? std::optional<int64_t>(chunkSize)
                                       : std::nullopt,
-        given(alibiName), segments);
+        compile::getGivenValue(alibiName), segments);
     if (!mods)
       return mods.takeError();
     md.modifiers = *mods;

@@ -1008,13 +1008,9 @@ static Error runAttention(MLIRContext &ctx) {
     scale = static_cast<float>(value);
   }
   // The modifiers (checked like the op's verifier does).
-  auto given = [](const cl::opt<std::string> &o) -> std::optional<StringRef> {
-    if (!o.getNumOccurrences())
-      return std::nullopt;
-    return StringRef(o.getValue());
-  };
   Expected<rt::ModifierInfo> parsedMods = compile::parseModifierFlags(
-      given(windowText), given(softcapText),
+      compile::getGivenValue(windowText),
+      compile::getGivenValue(softcapText),
       chunkSize.getNumOccurrences() ? std::optional<int64_t>(chunkSize)
                                     : std::nullopt,
       std::nullopt, false);

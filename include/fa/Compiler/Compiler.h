@@ -25,6 +25,7 @@
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 
 #include <optional>
@@ -133,6 +134,15 @@ void addBF16TruncationHelper(llvm::Module &module);
 /// (fa-lower-to-cpu then assumes 512 KiB). What the tools pass as
 /// `cpu-l2-cache-size`.
 int64_t getHostL2CacheSize();
+
+/// The value of a string option, or nullopt when it was not given (the
+/// tools' modifier flags, for parseModifierFlags).
+inline std::optional<llvm::StringRef>
+getGivenValue(const llvm::cl::opt<std::string> &option) {
+  if (!option.getNumOccurrences())
+    return std::nullopt;
+  return llvm::StringRef(option.getValue());
+}
 
 /// The built-in score/mask modifiers as the tools spell them, checked like
 /// fa.attention's verifier checks them: `window` "L,R" (integers in [-1,

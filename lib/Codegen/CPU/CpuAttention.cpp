@@ -977,11 +977,7 @@ void FACpuAttentionPass::runOnOperation() {
       if (!userTanhs.contains(t))
         tanhs.push_back(t);
     });
-    if (!tanhs.empty()) {
-      RewritePatternSet patterns(&getContext());
-      populatePolynomialApproximateTanhPattern(patterns);
-      if (failed(applyOpPatternsGreedily(tanhs, std::move(patterns))))
-        return signalPassFailure();
-    }
+    if (failed(lowering::approximateTanh(tanhs)))
+      return signalPassFailure();
   }
 }

@@ -7,6 +7,7 @@
 
 #include "GpuKernelCommon.h"
 
+#include "fa/Dialect/FA/Utils/LoweringUtils.h"
 #include "fa/Target/Chips.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -131,19 +132,16 @@ void gpukernel::outlineKernel(
   SmallVector<Operation *> tanhs;
   kernel.walk([&](math::TanhOp t) { tanhs.push_back(t); });
   if (!tanhs.empty()) {
-    RewritePatternSet patterns(ctx);
-    populatePolynomialApproximateTanhPattern(patterns);
-    (void)applyOpPatternsGreedily(tanhs, std::move(patterns));
+    (void)lowering::approximateTanh(tanhs);
     SmallVector<Operation *> mathOps;
     kernel.walk([&](Operation *o) {
       if (isa<math::FmaOp, math::AbsFOp>(o) &&
-          o->getResult(0).getType().isF32())
+          !lowering::getNVVMIntrinsicName(o).empty())
         mathOps.push_back(o);
     });
     for (Operation *o : mathOps) {
       OpBuilder ob(o);
-      StringRef name =
-          isa<math::FmaOp>(o) ? "llvm.fma.f32" : "llvm.fabs.f32";
+      StringRef name = lowering::getNVVMIntrinsicName(o);
       auto call = LLVM::CallIntrinsicOp::create(
           ob, o->getLoc(), Type(ob.getF32Type()), ob.getStringAttr(name),
           ValueRange(o->getOperands()));

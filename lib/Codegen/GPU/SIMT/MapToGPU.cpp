@@ -29,6 +29,7 @@
 #include "fa/Codegen/Passes.h"
 
 #include "fa/Codegen/GPU/GpuKernelUtils.h"
+#include "fa/Dialect/FA/Utils/LoweringUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -301,12 +302,7 @@ LogicalResult KernelEmitter::emitWarpOp(Operation &op, OpBuilder &b) {
   // exp2 and log2 become the NVVM intrinsics ex2.approx.f32 / lg2.approx.f32
   // (non-ftz), fma and |x| (the softcap's tanh approximation) llvm.fma.f32
   // and llvm.fabs.f32: no libdevice is needed to build the kernel.
-  if (isa<math::Exp2Op, math::Log2Op, math::FmaOp, math::AbsFOp>(op) &&
-      laneType(op.getResult(0).getType()).isF32()) {
-    StringRef name = isa<math::Exp2Op>(op)   ? "llvm.nvvm.ex2.approx.f32"
-                     : isa<math::Log2Op>(op) ? "llvm.nvvm.lg2.approx.f"
-                     : isa<math::FmaOp>(op)  ? "llvm.fma.f32"
-                                             : "llvm.fabs.f32";
+  if (StringRef name = lowering::getNVVMIntrinsicName(&op); !name.empty()) {
     auto call = LLVM::CallIntrinsicOp::create(
         b, loc, Type(b.getF32Type()), b.getStringAttr(name),
         ValueRange(operands));

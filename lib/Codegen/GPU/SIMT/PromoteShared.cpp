@@ -17,6 +17,7 @@
 #include "fa/Dialect/FA/Utils/AttentionSemantics.h"
 
 #include "fa/Codegen/GPU/GpuKernelUtils.h"
+#include "fa/Dialect/FA/Utils/LoweringUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -718,11 +719,7 @@ void PromotedBuilder::build(func::FuncOp func) {
   // ulp), as on the CPU; NVVM has no tanh without libdevice.
   SmallVector<Operation *> tanhs;
   func.walk([&](math::TanhOp t) { tanhs.push_back(t); });
-  if (!tanhs.empty()) {
-    RewritePatternSet patterns(ctx);
-    populatePolynomialApproximateTanhPattern(patterns);
-    (void)applyOpPatternsGreedily(tanhs, std::move(patterns));
-  }
+  (void)lowering::approximateTanh(tanhs);
 }
 
 //===----------------------------------------------------------------------===//

@@ -9,7 +9,9 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <limits>
 
@@ -127,4 +129,27 @@ Value lowering::buildFastExp(OpBuilder &b, Location loc, Value x) {
       b, loc, over, cf(std::numeric_limits<float>::infinity()), res);
   Value nan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
   return arith::SelectOp::create(b, loc, nan, x, res);
+}
+
+LogicalResult mlir::fa::lowering::approximateTanh(ArrayRef<Operation *> tanhs) {
+  if (tanhs.empty())
+    return success();
+  RewritePatternSet patterns(tanhs.front()->getContext());
+  populatePolynomialApproximateTanhPattern(patterns);
+  return applyOpPatternsGreedily(tanhs, std::move(patterns));
+}
+
+StringRef mlir::fa::lowering::getNVVMIntrinsicName(Operation *op) {
+  if (op->getNumResults() != 1 ||
+      !getElementTypeOrSelf(op->getResult(0).getType()).isF32())
+    return StringRef();
+  if (isa<math::Exp2Op>(op))
+    return "llvm.nvvm.ex2.approx.f32";
+  if (isa<math::Log2Op>(op))
+    return "llvm.nvvm.lg2.approx.f";
+  if (isa<math::FmaOp>(op))
+    return "llvm.fma.f32";
+  if (isa<math::AbsFOp>(op))
+    return "llvm.fabs.f32";
+  return StringRef();
 }

@@ -48,6 +48,18 @@ Value negInf(OpBuilder &b, Location loc);
 /// math.exp on vectors it needs no libm call per lane.
 Value buildFastExp(OpBuilder &b, Location loc, Value x);
 
+/// Rewrites each of `tanhs` (math.tanh ops, scalar or vector f32) into
+/// MLIR's rational approximation (a few ulp, plain arith plus math.fma and
+/// math.absf): what the CPU and GPU kernels use for the softcap, needing no
+/// libm or libdevice call.
+LogicalResult approximateTanh(ArrayRef<Operation *> tanhs);
+
+/// The intrinsic an f32 math op becomes in the GPU kernels, which link no
+/// libdevice: llvm.nvvm.ex2.approx.f32 (math.exp2), llvm.nvvm.lg2.approx.f
+/// (math.log2), llvm.fma.f32 (math.fma), llvm.fabs.f32 (math.absf); empty
+/// for any other op.
+StringRef getNVVMIntrinsicName(Operation *op);
+
 /// The index `i` as an f32-free index value from linalg.index.
 Value loopIndex(OpBuilder &b, Location loc, int64_t dim);
 
