@@ -131,6 +131,9 @@ def main():
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--no-flex", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--only", default=None,
+                    help="run only the sets (long, short) whose case names "
+                    "contain this substring, e.g. 'ALiBi'")
     args = ap.parse_args()
     try:
         if args.no_torch:
@@ -182,6 +185,8 @@ def main():
     log("|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         def case_set(n, cases):
+            if args.only and not any(args.only in c[0] for c in cases):
+                return
             q = rng.standard_normal((1, H, n, D), dtype=np.float32)
             k = rng.standard_normal((1, H, n, D), dtype=np.float32)
             v = rng.standard_normal((1, H, n, D), dtype=np.float32)
@@ -355,6 +360,21 @@ def main():
 
         slopes_t = (torch.from_numpy(slopes.astype(np.float32))
                     if torch_ok else None)
+        # ALiBi written as a general score_mod (fa-run --mods): the same
+        # formula as the built-in, through the region path.
+        alibi_mods = os.path.join(tmp, "alibi_mods.mlir")
+        with open(alibi_mods, "w") as f:
+            f.write(f"""func.func @score_mod(%s: f32, %b: index, %h: index, %q: index, %k: index, %t: tensor<{H}xf32>) -> f32 {{
+  %slope = tensor.extract %t[%h] : tensor<{H}xf32>
+  %d = arith.subi %q, %k : index
+  %a = math.absi %d : index
+  %ai = arith.index_cast %a : index to i32
+  %af = arith.sitofp %ai : i32 to f32
+  %p = arith.mulf %slope, %af : f32
+  %r = arith.subf %s, %p : f32
+  return %r : f32
+}}
+""")
 
         def softcap_mod(score, b, h, qi, ki):
             return cap * torch.tanh(score / cap)
@@ -371,6 +391,11 @@ def main():
                   flex=flex_score(softcap_mod)), torch_softcap,
              "eager tanh + softmax"),
             ("ALiBi", ["--alibi", alibi_path],
+             dict(keep=kn, base="no mask", slopes=slopes,
+                  flex=flex_score(alibi_mod)), torch_alibi,
+             "SDPA dense additive bias"),
+            ("score_mod ALiBi", ["--mods", alibi_mods, "--mod-operand",
+                                 alibi_path],
              dict(keep=kn, base="no mask", slopes=slopes,
                   flex=flex_score(alibi_mod)), torch_alibi,
              "SDPA dense additive bias"),

@@ -28,6 +28,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -240,7 +242,8 @@ mlir::fa::compile::buildKernelModule(MLIRContext &ctx,
         get(rt::ParamRole::Value), get(rt::ParamRole::KvLens),
         get(rt::ParamRole::Mask), get(rt::ParamRole::Alibi),
         get(rt::ParamRole::QSegments), get(rt::ParamRole::KSegments),
-        /*q_offset=*/Value(), oInit, lseInit, scale,
+        /*q_offset=*/Value(), /*mod_operands=*/ValueRange(), oInit, lseInit,
+        scale,
         CausalKindAttr::get(&ctx, causal), window, softcap, chunk);
     materialize(b, loc, attention.getResult(),
                 getMemRef(rt::ParamRole::Output));
@@ -588,4 +591,113 @@ mlir::fa::compile::extractKernelJobs(ModuleOp module,
       jobs.push_back(std::move(**job));
   }
   return jobs;
+}
+
+//===----------------------------------------------------------------------===//
+// General modifiers from a file
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<SmallVector<RankedTensorType>>
+compile::attachModifierFunctions(ModuleOp kernel, ModuleOp mods) {
+  auto error = [](const Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   message.str());
+  };
+  auto scoreMod = mods.lookupSymbol<func::FuncOp>("score_mod");
+  auto maskMod = mods.lookupSymbol<func::FuncOp>("mask_mod");
+  if (!scoreMod && !maskMod)
+    return error("the modifier file defines neither func.func @score_mod "
+                 "nor func.func @mask_mod");
+  Builder builder(kernel.getContext());
+  Type index = builder.getIndexType(), f32 = builder.getF32Type();
+  SmallVector<RankedTensorType> tensors;
+  bool haveTensors = false;
+  // Checks one function's signature and collects its trailing tensors.
+  auto check = [&](func::FuncOp fn, ArrayRef<Type> leading,
+                   Type result) -> llvm::Error {
+    StringRef name = fn.getSymName();
+    FunctionType type = fn.getFunctionType();
+    if (fn.isExternal() || !fn.getBody().hasOneBlock())
+      return error("@" + name + " must have a body of one block");
+    if (type.getNumInputs() < leading.size() ||
+        TypeRange(type.getInputs().take_front(leading.size())) !=
+            TypeRange(leading))
+      return error("@" + name + " must take " +
+                   (leading.size() == 5 ? "(f32, index, index, index, index"
+                                        : "(index, index, index, index") +
+                   ") (the " + (leading.size() == 5 ? "score, " : "") +
+                   "b, h, q, k indices), then its tensors");
+    if (type.getNumResults() != 1 || type.getResult(0) != result) {
+      std::string want;
+      llvm::raw_string_ostream os(want);
+      os << result;
+      return error("@" + name + " must return one " + want);
+    }
+    SmallVector<RankedTensorType> mine;
+    for (Type t : type.getInputs().drop_front(leading.size())) {
+      auto tensor = dyn_cast<RankedTensorType>(t);
+      if (!tensor)
+        return error("@" + name + ": the arguments after the indices must "
+                     "be ranked tensors");
+      mine.push_back(tensor);
+    }
+    if (haveTensors && mine != tensors)
+      return error("@score_mod and @mask_mod must take the same tensors");
+    tensors = mine;
+    haveTensors = true;
+    return llvm::Error::success();
+  };
+  if (scoreMod)
+    if (llvm::Error e = check(scoreMod, {f32, index, index, index, index}, f32))
+      return std::move(e);
+  if (maskMod)
+    if (llvm::Error e = check(maskMod, {index, index, index, index},
+                              builder.getI1Type()))
+      return std::move(e);
+
+  AttentionOp op;
+  kernel.walk([&](AttentionOp found) { op = found; });
+  auto func = op ? op->getParentOfType<func::FuncOp>() : func::FuncOp();
+  if (!func)
+    return error("internal error: no attention kernel to attach modifiers to");
+
+  // The tensors as memref arguments of the kernel, read through to_tensor.
+  Location loc = func.getLoc();
+  OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+  SmallVector<Value> operands;
+  for (RankedTensorType t : tensors) {
+    auto memref = MemRefType::get(t.getShape(), t.getElementType());
+    unsigned at = func.getNumArguments();
+    if (failed(func.insertArgument(at, memref, {}, loc)))
+      return error("internal error: cannot add a kernel argument");
+    operands.push_back(toTensor(b, loc, func.getArgument(at),
+                                /*writable=*/false));
+  }
+  op.getModOperandsMutable().assign(operands);
+
+  // The function bodies as the regions, func.return as fa.yield.
+  auto attach = [&](func::FuncOp fn, Region &region) {
+    Block &from = fn.getBody().front();
+    Block *to = new Block();
+    region.push_back(to);
+    IRMapping map;
+    for (BlockArgument arg : from.getArguments())
+      map.map(arg, to->addArgument(arg.getType(), arg.getLoc()));
+    OpBuilder rb = OpBuilder::atBlockEnd(to);
+    for (Operation &inner : from) {
+      if (auto ret = dyn_cast<func::ReturnOp>(inner)) {
+        SmallVector<Value> values;
+        for (Value v : ret.getOperands())
+          values.push_back(map.lookupOrDefault(v));
+        YieldOp::create(rb, ret.getLoc(), values);
+        continue;
+      }
+      rb.clone(inner, map);
+    }
+  };
+  if (scoreMod)
+    attach(scoreMod, op.getScoreMod());
+  if (maskMod)
+    attach(maskMod, op.getMaskMod());
+  return tensors;
 }

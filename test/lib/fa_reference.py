@@ -50,7 +50,7 @@ def save_attention_inputs(paths, q, k, v, lens, mask, with_lse,
 
 def reference(q, k, v, scale, causal, lens, mask, dt, window=None,
               softcap=None, alibi=None, chunk=None, segments=None,
-              q_offset=0):
+              q_offset=0, score_mod=None, mask_mod=None):
     """Attention computed naively in floating type `dt`. Returns (O, LSE,
     empty) with `empty` marking rows with no attended key.
 
@@ -60,8 +60,12 @@ def reference(q, k, v, scale, causal, lens, mask, dt, window=None,
       softcap=c: s = c * tanh(s / c) on the scaled score;
       alibi=slopes [Hq] or [B, Hq]: s -= slope * |q + off - k|;
       chunk=C: keep floor((q + off) / C) == floor(k / C);
-      segments=(qs [B, Nq], ks [B, Nk]): keep qs[b, q] == ks[b, k].
-    Order: scale, softcap, ALiBi, additive mask; then removed keys."""
+      segments=(qs [B, Nq], ks [B, Nk]): keep qs[b, q] == ks[b, k];
+      score_mod(s, b, h, q, k) -> new scores, mask_mod(b, h, q, k) -> keep:
+        numpy functions of broadcast index grids (the op's regions, with
+        the indices of the op's operands, no offset).
+    Order: scale, softcap, ALiBi, additive mask, score_mod; then removed
+    keys."""
     q, k, v = q.astype(dt), k.astype(dt), v.astype(dt)
     B, Hq, Nq, _ = q.shape
     Hkv, Nk = k.shape[1], k.shape[2]
@@ -94,6 +98,12 @@ def reference(q, k, v, scale, causal, lens, mask, dt, window=None,
             keep &= mask
         else:
             s = s + mask.astype(dt)
+    grid = (np.arange(B)[:, None, None, None], np.arange(Hq)[None, :, None, None],
+            np.arange(Nq)[None, None, :, None], np.arange(Nk)[None, None, None, :])
+    if score_mod is not None:
+        s = np.broadcast_to(score_mod(s, *grid), s.shape).astype(dt)
+    if mask_mod is not None:
+        keep &= np.broadcast_to(mask_mod(*grid), keep.shape)
     if causal == "top-left":
         keep &= ki <= qi + q_offset
     elif causal == "bottom-right":

@@ -59,6 +59,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
@@ -272,6 +273,18 @@ cl::opt<std::string> kSegmentsPath("k-segments",
                                    cl::desc("Key segment ids [B, Nk], int32"),
                                    cl::value_desc("file"),
                                    cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<std::string> modsPath(
+    "mods",
+    cl::desc("General modifiers: an .mlir file defining func.func "
+             "@score_mod(f32, index x4, tensors...) -> f32 and/or "
+             "@mask_mod(index x4, tensors...) -> i1, which become the op's "
+             "score_mod / mask_mod regions (--device cpu)"),
+    cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
+cl::list<std::string> modOperandPaths(
+    "mod-operand",
+    cl::desc("A tensor the --mods functions take (float32 or int32), one "
+             "per tensor argument, in order"),
+    cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
 cl::opt<int64_t> blockQ("block-q", cl::desc("Query tile size"),
                         cl::value_desc("N"), cl::init(64),
                         cl::sub(attentionCmd), cl::cat(runCategory));
@@ -985,6 +998,49 @@ static Error checkCommonOptions() {
 //===----------------------------------------------------------------------===//
 
 /// Validates the attention inputs, runs the kernel and writes the outputs.
+/// Attaches the --mods functions to the kernel `module` and checks the
+/// --mod-operand arrays against the tensors they take.
+static Error attachMods(MLIRContext &ctx, ModuleOp module,
+                        ArrayRef<Input> operands) {
+  OwningOpRef<ModuleOp> mods = parseSourceFile<ModuleOp>(modsPath, &ctx);
+  if (!mods)
+    return makeError("--mods: cannot parse '" + modsPath + "'");
+  Expected<SmallVector<RankedTensorType>> tensors =
+      compile::attachModifierFunctions(module, *mods);
+  if (!tensors)
+    return makeError("--mods " + modsPath + ": " +
+                     llvm::toString(tensors.takeError()));
+  if (tensors->size() != operands.size())
+    return makeError(llvm::formatv(
+        "--mods {0}: the functions take {1} tensor(s), --mod-operand gives "
+        "{2}",
+        modsPath.getValue(), tensors->size(), operands.size()));
+  for (auto [i, t] : llvm::enumerate(*tensors)) {
+    const Input &in = operands[i];
+    Type elt = t.getElementType();
+    bool ok = (elt.isF32() && in.array.getDType() == NpyDType::Float32) ||
+              (elt.isSignlessInteger(32) &&
+               in.array.getDType() == NpyDType::Int32);
+    ArrayRef<int64_t> shape = in.shape();
+    ok = ok && shape.size() == static_cast<size_t>(t.getRank());
+    for (int64_t d = 0; ok && d < t.getRank(); ++d)
+      ok = t.isDynamicDim(d) || t.getDimSize(d) == shape[d];
+    if (!ok) {
+      std::string want;
+      llvm::raw_string_ostream os(want);
+      os << t;
+      return makeError(llvm::formatv(
+          "{0}: tensor #{1} of --mods is {2}, got {3} {4}", in.path, i, want,
+          getNpyDTypeName(in.array.getDType()), formatNpyShape(shape)));
+    }
+  }
+  if (failed(verify(module)))
+    return makeError("--mods " + modsPath +
+                     ": the modifier functions do not fit fa.attention's "
+                     "regions (see the error above)");
+  return Error::success();
+}
+
 static Error runAttention(MLIRContext &ctx) {
   if (Error err = checkCommonOptions())
     return err;
@@ -1072,6 +1128,22 @@ static Error runAttention(MLIRContext &ctx) {
     if (!ks)
       return ks.takeError();
     kSegments = std::move(*ks);
+  }
+
+  // General modifiers: the CPU lowerings run them.
+  SmallVector<Input> modOperands;
+  if (modsPath.empty() && !modOperandPaths.empty())
+    return makeError("--mod-operand needs --mods (the functions that read "
+                     "it)");
+  if (!modsPath.empty() && *device != Device::Cpu)
+    return makeError("--mods: the GPU kernels do not lower score_mod / "
+                     "mask_mod regions yet; use --device cpu");
+  for (const std::string &path : modOperandPaths) {
+    Expected<Input> in =
+        loadInput(path, {NpyDType::Float32, NpyDType::Int32});
+    if (!in)
+      return in.takeError();
+    modOperands.push_back(std::move(*in));
   }
 
   for (auto [in, what] :
@@ -1292,6 +1364,12 @@ static Error runAttention(MLIRContext &ctx) {
   for (const rt::ParamInfo &param : md.params) {
     NpyArray *array = arrays.get(param.role);
     descriptors.emplace_back(array->getData(), array->getShape());
+  }
+  if (!modsPath.empty()) {
+    if (Error err = attachMods(ctx, **module, modOperands))
+      return err;
+    for (Input &in : modOperands)
+      descriptors.emplace_back(in.array.getData(), in.shape());
   }
   if (Error err = lowerAndRun(**module, pipelineText(blockQ, blockKV, 256),
                               descriptors, compileMs, runMs))

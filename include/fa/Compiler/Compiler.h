@@ -84,6 +84,18 @@ struct CompileOptions {
 OwningOpRef<ModuleOp> buildKernelModule(MLIRContext &ctx,
                                         const ::fa::runtime::KernelMetadata &md);
 
+/// Attaches general modifiers to the attention of a kernel module built by
+/// buildKernelModule: `mods` holds `func.func @score_mod(%s: f32, %b: index,
+/// %h: index, %q: index, %k: index, <tensors>) -> f32` and/or
+/// `func.func @mask_mod(%b, %h, %q, %k: index, <tensors>) -> i1` (one block
+/// each, the same trailing tensors in both). Their bodies become the op's
+/// score_mod / mask_mod regions; each trailing tensor becomes a memref
+/// argument appended to the kernel function and a mod_operands operand.
+/// Returns those tensor types, in order, or an error naming what does not
+/// fit (the op's verifier then checks the bodies).
+llvm::Expected<llvm::SmallVector<RankedTensorType>>
+attachModifierFunctions(ModuleOp kernel, ModuleOp mods);
+
 /// `bufferization.to_tensor %memref restrict [writable]`: how a kernel
 /// function's memref arguments enter the tensor-level fa op.
 Value toTensor(OpBuilder &b, Location loc, Value memref, bool writable);

@@ -242,8 +242,8 @@ private:
   float scale = 1.0f;
   AttentionSemantics sem;
   bool maskBroadcastsBatch = false, maskBroadcastsHeads = false;
-  /// A window, a chunk or segment ids: modifiers that remove keys inside
-  /// the visited range, decided per (query tile, key tile).
+  /// A window, a chunk, segment ids or a mask_mod: modifiers that remove
+  /// keys inside the visited range, decided per (query tile, key tile).
   bool positionalMods = false;
 
   // Per tile.
@@ -275,7 +275,7 @@ void CpuKernelBuilder::build() {
   scale = op.getEffectiveScale();
   sem = AttentionSemantics::get(op);
   positionalMods = sem.hasWindowLeft() || sem.hasWindowRight() ||
-                   sem.hasChunk() || sem.hasSegments();
+                   sem.hasChunk() || sem.hasSegments() || sem.hasMaskMod();
   vecType = VectorType::get({cfg.vw}, b.getF32Type());
   directK = elt.isF32();
   directV = elt.isF32() && valueDim % cfg.vw == 0;
@@ -651,6 +651,10 @@ SmallVector<Value> CpuKernelBuilder::buildScoreModsAndMax(OpBuilder &b,
   float inf = std::numeric_limits<float>::infinity();
   auto idxVec = VectorType::get({cfg.vw}, b.getIndexType());
   bool scoreMods = sem.hasSoftcap() || sem.hasAlibi();
+  // score_mod comes after the additive mask and before any key removal
+  // (a keep mask's -inf included): a region could map -inf to a finite
+  // score.
+  bool scoreRegion = sem.hasScoreMod();
   SmallVector<Value> maxInit(qVecs, splatF32(b, -inf));
   auto maxLoop = scf::ForOp::create(
       b, loc, cIdx(b, 0), kCols, cIdx(b, 1), maxInit,
@@ -675,22 +679,30 @@ SmallVector<Value> CpuKernelBuilder::buildScoreModsAndMax(OpBuilder &b,
             s = sem.modifyScore(lb, loc, s, qPos[v], key, diagOffset, slope);
             changed = true;
           }
+          Value dropMask;
           if (mT) {
             Value m = vload(lb, mT, {jj, col});
-            if (sem.hasKeepMask()) {
-              Value drop = arith::CmpFOp::create(
+            if (sem.hasKeepMask())
+              dropMask = arith::CmpFOp::create(
                   lb, loc, arith::CmpFPredicate::OEQ, m, splatF32(lb, -inf));
-              s = arith::SelectOp::create(lb, loc, drop, splatF32(lb, -inf), s);
-            } else {
+            else
               s = arith::AddFOp::create(lb, loc, s, m);
-            }
             changed = true;
           }
+          AttentionSemantics::ModIndices idx{batch, head, qPos.empty() ? Value() : qPos[v], key, nq, nk};
+          if (scoreRegion) {
+            s = sem.applyScoreMod(lb, loc, s, idx, args.modOperands);
+            changed = true;
+          }
+          if (dropMask)
+            s = arith::SelectOp::create(lb, loc, dropMask, splatF32(lb, -inf),
+                                        s);
           if (removeKeys && positionalMods) {
             Value keep =
                 sem.keepKey(lb, loc, qPos[v], key, Value(), diagOffset);
             if (kSeg)
               sem.applySegments(lb, loc, qSeg[v], kSeg, keep);
+            sem.applyMaskMod(lb, loc, idx, args.modOperands, keep);
             s = AttentionSemantics::removeUnkept(lb, loc, keep, s);
             changed = true;
           }

@@ -81,6 +81,12 @@ FailureOr<KernelOperands> fa::matchKernelForm(AttentionOp op) {
     k.kSegments = traceToMemref(op.getKSegments());
   }
   k.qOffset = op.getQOffset();
+  for (Value operand : op.getModOperands()) {
+    Value m = traceToMemref(operand);
+    if (!m)
+      return failure();
+    k.modOperands.push_back(m);
+  }
   k.o = traceToDestination(op.getResult());
   if (op.getLseResult())
     k.lse = traceToDestination(op.getLseResult());

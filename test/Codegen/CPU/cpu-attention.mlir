@@ -335,3 +335,41 @@ func.func @segments(%q: memref<2x2x?x32xf32>, %k: memref<2x2x?x32xf32>, %v: memr
   bufferization.materialize_in_destination %r in restrict writable %o : (tensor<2x2x?x32xf32>, memref<2x2x?x32xf32>) -> ()
   return
 }
+
+// -----
+
+// score_mod / mask_mod regions in the kernel form: inlined per key row on
+// the query lanes (q a vector of positions, k a scalar), the mod_operands
+// read from their memrefs; the table read at a per-lane index is gathered
+// lane by lane. Every key tile takes the element-mask path.
+// CHECK-LABEL: func.func @regions
+//  CHECK-SAME:   %[[T:[a-z0-9]+]]: memref<2x127xf32>
+//       CHECK:   memref.load %[[T]][%{{.*}}, %{{.*}}] : memref<2x127xf32>
+//       CHECK:   vector.from_elements
+//       CHECK:   arith.remui %{{.*}} : index
+//   CHECK-NOT:   fa.attention
+func.func @regions(%q: memref<1x2x64x64xf16>, %k: memref<1x2x64x64xf16>, %v: memref<1x2x64x64xf16>, %t: memref<2x127xf32>, %o: memref<1x2x64x64xf16>) {
+  %qt = bufferization.to_tensor %q restrict : memref<1x2x64x64xf16> to tensor<1x2x64x64xf16>
+  %kt = bufferization.to_tensor %k restrict : memref<1x2x64x64xf16> to tensor<1x2x64x64xf16>
+  %vt = bufferization.to_tensor %v restrict : memref<1x2x64x64xf16> to tensor<1x2x64x64xf16>
+  %tt = bufferization.to_tensor %t restrict : memref<2x127xf32> to tensor<2x127xf32>
+  %e = tensor.empty() : tensor<1x2x64x64xf16>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>) mod_operands(%tt : tensor<2x127xf32>) outs(%e : tensor<1x2x64x64xf16>) causal(bottom_right) score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, %tb: tensor<2x127xf32>):
+    %c63 = arith.constant 63 : index
+    %d = arith.subi %ki, %qi : index
+    %i = arith.addi %d, %c63 : index
+    %x = tensor.extract %tb[%h, %i] : tensor<2x127xf32>
+    %y = arith.addf %s, %x : f32
+    fa.yield %y : f32
+  } mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index, %tb: tensor<2x127xf32>):
+    %c3 = arith.constant 3 : index
+    %m = arith.remui %ki, %c3 : index
+    %c0 = arith.constant 0 : index
+    %keep = arith.cmpi ne, %m, %c0 : index
+    fa.yield %keep : i1
+  } -> tensor<1x2x64x64xf16>
+  bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x2x64x64xf16>, memref<1x2x64x64xf16>) -> ()
+  return
+}

@@ -92,3 +92,45 @@ func.func @reference_modifiers(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x12x16xf3
   %r = fa.attention ins(%q, %k, %v : tensor<2x4x8x16xf32>, tensor<2x2x12x16xf32>, tensor<2x2x12x16xf32>) alibi(%a : tensor<2x4xf32>) segments(%qs, %ks : tensor<2x8xi32>, tensor<2x12xi32>) outs(%o : tensor<2x4x8x16xf32>) causal(bottom_right) window(3, -1) softcap(2.0e+01) chunk(4) -> tensor<2x4x8x16xf32>
   return %r : tensor<2x4x8x16xf32>
 }
+
+// -----
+
+// score_mod and mask_mod are inlined in the scores' generic, after the
+// scale, with (b, h, q, k) from linalg.index and q, k clamped to Nq - 1 and
+// Nk - 1; the mask_mod's predicate removes keys (-inf) after the score_mod.
+// CHECK-LABEL: func.func @regions
+//  CHECK-SAME:   %[[T:[a-z0-9]+]]: tensor<2x19xf32>, %[[P:[a-z0-9]+]]: tensor<1xi32>
+//       CHECK:   linalg.generic
+//       CHECK:     %[[S:.*]] = arith.mulf
+//   CHECK-DAG:     %[[QI:.*]] = linalg.index 2
+//   CHECK-DAG:     %[[KI:.*]] = linalg.index 3
+//   CHECK-DAG:     %[[BI:.*]] = linalg.index 0
+//   CHECK-DAG:     %[[HI:.*]] = linalg.index 1
+//       CHECK:     %[[QC:.*]] = arith.minsi %[[QI]]
+//       CHECK:     %[[KC:.*]] = arith.minsi %[[KI]]
+//       CHECK:     %[[D:.*]] = arith.subi %[[KC]], %[[QC]]
+//       CHECK:     %[[I:.*]] = arith.addi %[[D]]
+//       CHECK:     %[[X:.*]] = tensor.extract %[[T]][%[[HI]], %[[I]]]
+//       CHECK:     %[[Y:.*]] = arith.addf %[[S]], %[[X]]
+//       CHECK:     %[[PRE:.*]] = tensor.extract %[[P]][%[[BI]]]
+//       CHECK:     %[[KEEP:.*]] = arith.cmpi slt, %{{.*}}, %[[PRE]] : i32
+//       CHECK:     %[[R:.*]] = arith.select %[[KEEP]], %[[Y]], %{{.*}} : f32
+//       CHECK:     linalg.yield %[[R]]
+func.func @regions(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x12x16xf32>, %v: tensor<1x2x12x16xf32>, %o: tensor<1x2x8x16xf32>, %t: tensor<2x19xf32>, %p: tensor<1xi32>) -> tensor<1x2x8x16xf32> {
+  %r = fa.attention ins(%q, %k, %v : tensor<1x2x8x16xf32>, tensor<1x2x12x16xf32>, tensor<1x2x12x16xf32>) mod_operands(%t, %p : tensor<2x19xf32>, tensor<1xi32>) outs(%o : tensor<1x2x8x16xf32>) score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, %tb: tensor<2x19xf32>, %pb: tensor<1xi32>):
+    %c7 = arith.constant 7 : index
+    %d = arith.subi %ki, %qi : index
+    %i = arith.addi %d, %c7 : index
+    %x = tensor.extract %tb[%h, %i] : tensor<2x19xf32>
+    %y = arith.addf %s, %x : f32
+    fa.yield %y : f32
+  } mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index, %tb: tensor<2x19xf32>, %pb: tensor<1xi32>):
+    %pre = tensor.extract %pb[%b] : tensor<1xi32>
+    %kk = arith.index_cast %ki : index to i32
+    %keep = arith.cmpi slt, %kk, %pre : i32
+    fa.yield %keep : i1
+  } -> tensor<1x2x8x16xf32>
+  return %r : tensor<1x2x8x16xf32>
+}

@@ -311,7 +311,7 @@ func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x
 // An LSE result without an LSE destination.
 func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
   // expected-error @+1 {{'fa.attention' op an lse result requires an lse destination and vice versa}}
-  %r:2 = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0>}> : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4xf32>)
+  %r:2 = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4xf32>)
   return
 }
 
@@ -330,7 +330,7 @@ func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
 func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
   // expected-error @+2 {{expected ::mlir::fa::CausalKind to be one of: none, top_left, bottom_right}}
   // expected-error @+1 {{failed to parse FA_CausalAttr parameter 'value'}}
-  %r = "fa.attention"(%q, %q, %q, %o) <{causal = #fa.causal<diagonal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0>}> : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  %r = "fa.attention"(%q, %q, %q, %o) <{causal = #fa.causal<diagonal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
   return
 }
 
@@ -339,7 +339,7 @@ func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
 // Memrefs are not accepted: the op is on tensors.
 func.func @f(%q: memref<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
   // expected-error @+1 {{'fa.attention' op operand #0 must be ranked tensor of any type values, but got 'memref<1x1x4x8xf32>'}}
-  %r = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0>}> : (memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  %r = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
   return
 }
 
@@ -492,7 +492,7 @@ func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x
 // Segment ids for the queries only.
 func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %x: tensor<1x16xi32>, %o: tensor<1x4x16x64xf32>) {
   // expected-error @+1 {{'fa.attention' op segments need both query and key segment ids}}
-  %r = "fa.attention"(%q, %k, %v, %x, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1, 0, 0, 1, 0>}> : (tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x16xi32>, tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  %r = "fa.attention"(%q, %k, %v, %x, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0>}> ({}, {}) : (tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x16xi32>, tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
   return
 }
 
@@ -523,4 +523,114 @@ func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x
   // expected-error @+1 {{'fa.attention' op q_offset must be in [-(2^31 - 1), 2^31 - 1], got -9223372036854775808}}
   %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) q_offset(%p) outs(%o : tensor<1x4x16x64xf32>)  -> tensor<1x4x16x64xf32>
   return
+}
+
+// -----
+
+// score_mod block arguments: the score, four indices, one per mod operand.
+func.func @f(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %o: tensor<1x2x8x16xf32>, %t: tensor<2x15xf32>) {
+  // expected-error @+1 {{'fa.attention' op score_mod arguments must be (f32, index, index, index, index, tensor<2x15xf32>) (the score, b, h, q, k indices, then one per mod_operands operand), got (f32, index, index, index, index)}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) mod_operands(%t : tensor<2x15xf32>) outs(%o : tensor<1x2x8x16xf32>) score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index):
+    fa.yield %s : f32
+  } -> tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+// mask_mod arguments are indices, not a score.
+func.func @f(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %o: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{'fa.attention' op mask_mod arguments must be (index, index, index, index) (the b, h, q, k indices, then one per mod_operands operand), got (f32, index, index, index, index)}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) outs(%o : tensor<1x2x8x16xf32>) mask_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index):
+    %t = arith.constant true
+    fa.yield %t : i1
+  } -> tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+// score_mod yields one f32.
+func.func @f(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %o: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{'fa.attention' op score_mod must yield one 'f32', got (index)}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) outs(%o : tensor<1x2x8x16xf32>) score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index):
+    fa.yield %qi : index
+  } -> tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+// mask_mod yields one i1.
+func.func @f(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %o: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{'fa.attention' op mask_mod must yield one 'i1', got ()}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) outs(%o : tensor<1x2x8x16xf32>) mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index):
+    fa.yield
+  } -> tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+// No side effects in a region.
+func.func @f(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %o: tensor<1x2x8x16xf32>, %m: memref<4xf32>) {
+  // expected-error @+1 {{'fa.attention' op score_mod may only hold side-effect-free ops, got 'memref.store'}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) outs(%o : tensor<1x2x8x16xf32>) score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index):
+    memref.store %s, %m[%qi] : memref<4xf32>
+    fa.yield %s : f32
+  } -> tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+// No nested regions.
+func.func @f(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %o: tensor<1x2x8x16xf32>, %c: i1) {
+  // expected-error @+1 {{'fa.attention' op mask_mod may not hold ops with regions, got 'scf.if'}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) outs(%o : tensor<1x2x8x16xf32>) mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index):
+    %t = scf.if %c -> i1 {
+      scf.yield %c : i1
+    } else {
+      scf.yield %c : i1
+    }
+    fa.yield %t : i1
+  } -> tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+// mod_operands are read only by tensor.extract.
+func.func @f(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %o: tensor<1x2x8x16xf32>, %t: tensor<?xf32>) {
+  // expected-error @+1 {{'fa.attention' op score_mod may read mod_operands #0 only with tensor.extract, got 'tensor.dim'}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) mod_operands(%t : tensor<?xf32>) outs(%o : tensor<1x2x8x16xf32>) score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, %x: tensor<?xf32>):
+    %c0 = arith.constant 0 : index
+    %n = tensor.dim %x, %c0 : tensor<?xf32>
+    fa.yield %s : f32
+  } -> tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+// mod_operands without a region to read them.
+func.func @f(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %o: tensor<1x2x8x16xf32>, %t: tensor<4xf32>) {
+  // expected-error @+1 {{'fa.attention' op mod_operands are given but there is no score_mod or mask_mod region to read them}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) mod_operands(%t : tensor<4xf32>) outs(%o : tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+// fa.yield belongs to fa.attention.
+func.func @f(%x: f32) {
+  // expected-error @+1 {{'fa.yield' op expects parent op 'fa.attention'}}
+  fa.yield %x : f32
 }

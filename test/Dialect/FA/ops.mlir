@@ -104,3 +104,35 @@ func.func @attention_window_alibi_bh(%q: tensor<?x2x8x16xbf16>, %k: tensor<?x1x8
   %r = fa.attention ins(%q, %k, %v : tensor<?x2x8x16xbf16>, tensor<?x1x8x16xbf16>, tensor<?x1x8x16xbf16>) kv_lens(%l : tensor<?xi32>) mask(%m : tensor<?x1x8x8xi1>) alibi(%a : tensor<?x2xf32>) outs(%o : tensor<?x2x8x16xbf16>) window(-1, 3) -> tensor<?x2x8x16xbf16>
   return %r : tensor<?x2x8x16xbf16>
 }
+
+// -----
+
+// General modifiers: a score_mod reading a relative-bias table and a
+// mask_mod, both over the mod_operands.
+// CHECK-LABEL: func.func @attention_score_mod_mask_mod
+//       CHECK:   fa.attention ins({{.*}}) mod_operands(%{{.*}}, %{{.*}} : tensor<4x63xf32>, tensor<2xindex>) outs({{.*}}) causal(top_left) score_mod {
+//  CHECK-NEXT:   ^bb0(%[[S:.*]]: f32, %{{.*}}: index, %[[H:.*]]: index, %[[Q:.*]]: index, %[[K:.*]]: index, %[[T:.*]]: tensor<4x63xf32>, %{{.*}}: tensor<2xindex>):
+//       CHECK:     %[[X:.*]] = tensor.extract %[[T]][%[[H]], %{{.*}}] : tensor<4x63xf32>
+//       CHECK:     %[[R:.*]] = arith.addf %[[S]], %[[X]] : f32
+//       CHECK:     fa.yield %[[R]] : f32
+//       CHECK:   } mask_mod {
+//  CHECK-NEXT:   ^bb0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: tensor<4x63xf32>, %{{.*}}: tensor<2xindex>):
+//       CHECK:     fa.yield %{{.*}} : i1
+//       CHECK:   } -> tensor<1x4x32x16xf32>
+func.func @attention_score_mod_mask_mod(%q: tensor<1x4x32x16xf32>, %k: tensor<1x2x32x16xf32>, %v: tensor<1x2x32x16xf32>, %o: tensor<1x4x32x16xf32>, %bias: tensor<4x63xf32>, %lim: tensor<2xindex>) -> tensor<1x4x32x16xf32> {
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x32x16xf32>, tensor<1x2x32x16xf32>, tensor<1x2x32x16xf32>) mod_operands(%bias, %lim : tensor<4x63xf32>, tensor<2xindex>) outs(%o : tensor<1x4x32x16xf32>) causal(top_left) score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, %t: tensor<4x63xf32>, %l: tensor<2xindex>):
+    %c31 = arith.constant 31 : index
+    %d = arith.subi %ki, %qi : index
+    %i = arith.addi %d, %c31 : index
+    %x = tensor.extract %t[%h, %i] : tensor<4x63xf32>
+    %r = arith.addf %s, %x : f32
+    fa.yield %r : f32
+  } mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index, %t: tensor<4x63xf32>, %l: tensor<2xindex>):
+    %lo = tensor.extract %l[%b] : tensor<2xindex>
+    %keep = arith.cmpi sge, %ki, %lo : index
+    fa.yield %keep : i1
+  } -> tensor<1x4x32x16xf32>
+  return %r : tensor<1x4x32x16xf32>
+}

@@ -216,3 +216,35 @@ func.func @softcap_alibi_segments(%q: tensor<1x2x?x16xf32>, %k: tensor<1x2x?x16x
   %r = fa.attention ins(%q, %k, %v : tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>) alibi(%a : tensor<2xf32>) segments(%qs, %ks : tensor<1x?xi32>, tensor<1x?xi32>) outs(%o : tensor<1x2x?x16xf32>) softcap(3.0e+01) -> tensor<1x2x?x16xf32>
   return %r : tensor<1x2x?x16xf32>
 }
+
+// -----
+
+// The regions are inlined in each key tile's scores, with the tile's
+// global query and key indices (q0 + i, k0 + j), the batch and head of the
+// forall, and the whole mod_operands.
+// CHECK-LABEL: func.func @regions
+//  CHECK-SAME:   %[[T:[a-z0-9]+]]: tensor<2x19xf32>, %[[P:[a-z0-9]+]]: tensor<1xi32>
+//       CHECK:   scf.forall (%[[B:.*]], %[[H:.*]], %{{.*}}) in
+//       CHECK:     scf.for
+//       CHECK:       linalg.generic
+//       CHECK:         tensor.extract %[[T]][%[[H]], %{{.*}}] : tensor<2x19xf32>
+//       CHECK:         tensor.extract %[[P]][%[[B]]] : tensor<1xi32>
+//       CHECK:         arith.select
+func.func @regions(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x12x16xf32>, %v: tensor<1x2x12x16xf32>, %o: tensor<1x2x8x16xf32>, %t: tensor<2x19xf32>, %p: tensor<1xi32>) -> tensor<1x2x8x16xf32> {
+  %r = fa.attention ins(%q, %k, %v : tensor<1x2x8x16xf32>, tensor<1x2x12x16xf32>, tensor<1x2x12x16xf32>) mod_operands(%t, %p : tensor<2x19xf32>, tensor<1xi32>) outs(%o : tensor<1x2x8x16xf32>) score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, %tb: tensor<2x19xf32>, %pb: tensor<1xi32>):
+    %c7 = arith.constant 7 : index
+    %d = arith.subi %ki, %qi : index
+    %i = arith.addi %d, %c7 : index
+    %x = tensor.extract %tb[%h, %i] : tensor<2x19xf32>
+    %y = arith.addf %s, %x : f32
+    fa.yield %y : f32
+  } mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index, %tb: tensor<2x19xf32>, %pb: tensor<1xi32>):
+    %pre = tensor.extract %pb[%b] : tensor<1xi32>
+    %kk = arith.index_cast %ki : index to i32
+    %keep = arith.cmpi slt, %kk, %pre : i32
+    fa.yield %keep : i1
+  } -> tensor<1x2x8x16xf32>
+  return %r : tensor<1x2x8x16xf32>
+}

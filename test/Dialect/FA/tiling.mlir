@@ -266,3 +266,47 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }
+
+// -----
+
+// Tiling an op with score_mod / mask_mod: mod_operands stay whole; the
+// tiled op's regions add the tile origin to their b, h and q indices (the
+// batch tile covers B = 1, so b needs none), so they read what the untiled
+// op reads. Keys are not tiled.
+// CHECK-LABEL: func.func @tile_regions
+//  CHECK-SAME: %[[T:[a-z0-9]+]]: tensor<2x19xf32>
+//       CHECK: scf.forall (%[[H:.*]], %[[IQ:.*]]) in (2, 2)
+//       CHECK:   %[[Q0:.*]] = affine.apply #{{.*}}(%[[IQ]])
+//       CHECK:   fa.attention ins({{.*}}) mod_operands(%[[T]] : tensor<2x19xf32>) outs({{.*}}) score_mod {
+//  CHECK-NEXT:   ^bb0(%[[S:.*]]: f32, %{{.*}}: index, %[[RH:.*]]: index, %[[RQ:.*]]: index, %[[RK:.*]]: index, %[[RT:.*]]: tensor<2x19xf32>):
+//   CHECK-DAG:     %[[GH:.*]] = arith.addi %[[RH]], %[[H]] : index
+//   CHECK-DAG:     %[[GQ:.*]] = arith.addi %[[RQ]], %[[Q0]] : index
+//       CHECK:     %[[D:.*]] = arith.subi %[[RK]], %[[GQ]] : index
+//       CHECK:     tensor.extract %[[RT]][%[[GH]], %{{.*}}] : tensor<2x19xf32>
+//       CHECK:   } mask_mod {
+//       CHECK:     arith.addi %{{.*}}, %[[Q0]] : index
+//       CHECK:     fa.yield %{{.*}} : i1
+func.func @tile_regions(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x12x16xf32>, %v: tensor<1x2x12x16xf32>, %t: tensor<2x19xf32>) -> tensor<1x2x8x16xf32> {
+  %o = tensor.empty() : tensor<1x2x8x16xf32>
+  %r = fa.attention ins(%q, %k, %v : tensor<1x2x8x16xf32>, tensor<1x2x12x16xf32>, tensor<1x2x12x16xf32>) mod_operands(%t : tensor<2x19xf32>) outs(%o : tensor<1x2x8x16xf32>) score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, %tb: tensor<2x19xf32>):
+    %c7 = arith.constant 7 : index
+    %d = arith.subi %ki, %qi : index
+    %i = arith.addi %d, %c7 : index
+    %x = tensor.extract %tb[%h, %i] : tensor<2x19xf32>
+    %y = arith.addf %s, %x : f32
+    fa.yield %y : f32
+  } mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index, %tb: tensor<2x19xf32>):
+    %keep = arith.cmpi sle, %ki, %qi : index
+    fa.yield %keep : i1
+  } -> tensor<1x2x8x16xf32>
+  return %r : tensor<1x2x8x16xf32>
+}
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["fa.attention"]} in %root : (!transform.any_op) -> !transform.any_op
+    %t, %f = transform.structured.tile_using_forall %op tile_sizes [1, 1, 4] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}

@@ -37,7 +37,13 @@ and must then fail it:
                    `min != max` test of the key ids dropped);
   segment_skip     (sorted segments) a key tile whose first id is the
                    query tile's last is skipped (`kmin > qmax` becomes
-                   `kmin >= qmax`).
+                   `kmin >= qmax`);
+  region_not_offset (score_mod reading a relative-bias table) the tiled
+                   op's region does not add the query tile's origin to
+                   its q index (tiling way): it reads another row's bias.
+
+General score_mod / mask_mod regions (test/lib/modifier_regions.py) run
+through the same five ways, against numpy versions of the regions.
 """
 
 import os
@@ -50,6 +56,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
 from fa_reference import modifier_inputs, reference, seed_of  # noqa: E402
+from modifier_regions import region_case  # noqa: E402
 from mlir_exec import (MLIR_TYPES, PRINT_DECL, constant,  # noqa: E402
                        execute, fa_opt, finish, print_call, rel_err,
                        tensor_type)
@@ -68,7 +75,8 @@ def ttype(a):
 
 def build_arrays(c, rng):
     """The case's inputs, the fa.attention operand clauses, the q_offset
-    constant and the attributes."""
+    constant, the attributes (and regions) and the numpy score_mod /
+    mask_mod (a dict of reference() keywords)."""
     B, Hq, Hkv, Nq, Nk, D = c["B"], c["Hq"], c["Hkv"], c["Nq"], c["Nk"], c["D"]
     a = {"q": rng.standard_normal((B, Hq, Nq, D), dtype=np.float32) * c["mag"],
          "k": rng.standard_normal((B, Hkv, Nk, D), dtype=np.float32),
@@ -100,14 +108,22 @@ def build_arrays(c, rng):
         attrs += f" softcap({c['softcap']!r})"
     if c["chunk"] is not None:
         attrs += f" chunk({c['chunk']})"
-    return a, clauses, pre, attrs
+    refmods = {}
+    if c["regions"]:
+        ops, clause, text, score, mask = region_case(c["regions"], rng, B,
+                                                     Hq, Nq, Nk)
+        a.update(ops)
+        clauses += clause
+        attrs += text
+        refmods = dict(score_mod=score, mask_mod=mask)
+    return a, clauses, pre, attrs, refmods
 
 
 def build(c, rng):
     """The case's inputs and a module whose @attn takes and returns
     tensors."""
     B, Hq, Nq, D = c["B"], c["Hq"], c["Nq"], c["D"]
-    a, clauses, pre, attrs = build_arrays(c, rng)
+    a, clauses, pre, attrs, refmods = build_arrays(c, rng)
     o_t = tensor_type((B, Hq, Nq, D), "f32")
     l_t = tensor_type((B, Hq, Nq), "f32")
     params = ", ".join(f"%{n}: {ttype(x)}" for n, x in a.items())
@@ -129,7 +145,7 @@ def build(c, rng):
             f"({o_t}, {l_t})\n" +
             print_call("%r#0", (B, Hq, Nq, D), "o") +
             print_call("%r#1", (B, Hq, Nq), "l") + "    return\n  }\n}\n")
-    return a, text, clauses, attrs
+    return a, text, clauses, attrs, refmods
 
 
 def memref_type(shape, elt):
@@ -255,14 +271,14 @@ def run_ways(name, text, kernel_text, workdir):
 
 def run_case(c, workdir):
     rng = np.random.default_rng(seed_of("modifiers." + c["name"]))
-    a, text, clauses, attrs = build(c, rng)
+    a, text, clauses, attrs, refmods = build(c, rng)
     kernel_text = build_kernel_form(c, a, clauses, attrs)
     segs = (a["qs"], a["ks"]) if "qs" in a else None
     ref_o, ref_l, empty = reference(
         a["q"], a["k"], a["v"], 1.0 / np.sqrt(c["D"]), c["causal"],
         a.get("lens"), a.get("mask"), np.float64, window=c["window"],
         softcap=c["softcap"], alibi=a.get("alibi"), chunk=c["chunk"],
-        segments=segs, q_offset=c["q_offset"])
+        segments=segs, q_offset=c["q_offset"], **refmods)
     failures = []
     for way, (o, lse) in run_ways(c["name"], text, kernel_text, workdir).items():
         full = ~empty
@@ -285,7 +301,8 @@ def run_case(c, workdir):
 def case(name, **kw):
     c = dict(name=name, B=1, Hq=2, Hkv=2, Nq=29, Nk=29, D=8, mag=1.0,
              causal="none", lens=None, mask=None, window=None, softcap=None,
-             alibi=None, chunk=None, segments=None, q_offset=0)
+             alibi=None, chunk=None, segments=None, q_offset=0,
+             regions=None)
     c.update(kw)
     return c
 
@@ -334,6 +351,25 @@ CASES = [
     case("combined_tl_bool_mask", B=2, Hq=4, Hkv=1, Nq=35, Nk=30,
          causal="top-left", window=(7, -1), softcap=4.0, alibi="h",
          lens=[30, 19], mask="bool", chunk=12),
+    # General regions (test/lib/modifier_regions.py): a relative-bias table
+    # read at per-lane indices, with GQA, both alignments and ragged tails.
+    case("score_mod_rel_bias_br", B=2, Hq=4, Hkv=2, Nq=27, Nk=45,
+         causal="bottom-right", lens=[45, 31], regions="rel_bias"),
+    case("score_mod_rel_bias_nq_gt_nk", Nq=40, Nk=23, regions="rel_bias"),
+    # ALiBi by hand, against the reference's own formula.
+    case("score_mod_alibi_like", Hq=4, Hkv=1, Nq=33, Nk=33,
+         causal="top-left", regions="alibi_like"),
+    # A prefix-LM mask_mod; key lengths of 0 empty every row of batch 1.
+    case("mask_mod_prefix_lm", B=2, Nq=35, Nk=35, lens=[35, 0],
+         regions="prefix_lm"),
+    # Both regions with window + softcap + ALiBi + segments + GQA.
+    case("regions_combined", B=2, Hq=4, Hkv=2, Nq=37, Nk=41,
+         causal="bottom-right", window=(11, 2), softcap=3.0, alibi="h",
+         segments="sorted", mag=3.0, regions="both"),
+    # top_left with Nq > Nk: the tiling pads keys, which the regions must
+    # not read past Nk.
+    case("regions_tl_padded_keys", Nq=40, Nk=24, causal="top-left",
+         regions="both"),
 ]
 
 
@@ -384,7 +420,7 @@ def run_mutations(workdir):
     for case_name, mutate, names in MUTATIONS:
         c = next(x for x in CASES if x["name"] == case_name)
         rng = np.random.default_rng(seed_of("modifiers." + c["name"]))
-        a, _, clauses, attrs = build(c, rng)
+        a, _, clauses, attrs, _ = build(c, rng)
         segs = (a["qs"], a["ks"]) if "qs" in a else None
         ref_o, _, empty = reference(
             a["q"], a["k"], a["v"], 1.0 / np.sqrt(c["D"]), c["causal"],
@@ -409,6 +445,51 @@ def run_mutations(workdir):
     return failures
 
 
+def mutate_tiling(tiled):
+    """The tiled op's score_mod without the query tile's origin added to
+    its q index (the region then reads the bias of row q - q0)."""
+    m = re.search(r"score_mod \{\s*\^bb0\(%\w+: f32, %\w+: index, "
+                  r"%\w+: index, (%\w+): index", tiled)
+    if not m:
+        return None
+    add = re.compile(r"arith\.addi " + re.escape(m.group(1)) +
+                     r", %\w+ : index")
+    hit = add.search(tiled, m.end())
+    if not hit:
+        return None
+    return (tiled[:hit.start()] + f"arith.maxsi {m.group(1)}, {m.group(1)} "
+            ": index" + tiled[hit.end():])
+
+
+def run_tiling_mutation(workdir):
+    """region_not_offset: the tiling way of score_mod_rel_bias_br with the
+    q origin dropped from the tiled op's region must fail."""
+    c = next(x for x in CASES if x["name"] == "score_mod_rel_bias_br")
+    rng = np.random.default_rng(seed_of("modifiers." + c["name"]))
+    a, text, _, _, refmods = build(c, rng)
+    ref_o, _, empty = reference(
+        a["q"], a["k"], a["v"], 1.0 / np.sqrt(c["D"]), c["causal"],
+        a.get("lens"), None, np.float64, **refmods)
+    lib = os.path.join(workdir, "mutant.transform.mlir")
+    with open(lib, "w") as f:
+        f.write(TILE)
+    tiled = fa_opt(FA_OPT, text,
+                   ["--transform-preload-library=transform-library-paths=" +
+                    lib, "--transform-interpreter", "--canonicalize", "--cse"],
+                   workdir, "mutant.tile")
+    mutant = mutate_tiling(tiled)
+    if mutant is None:
+        return ["mutation region_not_offset: the pattern to edit is gone"]
+    o, _ = execute(FA_OPT, mutant, workdir, "mutant.region",
+                   ["--fa-lower-to-cpu=block-q=4 block-kv=8"])
+    err = rel_err(o[~empty], ref_o[~empty])
+    print(f"mutation region_not_offset: O rel err {err:.2e} (must fail)")
+    if err < 2e-5:
+        return [f"mutation region_not_offset was not caught (O rel err "
+                f"{err:.2e})"]
+    return []
+
+
 def main():
     failures = []
     with tempfile.TemporaryDirectory() as w:
@@ -418,6 +499,7 @@ def main():
             failures += run_case(c, w)
         if not ONLY:
             failures += run_mutations(w)
+            failures += run_tiling_mutation(w)
     finish(failures)
 
 

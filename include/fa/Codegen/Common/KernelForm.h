@@ -26,6 +26,9 @@ struct KernelOperands {
   /// The modifier operands: ALiBi slopes and segment ids (memrefs), and the
   /// q_offset (the op's index operand itself).
   Value alibi, qSegments, kSegments, qOffset;
+  /// The memrefs the score_mod / mask_mod regions read (the op's
+  /// mod_operands, in order).
+  SmallVector<Value> modOperands;
 };
 
 /// The memrefs `op` reads and writes, or failure when it is not in the

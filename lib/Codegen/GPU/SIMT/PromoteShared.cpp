@@ -754,6 +754,12 @@ void FAPromoteSharedPass::runOnOperation() {
   }
   if (failed(verifyKernelResultUses(op, getArgument())))
     return signalPassFailure();
+  if (op.hasScoreMod() || op.hasMaskMod()) {
+    op.emitError() << "fa-promote-shared: its score_mod / mask_mod regions "
+                      "are not lowered by the GPU kernels yet (the CPU "
+                      "backends run them)";
+    return signalPassFailure();
+  }
   // The block body becomes the kernel: a q_offset must reach it as a
   // function argument or be a constant (cloned into the body).
   if (Value p = args->qOffset;

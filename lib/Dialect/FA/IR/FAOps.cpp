@@ -7,6 +7,7 @@
 
 #include "fa/Dialect/FA/IR/FA.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
@@ -138,7 +139,8 @@ MutableOperandRange AttentionOp::getDpsInitsMutable() {
 
 bool AttentionOp::hasModifiers() {
   return getWindowAttr() || getSoftcapAttr() || getChunkAttr() || getAlibi() ||
-         getQSegments() || getKSegments() || getQOffset();
+         getQSegments() || getKSegments() || getQOffset() || hasScoreMod() ||
+         hasMaskMod();
 }
 
 int64_t AttentionOp::getGroupSize() {
@@ -382,6 +384,11 @@ LogicalResult AttentionOp::verify() {
              << p.getSExtValue();
   }
 
+  // Operands of the modifier regions.
+  if (!getModOperands().empty() && !hasScoreMod() && !hasMaskMod())
+    return emitOpError("mod_operands are given but there is no score_mod or "
+                       "mask_mod region to read them");
+
   // Scale.
   if (auto s = getScaleAttr()) {
     double sv = s.getValueAsDouble();
@@ -414,5 +421,79 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("lse result type ")
            << getLseResult().getType() << " must match lse type "
            << getLse().getType();
+  return success();
+}
+
+/// Checks one modifier region (`name`: score_mod or mask_mod): its block
+/// arguments (`leading` types, then the types of `modOperands`), its
+/// fa.yield of one `yieldType`, and its body (side-effect-free ops without
+/// regions; the mod_operands arguments read only by tensor.extract).
+static LogicalResult verifyModifierRegion(AttentionOp op, Region &region,
+                                          StringRef name,
+                                          ArrayRef<Type> leading,
+                                          ValueRange modOperands,
+                                          Type yieldType) {
+  if (region.empty())
+    return success();
+  Block &block = region.front();
+  SmallVector<Type> expected(leading.begin(), leading.end());
+  llvm::append_range(expected, modOperands.getTypes());
+  auto typesStr = [](TypeRange types) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << "(";
+    llvm::interleaveComma(types, os);
+    os << ")";
+    return s;
+  };
+  if (block.getArgumentTypes() != TypeRange(expected))
+    return op.emitOpError()
+           << name << " arguments must be " << typesStr(expected)
+           << " (the " << (leading.size() == 5 ? "score, " : "")
+           << "b, h, q, k indices, then one per mod_operands operand), got "
+           << typesStr(block.getArgumentTypes());
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return op.emitOpError() << name << " must end in fa.yield";
+  if (yield.getValues().size() != 1 ||
+      yield.getValues().front().getType() != yieldType)
+    return op.emitOpError()
+           << name << " must yield one " << yieldType << ", got "
+           << typesStr(yield.getValues().getTypes());
+  for (Operation &inner : block.without_terminator()) {
+    if (inner.getNumRegions() != 0)
+      return op.emitOpError()
+             << name << " may not hold ops with regions, got '"
+             << inner.getName() << "'";
+    if (!isMemoryEffectFree(&inner))
+      return op.emitOpError()
+             << name << " may only hold side-effect-free ops, got '"
+             << inner.getName() << "'";
+  }
+  unsigned first = leading.size();
+  for (unsigned i = 0, e = modOperands.size(); i < e; ++i) {
+    for (OpOperand &use : block.getArgument(first + i).getUses()) {
+      auto extract = dyn_cast<tensor::ExtractOp>(use.getOwner());
+      if (!extract || use.getOperandNumber() != 0)
+        return op.emitOpError()
+               << name << " may read mod_operands #" << i
+               << " only with tensor.extract, got '"
+               << use.getOwner()->getName() << "'";
+    }
+  }
+  return success();
+}
+
+LogicalResult AttentionOp::verifyRegions() {
+  Builder b(getContext());
+  Type index = b.getIndexType();
+  Type f32 = b.getF32Type();
+  if (failed(verifyModifierRegion(*this, getScoreMod(), "score_mod",
+                                  {f32, index, index, index, index},
+                                  getModOperands(), f32)) ||
+      failed(verifyModifierRegion(*this, getMaskMod(), "mask_mod",
+                                  {index, index, index, index},
+                                  getModOperands(), b.getI1Type())))
+    return failure();
   return success();
 }

@@ -78,9 +78,10 @@ DecomposeAttention::matchAndRewrite(AttentionOp op,
   OpFoldResult nk = tensor::getMixedSize(rewriter, loc, op.getKey(), 2);
   OpFoldResult heads = rewriter.getIndexAttr(hq);
   AttentionSemantics sem = AttentionSemantics::get(op);
-  Value diagOffset = sem.diagonalOffset(
-      rewriter, loc, getValueOrCreateConstantIndexOp(rewriter, loc, nq),
-      getValueOrCreateConstantIndexOp(rewriter, loc, nk), op.getQOffset());
+  Value nqValue = getValueOrCreateConstantIndexOp(rewriter, loc, nq);
+  Value nkValue = getValueOrCreateConstantIndexOp(rewriter, loc, nk);
+  Value diagOffset =
+      sem.diagonalOffset(rewriter, loc, nqValue, nkValue, op.getQOffset());
 
   AffineExpr b, h, i, j, d;
   bindDims(ctx, b, h, i, j, d);
@@ -161,6 +162,11 @@ DecomposeAttention::matchAndRewrite(AttentionOp op,
           sem.applySegments(nb, nl, a[next], a[next + 1], keep);
           next += 2;
         }
+        AttentionSemantics::ModIndices idx{loopIndex(nb, nl, 0),
+                                           loopIndex(nb, nl, 1), qPos, kPos,
+                                           nqValue, nkValue};
+        x = sem.applyScoreMod(nb, nl, x, idx, op.getModOperands());
+        sem.applyMaskMod(nb, nl, idx, op.getModOperands(), keep);
         return {AttentionSemantics::removeUnkept(nb, nl, keep, x)};
       })[0];
 

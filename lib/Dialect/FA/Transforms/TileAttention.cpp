@@ -45,6 +45,10 @@ using utils::IteratorType;
 /// Everything the tile body needs to know about one fa.attention.
 struct AttentionInfo {
   Value q, k, v, kvLens, mask, alibi, qSegments, kSegments, qOffset;
+  /// The tensors the score_mod / mask_mod regions read.
+  SmallVector<Value> modOperands;
+  /// Nq and Nk (index).
+  Value nq, nk;
   Type elementType;
   int64_t headDim, valueDim, group;
   float scale;
@@ -208,6 +212,10 @@ SmallVector<Value> TileAttentionPattern::buildKVStep(
           info.sem.applyMaskElement(nb, nl, a[next++], x, keep);
         if (tc.qSegTile)
           info.sem.applySegments(nb, nl, a[next], a[next + 1], keep);
+        AttentionSemantics::ModIndices idx{tc.b, tc.h, qPos, kPos, info.nq,
+                                           info.nk};
+        x = info.sem.applyScoreMod(nb, nl, x, idx, info.modOperands);
+        info.sem.applyMaskMod(nb, nl, idx, info.modOperands, keep);
         x = AttentionSemantics::removeUnkept(nb, nl, keep, x);
         return {x};
       })[0];
@@ -317,6 +325,10 @@ TileAttentionPattern::matchAndRewrite(AttentionOp op,
   Value batch = tensor::DimOp::create(rewriter, loc, info.q, 0);
   Value nq = tensor::DimOp::create(rewriter, loc, info.q, 2);
   Value nk = tensor::DimOp::create(rewriter, loc, info.k, 2);
+  info.modOperands.assign(op.getModOperands().begin(),
+                          op.getModOperands().end());
+  info.nq = nq;
+  info.nk = nk;
   Value blockQ = cIndex(rewriter, loc, sizes.blockQ);
   Value blockKV = cIndex(rewriter, loc, sizes.blockKV);
   Value numQTiles = arith::CeilDivUIOp::create(rewriter, loc, nq, blockQ);

@@ -42,6 +42,10 @@
 //    Nk - Nq becomes Nk - tq).
 //  * Segment ids are sliced as the query rows and keys are, ALiBi slopes
 //    as the batch and heads.
+//  * mod_operands stay whole: the tiled op's score_mod / mask_mod regions
+//    add the tile origin (b0, h0, q0) to their index arguments, so they
+//    read what the untiled op reads; keys padded past Nk are clamped to
+//    Nk - 1 before a region sees them (their scores are removed anyway).
 //
 // fa.softmax: the iteration domain is the input's shape; the normalized
 // dimension is a reduction and cannot be tiled (a tile must cover it
@@ -59,6 +63,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/TilingInterface.h"
 
 using namespace mlir;
@@ -374,11 +379,54 @@ FailureOr<TilingResult> AttentionTilingModel::getTiledImplementation(
   SmallVector<Type> resultTypes = {o.getType()};
   if (lse)
     resultTypes.push_back(lse.getType());
+  // The regions' index origins (defined before the tiled op uses them).
+  bool regions = attention.hasScoreMod() || attention.hasMaskMod();
+  Value nkValue;
+  SmallVector<Value> origins;
+  if (regions) {
+    if (padKeys)
+      nkValue = getValueOrCreateConstantIndexOp(b, loc, nk);
+    origins = {getValueOrCreateConstantIndexOp(b, loc, b0),
+               getValueOrCreateConstantIndexOp(b, loc, h0),
+               getValueOrCreateConstantIndexOp(b, loc, q0)};
+  }
   auto tiled = AttentionOp::create(
       b, loc, resultTypes, q, k, v, lens, mask, alibi, qSegments, kSegments,
-      qOffset, o, lse, attention.getScaleAttr(),
+      qOffset, attention.getModOperands(), o, lse, attention.getScaleAttr(),
       CausalKindAttr::get(b.getContext(), causal), attention.getWindowAttr(),
       attention.getSoftcapAttr(), attention.getChunkAttr());
+
+  // The modifier regions read whole mod_operands with the untiled op's
+  // indices: add the tile's origin to (b, h, q), and keep the keys padded
+  // past Nk (top_left with Nq > Nk; removed through kv_lens) inside the
+  // operands' bounds.
+  for (auto [from, to] : {std::make_pair(&attention.getScoreMod(),
+                                         &tiled.getScoreMod()),
+                          std::make_pair(&attention.getMaskMod(),
+                                         &tiled.getMaskMod())}) {
+    if (from->empty())
+      continue;
+    IRMapping map;
+    from->cloneInto(to, map);
+    Block &block = to->front();
+    OpBuilder rb = OpBuilder::atBlockBegin(&block);
+    // score_mod's arguments start with the score.
+    unsigned first = to == &tiled.getScoreMod() ? 1 : 0;
+    for (unsigned i = 0; i < 3; ++i) {
+      if (isConstantIntValue(origins[i], 0))
+        continue;
+      BlockArgument arg = block.getArgument(first + i);
+      Value shifted = arith::AddIOp::create(rb, loc, arg, origins[i]);
+      arg.replaceAllUsesExcept(shifted, shifted.getDefiningOp());
+    }
+    if (nkValue) {
+      BlockArgument arg = block.getArgument(first + 3);
+      Value last = arith::SubIOp::create(
+          rb, loc, nkValue, arith::ConstantIndexOp::create(rb, loc, 1));
+      Value clamped = arith::MinSIOp::create(rb, loc, arg, last);
+      arg.replaceAllUsesExcept(clamped, clamped.getDefiningOp());
+    }
+  }
   return TilingResult{{tiled}, SmallVector<Value>(tiled->getResults()),
                       s.slices};
 }

@@ -10,8 +10,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/StringSwitch.h"
 
@@ -160,6 +162,10 @@ AttentionSemantics AttentionSemantics::get(AttentionOp op) {
   mods.alibi = static_cast<bool>(op.getAlibi());
   mods.segments = static_cast<bool>(op.getQSegments());
   mods.qOffset = static_cast<bool>(op.getQOffset());
+  if (op.hasScoreMod())
+    mods.scoreMod = &op.getScoreMod();
+  if (op.hasMaskMod())
+    mods.maskMod = &op.getMaskMod();
   return get(op.getCausal(), static_cast<bool>(op.getKvLens()), maskElt, mods);
 }
 
@@ -270,7 +276,7 @@ Value AttentionSemantics::tileNeedsElementMask(OpBuilder &b, Location loc,
                                                Value off, Value rows,
                                                const SegmentRange *qSeg,
                                                const SegmentRange *kSeg) const {
-  if (hasMask() || (hasSegments() && !(qSeg && kSeg)) ||
+  if (hasMask() || hasMaskMod() || (hasSegments() && !(qSeg && kSeg)) ||
       (!rows && (hasWindowLeft() || hasChunk())))
     return arith::ConstantIntOp::create(b, loc, 1, 1);
   Value need = cmpI(b, loc, arith::CmpIPredicate::sgt, addI(b, loc, k0, cols),
@@ -424,6 +430,143 @@ Value AttentionSemantics::modifyScore(OpBuilder &b, Location loc, Value score,
   return x;
 }
 
+//===----------------------------------------------------------------------===//
+// Modifier regions
+//===----------------------------------------------------------------------===//
+
+/// `type` with the shape of the vector `shape` (a scalar type when `shape`
+/// is null).
+static Type withShape(Type type, VectorType shape) {
+  return shape ? VectorType::get(shape.getShape(), type) : type;
+}
+
+/// Clones the scalar `op` with `operands`; a tensor.extract whose source
+/// became a memref becomes a memref.load.
+static Operation *cloneScalar(OpBuilder &b, Operation &op,
+                              ArrayRef<Value> operands) {
+  if (auto extract = dyn_cast<tensor::ExtractOp>(op))
+    if (isa<MemRefType>(operands[0].getType()))
+      return memref::LoadOp::create(b, op.getLoc(), operands[0],
+                                    ArrayRef<Value>(operands).drop_front());
+  OperationState state(op.getLoc(), op.getName());
+  state.addOperands(operands);
+  state.addTypes(op.getResultTypes());
+  state.addAttributes(op.getAttrs());
+  return b.create(state);
+}
+
+/// Inlines the one block of a modifier region at `b` with its arguments
+/// bound to `args` (scalars, or vectors of one shape), and returns the
+/// value it yields. Ops whose operands are all scalars stay scalar;
+/// elementwise ops with a vector operand are built on vectors; any other
+/// op with a vector operand (tensor.extract at a vector of indices) is
+/// computed lane by lane.
+static Value inlineModifierRegion(OpBuilder &b, Region &region,
+                                  ArrayRef<Value> args) {
+  Block &block = region.front();
+  assert(block.getNumArguments() == args.size() && "region arity");
+  VectorType shape;
+  for (Value a : args)
+    if (auto vt = dyn_cast<VectorType>(a.getType()))
+      shape = vt;
+  IRMapping map;
+  map.map(block.getArguments(), args);
+  for (Operation &op : block.without_terminator()) {
+    SmallVector<Value> operands;
+    bool vector = false;
+    for (Value v : op.getOperands()) {
+      Value m = map.lookupOrDefault(v);
+      operands.push_back(m);
+      vector |= isa<VectorType>(m.getType());
+    }
+    if (!vector) {
+      map.map(op.getResults(), cloneScalar(b, op, operands)->getResults());
+      continue;
+    }
+    Location loc = op.getLoc();
+    if (OpTrait::hasElementwiseMappableTraits(&op)) {
+      for (Value &v : operands)
+        if (!isa<VectorType>(v.getType()))
+          v = vector::BroadcastOp::create(b, loc, withShape(v.getType(), shape),
+                                          v);
+      OperationState state(loc, op.getName());
+      state.addOperands(operands);
+      for (Type t : op.getResultTypes())
+        state.addTypes(withShape(t, shape));
+      state.addAttributes(op.getAttrs());
+      map.map(op.getResults(), b.create(state)->getResults());
+      continue;
+    }
+    // Lane by lane.
+    int64_t lanes = shape.getNumElements();
+    SmallVector<SmallVector<Value>> perResult(op.getNumResults());
+    for (int64_t lane = 0; lane < lanes; ++lane) {
+      SmallVector<Value> scalars;
+      for (Value v : operands)
+        scalars.push_back(isa<VectorType>(v.getType())
+                              ? Value(vector::ExtractOp::create(
+                                    b, loc, v, ArrayRef<int64_t>{lane}))
+                              : v);
+      Operation *clone = cloneScalar(b, op, scalars);
+      for (auto [i, r] : llvm::enumerate(clone->getResults()))
+        perResult[i].push_back(r);
+    }
+    for (auto [i, r] : llvm::enumerate(op.getResults()))
+      map.map(r, vector::FromElementsOp::create(
+                     b, loc, cast<VectorType>(withShape(r.getType(), shape)),
+                     perResult[i]));
+  }
+  return map.lookupOrDefault(block.getTerminator()->getOperand(0));
+}
+
+/// The index arguments of a region: (b, h, q, k) with q and k clamped to
+/// Nq - 1 and Nk - 1.
+static SmallVector<Value>
+regionIndices(OpBuilder &b, Location loc,
+              const AttentionSemantics::ModIndices &idx) {
+  Value c1 = cIndex(b, loc, 1);
+  Value q = idx.nq ? Value(arith::MinSIOp::create(
+                         b, loc, idx.q,
+                         matchShape(b, loc, subI(b, loc, idx.nq, c1), idx.q)))
+                   : idx.q;
+  Value k = idx.nk ? Value(arith::MinSIOp::create(
+                         b, loc, idx.k,
+                         matchShape(b, loc, subI(b, loc, idx.nk, c1), idx.k)))
+                   : idx.k;
+  return {idx.batch, idx.head, q, k};
+}
+
+Value AttentionSemantics::applyScoreMod(OpBuilder &b, Location loc,
+                                        Value score, const ModIndices &idx,
+                                        ValueRange modOperands,
+                                        double factor) const {
+  if (!hasScoreMod())
+    return score;
+  Value s = score;
+  if (factor != 1.0)
+    s = arith::MulFOp::create(b, loc, s, cFloatLike(b, loc, s, 1.0 / factor));
+  SmallVector<Value> args = {s};
+  llvm::append_range(args, regionIndices(b, loc, idx));
+  llvm::append_range(args, modOperands);
+  Value r = inlineModifierRegion(b, *mods.scoreMod, args);
+  // A result that does not depend on a vector argument stays scalar.
+  r = matchShape(b, loc, r, score);
+  if (factor != 1.0)
+    r = arith::MulFOp::create(b, loc, r, cFloatLike(b, loc, r, factor));
+  return r;
+}
+
+void AttentionSemantics::applyMaskMod(OpBuilder &b, Location loc,
+                                      const ModIndices &idx,
+                                      ValueRange modOperands,
+                                      Value &keep) const {
+  if (!hasMaskMod())
+    return;
+  SmallVector<Value> args = regionIndices(b, loc, idx);
+  llvm::append_range(args, modOperands);
+  keep = andI(b, loc, keep, inlineModifierRegion(b, *mods.maskMod, args));
+}
+
 Value AttentionSemantics::keepMaskPredicate(OpBuilder &b, Location loc,
                                             Value m) {
   Type elt = getElementTypeOrSelf(m.getType());
@@ -568,6 +711,9 @@ bool fa::isEligible(KernelFamily family, AttentionOp op,
       *reason = why;
     return false;
   };
+  if (op.hasScoreMod() || op.hasMaskMod())
+    return fail("its score_mod / mask_mod regions are not lowered by the "
+                "GPU kernels yet (the CPU backends run them)");
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto kType = cast<RankedTensorType>(op.getKey().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());

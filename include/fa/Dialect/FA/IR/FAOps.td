@@ -78,6 +78,7 @@ def FA_AttentionOp : FA_Op<"attention", [
     | `alibi`    | `[Hq]` or `[B, Hq]` (optional) | f32                  |
     | `segments` | `[B, Nq]` and `[B, Nk]` (optional) | i32              |
     | `q_offset` | index scalar (optional) |                             |
+    | `mod_operands` | any ranked tensors (optional) | read by the regions |
     | `output`   | `[B, Hq, Nq, Dv]`     | same as `query`               |
     | `lse`      | `[B, Hq, Nq]` (optional) | f32                        |
 
@@ -112,9 +113,28 @@ def FA_AttentionOp : FA_Op<"attention", [
         window, chunk and ALiBi read `q + p`. The tiling of the op uses it
         to keep a query tile's positions. `|p|` must be at most `2^31 - 1`
         (the verifier checks a constant `p`), as positions are.
+    * General modifiers, as FlexAttention's `score_mod` and `mask_mod`:
+      - a `score_mod` region maps the score of query row `q` and key `k`
+        of batch `b` and query head `h` to a new f32 score. Its block
+        arguments are `(score: f32, b: index, h: index, q: index,
+        k: index)` followed by one argument per `mod_operands` operand, of
+        its type; it ends in `fa.yield %new : f32`.
+      - a `mask_mod` region keeps key `k` of row `q` when it yields true:
+        arguments `(b, h, q, k: index)` and one per `mod_operands` operand;
+        it ends in `fa.yield %keep : i1`.
+      - `mod_operands` are tensors the regions read with `tensor.extract`
+        (for example a relative-bias table `[Hq, Nq + Nk - 1]`); the
+        kernel form passes them as memrefs. No other op may use them.
+      - A region is one block of side-effect-free ops without regions of
+        their own (`arith`, `math`, `tensor.extract`, ...). It may be
+        evaluated for more (q, k) pairs than are kept, and in any order,
+        but only with `b < B`, `h < Hq`, `q < Nq` and `k < Nk`.
+      - Its indices are those of the op's own operands; tiling the op adds
+        the tile's origin inside the tiled op's regions.
     * Order of application, on every backend: scale, softcap, ALiBi, the
-      additive mask; then every removed key (causal, window, chunk,
-      segments, key lengths, boolean mask) becomes `-inf` before the max.
+      additive mask, `score_mod`; then every removed key (causal, window,
+      chunk, segments, key lengths, boolean mask, `mask_mod`) becomes
+      `-inf` before the max.
     * A query row with no attended key gives `O = 0` and `LSE = -inf`,
       whichever rule emptied it.
     * `lse` (natural log, including the row max) is produced when its
@@ -146,6 +166,7 @@ def FA_AttentionOp : FA_Op<"attention", [
     Optional<FA_Tensor>:$q_segments,
     Optional<FA_Tensor>:$k_segments,
     Optional<Index>:$q_offset,
+    Variadic<FA_Tensor>:$mod_operands,
     FA_Tensor:$output,
     Optional<FA_Tensor>:$lse,
     OptionalAttr<F32Attr>:$scale,
@@ -156,6 +177,8 @@ def FA_AttentionOp : FA_Op<"attention", [
   );
   let results = (outs FA_Tensor:$result,
                       Optional<FA_Tensor>:$lse_result);
+  let regions = (region MaxSizedRegion<1>:$score_mod,
+                        MaxSizedRegion<1>:$mask_mod);
 
   let assemblyFormat = [{
     `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,`
@@ -166,12 +189,15 @@ def FA_AttentionOp : FA_Op<"attention", [
     (`segments` `(` $q_segments^ `,` $k_segments `:` type($q_segments) `,`
         type($k_segments) `)`)?
     (`q_offset` `(` $q_offset^ `)`)?
+    (`mod_operands` `(` $mod_operands^ `:` type($mod_operands) `)`)?
     `outs` `(` $output `:` type($output) (`,` $lse^ `:` type($lse))? `)`
     custom<CausalClause>($causal)
     (`window` `(` custom<WindowBounds>($window)^ `)`)?
     (`softcap` `(` $softcap^ `)`)?
     (`chunk` `(` $chunk^ `)`)?
     (`scale` `(` $scale^ `)`)?
+    (`score_mod` $score_mod^)?
+    (`mask_mod` $mask_mod^)?
     attr-dict `->` type($result) (`,` type($lse_result)^)?
   }];
 
@@ -184,7 +210,7 @@ def FA_AttentionOp : FA_Op<"attention", [
       build($_builder, $_state, resultTypes, query, key, value, kv_lens,
             mask, /*alibi=*/::mlir::Value(), /*q_segments=*/::mlir::Value(),
             /*k_segments=*/::mlir::Value(), /*q_offset=*/::mlir::Value(),
-            output, lse, scale, causal, /*window=*/nullptr,
+            /*mod_operands=*/::mlir::ValueRange(), output, lse, scale, causal, /*window=*/nullptr,
             /*softcap=*/nullptr, /*chunk=*/nullptr);
     }]>,
     OpBuilder<(ins "::mlir::TypeRange":$resultTypes, "::mlir::Value":$query,
@@ -201,8 +227,15 @@ def FA_AttentionOp : FA_Op<"attention", [
     ::mlir::MutableOperandRange getDpsInitsMutable();
 
     /// Whether any score or mask modifier (window, softcap, ALiBi, chunk,
-    /// segments, q_offset) is set.
+    /// segments, q_offset, a score_mod or mask_mod region) is set.
     bool hasModifiers();
+
+    /// Whether the op has a score_mod / mask_mod region.
+    bool hasScoreMod() { return !getScoreMod().empty(); }
+    bool hasMaskMod() { return !getMaskMod().empty(); }
+
+    /// The number of leading index arguments of a region: (b, h, q, k).
+    static constexpr unsigned kNumModIndices = 4;
 
     /// The scale applied to Q K^T: the attribute, or 1/sqrt(D).
     float getEffectiveScale();
@@ -211,6 +244,28 @@ def FA_AttentionOp : FA_Op<"attention", [
     int64_t getGroupSize();
   }];
   let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// YieldOp
+//===----------------------------------------------------------------------===//
+
+def FA_YieldOp : FA_Op<"yield", [
+    Pure, Terminator, HasParent<"AttentionOp">]> {
+  let summary = "Yields the value of an fa.attention modifier region";
+  let description = [{
+    Ends a `score_mod` region (one f32: the new score) or a `mask_mod`
+    region (one i1: true keeps the key) of `fa.attention`.
+
+    Example:
+
+    ```mlir
+    fa.yield %score : f32
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
 }
 
 #endif // FA_DIALECT_FA_IR_FAOPS_TD

@@ -74,10 +74,13 @@ struct AttentionModifiers {
   bool segments = false;
   /// A q_offset operand, added to the diagonal offset.
   bool qOffset = false;
+  /// General score_mod / mask_mod regions (the op's; null when absent).
+  Region *scoreMod = nullptr;
+  Region *maskMod = nullptr;
 
   bool any() const {
     return windowLeft >= 0 || windowRight >= 0 || softcap || chunk > 0 ||
-           alibi || segments || qOffset;
+           alibi || segments || qOffset || scoreMod || maskMod;
   }
 };
 
@@ -114,6 +117,9 @@ public:
   bool hasSegments() const { return mods.segments; }
   bool hasAlibi() const { return mods.alibi; }
   bool hasSoftcap() const { return mods.softcap.has_value(); }
+  bool hasScoreMod() const { return mods.scoreMod != nullptr; }
+  bool hasMaskMod() const { return mods.maskMod != nullptr; }
+  bool hasRegions() const { return hasScoreMod() || hasMaskMod(); }
 
   /// Whether a key inside a row's visited range can still be removed for
   /// that row (causality, a boolean mask, a window, a chunk, segments): its
@@ -121,7 +127,7 @@ public:
   /// not multiply it.
   bool removesKeysInsideRange() const {
     return isCausal() || hasMask() || hasWindowLeft() || hasWindowRight() ||
-           hasChunk() || hasSegments();
+           hasChunk() || hasSegments() || hasRegions();
   }
 
   //===--------------------------------------------------------------------===//
@@ -172,7 +178,8 @@ public:
   /// or (causal) past the diagonal of `firstRow`, or there is a user mask.
   /// Tiles for which it is false are full: every key is kept for every row.
   /// `rows` (the rows of the query tile) is needed for the window's left
-  /// bound and the chunk; without it such tiles always need masks. With
+  /// bound and the chunk; without it such tiles always need masks. With a
+  /// mask_mod every tile needs them. With
   /// segments, `qSeg` and `kSeg` (the id ranges of the tile's rows and
   /// keys) decide through segmentTileNeedsMask; without them such tiles
   /// always need masks.
@@ -240,6 +247,32 @@ public:
   /// multiplied by it. The additive mask comes after (applyMaskElement).
   Value modifyScore(OpBuilder &b, Location loc, Value score, Value q, Value k,
                     Value off, Value slope, double factor = 1.0) const;
+
+  /// The indices a modifier region sees: batch, query head, query row and
+  /// key (index scalars or vectors of index), and the op's Nq and Nk
+  /// (index scalars), to which q and k are clamped (a kernel may evaluate
+  /// rows and keys past them; the region may only see in-range ones).
+  struct ModIndices {
+    Value batch, head, q, k, nq, nk;
+  };
+
+  /// Applies the op's score_mod region (last in the documented order) to
+  /// `score` (f32 scalar or vector): inlines its body at `b` with its
+  /// arguments bound to `score`, `idx` and `modOperands` (the op's
+  /// mod_operands as tensors, or memrefs in the kernels, where
+  /// tensor.extract becomes memref.load). With a vector among them, the
+  /// body is computed on vectors (elementwise ops broadcast their scalar
+  /// operands; other ops lane by lane). A `factor` of log2(e) serves
+  /// exp2-domain kernels (the region sees `score / factor`). `score` when
+  /// there is no score_mod.
+  Value applyScoreMod(OpBuilder &b, Location loc, Value score,
+                      const ModIndices &idx, ValueRange modOperands,
+                      double factor = 1.0) const;
+
+  /// ANDs the op's mask_mod region, inlined like applyScoreMod, into
+  /// `keep` (null = kept); nothing without a mask_mod.
+  void applyMaskMod(OpBuilder &b, Location loc, const ModIndices &idx,
+                    ValueRange modOperands, Value &keep) const;
 
   /// The predicate of a keep-mask element `m` (i1 or i8, scalar or vector).
   static Value keepMaskPredicate(OpBuilder &b, Location loc, Value m);

@@ -1,0 +1,4 @@
+// No modifier function at all.
+func.func @other(%s: f32) -> f32 {
+  return %s : f32
+}
