@@ -37,6 +37,18 @@ REGIONS = {
         None,
         lambda s, b, h, q, k, ops, Nq: s + ops[0][h, k - q + Nq - 1],
         None),
+    # A per-row, per-head bias table [Nq, Hq] read at [q, h]: on the CPU
+    # kernel's query lanes the varying index is not the last one, so the
+    # read goes lane by lane.
+    "row_bias": (
+        lambda rng, B, Hq, Nq, Nk: [
+            rng.standard_normal((Nq, Hq), dtype=np.float32)],
+        lambda Nq, Nk: """
+    %x = tensor.extract %rt0[%rq, %rh] : {t0}
+    %r = arith.addf %rs, %x : f32""",
+        None,
+        lambda s, b, h, q, k, ops, Nq: s + ops[0][q, h],
+        None),
     # ALiBi written by hand: s - slopes[h] * |q - k| (slopes [Hq]).
     "alibi_like": (
         lambda rng, B, Hq, Nq, Nk: [rng.random(Hq, dtype=np.float32) * 0.5],

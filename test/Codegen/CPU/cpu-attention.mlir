@@ -340,12 +340,11 @@ func.func @segments(%q: memref<2x2x?x32xf32>, %k: memref<2x2x?x32xf32>, %v: memr
 
 // score_mod / mask_mod regions in the kernel form: inlined per key row on
 // the query lanes (q a vector of positions, k a scalar), the mod_operands
-// read from their memrefs; the table read at a per-lane index is gathered
-// lane by lane. Every key tile takes the element-mask path.
+// read from their memrefs; the table read at a per-lane index (its last)
+// is a vector.gather. Every key tile takes the element-mask path.
 // CHECK-LABEL: func.func @regions
 //  CHECK-SAME:   %[[T:[a-z0-9]+]]: memref<2x127xf32>
-//       CHECK:   memref.load %[[T]][%{{.*}}, %{{.*}}] : memref<2x127xf32>
-//       CHECK:   vector.from_elements
+//       CHECK:   vector.gather %[[T]][%{{.*}}, %{{.*}}] [%{{.*}}], %{{.*}}, %{{.*}} : memref<2x127xf32>, vector<16xindex>, vector<16xi1>, vector<16xf32> into vector<16xf32>
 //       CHECK:   arith.remui %{{.*}} : index
 //   CHECK-NOT:   fa.attention
 func.func @regions(%q: memref<1x2x64x64xf16>, %k: memref<1x2x64x64xf16>, %v: memref<1x2x64x64xf16>, %t: memref<2x127xf32>, %o: memref<1x2x64x64xf16>) {

@@ -356,6 +356,10 @@ CASES = [
     case("score_mod_rel_bias_br", B=2, Hq=4, Hkv=2, Nq=27, Nk=45,
          causal="bottom-right", lens=[45, 31], regions="rel_bias"),
     case("score_mod_rel_bias_nq_gt_nk", Nq=40, Nk=23, regions="rel_bias"),
+    # A table read whose lane-varying index is not the last (lane by lane
+    # on the vector kernel), with key lengths.
+    case("score_mod_row_bias", B=2, Nq=29, Nk=37, lens=[37, 20],
+         regions="row_bias"),
     # ALiBi by hand, against the reference's own formula.
     case("score_mod_alibi_like", Hq=4, Hkv=1, Nq=33, Nk=33,
          causal="top-left", regions="alibi_like"),

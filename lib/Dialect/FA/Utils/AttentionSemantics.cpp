@@ -458,9 +458,10 @@ static Operation *cloneScalar(OpBuilder &b, Operation &op,
 /// Inlines the one block of a modifier region at `b` with its arguments
 /// bound to `args` (scalars, or vectors of one shape), and returns the
 /// value it yields. Ops whose operands are all scalars stay scalar;
-/// elementwise ops with a vector operand are built on vectors; any other
-/// op with a vector operand (tensor.extract at a vector of indices) is
-/// computed lane by lane.
+/// elementwise ops with a vector operand are built on vectors; a memref
+/// read (tensor.extract) whose last index alone is a vector becomes a
+/// vector.gather; any other op with a vector operand is computed lane by
+/// lane.
 static Value inlineModifierRegion(OpBuilder &b, Region &region,
                                   ArrayRef<Value> args) {
   Block &block = region.front();
@@ -495,6 +496,28 @@ static Value inlineModifierRegion(OpBuilder &b, Region &region,
         state.addTypes(withShape(t, shape));
       state.addAttributes(op.getAttrs());
       map.map(op.getResults(), b.create(state)->getResults());
+      continue;
+    }
+    // A memref read whose last index alone varies over the lanes: a gather
+    // (what the SIMT distribution and the CPU lowering both take).
+    if (isa<tensor::ExtractOp>(op) && isa<MemRefType>(operands[0].getType()) &&
+        operands.size() >= 2 && isa<VectorType>(operands.back().getType()) &&
+        llvm::none_of(ArrayRef<Value>(operands).slice(1, operands.size() - 2),
+                      [](Value v) { return isa<VectorType>(v.getType()); })) {
+      SmallVector<Value> offsets(ArrayRef<Value>(operands).slice(
+          1, operands.size() - 2));
+      offsets.push_back(cIndex(b, loc, 0));
+      Type elt = op.getResult(0).getType();
+      auto resultType = VectorType::get(shape.getShape(), elt);
+      auto maskType = VectorType::get(shape.getShape(), b.getI1Type());
+      Value mask = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(maskType, true));
+      Value pass = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(resultType, b.getZeroAttr(elt)));
+      Value gathered = vector::GatherOp::create(
+          b, loc, resultType, operands[0], offsets, operands.back(), mask,
+          pass);
+      map.map(op.getResult(0), gathered);
       continue;
     }
     // Lane by lane.
