@@ -55,6 +55,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from fa_reference import (modifier_inputs, reference,  # noqa: E402
                           save_attention_inputs, seed_of)
+from mlir_exec import MLIR_TYPES, tensor_type  # noqa: E402
+from modifier_regions import REGIONS, region_text  # noqa: E402
 
 #===------------------------------------------------------------------------===#
 # Rounding helpers
@@ -80,8 +82,10 @@ CAUSAL = {"none": "none", "top-left": "top_left",
           "bottom-right": "bottom_right"}
 
 
-def kernel_text(c):
-    """A kernel function `@fa_attention` for case `c` (B, Nq, Nk dynamic)."""
+def kernel_text(c, mods=None):
+    """A kernel function `@fa_attention` for case `c` (B, Nq, Nk dynamic);
+    `mods` (make_modifiers') gives the mod_operands of a case with
+    score_mod / mask_mod regions (static shapes)."""
     t = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[c["dtype"]]
     Hq, Hkv, D, Dv = c["Hq"], c["Hkv"], c["D"], c["Dv"]
     ty = {"q": f"?x{Hq}x?x{D}x{t}", "k": f"?x{Hkv}x?x{D}x{t}",
@@ -105,6 +109,11 @@ def kernel_text(c):
         names.append("alibi")
     if c.get("segments") is not None:
         names += ["qs", "ks"]
+    mod_arrays = (mods or {}).get("mods", [])
+    for i, a in enumerate(mod_arrays):
+        t = tensor_type(a.shape, MLIR_TYPES[a.dtype])
+        ty[f"mod{i}"] = t[len("tensor<"):-1]
+        names.append(f"mod{i}")
     names.append("o")
     if c["lse"]:
         names.append("lse")
@@ -150,6 +159,12 @@ def kernel_text(c):
     if c.get("segments") is not None:
         mod_operands += (" segments(%qs_t, %ks_t : tensor<?x?xi32>, "
                          "tensor<?x?xi32>)")
+    if mod_arrays:
+        mod_operands += (" mod_operands(" +
+                         ", ".join(f"%mod{i}_t" for i in range(len(mod_arrays)))
+                         + " : " + ", ".join(f"tensor<{ty[f'mod{i}']}>"
+                                             for i in range(len(mod_arrays)))
+                         + ")")
     if c.get("q_offset"):
         # A constant in the kernel function (the kernels clone it).
         lines.append(f"  %qoff = arith.constant {c['q_offset']} : index")
@@ -167,6 +182,8 @@ def kernel_text(c):
         outs += f", %lse_t : tensor<{ty['lse']}>"
         results += f", tensor<{ty['lse']}>"
     scale = f" scale({c['scale']!r})" if c["scale"] is not None else ""
+    if c.get("regions"):
+        scale += region_text(c["regions"], mod_arrays, c["Nq"], c["Nk"])
     res = "%r:2" if c["lse"] else "%r"
     lines.append(
         f"  {res} = fa.attention ins(%q_t, %k_t, %v_t : tensor<{ty['q']}>, "
@@ -193,7 +210,7 @@ def case(name, **kw):
              dtype="float32", causal="none", lens=None, mask=None,
              mask_shape="BHQK", scale=None, lse=True, block_q=None,
              block_kv=None, flags=[], window=None, softcap=None, chunk=None,
-             alibi=None, segments=None, q_offset=0)
+             alibi=None, segments=None, q_offset=0, regions=None)
     c.update(kw)
     if c["Dv"] is None:
         c["Dv"] = c["D"]
@@ -337,6 +354,19 @@ CASES = [
          Nk=90, causal="top-left", window=(20, 5), softcap=3.0, alibi="h",
          lens=[90, 33], mask="bool", mask_shape="B1QK", segments="random",
          block_kv=16),
+    # General score_mod / mask_mod regions (test/lib/modifier_regions.py):
+    # a relative-bias table read at per-lane keys, both regions with a
+    # window and softcap, a mask_mod with an additive mask and rows emptied
+    # by key lengths, a score_mod after an additive mask.
+    case("f32_regions_rel_bias_br", Hq=4, Hkv=2, Nq=37, Nk=70,
+         causal="bottom-right", lens=[60], regions="rel_bias", block_kv=16),
+    case("f16_regions_both_window", dtype="float16", B=2, Hq=4, Nq=40,
+         Nk=90, causal="top-left", window=(20, 5), softcap=3.0,
+         regions="both", block_kv=16),
+    case("f32_regions_prefix_lm_float_mask", B=2, Nq=30, Nk=45,
+         mask="float", lens=[45, 0], regions="prefix_lm"),
+    case("bf16_regions_alibi_like_mask", dtype="bfloat16", Nq=33, Nk=40,
+         mask="float", regions="alibi_like"),
 ] + [
     # Every element type and head dim, alternating the causal alignment and
     # key lengths.
@@ -397,7 +427,8 @@ def check(c, q, k, v, lens, mask, o, lse, mods=None):
     kw = dict(window=c["window"], softcap=c["softcap"], chunk=c["chunk"],
               alibi=mods.get("alibi"),
               segments=(mods["qs"], mods["ks"]) if "qs" in mods else None,
-              q_offset=c["q_offset"])
+              q_offset=c["q_offset"], score_mod=mods.get("score_mod"),
+              mask_mod=mods.get("mask_mod"))
     o_ref, lse_ref, empty = reference(q, k, v, scale, c["causal"], lens, mask,
                                       np.float64, **kw)
     o_naive, lse_naive, _ = reference(q, k, v, scale, c["causal"], lens, mask,
@@ -457,8 +488,19 @@ def make_modifiers(c, rng):
     """The modifier operands of case `c`: ALiBi slopes ([Hq] or [B, Hq]) and
     segment ids ([B, Nq], [B, Nk]: sorted with some empty documents, or
     random)."""
-    return modifier_inputs(rng, c["B"], c["Hq"], c["Nq"], c["Nk"],
+    mods = modifier_inputs(rng, c["B"], c["Hq"], c["Nq"], c["Nk"],
                            c["alibi"], c["segments"])
+    if c.get("regions"):
+        make, _, _, ref_score, ref_mask = REGIONS[c["regions"]]
+        arrays = make(rng, c["B"], c["Hq"], c["Nq"], c["Nk"])
+        mods["mods"] = arrays
+        Nq = c["Nq"]
+        if ref_score:
+            mods["score_mod"] = lambda s, b, h, q, k: ref_score(
+                s, b, h, q, k, arrays, Nq)
+        if ref_mask:
+            mods["mask_mod"] = lambda b, h, q, k: ref_mask(b, h, q, k, arrays)
+    return mods
 
 
 def modifier_flags(paths, mods):
@@ -469,6 +511,10 @@ def modifier_flags(paths, mods):
         if name in mods:
             np.save(paths[name], mods[name])
             flags += [flag, paths[name]]
+    for i, a in enumerate(mods.get("mods", [])):
+        path = paths["o"][:-len(".o.npy")] + f".mod{i}.npy"
+        np.save(path, a)
+        flags += ["--mod-operand", path]
     return flags
 
 
@@ -484,7 +530,7 @@ def prepare_case(c, tmp):
              for n in ("q", "k", "v", "lens", "mask", "o", "lse", "alibi",
                        "qs", "ks")}
     with open(base + ".mlir", "w") as f:
-        f.write(kernel_text(c))
+        f.write(kernel_text(c, mods))
     return (q, k, v, lens, mask, mods), base, paths
 
 
@@ -577,7 +623,8 @@ def run_mutations(fa_emulate, c, tmp, pipeline, mutations):
     roles = "q,k,v" + (",kv_lens" if lens is not None else "") + \
         (",mask" if mask is not None else "") + \
         (",alibi" if "alibi" in mods else "") + \
-        (",q_segments,k_segments" if "qs" in mods else "") + ",o" + \
+        (",q_segments,k_segments" if "qs" in mods else "") + \
+        ",mod" * len(mods.get("mods", [])) + ",o" + \
         (",lse" if c["lse"] else "")
     failures = 0
     for name, old, new, *anchor in mutations:

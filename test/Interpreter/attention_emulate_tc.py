@@ -65,6 +65,21 @@ MODIFIER_CASES = [
                 Hq=4, Hkv=2, Nq=40, Nk=90, causal="top-left", window=(20, 5),
                 softcap=3.0, alibi="h", lens=[90, 33], mask="bool",
                 mask_shape="B1QK"),
+    # General regions (test/lib/modifier_regions.py) on the fragment layout:
+    # a relative-bias table, both regions with a window and softcap, a
+    # mask_mod and a score_mod after an additive mask (applied in
+    # maskScore), rows emptied by key lengths.
+    mapped_case("tc_f16_regions_rel_bias", "block-kv=16", dtype="float16",
+                Hq=4, Hkv=2, Nq=37, Nk=70, causal="bottom-right", lens=[60],
+                regions="rel_bias"),
+    mapped_case("tc_bf16_regions_both", "block-kv=16", dtype="bfloat16", B=2,
+                Hq=4, Nq=40, Nk=90, causal="top-left", window=(20, 5),
+                softcap=3.0, regions="both"),
+    mapped_case("tc_f16_regions_prefix_lm_mask", "", dtype="float16", B=2,
+                Nq=30, Nk=45, mask="float", lens=[45, 0],
+                regions="prefix_lm"),
+    mapped_case("tc_f16_regions_alibi_like_mask", "", dtype="float16",
+                Nq=33, Nk=40, mask="float", regions="alibi_like"),
 ]
 
 # The shared 16-bit matrix (head dims 64, 96 and 128; the largest head dim

@@ -97,6 +97,18 @@ CASES = mma_cases("wg", (64, 128), mqa_dv=128, Hq=1, Hkv=1) + [
                 B=2, Hq=2, Hkv=1, Nq=130, Nk=150, causal="top-left",
                 window=(60, 10), softcap=3.0, alibi="h", lens=[150, 77],
                 mask="bool", mask_shape="B1QK"),
+    # General regions (test/lib/modifier_regions.py) on the wgmma fragment
+    # layout: a relative-bias table with key lengths, both regions with a
+    # window and softcap, a mask_mod after an additive mask.
+    mapped_case("wg_f16_regions_rel_bias", "", dtype="float16", Hq=1, Hkv=1,
+                Nq=40, Nk=150, causal="bottom-right", lens=[140],
+                regions="rel_bias"),
+    mapped_case("wg_bf16_regions_both", "", dtype="bfloat16", B=2, Hq=2,
+                Hkv=1, Nq=45, Nk=90, causal="top-left", window=(30, 5),
+                softcap=3.0, regions="both"),
+    mapped_case("wg_f16_regions_prefix_lm_mask", "", dtype="float16", B=2,
+                Hq=1, Hkv=1, Nq=30, Nk=70, mask="float", lens=[70, 0],
+                regions="prefix_lm"),
 ]
 
 # What the mapped module must hold: the wgmma kernel.

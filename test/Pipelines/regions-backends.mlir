@@ -1,19 +1,23 @@
 // General score_mod / mask_mod regions through the pipelines: the CPU
-// lowerings run them; the GPU kernel families do not lower them yet and say
-// so, whichever family is asked for (never a kernel that drops them).
+// lowerings and every GPU kernel family inline them where they compute a
+// score (AttentionSemantics::applyScoreMod / applyMaskMod); the table read
+// becomes a load from the kernel's extra memref argument.
 //
 // RUN: fa-opt %s -fa-lower-to-cpu | FileCheck %s --check-prefix=CPU
 // RUN: fa-opt %s -fa-lower-to-cpu=reference=1 | FileCheck %s --check-prefix=CPU
-// RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_90a" 2>&1 | FileCheck %s --check-prefix=AUTO
-// RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_80 kernel=simt" 2>&1 | FileCheck %s --check-prefix=AUTO
-// RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_80 kernel=mma" 2>&1 | FileCheck %s --check-prefix=MMA
-// RUN: not fa-opt %s -fa-lower-to-nvvm="chip=sm_90a kernel=wgmma" 2>&1 | FileCheck %s --check-prefix=WG
+// RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_90a" | FileCheck %s --check-prefixes=GPU,WG
+// RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_80 kernel=mma" | FileCheck %s --check-prefixes=GPU,MMA
+// RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_80 kernel=simt" | FileCheck %s --check-prefixes=GPU,SIMT
 
 // CPU-LABEL: llvm.func @regions
 //   CPU-NOT: fa.attention
-// AUTO: error: fa-promote-shared: its score_mod / mask_mod regions are not lowered by the GPU kernels yet (the CPU backends run them)
-// MMA: error: fa-lower-to-nvvm: kernel=mma: the attention of @regions is not eligible: its score_mod / mask_mod regions are not lowered by the GPU kernels yet
-// WG: error: fa-lower-to-nvvm: kernel=wgmma: the attention of @regions is not eligible: its score_mod / mask_mod regions are not lowered by the GPU kernels yet
+
+// The kernels take the table as a fifth memref; no libdevice call.
+//     GPU: gpu.binary @regions_kernels
+//     MMA-SAME: mma.sync.aligned.m16n8k16
+//     WG-SAME: wgmma.mma_async.sync.aligned
+//     SIMT-SAME: shfl.sync.bfly
+// GPU-NOT: {{__nv_}}
 
 func.func @regions(%q: memref<1x2x64x64xf16>, %k: memref<1x2x64x64xf16>, %v: memref<1x2x64x64xf16>, %t: memref<2x127xf32>, %o: memref<1x2x64x64xf16>) {
   %qt = bufferization.to_tensor %q restrict : memref<1x2x64x64xf16> to tensor<1x2x64x64xf16>

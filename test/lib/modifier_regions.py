@@ -99,16 +99,11 @@ REGIONS = {
 }
 
 
-def region_case(name, rng, B, Hq, Nq, Nk):
-    """The operands (dict "mod0", "mod1", ... -> array), the
-    `mod_operands(...)` clause, the region text after the op's attributes,
-    and the numpy score_mod / mask_mod of region set `name`."""
-    make, score_body, mask_body, ref_score, ref_mask = REGIONS[name]
-    arrays = make(rng, B, Hq, Nq, Nk)
-    ops = {f"mod{i}": a for i, a in enumerate(arrays)}
+def region_text(name, arrays, Nq, Nk):
+    """The `score_mod { ... } mask_mod { ... }` text of region set `name`
+    over the mod_operands `arrays`."""
+    _, score_body, mask_body, _, _ = REGIONS[name]
     types = [_ttype(a) for a in arrays]
-    clause = (" mod_operands(" + ", ".join("%" + n for n in ops) + " : " +
-              ", ".join(types) + ")")
     extra = "".join(f", %rt{i}: {t}" for i, t in enumerate(types))
     subst = {f"t{i}": t for i, t in enumerate(types)}
     text = ""
@@ -121,6 +116,20 @@ def region_case(name, rng, B, Hq, Nq, Nk):
         text += (" mask_mod {\n  ^bb0(%rb: index, %rh: index, %rq: index, "
                  f"%rk: index{extra}):" + mask_body(Nq, Nk).format(**subst) +
                  "\n    fa.yield %r : i1\n  }")
+    return text
+
+
+def region_case(name, rng, B, Hq, Nq, Nk):
+    """The operands (dict "mod0", "mod1", ... -> array), the
+    `mod_operands(...)` clause, the region text after the op's attributes,
+    and the numpy score_mod / mask_mod of region set `name`."""
+    make, _, _, ref_score, ref_mask = REGIONS[name]
+    arrays = make(rng, B, Hq, Nq, Nk)
+    ops = {f"mod{i}": a for i, a in enumerate(arrays)}
+    types = [_ttype(a) for a in arrays]
+    clause = (" mod_operands(" + ", ".join("%" + n for n in ops) + " : " +
+              ", ".join(types) + ")")
+    text = region_text(name, arrays, Nq, Nk)
     score = mask = None
     if ref_score:
         score = lambda s, b, h, q, k: ref_score(s, b, h, q, k, arrays, Nq)

@@ -124,10 +124,16 @@ cl::opt<std::string>
 cl::opt<std::string>
     kSegmentsPath("k-segments", cl::desc("Key segment ids [B, Nk] (int32)"),
                   cl::value_desc("file"), cl::cat(emulateCategory));
+cl::list<std::string> modOperandPaths(
+    "mod-operand",
+    cl::desc("A tensor the op's score_mod / mask_mod regions read (its "
+             "mod_operands, in order); repeat for each"),
+    cl::value_desc("file"), cl::cat(emulateCategory));
 cl::opt<std::string> argRoles(
     "arg-roles",
     cl::desc("The role of each argument of the kernel function, in order, "
-             "comma-separated from q, k, v, kv_lens, mask, o, lse (needed "
+             "comma-separated from q, k, v, kv_lens, mask, o, lse, alibi, "
+             "q_segments, k_segments, mod (one per --mod-operand) (needed "
              "for an already-mapped module; default: traced from "
              "fa.attention)"),
     cl::value_desc("list"), cl::cat(emulateCategory));
@@ -215,7 +221,21 @@ cl::opt<bool> printTimes("time",
                          cl::cat(emulateCategory));
 
 /// What a kernel function argument holds.
-enum class Role { Q, K, V, KvLens, Mask, O, Lse, Alibi, QSegments, KSegments };
+enum class Role {
+  Q,
+  K,
+  V,
+  KvLens,
+  Mask,
+  O,
+  Lse,
+  Alibi,
+  QSegments,
+  KSegments,
+  /// One of the op's mod_operands; the k-th Mod argument (in argument
+  /// order) is read from the k-th --mod-operand.
+  Mod
+};
 
 StringRef roleName(Role r) {
   switch (r) {
@@ -239,6 +259,8 @@ StringRef roleName(Role r) {
     return "q_segments";
   case Role::KSegments:
     return "k_segments";
+  case Role::Mod:
+    return "mod";
   }
   return "?";
 }
@@ -273,8 +295,10 @@ const std::string &rolePath(Role r) {
     return qSegmentsPath;
   case Role::KSegments:
     return kSegmentsPath;
+  case Role::Mod:
+    break;
   }
-  llvm_unreachable("unknown role");
+  llvm_unreachable("no single file for this role");
 }
 
 /// Prints a one-line error and returns the tool's exit code for it.
@@ -337,6 +361,20 @@ rolesFromAttention(func::FuncOp func, AttentionOp attn, std::string &error) {
     }
     roles[*arg] = role;
   }
+  // The mod_operands, in order, in increasing argument positions (the k-th
+  // Mod argument reads the k-th --mod-operand).
+  int64_t lastMod = -1;
+  for (Value m : attn.getModOperands()) {
+    std::optional<unsigned> arg = traceToArgument(m, func);
+    if (!arg || static_cast<int64_t>(*arg) <= lastMod) {
+      error = ("the mod_operands of fa.attention in @" + func.getSymName() +
+               " must come from arguments in their order; pass --arg-roles")
+                  .str();
+      return failure();
+    }
+    roles[*arg] = Role::Mod;
+    lastMod = *arg;
+  }
   SmallVector<Role> result;
   for (auto [i, role] : llvm::enumerate(roles)) {
     if (!role) {
@@ -369,15 +407,16 @@ FailureOr<SmallVector<Role>> parseRoles(StringRef text, std::string &error) {
                                        Role::QSegments)
                                 .Cases({"k_segments", "k-segments"},
                                        Role::KSegments)
+                                .Case("mod", Role::Mod)
                                 .Default(std::nullopt);
     if (!r) {
       error = ("--arg-roles: unknown role '" + p.trim() +
                "' (expected q, k, v, kv_lens, mask, o, lse, alibi, "
-               "q_segments or k_segments)")
+               "q_segments, k_segments or mod)")
                   .str();
       return failure();
     }
-    if (llvm::is_contained(roles, *r)) {
+    if (*r != Role::Mod && llvm::is_contained(roles, *r)) {
       error = ("--arg-roles: role '" + p.trim() + "' appears twice").str();
       return failure();
     }
@@ -700,6 +739,43 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
       !load(qSegmentsPath, Role::QSegments, qSeg) ||
       !load(kSegmentsPath, Role::KSegments, kSeg))
     return 1;
+  // The mod_operands: one file per Mod argument, in argument order.
+  SmallVector<NpyArray> modArrays;
+  {
+    SmallVector<unsigned> modArgs;
+    for (auto [i, r] : llvm::enumerate(roles))
+      if (r == Role::Mod)
+        modArgs.push_back(i);
+    if (modArgs.size() != modOperandPaths.size())
+      return fail(formatv("@{0} takes {1} mod operand(s); --mod-operand "
+                          "gives {2}",
+                          funcName, modArgs.size(), modOperandPaths.size())
+                      .str());
+    for (auto [k, idx] : llvm::enumerate(modArgs)) {
+      const std::string &path = modOperandPaths[k];
+      auto type = dyn_cast<MemRefType>(argTypes[idx]);
+      if (!type || acceptedDTypes(type.getElementType()).empty())
+        return fail(formatv("argument {0} of @{1} (a mod operand) has "
+                            "unsupported type {2}",
+                            idx, funcName, argTypes[idx])
+                        .str());
+      llvm::Expected<NpyArray> array =
+          readNpyFile(path, acceptedDTypes(type.getElementType()));
+      if (!array)
+        return fail(llvm::toString(array.takeError()));
+      bool ok = array->getRank() == type.getRank();
+      for (int64_t d = 0; ok && d < type.getRank(); ++d)
+        ok = type.isDynamicDim(d) ||
+             type.getDimSize(d) == array->getShape()[d];
+      if (!ok)
+        return fail(formatv("{0}: shape {1} does not match {2}, mod operand "
+                            "#{3} of @{4}",
+                            path, formatShape(array->getShape()), type, k,
+                            funcName)
+                        .str());
+      modArrays.push_back(std::move(*array));
+    }
+  }
   if (outputPath.empty())
     return fail("-o is required");
   if (!lsePath.empty() && !llvm::is_contained(roles, Role::Lse))
@@ -749,11 +825,19 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
 
   // Argument buffers in the function's order.
   std::vector<ArgBuffer> buffers(roles.size());
+  unsigned nextMod = 0;
   for (auto [i, role] : llvm::enumerate(roles)) {
     ArgBuffer &buf = buffers[i];
     buf.role = role;
     buf.type = cast<MemRefType>(argTypes[i]);
     Type elt = buf.type.getElementType();
+    if (role == Role::Mod) {
+      const NpyArray &array = modArrays[nextMod];
+      buf.file = modOperandPaths[nextMod++];
+      buf.shape.assign(array.getShape().begin(), array.getShape().end());
+      buf.bytes = toElementBytes(array, elt);
+      continue;
+    }
     std::optional<NpyArray> *input = role == Role::Q           ? &q
                                      : role == Role::K         ? &k
                                      : role == Role::V         ? &v

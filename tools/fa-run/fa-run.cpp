@@ -917,6 +917,7 @@ static Expected<std::string> runOnCuda(MLIRContext &ctx,
 static Expected<std::string> runOnEmulator(ModuleOp module,
                                            const rt::KernelMetadata &md,
                                            const AttentionArrays &arrays,
+                                           MutableArrayRef<Input> modOperands,
                                            double &compileMs, double &runMs) {
   auto start = std::chrono::steady_clock::now();
   EmulationMapOptions mapOptions;
@@ -966,6 +967,9 @@ static Expected<std::string> runOnEmulator(ModuleOp module,
         param.role == rt::ParamRole::Output ||
             param.role == rt::ParamRole::Lse);
   }
+  // The --mods tensors: the arguments attachMods appended.
+  for (auto [i, in] : llvm::enumerate(modOperands))
+    add(("mod" + Twine(i)).str(), &in.array, /*isOutput=*/false);
   InterpreterOptions options;
   options.checkRaces = true;
   EmulationLaunch launch;
@@ -1135,9 +1139,10 @@ static Error runAttention(MLIRContext &ctx) {
   if (modsPath.empty() && !modOperandPaths.empty())
     return makeError("--mod-operand needs --mods (the functions that read "
                      "it)");
-  if (!modsPath.empty() && *device != Device::Cpu)
-    return makeError("--mods: the GPU kernels do not lower score_mod / "
-                     "mask_mod regions yet; use --device cpu");
+  if (!modsPath.empty() && *device == Device::Cuda)
+    return makeError("--mods: kernels with score_mod / mask_mod regions "
+                     "cannot be built as GPU artifacts yet; use --device cpu "
+                     "or emulate");
   for (const std::string &path : modOperandPaths) {
     Expected<Input> in =
         loadInput(path, {NpyDType::Float32, NpyDType::Int32});
@@ -1351,9 +1356,12 @@ static Error runAttention(MLIRContext &ctx) {
   if (!module)
     return module.takeError();
 
+  if (!modsPath.empty())
+    if (Error err = attachMods(ctx, **module, modOperands))
+      return err;
   if (*device == Device::Emulate) {
     Expected<std::string> where =
-        runOnEmulator(**module, md, arrays, compileMs, runMs);
+        runOnEmulator(**module, md, arrays, modOperands, compileMs, runMs);
     if (!where)
       return where.takeError();
     return finish(compileMs, runMs, *where);
@@ -1365,12 +1373,8 @@ static Error runAttention(MLIRContext &ctx) {
     NpyArray *array = arrays.get(param.role);
     descriptors.emplace_back(array->getData(), array->getShape());
   }
-  if (!modsPath.empty()) {
-    if (Error err = attachMods(ctx, **module, modOperands))
-      return err;
-    for (Input &in : modOperands)
-      descriptors.emplace_back(in.array.getData(), in.shape());
-  }
+  for (Input &in : modOperands)
+    descriptors.emplace_back(in.array.getData(), in.shape());
   if (Error err = lowerAndRun(**module, pipelineText(blockQ, blockKV, 256),
                               descriptors, compileMs, runMs))
     return err;

@@ -19,7 +19,8 @@ two warpgroups, 128-key tiles, 3 stages (4) and wide head dims (5), whose PTX
 must hold wgmma.mma_async m64nNk16 for S (N = block_kv) and P V (N = Dv, V
 MN-major), the wgmma fence/commit/wait, fence.proxy.async and cp.async;
 every family also with the score/mask modifiers (window + softcap, and
-with ALiBi and segment ids: 2 SIMT, 2 mma.sync, 2 wgmma):
+with ALiBi and segment ids: 2 SIMT, 2 mma.sync, 2 wgmma) and with general
+score_mod / mask_mod regions reading a bias table (one per family):
 lower a kernel function with `fa-lower-to-nvvm`, take the
 PTX out of the gpu.binary, check it has the expected instructions (shared
 buffers, bar.sync, warp shuffles, the kernel entry) and run
@@ -96,6 +97,44 @@ func.func @fa_attention(%q: memref<?x8x?x{d}x{t}>, %k: memref<?x2x?x{d}x{t}>, %v
 }}
 """
 
+# General score_mod / mask_mod regions: a relative-bias table [8, 4095]
+# read at (h, k - q + 2047) with key lengths and LSE.
+KERNEL_REGIONS = """
+func.func @fa_attention(%q: memref<?x8x?x{d}x{t}>, %k: memref<?x2x?x{d}x{t}>, %v: memref<?x2x?x{dv}x{t}>,
+                        %lens: memref<?xi32>, %tab: memref<8x4095xf32>,
+                        %o: memref<?x8x?x{dv}x{t}>, %lse: memref<?x8x?xf32>) {{
+  %qt = bufferization.to_tensor %q restrict : memref<?x8x?x{d}x{t}> to tensor<?x8x?x{d}x{t}>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x?x{d}x{t}> to tensor<?x2x?x{d}x{t}>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x?x{dv}x{t}> to tensor<?x2x?x{dv}x{t}>
+  %lt = bufferization.to_tensor %lens restrict : memref<?xi32> to tensor<?xi32>
+  %tt = bufferization.to_tensor %tab restrict : memref<8x4095xf32> to tensor<8x4095xf32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x8x?x{dv}x{t}> to tensor<?x8x?x{dv}x{t}>
+  %st = bufferization.to_tensor %lse restrict writable : memref<?x8x?xf32> to tensor<?x8x?xf32>
+  %r:2 = fa.attention ins(%qt, %kt, %vt : tensor<?x8x?x{d}x{t}>, tensor<?x2x?x{d}x{t}>, tensor<?x2x?x{dv}x{t}>)
+           kv_lens(%lt : tensor<?xi32>) mod_operands(%tt : tensor<8x4095xf32>)
+           outs(%ot : tensor<?x8x?x{dv}x{t}>, %st : tensor<?x8x?xf32>)
+           causal({causal}) score_mod {{
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, %tb: tensor<8x4095xf32>):
+    %c = arith.constant 2047 : index
+    %d = arith.subi %ki, %qi : index
+    %i = arith.addi %d, %c : index
+    %x = tensor.extract %tb[%h, %i] : tensor<8x4095xf32>
+    %y = arith.addf %s, %x : f32
+    fa.yield %y : f32
+  }} mask_mod {{
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index, %tb: tensor<8x4095xf32>):
+    %c3 = arith.constant 3 : index
+    %z = arith.constant 0 : index
+    %m = arith.remui %ki, %c3 : index
+    %keep = arith.cmpi ne, %m, %z : index
+    fa.yield %keep : i1
+  }} -> tensor<?x8x?x{dv}x{t}>, tensor<?x8x?xf32>
+  bufferization.materialize_in_destination %r#0 in writable %o : (tensor<?x8x?x{dv}x{t}>, memref<?x8x?x{dv}x{t}>) -> ()
+  bufferization.materialize_in_destination %r#1 in writable %lse : (tensor<?x8x?xf32>, memref<?x8x?xf32>) -> ()
+  return
+}}
+"""
+
 BOOL_CONVERT = """  %c0 = arith.constant 0 : index
   %c2 = arith.constant 2 : index
   %c3 = arith.constant 3 : index
@@ -125,6 +164,8 @@ def kernel_text(d, dv, t, causal, variant):
             alibi="alibi(%alt : tensor<8xf32>)" if mods else "",
             segments=(" segments(%qst, %kst : tensor<?x?xi32>, "
                       "tensor<?x?xi32>)") if mods else "")
+    if variant == "regions":
+        return KERNEL_REGIONS.format(d=d, dv=dv, t=t, causal=causal)
     if variant == "add_mask":
         return KERNEL_MASK.format(d=d, dv=dv, t=t, causal=causal, mt=t,
                                   mtt=t, mname="%mb", convert="")
@@ -155,7 +196,8 @@ def main(argv):
         # The score/mask modifiers on the SIMT kernels.
         configs += [(chip, 64, 64, t, "bottom_right", simt, variant)
                     for chip, t, variant in (("sm_80", "f32", "window_softcap"),
-                                             ("sm_90", "f16", "all_mods"))]
+                                             ("sm_90", "f16", "all_mods"),
+                                             ("sm_80", "f32", "regions"))]
         # Double-buffered K/V.
         configs += [(chip, d, d, "bf16", "bottom_right", simt + " double-buffer=true", "")
                     for chip in ("sm_80", "sm_90") for d in (64, 128)]
@@ -181,7 +223,8 @@ def main(argv):
         # segment ids too.
         configs += [(chip, 128, 128, t, "bottom_right", tc, variant)
                     for chip, t, variant in (("sm_80", "f16", "window_softcap"),
-                                             ("sm_90", "bf16", "all_mods"))]
+                                             ("sm_90", "bf16", "all_mods"),
+                                             ("sm_80", "f16", "regions"))]
         # Hopper wgmma kernels (fa-map-to-wgmma, sm_90a only): GQA with key
         # lengths and LSE at D 64/128, f16/bf16, causal none/bottom-right,
         # then the masks, two warpgroups, 128-key tiles, 3 stages and the
@@ -204,7 +247,8 @@ def main(argv):
                         (256, 256, "none", ""), (256, 256, "bottom_right", ""),
                         (192, 192, "top_left", "add_mask"),
                         (128, 128, "bottom_right", "window_softcap"),
-                        (64, 64, "top_left", "all_mods"))]
+                        (64, 64, "top_left", "all_mods"),
+                        (128, 128, "bottom_right", "regions"))]
         for chip, d, dv, t, causal, extra, variant in configs:
             if True:
                 if True:

@@ -56,7 +56,8 @@ gpukernel::collectKernelCandidates(ModuleOp module,
         !isArg(args->lse) || !isArg(args->alibi) ||
         !isArg(args->qSegments) || !isArg(args->kSegments) ||
         !(isArg(args->qOffset) ||
-          matchPattern(args->qOffset, m_Constant())))
+          matchPattern(args->qOffset, m_Constant())) ||
+        !llvm::all_of(args->modOperands, isArg))
       continue;
     // Boolean masks as i1 or i8 (0 = masked), additive ones as f16, bf16
     // or f32.
@@ -124,6 +125,8 @@ void gpukernel::outlineKernel(
                        remap(args.lse),       remap(args.alibi),
                        remap(args.qSegments), remap(args.kSegments),
                        remap(args.qOffset)};
+  for (Value m : args.modOperands)
+    kargs.modOperands.push_back(remap(m));
   buildBody(kernel, kargs);
   // The softcap's tanh: a rational approximation (a few ulp), as on the
   // CPU; NVVM has no tanh without libdevice. Its math.fma and math.absf
@@ -270,7 +273,7 @@ Value AttentionKernelBuilder::tileStart(Value j) {
 Value AttentionKernelBuilder::tileMayRemoveKeys(Value k0) {
   if (!sem.removesKeysInsideRange())
     return Value();
-  if (args.mask || sem.hasSegments())
+  if (args.mask || sem.hasSegments() || sem.hasRegions())
     return arith::ConstantIntOp::create(b, loc, 1, 1);
   if (!sem.hasWindowLeft() && !sem.hasWindowRight() && !sem.hasChunk())
     return tileCrossesBlockDiagonal(k0);
@@ -338,6 +341,12 @@ Value AttentionKernelBuilder::maskScore(const ScoreMask &sm, Value v, Value key,
     // Scores are in the log2 domain.
     sem.applyMaskElement(b, loc, m, v, valid, M_LOG2E);
   }
+  AttentionSemantics::ModIndices idx{batch, head, sm.row[r], key, nq, nk};
+  // With an additive mask the score_mod comes after it, so here (every
+  // tile is masked then); otherwise modifyScores applied it.
+  if (sem.hasAdditiveMask())
+    v = sem.applyScoreMod(b, loc, v, idx, args.modOperands, M_LOG2E);
+  sem.applyMaskMod(b, loc, idx, args.modOperands, valid);
   return arith::SelectOp::create(b, loc, valid, v, sm.ninf);
 }
 
@@ -351,12 +360,17 @@ SmallVector<Value> AttentionKernelBuilder::maskScores(ArrayRef<Value> x,
 
 SmallVector<Value> AttentionKernelBuilder::modifyScores(ArrayRef<Value> x,
                                                         Value k0) {
-  if (!sem.hasSoftcap() && !sem.hasAlibi())
+  bool scoreMod = sem.hasScoreMod() && !sem.hasAdditiveMask();
+  if (!sem.hasSoftcap() && !sem.hasAlibi() && !scoreMod)
     return SmallVector<Value>(x);
   Value row[2] = {rowIndex(0), rowIndex(1)};
   // Scores are in the log2 domain.
   return mapScores(x, k0, [&](Value v, Value key, int64_t r) {
-    return sem.modifyScore(b, loc, v, row[r], key, diag, slope, M_LOG2E);
+    v = sem.modifyScore(b, loc, v, row[r], key, diag, slope, M_LOG2E);
+    if (scoreMod)
+      v = sem.applyScoreMod(b, loc, v, {batch, head, row[r], key, nq, nk},
+                            args.modOperands, M_LOG2E);
+    return v;
   });
 }
 

@@ -414,15 +414,26 @@ void WgmmaKernelBuilder::zeroNonFiniteV(Value slot) {
 
 Value WgmmaKernelBuilder::attends(Value row, Value key) {
   Value valid = sem.keepKey(b, loc, row, key, kvEnd, diag);
+  sem.applyMaskMod(b, loc, {batch, head, row, key, nq, nk}, args.modOperands,
+                   valid);
+  if (!args.mask && !args.qSegments)
+    return valid;
+  Value mRow = arith::MinSIOp::create(
+      b, loc, row, arith::SubIOp::create(b, loc, nq, cIdx(1)));
+  Value mKey = arith::MinSIOp::create(
+      b, loc, key, arith::SubIOp::create(b, loc, nk, cIdx(1)));
+  if (args.qSegments) {
+    Value qSeg = memref::LoadOp::create(b, loc, args.qSegments,
+                                        ValueRange{batch, mRow});
+    Value kSeg = memref::LoadOp::create(b, loc, args.kSegments,
+                                        ValueRange{batch, mKey});
+    sem.applySegments(b, loc, qSeg, kSeg, valid);
+  }
   if (!args.mask)
     return valid;
   auto mType = cast<MemRefType>(args.mask.getType());
   Value mb = mType.getDimSize(0) == 1 ? cIdx(0) : batch;
   Value mh = mType.getDimSize(1) == 1 ? cIdx(0) : head;
-  Value mRow = arith::MinSIOp::create(
-      b, loc, row, arith::SubIOp::create(b, loc, nq, cIdx(1)));
-  Value mKey = arith::MinSIOp::create(
-      b, loc, key, arith::SubIOp::create(b, loc, nk, cIdx(1)));
   Value m =
       memref::LoadOp::create(b, loc, args.mask, ValueRange{mb, mh, mRow, mKey});
   return arith::AndIOp::create(b, loc, valid,

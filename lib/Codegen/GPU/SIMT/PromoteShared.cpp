@@ -350,6 +350,11 @@ Value PromotedBuilder::maskedScores(OpBuilder &b, Value s, Value qRow,
         keyC, allTrue(b), pass);
     sem.applyMaskElement(b, loc, mv, x, valid, M_LOG2E);
   }
+  // The general modifiers, last: score_mod (log2 domain) and mask_mod on
+  // the lanes' keys.
+  AttentionSemantics::ModIndices idx{batch, head, qRow, key, nq, nk};
+  x = sem.applyScoreMod(b, loc, x, idx, args.modOperands, M_LOG2E);
+  sem.applyMaskMod(b, loc, idx, args.modOperands, valid);
   return AttentionSemantics::removeUnkept(b, loc, valid, x);
 }
 
@@ -754,11 +759,15 @@ void FAPromoteSharedPass::runOnOperation() {
   }
   if (failed(verifyKernelResultUses(op, getArgument())))
     return signalPassFailure();
-  if (op.hasScoreMod() || op.hasMaskMod()) {
-    op.emitError() << "fa-promote-shared: its score_mod / mask_mod regions "
-                      "are not lowered by the GPU kernels yet (the CPU "
-                      "backends run them)";
-    return signalPassFailure();
+  // The block body becomes the kernel: the regions' operands must reach it
+  // as function arguments.
+  for (Value m : args->modOperands) {
+    auto arg = dyn_cast<BlockArgument>(m);
+    if (!arg || arg.getOwner() != &func.getBody().front()) {
+      op.emitError() << "fa-promote-shared: the mod_operands must be read "
+                        "from function arguments in the kernel form";
+      return signalPassFailure();
+    }
   }
   // The block body becomes the kernel: a q_offset must reach it as a
   // function argument or be a constant (cloned into the body).

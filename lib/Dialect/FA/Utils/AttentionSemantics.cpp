@@ -480,11 +480,23 @@ static Value inlineModifierRegion(OpBuilder &b, Region &region,
       operands.push_back(m);
       vector |= isa<VectorType>(m.getType());
     }
+    Location loc = op.getLoc();
+    if (isa<math::AbsIOp>(op)) {
+      // |x| = max(x, 0 - x), in arith: every backend (and the GPU
+      // interpreter) has these.
+      Value x = operands[0];
+      Type elt = getElementTypeOrSelf(x.getType());
+      Value zero = matchShape(
+          b, loc, arith::ConstantOp::create(b, loc, b.getZeroAttr(elt)), x);
+      map.map(op.getResult(0),
+              arith::MaxSIOp::create(b, loc, x,
+                                     arith::SubIOp::create(b, loc, zero, x)));
+      continue;
+    }
     if (!vector) {
       map.map(op.getResults(), cloneScalar(b, op, operands)->getResults());
       continue;
     }
-    Location loc = op.getLoc();
     if (OpTrait::hasElementwiseMappableTraits(&op)) {
       for (Value &v : operands)
         if (!isa<VectorType>(v.getType()))
@@ -734,9 +746,6 @@ bool fa::isEligible(KernelFamily family, AttentionOp op,
       *reason = why;
     return false;
   };
-  if (op.hasScoreMod() || op.hasMaskMod())
-    return fail("its score_mod / mask_mod regions are not lowered by the "
-                "GPU kernels yet (the CPU backends run them)");
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto kType = cast<RankedTensorType>(op.getKey().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());

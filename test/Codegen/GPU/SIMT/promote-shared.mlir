@@ -228,17 +228,20 @@ func.func @q_offset_computed(%q: memref<?x2x?x64xf16>, %k: memref<?x2x?x64xf16>,
 
 // -----
 
-// General modifier regions are not lowered by the GPU kernels yet.
+// The regions' operands must reach the kernel as function arguments.
 func.func @regions(%q: memref<1x2x64x64xf16>, %k: memref<1x2x64x64xf16>, %v: memref<1x2x64x64xf16>, %o: memref<1x2x64x64xf16>) {
   %qt = bufferization.to_tensor %q restrict : memref<1x2x64x64xf16> to tensor<1x2x64x64xf16>
   %kt = bufferization.to_tensor %k restrict : memref<1x2x64x64xf16> to tensor<1x2x64x64xf16>
   %vt = bufferization.to_tensor %v restrict : memref<1x2x64x64xf16> to tensor<1x2x64x64xf16>
+  %m = memref.alloc() : memref<4xf32>
+  %mt = bufferization.to_tensor %m restrict : memref<4xf32> to tensor<4xf32>
   %e = tensor.empty() : tensor<1x2x64x64xf16>
-  // expected-error @+1 {{fa-promote-shared: its score_mod / mask_mod regions are not lowered by the GPU kernels yet (the CPU backends run them)}}
-  %r = fa.attention ins(%qt, %kt, %vt : tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>) outs(%e : tensor<1x2x64x64xf16>) mask_mod {
-  ^bb0(%b: index, %h: index, %qi: index, %ki: index):
-    %keep = arith.cmpi sle, %ki, %qi : index
-    fa.yield %keep : i1
+  // expected-error @+1 {{fa-promote-shared: the mod_operands must be read from function arguments in the kernel form}}
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>) mod_operands(%mt : tensor<4xf32>) outs(%e : tensor<1x2x64x64xf16>) score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, %t: tensor<4xf32>):
+    %x = tensor.extract %t[%h] : tensor<4xf32>
+    %y = arith.addf %s, %x : f32
+    fa.yield %y : f32
   } -> tensor<1x2x64x64xf16>
   bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x2x64x64xf16>, memref<1x2x64x64xf16>) -> ()
   return

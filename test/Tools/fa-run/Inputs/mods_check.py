@@ -5,7 +5,8 @@ score_mod / mask_mod functions (the region sets of
 test/lib/modifier_regions.py, written as func.func @score_mod / @mask_mod)
 against the float64 reference of test/lib/fa_reference.py, on the CPU
 vector kernel (one and two threads), the tiled lowering and the reference
-lowering. Shapes cross several query and key tiles and end in partial ones.
+lowering, and the SIMT GPU kernel under the interpreter (--device emulate).
+Shapes cross several query and key tiles and end in partial ones.
 
 Pass criteria: relative Frobenius error of O and LSE (non-empty rows) below
 2e-5; rows with nothing attended exactly O = 0 and LSE = -inf; no NaN.
@@ -65,7 +66,8 @@ CASES = [
 ]
 
 WAYS = {"vector": [], "parallel": ["--parallel"],
-        "tiled": ["--cpu-kernel", "tiled"], "reference": ["--reference"]}
+        "tiled": ["--cpu-kernel", "tiled"], "reference": ["--reference"],
+        "emulate": ["--device", "emulate", "--kernel", "simt"]}
 
 
 def run_case(fa_run, c, tmp):
