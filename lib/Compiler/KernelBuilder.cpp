@@ -242,9 +242,10 @@ mlir::fa::compile::buildKernelModule(MLIRContext &ctx,
         get(rt::ParamRole::Value), get(rt::ParamRole::KvLens),
         get(rt::ParamRole::Mask), get(rt::ParamRole::Alibi),
         get(rt::ParamRole::QSegments), get(rt::ParamRole::KSegments),
-        /*q_offset=*/Value(), /*mod_operands=*/ValueRange(), oInit, lseInit,
-        scale,
-        CausalKindAttr::get(&ctx, causal), window, softcap, chunk);
+        /*q_offset=*/Value(), /*block_mask=*/Value(),
+        /*mod_operands=*/ValueRange(), oInit, lseInit, scale,
+        CausalKindAttr::get(&ctx, causal), window, softcap, chunk,
+        /*block_tiles=*/nullptr);
     materialize(b, loc, attention.getResult(),
                 getMemRef(rt::ParamRole::Output));
     if (lseInit)

@@ -53,6 +53,8 @@ struct CheckCPUOptionsPass
 
 void mlir::fa::buildLowerToCPUPipeline(OpPassManager &pm,
                                        const LowerToCPUOptions &options) {
+  // Block masks built in the module first (their results feed attention).
+  pm.addPass(createFALowerBlockMaskPass());
   // fa ops -> tiled loops on tensors (or the naive reference, or the GPU
   // path's promoted form, which is already on memrefs).
   if (options.promoted)

@@ -99,10 +99,13 @@ REGIONS = {
 }
 
 
-def region_text(name, arrays, Nq, Nk):
+def region_text(name, arrays, Nq, Nk, score=True):
     """The `score_mod { ... } mask_mod { ... }` text of region set `name`
-    over the mod_operands `arrays`."""
+    over the mod_operands `arrays` (without the score_mod when `score` is
+    false: what fa.create_block_mask takes)."""
     _, score_body, mask_body, _, _ = REGIONS[name]
+    if not score:
+        score_body = None
     types = [_ttype(a) for a in arrays]
     extra = "".join(f", %rt{i}: {t}" for i, t in enumerate(types))
     subst = {f"t{i}": t for i, t in enumerate(types)}
@@ -136,3 +139,25 @@ def region_case(name, rng, B, Hq, Nq, Nk):
     if ref_mask:
         mask = lambda b, h, q, k: ref_mask(b, h, q, k, arrays)
     return ops, clause, text, score, mask
+
+
+def block_mask_text(name, arrays, B, Hq, Nq, Nk, tiles, operand_names,
+                    result="%bm"):
+    """`result = fa.create_block_mask ...` for region set `name` (its
+    mask_mod) over [B, Hq, Nq, Nk] with `tiles`, reading the mod_operands
+    named `operand_names`; returns (text, result type)."""
+    tq, tk = tiles
+    t = (f"tensor<{B}x{Hq}x{(Nq + tq - 1) // tq}x{(Nk + tk - 1) // tk}xi8>")
+    types = [_ttype(a) for a in arrays]
+    p = result[1:]
+    text = "".join(f"    %{p}_s{i} = arith.constant {v} : index\n"
+                   for i, v in enumerate((B, Hq, Nq, Nk)))
+    ops = ""
+    if arrays:
+        ops = (" mod_operands(" + ", ".join(operand_names) + " : " +
+               ", ".join(types) + ")")
+    text += (f"    {result} = fa.create_block_mask sizes(%{p}_s0, %{p}_s1, "
+             f"%{p}_s2, %{p}_s3){ops} tiles({tq}, {tk})" +
+             region_text(name, arrays, Nq, Nk, score=False)
+             .replace(" mask_mod {", " mask_mod {", 1) + f" -> {t}\n")
+    return text, t

@@ -219,8 +219,11 @@ private:
   void allocScratch(OpBuilder &b);
   void buildTile(OpBuilder &b, ValueRange ivs);
   void buildKVStep(OpBuilder &b, Value j);
+  /// `maskModPartial` (i1, null without a block mask): the block mask
+  /// marks the tile partial for the mask_mod.
   void buildKVTile(OpBuilder &b, Value k0, Value kCols,
-                   const AttentionSemantics::SegmentRange *kSegRange);
+                   const AttentionSemantics::SegmentRange *kSegRange,
+                   Value maskModPartial = Value());
   void buildScores(OpBuilder &b, Value k0, Value kCols);
   void buildSoftmax(OpBuilder &b, Value k0, Value kCols, Value needMask);
   SmallVector<Value> buildScoreModsAndMax(OpBuilder &b, Value k0, Value kCols,
@@ -358,10 +361,14 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
   Value len;
   if (args.kvLens)
     len = memref::LoadOp::create(b, loc, args.kvLens, ValueRange{batch});
-  // Null: the keys begin at 0.
-  kvBegin = sem.hasWindowLeft() || sem.hasChunk()
-                ? sem.visitedKeyBegin(b, loc, q0, diagOffset)
-                : Value();
+  // Null: the keys begin at 0. With a block mask the key tiles stay on its
+  // grid.
+  if (args.blockMask)
+    kvBegin = sem.visitedTileBegin(b, loc, q0, diagOffset, cfg.blockKV);
+  else
+    kvBegin = sem.hasWindowLeft() || sem.hasChunk()
+                  ? sem.visitedKeyBegin(b, loc, q0, diagOffset)
+                  : Value();
   kvEnd = sem.visitedKeyEnd(b, loc, sem.keyLengthEnd(b, loc, len, nk), q0,
                             qRows, diagOffset);
 
@@ -434,24 +441,48 @@ void CpuKernelBuilder::buildKVStep(OpBuilder &b, Value j) {
   if (kvBegin)
     k0 = add(b, kvBegin, k0);
   Value kCols = minI(b, cIdx(b, cfg.blockKV), sub(b, kvEnd, k0));
-  if (!args.kSegments) {
-    buildKVTile(b, k0, kCols, nullptr);
+  // The block mask's entry for this tile pair (the kernel's tiles are its
+  // tiles): 0 skips the tile, 1 (partial) needs the mask_mod per element.
+  Value visited, partial;
+  if (args.blockMask) {
+    auto bmType = cast<MemRefType>(args.blockMask.getType());
+    Value bb = bmType.getDimSize(0) == 1 ? cIdx(b, 0) : batch;
+    Value bh = bmType.getDimSize(1) == 1 ? cIdx(b, 0) : head;
+    Value entry = memref::LoadOp::create(
+        b, loc, args.blockMask,
+        ValueRange{bb, bh, arith::DivUIOp::create(b, loc, q0, cIdx(b, cfg.blockQ)),
+                   arith::DivUIOp::create(b, loc, k0, cIdx(b, cfg.blockKV))});
+    Type i8 = b.getI8Type();
+    visited = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne, entry,
+        arith::ConstantOp::create(b, loc, b.getIntegerAttr(i8, 0)));
+    partial = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, entry,
+        arith::ConstantOp::create(b, loc, b.getIntegerAttr(i8, 1)));
+  }
+  std::optional<AttentionSemantics::SegmentRange> kRange;
+  if (args.kSegments) {
+    // Document masking: a key tile whose ids no query row of the tile
+    // shares is never visited.
+    kRange = segmentRange(b, args.kSegments, k0, kCols, cfg.blockKV);
+    Value docs = sem.segmentTileVisited(b, loc, qSegRange, *kRange);
+    visited = visited ? Value(arith::AndIOp::create(b, loc, visited, docs))
+                      : docs;
+  }
+  const AttentionSemantics::SegmentRange *kr = kRange ? &*kRange : nullptr;
+  if (!visited) {
+    buildKVTile(b, k0, kCols, kr, partial);
     return;
   }
-  // Document masking: a key tile whose ids no query row of the tile shares
-  // is never visited.
-  AttentionSemantics::SegmentRange kRange =
-      segmentRange(b, args.kSegments, k0, kCols, cfg.blockKV);
-  Value visited = sem.segmentTileVisited(b, loc, qSegRange, kRange);
   scf::IfOp::create(b, loc, visited, [&](OpBuilder &tb, Location) {
-    buildKVTile(tb, k0, kCols, &kRange);
+    buildKVTile(tb, k0, kCols, kr, partial);
     scf::YieldOp::create(tb, loc);
   });
 }
 
 void CpuKernelBuilder::buildKVTile(
     OpBuilder &b, Value k0, Value kCols,
-    const AttentionSemantics::SegmentRange *kSegRange) {
+    const AttentionSemantics::SegmentRange *kSegRange, Value maskModPartial) {
   Value zero = cIdx(b, 0);
   // With a window, a chunk or segments, whether some key of this tile is
   // removed for some row (false: a full tile, no element mask and no NaN
@@ -460,7 +491,7 @@ void CpuKernelBuilder::buildKVTile(
   if (positionalMods)
     needMask = sem.tileNeedsElementMask(
         b, loc, k0, kCols, kvEnd, q0, diagOffset, qRows,
-        kSegRange ? &qSegRange : nullptr, kSegRange);
+        kSegRange ? &qSegRange : nullptr, kSegRange, maskModPartial);
   bool alwaysMask = needMask && matchPattern(needMask, m_One());
   if (alwaysMask)
     needMask = Value();
@@ -969,6 +1000,19 @@ void FACpuAttentionPass::runOnOperation() {
       for (Operation *u : r.getUsers())
         users.push_back(u);
     CpuKernelConfig opCfg = cfg;
+    if (DenseI64ArrayAttr tiles = op.getBlockTilesAttr()) {
+      // The block mask's entries are per tile pair: the kernel's tiles are
+      // its tiles.
+      if (tiles[0] % cfg.vw != 0 || tiles[0] % cfg.pvRows != 0) {
+        op.emitError() << "fa-cpu-attention: the block mask's query tiles ("
+                       << tiles[0] << " rows) must be a multiple of the "
+                       << "vector width (" << cfg.vw << ") and of pv-rows ("
+                       << cfg.pvRows << ")";
+        return signalPassFailure();
+      }
+      opCfg.blockQ = tiles[0];
+      opCfg.blockKV = tiles[1];
+    }
     chooseTileSizes(opCfg,
                     cast<ShapedType>(op.getQuery().getType()).getDimSize(3),
                     cast<ShapedType>(op.getValue().getType()).getDimSize(3),

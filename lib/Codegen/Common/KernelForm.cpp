@@ -81,6 +81,11 @@ FailureOr<KernelOperands> fa::matchKernelForm(AttentionOp op) {
     k.kSegments = traceToMemref(op.getKSegments());
   }
   k.qOffset = op.getQOffset();
+  if (Value bm = op.getBlockMask()) {
+    k.blockMask = traceToMemref(bm);
+    if (!k.blockMask)
+      return failure();
+  }
   for (Value operand : op.getModOperands()) {
     Value m = traceToMemref(operand);
     if (!m)

@@ -311,7 +311,7 @@ func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x
 // An LSE result without an LSE destination.
 func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
   // expected-error @+1 {{'fa.attention' op an lse result requires an lse destination and vice versa}}
-  %r:2 = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4xf32>)
+  %r:2 = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4xf32>)
   return
 }
 
@@ -330,7 +330,7 @@ func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
 func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
   // expected-error @+2 {{expected ::mlir::fa::CausalKind to be one of: none, top_left, bottom_right}}
   // expected-error @+1 {{failed to parse FA_CausalAttr parameter 'value'}}
-  %r = "fa.attention"(%q, %q, %q, %o) <{causal = #fa.causal<diagonal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  %r = "fa.attention"(%q, %q, %q, %o) <{causal = #fa.causal<diagonal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
   return
 }
 
@@ -339,7 +339,7 @@ func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
 // Memrefs are not accepted: the op is on tensors.
 func.func @f(%q: memref<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
   // expected-error @+1 {{'fa.attention' op operand #0 must be ranked tensor of any type values, but got 'memref<1x1x4x8xf32>'}}
-  %r = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  %r = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
   return
 }
 
@@ -492,7 +492,7 @@ func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x
 // Segment ids for the queries only.
 func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %x: tensor<1x16xi32>, %o: tensor<1x4x16x64xf32>) {
   // expected-error @+1 {{'fa.attention' op segments need both query and key segment ids}}
-  %r = "fa.attention"(%q, %k, %v, %x, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0>}> ({}, {}) : (tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x16xi32>, tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  %r = "fa.attention"(%q, %k, %v, %x, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x16xi32>, tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
   return
 }
 
@@ -631,6 +631,119 @@ func.func @f(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x
 
 // fa.yield belongs to fa.attention.
 func.func @f(%x: f32) {
-  // expected-error @+1 {{'fa.yield' op expects parent op 'fa.attention'}}
+  // expected-error @+1 {{'fa.yield' op expects parent op to be one of 'fa.attention, fa.create_block_mask'}}
   fa.yield %x : f32
+}
+
+// -----
+
+// A block mask describes a mask_mod.
+func.func @f(%q: tensor<1x2x8x16xf32>, %o: tensor<1x2x8x16xf32>, %bm: tensor<1x1x1x1xi8>) {
+  // expected-error @+1 {{'fa.attention' op a block_mask describes a mask_mod, and there is none}}
+  %r = fa.attention ins(%q, %q, %q : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) block_mask(%bm : tensor<1x1x1x1xi8>) outs(%o : tensor<1x2x8x16xf32>) block_tiles(8, 8) -> tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+// block_mask and block_tiles go together.
+func.func @f(%q: tensor<1x2x8x16xf32>, %o: tensor<1x2x8x16xf32>, %bm: tensor<1x1x1x1xi8>) {
+  // expected-error @+1 {{'fa.attention' op block_mask and block_tiles go together: the tiles say what the block mask's entries cover}}
+  %r = fa.attention ins(%q, %q, %q : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) block_mask(%bm : tensor<1x1x1x1xi8>) outs(%o : tensor<1x2x8x16xf32>) mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index):
+    %keep = arith.cmpi sle, %ki, %qi : index
+    fa.yield %keep : i1
+  } -> tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+// A block mask of the wrong tile count.
+func.func @f(%q: tensor<1x2x40x16xf32>, %o: tensor<1x2x40x16xf32>, %bm: tensor<1x2x3x3xi8>) {
+  // expected-error @+1 {{'fa.attention' op block_mask shape [1, 2, 3, 3] must be [B|1, Hq|1, ceil(Nq / TQ), ceil(Nk / TK)] with block_tiles(16, 32), query [1, 2, 40, 16] and key [1, 2, 40, 16]}}
+  %r = fa.attention ins(%q, %q, %q : tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>) block_mask(%bm : tensor<1x2x3x3xi8>) outs(%o : tensor<1x2x40x16xf32>) block_tiles(16, 32) mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index):
+    %keep = arith.cmpi sle, %ki, %qi : index
+    fa.yield %keep : i1
+  } -> tensor<1x2x40x16xf32>
+  return
+}
+
+// -----
+
+// A block mask of i32.
+func.func @f(%q: tensor<1x2x40x16xf32>, %o: tensor<1x2x40x16xf32>, %bm: tensor<1x2x3x2xi32>) {
+  // expected-error @+1 {{'fa.attention' op block_mask element type must be i8, got 'i32'}}
+  %r = fa.attention ins(%q, %q, %q : tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>) block_mask(%bm : tensor<1x2x3x2xi32>) outs(%o : tensor<1x2x40x16xf32>) block_tiles(16, 32) mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index):
+    %keep = arith.cmpi sle, %ki, %qi : index
+    fa.yield %keep : i1
+  } -> tensor<1x2x40x16xf32>
+  return
+}
+
+// -----
+
+// Block tiles must be positive.
+func.func @f(%q: tensor<1x2x40x16xf32>, %o: tensor<1x2x40x16xf32>, %bm: tensor<1x2x3x2xi8>) {
+  // expected-error @+1 {{'fa.attention' op block_tiles must be two sizes in [1, 2^31 - 1], got array<i64: 0, 32>}}
+  %r = fa.attention ins(%q, %q, %q : tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>) block_mask(%bm : tensor<1x2x3x2xi8>) outs(%o : tensor<1x2x40x16xf32>) block_tiles(0, 32) mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index):
+    %keep = arith.cmpi sle, %ki, %qi : index
+    fa.yield %keep : i1
+  } -> tensor<1x2x40x16xf32>
+  return
+}
+
+// -----
+
+// create_block_mask: the result shape follows the constant sizes and tiles.
+func.func @f() {
+  %c1 = arith.constant 1 : index
+  %c40 = arith.constant 40 : index
+  // expected-error @+1 {{'fa.create_block_mask' op result shape [1, 1, 2, 2] does not match the sizes: expected [1, 1, 3, 2] for tiles(16, 32)}}
+  %bm = fa.create_block_mask sizes(%c1, %c1, %c40, %c40) tiles(16, 32) mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index):
+    %keep = arith.cmpi sle, %ki, %qi : index
+    fa.yield %keep : i1
+  } -> tensor<1x1x2x2xi8>
+  return
+}
+
+// -----
+
+// create_block_mask: positive tiles, an i8 result, a mask_mod of indices.
+func.func @f(%n: index) {
+  // expected-error @+1 {{'fa.create_block_mask' op tiles must be two sizes in [1, 2^31 - 1], got array<i64: 16, -1>}}
+  %bm = fa.create_block_mask sizes(%n, %n, %n, %n) tiles(16, -1) mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index):
+    %keep = arith.cmpi sle, %ki, %qi : index
+    fa.yield %keep : i1
+  } -> tensor<?x?x?x?xi8>
+  return
+}
+
+// -----
+
+func.func @f(%n: index) {
+  // expected-error @+1 {{'fa.create_block_mask' op result must be a rank-4 i8 tensor [batch, heads, ceil(query_len / TQ), ceil(key_len / TK)], got 'tensor<?x?x?x?xi1>'}}
+  %bm = fa.create_block_mask sizes(%n, %n, %n, %n) tiles(16, 16) mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index):
+    %keep = arith.cmpi sle, %ki, %qi : index
+    fa.yield %keep : i1
+  } -> tensor<?x?x?x?xi1>
+  return
+}
+
+// -----
+
+func.func @f(%n: index) {
+  // expected-error @+1 {{'fa.create_block_mask' op mask_mod arguments must be (index, index, index, index) (the b, h, q, k indices, then one per mod_operands operand), got (index, index, index)}}
+  %bm = fa.create_block_mask sizes(%n, %n, %n, %n) tiles(16, 16) mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index):
+    %keep = arith.cmpi sle, %h, %qi : index
+    fa.yield %keep : i1
+  } -> tensor<?x?x?x?xi8>
+  return
 }

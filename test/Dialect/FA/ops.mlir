@@ -136,3 +136,29 @@ func.func @attention_score_mod_mask_mod(%q: tensor<1x4x32x16xf32>, %k: tensor<1x
   } -> tensor<1x4x32x16xf32>
   return %r : tensor<1x4x32x16xf32>
 }
+
+// -----
+
+// A block mask built from a mask_mod, and the attention that reads it.
+// CHECK-LABEL: func.func @attention_block_mask
+//       CHECK:   %[[BM:.*]] = fa.create_block_mask sizes(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) tiles(16, 32) mask_mod {
+//       CHECK:     fa.yield %{{.*}} : i1
+//       CHECK:   } -> tensor<1x1x?x?xi8>
+//       CHECK:   fa.attention ins({{.*}}) block_mask(%[[BM]] : tensor<1x1x?x?xi8>) outs({{.*}}) block_tiles(16, 32) mask_mod {
+func.func @attention_block_mask(%q: tensor<2x4x?x16xf32>, %k: tensor<2x2x?x16xf32>, %v: tensor<2x2x?x16xf32>, %o: tensor<2x4x?x16xf32>) -> tensor<2x4x?x16xf32> {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %nq = tensor.dim %q, %c2 : tensor<2x4x?x16xf32>
+  %nk = tensor.dim %k, %c2 : tensor<2x2x?x16xf32>
+  %bm = fa.create_block_mask sizes(%c1, %c1, %nq, %nk) tiles(16, 32) mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index):
+    %keep = arith.cmpi sle, %ki, %qi : index
+    fa.yield %keep : i1
+  } -> tensor<1x1x?x?xi8>
+  %r = fa.attention ins(%q, %k, %v : tensor<2x4x?x16xf32>, tensor<2x2x?x16xf32>, tensor<2x2x?x16xf32>) block_mask(%bm : tensor<1x1x?x?xi8>) outs(%o : tensor<2x4x?x16xf32>) block_tiles(16, 32) mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index):
+    %keep = arith.cmpi sle, %ki, %qi : index
+    fa.yield %keep : i1
+  } -> tensor<2x4x?x16xf32>
+  return %r : tensor<2x4x?x16xf32>
+}

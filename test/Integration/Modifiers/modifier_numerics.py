@@ -40,7 +40,10 @@ and must then fail it:
                    `kmin >= qmax`);
   region_not_offset (score_mod reading a relative-bias table) the tiled
                    op's region does not add the query tile's origin to
-                   its q index (tiling way): it reads another row's bias.
+                   its q index (tiling way): it reads another row's bias;
+  block_partial_full (prefix-LM mask_mod with a block mask) the block
+                   mask marks partial tiles full, so the vector kernel
+                   skips the mask_mod on them.
 
 General score_mod / mask_mod regions (test/lib/modifier_regions.py) run
 through the same five ways, against numpy versions of the regions.
@@ -56,7 +59,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
 from fa_reference import modifier_inputs, reference, seed_of  # noqa: E402
-from modifier_regions import region_case  # noqa: E402
+from modifier_regions import block_mask_text, region_case  # noqa: E402
 from mlir_exec import (MLIR_TYPES, PRINT_DECL, constant,  # noqa: E402
                        execute, fa_opt, finish, print_call, rel_err,
                        tensor_type)
@@ -113,6 +116,15 @@ def build_arrays(c, rng):
         ops, clause, text, score, mask = region_case(c["regions"], rng, B,
                                                      Hq, Nq, Nk)
         a.update(ops)
+        if c["block_mask"]:
+            # Built from the same mask_mod in @attn (tensor form) or @main
+            # (kernel form, passed as a memref).
+            bm, bm_t = block_mask_text(c["regions"], list(ops.values()), B,
+                                       Hq, Nq, Nk, c["block_mask"],
+                                       ["%" + n for n in ops])
+            pre += bm
+            clauses += f" block_mask(%bm : {bm_t})"
+            attrs += " block_tiles({}, {})".format(*c["block_mask"])
         clauses += clause
         attrs += text
         refmods = dict(score_mod=score, mask_mod=mask)
@@ -197,6 +209,20 @@ def build_kernel_form(c, a, clauses, attrs):
         consts += f"    %p = arith.constant {c['q_offset']} : index\n"
         call.append("%p")
         ctypes.append("index")
+    if c["block_mask"]:
+        mods = [x for n, x in a.items() if n.startswith("mod")]
+        names = ["%c_" + n for n in a if n.startswith("mod")]
+        bm, bm_t = block_mask_text(c["regions"], mods, c["B"], c["Hq"], Nq,
+                                   c["Nk"], c["block_mask"], names,
+                                   result="%bm_t")
+        bm_m = "memref<" + bm_t[len("tensor<"):]
+        params.append(f"%bm_m: {bm_m}")
+        body += (f"    %bm = bufferization.to_tensor %bm_m restrict : "
+                 f"{bm_m} to {bm_t}\n")
+        consts += bm + (f"    %a_bm = bufferization.to_buffer %bm_t : "
+                        f"{bm_t} to {bm_m}\n")
+        call.append("%a_bm")
+        ctypes.append(bm_m)
     params += [f"%o_m: {o_m}", f"%l_m: {l_m}"]
     call += ["%out_o", "%out_l"]
     ctypes += [o_m, l_m]
@@ -302,7 +328,7 @@ def case(name, **kw):
     c = dict(name=name, B=1, Hq=2, Hkv=2, Nq=29, Nk=29, D=8, mag=1.0,
              causal="none", lens=None, mask=None, window=None, softcap=None,
              alibi=None, chunk=None, segments=None, q_offset=0,
-             regions=None)
+             regions=None, block_mask=None)
     c.update(kw)
     return c
 
@@ -370,6 +396,14 @@ CASES = [
     case("regions_combined", B=2, Hq=4, Hkv=2, Nq=37, Nk=41,
          causal="bottom-right", window=(11, 2), softcap=3.0, alibi="h",
          segments="sorted", mag=3.0, regions="both"),
+    # Block masks built by fa.create_block_mask from the mask_mod: the
+    # vector kernels skip empty tiles and skip the mask_mod on full ones
+    # (prefix LM: full, partial and empty tiles; both: per head).
+    case("block_mask_prefix_lm", B=2, Nq=53, Nk=61, lens=[61, 40],
+         regions="prefix_lm", block_mask=(16, 8)),
+    case("block_mask_both_window", B=2, Hq=4, Hkv=2, Nq=37, Nk=45,
+         causal="bottom-right", window=(20, 3), regions="both",
+         block_mask=(16, 16)),
     # top_left with Nq > Nk: the tiling pads keys, which the regions must
     # not read past Nk.
     case("regions_tl_padded_keys", Nq=40, Nk=24, causal="top-left",
@@ -494,6 +528,35 @@ def run_tiling_mutation(workdir):
     return []
 
 
+def run_block_mask_mutation(workdir):
+    """block_partial_full: fa.create_block_mask's encoding marks partial
+    tiles full (the vector kernel then skips the mask_mod on them); the
+    vector way of block_mask_prefix_lm must fail."""
+    c = next(x for x in CASES if x["name"] == "block_mask_prefix_lm")
+    rng = np.random.default_rng(seed_of("modifiers." + c["name"]))
+    a, _, clauses, attrs, refmods = build(c, rng)
+    ref_o, _, empty = reference(
+        a["q"], a["k"], a["v"], 1.0 / np.sqrt(c["D"]), c["causal"],
+        a.get("lens"), None, np.float64, **refmods)
+    kernel = fa_opt(FA_OPT, build_kernel_form(c, a, clauses, attrs),
+                    ["--fa-lower-block-mask",
+                     "--fa-cpu-attention=require-kernel-form=true " +
+                     VECTOR_WAYS["vector"]], workdir, "mutant.bm")
+    m = re.search(r"arith\.select (%[\w]+), (%c2_i8), %c1_i8 : i8", kernel)
+    if not m:
+        return ["mutation block_partial_full: the pattern to edit is gone"]
+    mutant = (kernel[:m.start()] + f"arith.select {m.group(1)}, %c2_i8, "
+              "%c2_i8 : i8" + kernel[m.end():])
+    o, _ = execute(FA_OPT, mutant, workdir, "mutant.bm.run",
+                   ["--fa-lower-to-cpu"])
+    err = rel_err(o[~empty], ref_o[~empty])
+    print(f"mutation block_partial_full: O rel err {err:.2e} (must fail)")
+    if err < 2e-5:
+        return [f"mutation block_partial_full was not caught (O rel err "
+                f"{err:.2e})"]
+    return []
+
+
 def main():
     failures = []
     with tempfile.TemporaryDirectory() as w:
@@ -504,6 +567,7 @@ def main():
         if not ONLY:
             failures += run_mutations(w)
             failures += run_tiling_mutation(w)
+            failures += run_block_mask_mutation(w)
     finish(failures)
 
 

@@ -26,6 +26,8 @@ struct KernelOperands {
   /// The modifier operands: ALiBi slopes and segment ids (memrefs), and the
   /// q_offset (the op's index operand itself).
   Value alibi, qSegments, kSegments, qOffset;
+  /// The block mask (i8 memref; null when absent).
+  Value blockMask;
   /// The memrefs the score_mod / mask_mod regions read (the op's
   /// mod_operands, in order).
   SmallVector<Value> modOperands;

@@ -389,6 +389,41 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("mod_operands are given but there is no score_mod or "
                        "mask_mod region to read them");
 
+  // Block mask.
+  if (static_cast<bool>(getBlockMask()) != static_cast<bool>(getBlockTilesAttr()))
+    return emitOpError("block_mask and block_tiles go together: the tiles "
+                       "say what the block mask's entries cover");
+  if (Value bm = getBlockMask()) {
+    if (!hasMaskMod())
+      return emitOpError("a block_mask describes a mask_mod, and there is "
+                         "none");
+    DenseI64ArrayAttr tiles = getBlockTilesAttr();
+    if (tiles.size() != 2 || tiles[0] <= 0 || tiles[1] <= 0 ||
+        tiles[0] > kMaxPosition || tiles[1] > kMaxPosition)
+      return emitOpError("block_tiles must be two sizes in [1, 2^31 - 1], "
+                         "got ")
+             << tiles;
+    auto bType = cast<RankedTensorType>(bm.getType());
+    if (!bType.getElementType().isSignlessInteger(8))
+      return emitOpError("block_mask element type must be i8, got ")
+             << bType.getElementType();
+    ArrayRef<int64_t> bs = bType.getShape();
+    auto tilesOf = [](int64_t n, int64_t t) {
+      return ShapedType::isDynamic(n) ? n : (n + t - 1) / t;
+    };
+    bool ok = bs.size() == 4 && (bs[0] == 1 || dimsCompatible(bs[0], B)) &&
+              (bs[1] == 1 || bs[1] == q[1]) &&
+              dimsCompatible(bs[2], tilesOf(Nq, tiles[0])) &&
+              dimsCompatible(bs[3], tilesOf(Nk, tiles[1]));
+    if (!ok)
+      return emitOpError("block_mask shape ")
+             << shapeStr(bs)
+             << " must be [B|1, Hq|1, ceil(Nq / TQ), ceil(Nk / TK)] with "
+                "block_tiles("
+             << tiles[0] << ", " << tiles[1] << "), query " << shapeStr(q)
+             << " and key " << shapeStr(k);
+  }
+
   // Scale.
   if (auto s = getScaleAttr()) {
     double sv = s.getValueAsDouble();
@@ -428,7 +463,7 @@ LogicalResult AttentionOp::verify() {
 /// arguments (`leading` types, then the types of `modOperands`), its
 /// fa.yield of one `yieldType`, and its body (side-effect-free ops without
 /// regions; the mod_operands arguments read only by tensor.extract).
-static LogicalResult verifyModifierRegion(AttentionOp op, Region &region,
+static LogicalResult verifyModifierRegion(Operation *op, Region &region,
                                           StringRef name,
                                           ArrayRef<Type> leading,
                                           ValueRange modOperands,
@@ -447,26 +482,26 @@ static LogicalResult verifyModifierRegion(AttentionOp op, Region &region,
     return s;
   };
   if (block.getArgumentTypes() != TypeRange(expected))
-    return op.emitOpError()
+    return op->emitOpError()
            << name << " arguments must be " << typesStr(expected)
            << " (the " << (leading.size() == 5 ? "score, " : "")
            << "b, h, q, k indices, then one per mod_operands operand), got "
            << typesStr(block.getArgumentTypes());
   auto yield = dyn_cast<YieldOp>(block.getTerminator());
   if (!yield)
-    return op.emitOpError() << name << " must end in fa.yield";
+    return op->emitOpError() << name << " must end in fa.yield";
   if (yield.getValues().size() != 1 ||
       yield.getValues().front().getType() != yieldType)
-    return op.emitOpError()
+    return op->emitOpError()
            << name << " must yield one " << yieldType << ", got "
            << typesStr(yield.getValues().getTypes());
   for (Operation &inner : block.without_terminator()) {
     if (inner.getNumRegions() != 0)
-      return op.emitOpError()
+      return op->emitOpError()
              << name << " may not hold ops with regions, got '"
              << inner.getName() << "'";
     if (!isMemoryEffectFree(&inner))
-      return op.emitOpError()
+      return op->emitOpError()
              << name << " may only hold side-effect-free ops, got '"
              << inner.getName() << "'";
   }
@@ -475,7 +510,7 @@ static LogicalResult verifyModifierRegion(AttentionOp op, Region &region,
     for (OpOperand &use : block.getArgument(first + i).getUses()) {
       auto extract = dyn_cast<tensor::ExtractOp>(use.getOwner());
       if (!extract || use.getOperandNumber() != 0)
-        return op.emitOpError()
+        return op->emitOpError()
                << name << " may read mod_operands #" << i
                << " only with tensor.extract, got '"
                << use.getOwner()->getName() << "'";
@@ -488,12 +523,63 @@ LogicalResult AttentionOp::verifyRegions() {
   Builder b(getContext());
   Type index = b.getIndexType();
   Type f32 = b.getF32Type();
-  if (failed(verifyModifierRegion(*this, getScoreMod(), "score_mod",
+  if (failed(verifyModifierRegion(getOperation(), getScoreMod(), "score_mod",
                                   {f32, index, index, index, index},
                                   getModOperands(), f32)) ||
-      failed(verifyModifierRegion(*this, getMaskMod(), "mask_mod",
+      failed(verifyModifierRegion(getOperation(), getMaskMod(), "mask_mod",
                                   {index, index, index, index},
                                   getModOperands(), b.getI1Type())))
     return failure();
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CreateBlockMaskOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CreateBlockMaskOp::verify() {
+  ArrayRef<int64_t> tiles = getTiles();
+  if (tiles.size() != 2 || tiles[0] <= 0 || tiles[1] <= 0 ||
+      tiles[0] > kMaxPosition || tiles[1] > kMaxPosition)
+    return emitOpError("tiles must be two sizes in [1, 2^31 - 1], got ")
+           << getTilesAttr();
+  auto type = cast<RankedTensorType>(getResult().getType());
+  if (type.getRank() != 4 || !type.getElementType().isSignlessInteger(8))
+    return emitOpError("result must be a rank-4 i8 tensor [batch, heads, "
+                       "ceil(query_len / TQ), ceil(key_len / TK)], got ")
+           << type;
+  // Constant sizes fix the static dims.
+  auto constant = [](Value v) -> std::optional<int64_t> {
+    APInt c;
+    if (matchPattern(v, m_ConstantInt(&c)))
+      return c.getSExtValue();
+    return std::nullopt;
+  };
+  std::optional<int64_t> sizes[4] = {constant(getBatch()), constant(getHeads()),
+                                     constant(getQueryLen()),
+                                     constant(getKeyLen())};
+  for (auto [i, s] : llvm::enumerate(sizes))
+    if (s && *s < 0)
+      return emitOpError("sizes must not be negative, got ") << *s;
+  int64_t expected[4] = {
+      sizes[0] ? *sizes[0] : ShapedType::kDynamic,
+      sizes[1] ? *sizes[1] : ShapedType::kDynamic,
+      sizes[2] ? (*sizes[2] + tiles[0] - 1) / tiles[0] : ShapedType::kDynamic,
+      sizes[3] ? (*sizes[3] + tiles[1] - 1) / tiles[1] : ShapedType::kDynamic};
+  for (int64_t d = 0; d < 4; ++d)
+    if (!dimsCompatible(type.getDimSize(d), expected[d]))
+      return emitOpError("result shape ")
+             << shapeStr(type.getShape())
+             << " does not match the sizes: expected "
+             << shapeStr(expected) << " for tiles(" << tiles[0] << ", "
+             << tiles[1] << ")";
+  return success();
+}
+
+LogicalResult CreateBlockMaskOp::verifyRegions() {
+  Builder b(getContext());
+  Type index = b.getIndexType();
+  return verifyModifierRegion(getOperation(), getMaskMod(), "mask_mod",
+                              {index, index, index, index}, getModOperands(),
+                              b.getI1Type());
 }

@@ -42,6 +42,8 @@
 //    Nk - Nq becomes Nk - tq).
 //  * Segment ids are sliced as the query rows and keys are, ALiBi slopes
 //    as the batch and heads.
+//  * A block mask is dropped (its tiles need not line up with the tile's
+//    rows; the regions alone give the same result).
 //  * mod_operands stay whole: the tiled op's score_mod / mask_mod regions
 //    add the tile origin (b0, h0, q0) to their index arguments, so they
 //    read what the untiled op reads; keys padded past Nk are clamped to
@@ -392,9 +394,10 @@ FailureOr<TilingResult> AttentionTilingModel::getTiledImplementation(
   }
   auto tiled = AttentionOp::create(
       b, loc, resultTypes, q, k, v, lens, mask, alibi, qSegments, kSegments,
-      qOffset, attention.getModOperands(), o, lse, attention.getScaleAttr(),
-      CausalKindAttr::get(b.getContext(), causal), attention.getWindowAttr(),
-      attention.getSoftcapAttr(), attention.getChunkAttr());
+      qOffset, /*block_mask=*/Value(), attention.getModOperands(), o, lse,
+      attention.getScaleAttr(), CausalKindAttr::get(b.getContext(), causal),
+      attention.getWindowAttr(), attention.getSoftcapAttr(),
+      attention.getChunkAttr(), /*block_tiles=*/nullptr);
 
   // The modifier regions read whole mod_operands with the untiled op's
   // indices: add the tile's origin to (b, h, q), and keep the keys padded

@@ -275,14 +275,18 @@ Value AttentionSemantics::tileNeedsElementMask(OpBuilder &b, Location loc,
                                                Value keyEnd, Value firstRow,
                                                Value off, Value rows,
                                                const SegmentRange *qSeg,
-                                               const SegmentRange *kSeg) const {
-  if (hasMask() || hasMaskMod() || (hasSegments() && !(qSeg && kSeg)) ||
+                                               const SegmentRange *kSeg,
+                                               Value maskModPartial) const {
+  if (hasMask() || (hasMaskMod() && !maskModPartial) ||
+      (hasSegments() && !(qSeg && kSeg)) ||
       (!rows && (hasWindowLeft() || hasChunk())))
     return arith::ConstantIntOp::create(b, loc, 1, 1);
   Value need = cmpI(b, loc, arith::CmpIPredicate::sgt, addI(b, loc, k0, cols),
                     keyEnd);
   if (hasSegments())
     need = orI(b, loc, need, segmentTileNeedsMask(b, loc, *qSeg, *kSeg));
+  if (hasMaskMod())
+    need = orI(b, loc, need, maskModPartial);
   if (isCausal())
     need = orI(b, loc, need, crossesDiagonal(b, loc, k0, cols, firstRow, off));
   if (!hasWindowLeft() && !hasWindowRight() && !hasChunk())
@@ -591,15 +595,23 @@ Value AttentionSemantics::applyScoreMod(OpBuilder &b, Location loc,
   return r;
 }
 
+Value AttentionSemantics::evaluateMaskMod(OpBuilder &b, Location loc,
+                                          Region &region,
+                                          const ModIndices &idx,
+                                          ValueRange modOperands) {
+  SmallVector<Value> args = regionIndices(b, loc, idx);
+  llvm::append_range(args, modOperands);
+  return inlineModifierRegion(b, region, args);
+}
+
 void AttentionSemantics::applyMaskMod(OpBuilder &b, Location loc,
                                       const ModIndices &idx,
                                       ValueRange modOperands,
                                       Value &keep) const {
   if (!hasMaskMod())
     return;
-  SmallVector<Value> args = regionIndices(b, loc, idx);
-  llvm::append_range(args, modOperands);
-  keep = andI(b, loc, keep, inlineModifierRegion(b, *mods.maskMod, args));
+  keep = andI(b, loc, keep,
+              evaluateMaskMod(b, loc, *mods.maskMod, idx, modOperands));
 }
 
 Value AttentionSemantics::keepMaskPredicate(OpBuilder &b, Location loc,

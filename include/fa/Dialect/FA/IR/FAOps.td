@@ -78,6 +78,7 @@ def FA_AttentionOp : FA_Op<"attention", [
     | `alibi`    | `[Hq]` or `[B, Hq]` (optional) | f32                  |
     | `segments` | `[B, Nq]` and `[B, Nk]` (optional) | i32              |
     | `q_offset` | index scalar (optional) |                             |
+    | `block_mask` | `[B or 1, Hq or 1, ceil(Nq / TQ), ceil(Nk / TK)]` (optional) | i8 |
     | `mod_operands` | any ranked tensors (optional) | read by the regions |
     | `output`   | `[B, Hq, Nq, Dv]`     | same as `query`               |
     | `lse`      | `[B, Hq, Nq]` (optional) | f32                        |
@@ -131,6 +132,16 @@ def FA_AttentionOp : FA_Op<"attention", [
         but only with `b < B`, `h < Hq`, `q < Nq` and `k < Nk`.
       - Its indices are those of the op's own operands; tiling the op adds
         the tile's origin inside the tiled op's regions.
+    * Block sparsity for a `mask_mod`: a `block_mask` with `block_tiles(TQ,
+      TK)` says, per batch, query head, query tile of TQ rows and key tile
+      of TK keys, whether the mask_mod keeps no key of the tile (0), some
+      (1) or every one (2), counting only rows below Nq and keys below Nk
+      (size-1 batch or head dims broadcast). `fa.create_block_mask` builds
+      it from the same mask_mod. Kernels may skip the tiles marked 0 and
+      skip the mask_mod on those marked 2, so the block mask must describe
+      the op's mask_mod exactly; ops that do not use it (the reference)
+      give the same result. The CPU vector kernel takes its tile sizes
+      from `block_tiles`.
     * Order of application, on every backend: scale, softcap, ALiBi, the
       additive mask, `score_mod`; then every removed key (causal, window,
       chunk, segments, key lengths, boolean mask, `mask_mod`) becomes
@@ -166,6 +177,7 @@ def FA_AttentionOp : FA_Op<"attention", [
     Optional<FA_Tensor>:$q_segments,
     Optional<FA_Tensor>:$k_segments,
     Optional<Index>:$q_offset,
+    Optional<FA_Tensor>:$block_mask,
     Variadic<FA_Tensor>:$mod_operands,
     FA_Tensor:$output,
     Optional<FA_Tensor>:$lse,
@@ -173,7 +185,8 @@ def FA_AttentionOp : FA_Op<"attention", [
     DefaultValuedAttr<FA_CausalAttr, "::mlir::fa::CausalKind::none">:$causal,
     OptionalAttr<DenseI64ArrayAttr>:$window,
     OptionalAttr<F32Attr>:$softcap,
-    OptionalAttr<I64Attr>:$chunk
+    OptionalAttr<I64Attr>:$chunk,
+    OptionalAttr<DenseI64ArrayAttr>:$block_tiles
   );
   let results = (outs FA_Tensor:$result,
                       Optional<FA_Tensor>:$lse_result);
@@ -189,12 +202,14 @@ def FA_AttentionOp : FA_Op<"attention", [
     (`segments` `(` $q_segments^ `,` $k_segments `:` type($q_segments) `,`
         type($k_segments) `)`)?
     (`q_offset` `(` $q_offset^ `)`)?
+    (`block_mask` `(` $block_mask^ `:` type($block_mask) `)`)?
     (`mod_operands` `(` $mod_operands^ `:` type($mod_operands) `)`)?
     `outs` `(` $output `:` type($output) (`,` $lse^ `:` type($lse))? `)`
     custom<CausalClause>($causal)
     (`window` `(` custom<WindowBounds>($window)^ `)`)?
     (`softcap` `(` $softcap^ `)`)?
     (`chunk` `(` $chunk^ `)`)?
+    (`block_tiles` `(` custom<WindowBounds>($block_tiles)^ `)`)?
     (`scale` `(` $scale^ `)`)?
     (`score_mod` $score_mod^)?
     (`mask_mod` $mask_mod^)?
@@ -210,8 +225,10 @@ def FA_AttentionOp : FA_Op<"attention", [
       build($_builder, $_state, resultTypes, query, key, value, kv_lens,
             mask, /*alibi=*/::mlir::Value(), /*q_segments=*/::mlir::Value(),
             /*k_segments=*/::mlir::Value(), /*q_offset=*/::mlir::Value(),
-            /*mod_operands=*/::mlir::ValueRange(), output, lse, scale, causal, /*window=*/nullptr,
-            /*softcap=*/nullptr, /*chunk=*/nullptr);
+            /*block_mask=*/::mlir::Value(),
+            /*mod_operands=*/::mlir::ValueRange(), output, lse, scale, causal,
+            /*window=*/nullptr, /*softcap=*/nullptr, /*chunk=*/nullptr,
+            /*block_tiles=*/nullptr);
     }]>,
     OpBuilder<(ins "::mlir::TypeRange":$resultTypes, "::mlir::Value":$query,
       "::mlir::Value":$key, "::mlir::Value":$value, "::mlir::Value":$kv_lens,
@@ -251,12 +268,59 @@ def FA_AttentionOp : FA_Op<"attention", [
 // YieldOp
 //===----------------------------------------------------------------------===//
 
+def FA_CreateBlockMaskOp : FA_Op<"create_block_mask", [Pure]> {
+  let summary = "Evaluates a mask_mod per tile pair: the block mask of "
+                "fa.attention";
+  let description = [{
+    Builds the `block_mask` operand of `fa.attention` (as FlexAttention's
+    `create_block_mask`): for every batch `b < batch`, head `h < heads`,
+    query tile `i` (rows `[i TQ, (i + 1) TQ)`) and key tile `j` (keys
+    `[j TK, (j + 1) TK)`), the result holds 0 when the `mask_mod` keeps
+    none of the tile's (row, key) pairs, 2 when it keeps all of them and 1
+    otherwise, counting only rows below `query_len` and keys below
+    `key_len`. The result type is `[batch, heads, ceil(query_len / TQ),
+    ceil(key_len / TK)]` in i8; `batch` or `heads` of 1 evaluates the
+    region at b = 0 or h = 0 only (for a mask_mod that does not read
+    them, as fa.attention broadcasts the dim).
+
+    The `mask_mod` region and `mod_operands` are those of fa.attention's
+    mask_mod (the same arguments and rules). The work is O(B Hq Nq Nk)
+    evaluations of the region, done once for many attention calls.
+
+    Example:
+
+    ```mlir
+    %bm = fa.create_block_mask sizes(%c1, %c1, %n, %n) tiles(64, 64)
+        mask_mod {
+        ^bb0(%b: index, %h: index, %q: index, %k: index):
+          %keep = arith.cmpi sle, %k, %q : index
+          fa.yield %keep : i1
+        } -> tensor<1x1x?x?xi8>
+    ```
+  }];
+  let arguments = (ins Index:$batch, Index:$heads, Index:$query_len,
+                       Index:$key_len, Variadic<FA_Tensor>:$mod_operands,
+                       DenseI64ArrayAttr:$tiles);
+  let results = (outs FA_Tensor:$result);
+  let regions = (region SizedRegion<1>:$mask_mod);
+  let assemblyFormat = [{
+    `sizes` `(` $batch `,` $heads `,` $query_len `,` $key_len `)`
+    (`mod_operands` `(` $mod_operands^ `:` type($mod_operands) `)`)?
+    `tiles` `(` custom<WindowBounds>($tiles) `)`
+    `mask_mod` $mask_mod attr-dict `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
 def FA_YieldOp : FA_Op<"yield", [
-    Pure, Terminator, HasParent<"AttentionOp">]> {
-  let summary = "Yields the value of an fa.attention modifier region";
+    Pure, Terminator,
+    ParentOneOf<["AttentionOp", "CreateBlockMaskOp"]>]> {
+  let summary = "Yields the value of a modifier region";
   let description = [{
     Ends a `score_mod` region (one f32: the new score) or a `mask_mod`
-    region (one i1: true keeps the key) of `fa.attention`.
+    region (one i1: true keeps the key) of `fa.attention` or
+    `fa.create_block_mask`.
 
     Example:
 

@@ -101,6 +101,23 @@ def FADecomposeReferencePass : Pass<"fa-decompose-reference"> {
   ];
 }
 
+def FALowerBlockMaskPass : Pass<"fa-lower-block-mask"> {
+  let summary = "Lower fa.create_block_mask to linalg on tensors";
+  let description = [{
+    `fa.create_block_mask` becomes one `linalg.generic` over (b, h, query
+    tile, key tile, row in tile, key in tile) that evaluates the inlined
+    `mask_mod` for every in-range (row, key) of each tile pair and reduces
+    whether any and whether all of them are kept, then one that encodes 0
+    (none), 1 (some) or 2 (all) as i8. The CPU pipeline runs it first, so
+    a block mask can be built in the same module as the attention that
+    reads it.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def FARaiseAttentionPass : Pass<"fa-raise-attention"> {
   let summary = "Raise attention and softmax written in linalg on tensors to "
                 "fa.attention and fa.softmax";

@@ -37,6 +37,9 @@ void populateFAOnlineSoftmaxPatterns(RewritePatternSet &patterns,
 /// fa.attention and fa.softmax -> the naive computation on full tensors.
 void populateFADecomposeReferencePatterns(RewritePatternSet &patterns);
 
+/// fa.create_block_mask to linalg on tensors (fa-lower-block-mask).
+void populateFALowerBlockMaskPatterns(RewritePatternSet &patterns);
+
 /// Options of the raising patterns.
 struct RaiseAttentionOptions {
   /// Also raise chains with a mask. fa.attention gives O = 0 for a query row

@@ -183,11 +183,15 @@ public:
   /// segments, `qSeg` and `kSeg` (the id ranges of the tile's rows and
   /// keys) decide through segmentTileNeedsMask; without them such tiles
   /// always need masks.
+  /// With a mask_mod, `maskModPartial` (i1: the block mask marks the tile
+  /// partial) decides the mask_mod's part; without it every tile needs
+  /// masks.
   Value tileNeedsElementMask(OpBuilder &b, Location loc, Value k0, Value cols,
                              Value keyEnd, Value firstRow, Value off,
                              Value rows = Value(),
                              const SegmentRange *qSeg = nullptr,
-                             const SegmentRange *kSeg = nullptr) const;
+                             const SegmentRange *kSeg = nullptr,
+                             Value maskModPartial = Value()) const;
 
   /// Document masking, per (query tile, key tile): whether some query of
   /// the tile can share a segment with some key of the tile (i1), judged
@@ -273,6 +277,11 @@ public:
   /// `keep` (null = kept); nothing without a mask_mod.
   void applyMaskMod(OpBuilder &b, Location loc, const ModIndices &idx,
                     ValueRange modOperands, Value &keep) const;
+
+  /// The i1 a mask_mod `region` (fa.attention's or fa.create_block_mask's)
+  /// yields for `idx`, inlined as applyMaskMod does.
+  static Value evaluateMaskMod(OpBuilder &b, Location loc, Region &region,
+                               const ModIndices &idx, ValueRange modOperands);
 
   /// The predicate of a keep-mask element `m` (i1 or i8, scalar or vector).
   static Value keepMaskPredicate(OpBuilder &b, Location loc, Value m);
