@@ -400,6 +400,38 @@ def main():
                   flex=flex_score(alibi_mod)), torch_alibi,
              "SDPA dense additive bias"),
         ])
+
+        # Causality as a general mask_mod, without and with its block mask
+        # (fa.create_block_mask, built once outside the kernel's time),
+        # beside the built-in at the same tiles (64, 64).
+        causal_mods = os.path.join(tmp, "causal_mods.mlir")
+        with open(causal_mods, "w") as f:
+            f.write("""func.func @mask_mod(%b: index, %h: index, %q: index, %k: index) -> i1 {
+  %keep = arith.cmpi sle, %k, %q : index
+  return %keep : i1
+}
+""")
+        tiles = ["--block-q", "64", "--block-kv", "64"]
+
+        def kc_short(rows, n=n):
+            return keep_matrix(rows, n, n, True, None)
+
+        case_set(n, [
+            ("causal (tiles 64, 64)", ["--causal", "top-left"] + tiles,
+             dict(keep=kc_short, base="causal (tiles 64, 64)",
+                  flex=flex_mask(causal_mod)),
+             lambda t, F, q, k, v: F.scaled_dot_product_attention(
+                 q, k, v, is_causal=True), "SDPA is_causal"),
+            ("mask_mod causal, no block mask", ["--mods", causal_mods] + tiles,
+             dict(keep=kc_short, base="causal (tiles 64, 64)",
+                  flex=flex_mask(causal_mod)),
+             None, "-"),
+            ("mask_mod causal + block mask", ["--mods", causal_mods,
+                                              "--block-mask", "64,64"],
+             dict(keep=kc_short, base="causal (tiles 64, 64)",
+                  flex=flex_mask(causal_mod)),
+             None, "-"),
+        ])
     log("")
     log("`vs base`: the time of the row's base (causal; no mask) over this "
         "row's, same thread count (> 1: faster than the base). `ours vs "

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Compiler/Compiler.h"
+#include "fa/Codegen/Common/KernelForm.h"
 #include "fa/Dialect/FA/Utils/AttentionSemantics.h"
 
 #include "fa/Dialect/FA/IR/FA.h"
@@ -25,6 +26,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -701,4 +703,74 @@ compile::attachModifierFunctions(ModuleOp kernel, ModuleOp mods) {
   if (maskMod)
     attach(maskMod, op.getMaskMod());
   return tensors;
+}
+
+llvm::Error compile::attachBlockMask(ModuleOp kernel, int64_t tq, int64_t tk,
+                                     StringRef name) {
+  auto error = [](const Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   message.str());
+  };
+  AttentionOp op;
+  kernel.walk([&](AttentionOp found) { op = found; });
+  if (!op || !op.hasMaskMod())
+    return error("a block mask needs a @mask_mod");
+  FailureOr<KernelOperands> args = matchKernelForm(op);
+  if (failed(args))
+    return error("internal error: the attention is not in the kernel form");
+  auto func = op->getParentOfType<func::FuncOp>();
+  Location loc = func.getLoc();
+  MLIRContext *ctx = kernel.getContext();
+  int64_t hq = cast<RankedTensorType>(op.getQuery().getType()).getDimSize(1);
+  int64_t dyn = ShapedType::kDynamic;
+  auto i8 = IntegerType::get(ctx, 8);
+  // A mask_mod that does not read b (or h) gets a block mask of one batch
+  // (or head), broadcast: B (or Hq) times less work to build.
+  Block &maskBody = op.getMaskMod().front();
+  bool perBatch = !maskBody.getArgument(0).use_empty();
+  bool perHead = !maskBody.getArgument(1).use_empty();
+  auto bmMemref = MemRefType::get(
+      {perBatch ? dyn : 1, perHead ? hq : 1, dyn, dyn}, i8);
+
+  // The kernel reads it.
+  unsigned at = func.getNumArguments();
+  if (failed(func.insertArgument(at, bmMemref, {}, loc)))
+    return error("internal error: cannot add a kernel argument");
+  OpBuilder b(op);
+  Value bm = toTensor(b, loc, func.getArgument(at), /*writable=*/false);
+  op.getBlockMaskMutable().assign(bm);
+  op.setBlockTilesAttr(b.getDenseI64ArrayAttr({tq, tk}));
+
+  // @name(q, k, mod_operands..., out) builds it.
+  SmallVector<Type> inputs = {args->q.getType(), args->k.getType()};
+  for (Value m : args->modOperands)
+    inputs.push_back(m.getType());
+  inputs.push_back(bmMemref);
+  OpBuilder mb = OpBuilder::atBlockEnd(kernel.getBody());
+  auto builder = func::FuncOp::create(mb, loc, name,
+                                      FunctionType::get(ctx, inputs, {}));
+  builder->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+  Block *entry = builder.addEntryBlock();
+  OpBuilder fb = OpBuilder::atBlockEnd(entry);
+  auto dim = [&](Value memref, int64_t d) -> Value {
+    return memref::DimOp::create(fb, loc, memref, d);
+  };
+  Value batch = perBatch ? dim(entry->getArgument(0), 0)
+                         : Value(arith::ConstantIndexOp::create(fb, loc, 1));
+  Value heads = arith::ConstantIndexOp::create(fb, loc, perHead ? hq : 1);
+  Value nq = dim(entry->getArgument(0), 2);
+  Value nk = dim(entry->getArgument(1), 2);
+  SmallVector<Value> mods;
+  for (unsigned i = 0, e = args->modOperands.size(); i < e; ++i)
+    mods.push_back(toTensor(fb, loc, entry->getArgument(2 + i),
+                            /*writable=*/false));
+  auto resultType = RankedTensorType::get(bmMemref.getShape(), i8);
+  auto create = CreateBlockMaskOp::create(
+      fb, loc, resultType, batch, heads, nq, nk, mods,
+      fb.getDenseI64ArrayAttr({tq, tk}));
+  IRMapping map;
+  op.getMaskMod().cloneInto(&create.getMaskMod(), map);
+  materialize(fb, loc, create.getResult(), entry->getArguments().back());
+  func::ReturnOp::create(fb, loc);
+  return llvm::Error::success();
 }

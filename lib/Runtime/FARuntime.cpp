@@ -15,6 +15,7 @@
 #include "RuntimeInternal.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 using namespace fa::runtime;
@@ -708,4 +709,57 @@ extern "C" fa_status fa_cuda_memcpy_dtoh(void *dst, const void *src,
 
 extern "C" fa_status fa_cuda_synchronize(void) {
   return toStatus(cudaSynchronize());
+}
+
+//===----------------------------------------------------------------------===//
+// Block masks
+//===----------------------------------------------------------------------===//
+
+extern "C" int64_t fa_block_mask_size(int64_t batch, int64_t heads,
+                                      int64_t nq, int64_t nk, int64_t tq,
+                                      int64_t tk) {
+  if (batch < 0 || heads < 0 || nq < 0 || nk < 0 || tq <= 0 || tk <= 0)
+    return -1;
+  int64_t dims[4] = {batch, heads, nq / tq + (nq % tq != 0),
+                     nk / tk + (nk % tk != 0)};
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d != 0 && n > INT64_MAX / d)
+      return -1;
+    n *= d;
+  }
+  return n;
+}
+
+extern "C" fa_status fa_block_mask_build(int64_t batch, int64_t heads,
+                                         int64_t nq, int64_t nk, int64_t tq,
+                                         int64_t tk, fa_keep_fn keep,
+                                         void *user, uint8_t *out) {
+  if (!keep || !out)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                "fa_block_mask_build: keep and out must not be NULL");
+  if (fa_block_mask_size(batch, heads, nq, nk, tq, tk) < 0)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                "fa_block_mask_build: sizes must not be negative and tile "
+                "sizes must be positive (batch " +
+                    std::to_string(batch) + ", heads " +
+                    std::to_string(heads) + ", nq " + std::to_string(nq) +
+                    ", nk " + std::to_string(nk) + ", tiles " +
+                    std::to_string(tq) + " x " + std::to_string(tk) + ")");
+  int64_t qTiles = nq / tq + (nq % tq != 0), kTiles = nk / tk + (nk % tk != 0);
+  uint8_t *entry = out;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < qTiles; ++i)
+        for (int64_t j = 0; j < kTiles; ++j) {
+          bool some = false, all = true;
+          for (int64_t q = i * tq; q < std::min(nq, (i + 1) * tq); ++q)
+            for (int64_t k = j * tk; k < std::min(nk, (j + 1) * tk); ++k) {
+              bool kept = keep(user, b, h, q, k) != 0;
+              some |= kept;
+              all &= kept;
+            }
+          *entry++ = some ? (all ? 2 : 1) : 0;
+        }
+  return succeed();
 }

@@ -280,6 +280,14 @@ cl::opt<std::string> modsPath(
              "@mask_mod(index x4, tensors...) -> i1, which become the op's "
              "score_mod / mask_mod regions (--device cpu)"),
     cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<std::string> blockMaskTiles(
+    "block-mask",
+    cl::desc("With a --mods @mask_mod: build its block mask for tiles "
+             "TQ,TK (fa.create_block_mask, timed apart) and let the kernel "
+             "skip the empty tiles and the mask_mod on full ones; the CPU "
+             "vector kernel takes TQ and TK as its tile sizes (--device "
+             "cpu)"),
+    cl::value_desc("TQ,TK"), cl::sub(attentionCmd), cl::cat(runCategory));
 cl::list<std::string> modOperandPaths(
     "mod-operand",
     cl::desc("A tensor the --mods functions take (float32 or int32), one "
@@ -476,12 +484,21 @@ static LogicalResult printDiagnostic(Diagnostic &diag) {
   return compile::printToolDiagnostic("fa-run", diag);
 }
 
+/// A function called before the kernel (the block mask's builder).
+struct Prelude {
+  std::string name;
+  MutableArrayRef<MemRefDescriptor> descriptors;
+  double ms = 0;
+};
+
 /// Lowers `module` with `pipeline` to the LLVM dialect, JIT-compiles it and
-/// calls `@fa_kernel` with `descriptors` (one per memref argument, in order).
-/// Adds the compile and run times to `compileMs` and `runMs`.
+/// calls `@fa_kernel` with `descriptors` (one per memref argument, in order),
+/// after `prelude` when given. Adds the compile and run times to
+/// `compileMs` and `runMs` (the prelude's to its own `ms`).
 static Error lowerAndRun(ModuleOp module, StringRef pipeline,
                          MutableArrayRef<MemRefDescriptor> descriptors,
-                         double &compileMs, double &runMs) {
+                         double &compileMs, double &runMs,
+                         Prelude *prelude = nullptr) {
   MLIRContext *ctx = module.getContext();
   auto start = std::chrono::steady_clock::now();
 
@@ -567,6 +584,23 @@ static Error lowerAndRun(ModuleOp module, StringRef pipeline,
 
   // The C interface takes a pointer to each memref descriptor; the packed
   // wrapper takes a pointer to each of those arguments.
+  auto call = [](auto &fn, MutableArrayRef<MemRefDescriptor> ds) {
+    llvm::SmallVector<void *> ptrs, args;
+    for (MemRefDescriptor &d : ds)
+      ptrs.push_back(d.get());
+    for (void *&p : ptrs)
+      args.push_back(&p);
+    fn(args.data());
+  };
+  if (prelude) {
+    auto fn = (*engine)->lookupPacked("_mlir_ciface_" + prelude->name);
+    if (!fn)
+      return makeError("JIT compilation failed: " +
+                       llvm::toString(fn.takeError()));
+    start = std::chrono::steady_clock::now();
+    call(*fn, prelude->descriptors);
+    prelude->ms += millisecondsSince(start);
+  }
   llvm::SmallVector<void *> descriptorPtrs, args;
   for (MemRefDescriptor &d : descriptors)
     descriptorPtrs.push_back(d.get());
@@ -1139,6 +1173,27 @@ static Error runAttention(MLIRContext &ctx) {
   if (modsPath.empty() && !modOperandPaths.empty())
     return makeError("--mod-operand needs --mods (the functions that read "
                      "it)");
+  std::optional<std::pair<int64_t, int64_t>> bmTiles;
+  if (!blockMaskTiles.empty()) {
+    StringRef text = blockMaskTiles;
+    auto [l, r] = text.split(',');
+    int64_t tq = 0, tk = 0;
+    if (l.trim().getAsInteger(10, tq) || r.trim().getAsInteger(10, tk) ||
+        tq <= 0 || tk <= 0 || tq > (int64_t(1) << 31) - 1 ||
+        tk > (int64_t(1) << 31) - 1)
+      return makeError("--block-mask must be TQ,TK with sizes in [1, 2^31 - "
+                       "1], got '" + blockMaskTiles + "'");
+    if (modsPath.empty())
+      return makeError("--block-mask needs --mods with a @mask_mod");
+    if (*device != Device::Cpu)
+      return makeError("--block-mask runs on --device cpu only (the GPU "
+                       "kernels do not read block masks yet)");
+    if (referenceLowering || promotedLowering)
+      return makeError("--block-mask applies to the default CPU lowering "
+                       "(the reference and promoted ones do not read block "
+                       "masks)");
+    bmTiles = {tq, tk};
+  }
   if (!modsPath.empty() && *device == Device::Cuda)
     return makeError("--mods: kernels with score_mod / mask_mod regions "
                      "cannot be built as GPU artifacts yet; use --device cpu "
@@ -1375,9 +1430,40 @@ static Error runAttention(MLIRContext &ctx) {
   }
   for (Input &in : modOperands)
     descriptors.emplace_back(in.array.getData(), in.shape());
+  if (!bmTiles) {
+    if (Error err = lowerAndRun(**module, pipelineText(blockQ, blockKV, 256),
+                                descriptors, compileMs, runMs))
+      return err;
+    return finish(compileMs, runMs, "cpu");
+  }
+  // The block mask: built by @fa_block_mask(q, k, mods..., out) before the
+  // kernel, which reads it as its last argument.
+  if (Error err = compile::attachBlockMask(**module, bmTiles->first,
+                                           bmTiles->second, "fa_block_mask"))
+    return makeError("--block-mask: " + llvm::toString(std::move(err)));
+  ArrayRef<int64_t> qs = q->shape(), ks = k->shape();
+  auto bmType = cast<MemRefType>(
+      (*module)->lookupSymbol<func::FuncOp>("fa_block_mask")
+          .getArgumentTypes().back());
+  NpyArray blockMask(
+      NpyDType::Bool,
+      {bmType.getDimSize(0) == 1 ? 1 : qs[0],
+       bmType.getDimSize(1) == 1 ? 1 : qs[1],
+       (qs[2] + bmTiles->first - 1) / bmTiles->first,
+       (ks[2] + bmTiles->second - 1) / bmTiles->second});
+  llvm::SmallVector<MemRefDescriptor> bmDescriptors;
+  bmDescriptors.emplace_back(q->array.getData(), qs);
+  bmDescriptors.emplace_back(k->array.getData(), ks);
+  for (Input &in : modOperands)
+    bmDescriptors.emplace_back(in.array.getData(), in.shape());
+  bmDescriptors.emplace_back(blockMask.getData(), blockMask.getShape());
+  descriptors.emplace_back(blockMask.getData(), blockMask.getShape());
+  Prelude prelude{"fa_block_mask", bmDescriptors};
   if (Error err = lowerAndRun(**module, pipelineText(blockQ, blockKV, 256),
-                              descriptors, compileMs, runMs))
+                              descriptors, compileMs, runMs, &prelude))
     return err;
+  if (printTimes)
+    llvm::errs() << llvm::formatv("block mask: {0:f3} ms\n", prelude.ms);
   return finish(compileMs, runMs, "cpu");
 }
 

@@ -96,6 +96,16 @@ OwningOpRef<ModuleOp> buildKernelModule(MLIRContext &ctx,
 llvm::Expected<llvm::SmallVector<RankedTensorType>>
 attachModifierFunctions(ModuleOp kernel, ModuleOp mods);
 
+/// Gives the attention of `kernel` (with a mask_mod, after
+/// attachModifierFunctions) a block mask of `tiles` (TQ, TK): an i8 memref
+/// `[B, Hq, ceil(Nq / TQ), ceil(Nk / TK)]` (B or Hq 1 when the mask_mod
+/// does not read b or h) appended to the kernel function's
+/// arguments, and adds `func.func @<name>(q, k, <mod_operands>, out)` that
+/// builds it with fa.create_block_mask from the same mask_mod. Fails with
+/// an error when the attention has no mask_mod.
+llvm::Error attachBlockMask(ModuleOp kernel, int64_t tq, int64_t tk,
+                            StringRef name);
+
 /// `bufferization.to_tensor %memref restrict [writable]`: how a kernel
 /// function's memref arguments enter the tensor-level fa op.
 Value toTensor(OpBuilder &b, Location loc, Value memref, bool writable);

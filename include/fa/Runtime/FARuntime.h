@@ -299,6 +299,34 @@ FA_RUNTIME_API fa_status fa_attention_launch_ex(
     const fa_attention_extras *extras, fa_tensor *o, fa_tensor *lse,
     void *cuda_stream);
 
+/* Block masks (the host helper beside fa.create_block_mask). A keep
+ * function says whether key `k` of query row `q` in batch `b` and query
+ * head `h` is attended (nonzero) or removed (0): the mask_mod of the
+ * kernel the block mask is for, written in C. */
+typedef int (*fa_keep_fn)(void *user, int64_t b, int64_t h, int64_t q,
+                          int64_t k);
+
+/* The number of bytes of a block mask [batch, heads, ceil(nq / tq),
+ * ceil(nk / tk)] (one i8 per tile pair), or -1 when a size is negative, a
+ * tile size is not positive or the count overflows. */
+FA_RUNTIME_API int64_t fa_block_mask_size(int64_t batch, int64_t heads,
+                                          int64_t nq, int64_t nk, int64_t tq,
+                                          int64_t tk);
+
+/* Fills `out` (fa_block_mask_size bytes, C order) with fa.attention's block
+ * mask encoding for query tiles of `tq` rows and key tiles of `tk` keys:
+ * 0 when `keep` removes every (row, key) pair of the tile pair, 2 when it
+ * keeps them all, 1 otherwise; rows at or past `nq` and keys at or past
+ * `nk` do not count. `keep` is called once per (b, h, q, k) (b < batch,
+ * h < heads): give batch or heads 1 for a mask that does not depend on
+ * them (the kernel broadcasts). FA_ERROR_INVALID_ARGUMENT for NULL `keep`
+ * or `out`, or sizes fa_block_mask_size refuses. */
+FA_RUNTIME_API fa_status fa_block_mask_build(int64_t batch, int64_t heads,
+                                             int64_t nq, int64_t nk,
+                                             int64_t tq, int64_t tk,
+                                             fa_keep_fn keep, void *user,
+                                             uint8_t *out);
+
 /* Runs a softmax kernel along the kernel's dimension: y = softmax(x). x and
  * y have the kernel's rank and dtype and the same sizes and must not
  * overlap. Empty tensors are a no-op. */

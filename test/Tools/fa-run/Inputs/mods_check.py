@@ -5,7 +5,8 @@ score_mod / mask_mod functions (the region sets of
 test/lib/modifier_regions.py, written as func.func @score_mod / @mask_mod)
 against the float64 reference of test/lib/fa_reference.py, on the CPU
 vector kernel (one and two threads), the tiled lowering and the reference
-lowering, and the SIMT GPU kernel under the interpreter (--device emulate).
+lowering, the SIMT GPU kernel under the interpreter (--device emulate), and
+for a mask_mod its block mask (--block-mask) on one and two threads.
 Shapes cross several query and key tiles and end in partial ones.
 
 Pass criteria: relative Frobenius error of O and LSE (non-empty rows) below
@@ -67,7 +68,11 @@ CASES = [
 
 WAYS = {"vector": [], "parallel": ["--parallel"],
         "tiled": ["--cpu-kernel", "tiled"], "reference": ["--reference"],
-        "emulate": ["--device", "emulate", "--kernel", "simt"]}
+        "emulate": ["--device", "emulate", "--kernel", "simt"],
+        # Only for a mask_mod: its block mask (fa.create_block_mask) read by
+        # the vector kernel, one and two threads.
+        "block_mask": ["--block-mask", "32,32"],
+        "block_mask_parallel": ["--block-mask", "32,32", "--parallel"]}
 
 
 def run_case(fa_run, c, tmp):
@@ -106,6 +111,8 @@ def run_case(fa_run, c, tmp):
         mask_mod=mask)
     failures = []
     for way, way_flags in WAYS.items():
+        if way.startswith("block_mask") and REGIONS[c["regions"]][2] is None:
+            continue
         env = dict(os.environ, OMP_NUM_THREADS="2")
         r = subprocess.run([fa_run, "attention", "--quiet"] + flags +
                            way_flags, capture_output=True, text=True, env=env)
@@ -136,7 +143,7 @@ def main(argv):
         print("FAILED:\n  " + "\n  ".join(failures))
         return 1
     print(f"{len(CASES)}/{len(CASES)} --mods cases passed on "
-          f"{len(WAYS)} lowerings")
+          f"{len(WAYS) - 2} lowerings and with block masks")
     return 0
 
 
