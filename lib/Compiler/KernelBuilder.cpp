@@ -443,6 +443,14 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
     if (attention.getQOffset())
       return err("the fa op has a q_offset, which kernels do not take yet "
                  "(kernel arguments are memrefs)");
+    // The artifact metadata cannot describe general modifiers yet: a kernel
+    // rebuilt from it would silently lose them.
+    if (attention.hasScoreMod() || attention.hasMaskMod() ||
+        attention.getBlockMask())
+      return err("the fa op has score_mod / mask_mod regions (or a block "
+                 "mask), which artifacts cannot carry yet; run it with "
+                 "`fa-run --mods`, or lower it in your own pipeline "
+                 "(fa-lower-to-cpu, fa-lower-to-nvvm)");
     rt::ModifierInfo &mods = md.modifiers;
     if (DenseI64ArrayAttr window = attention.getWindowAttr()) {
       mods.windowLeft = window[0];
