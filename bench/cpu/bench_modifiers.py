@@ -64,6 +64,9 @@ def run_fa(cmd, out_path, repeats, env):
     for _ in range(repeats):
         if os.path.exists(out_path):
             os.remove(out_path)
+        # Let the OpenMP threads of this process's torch runs (which spin a
+        # while after each op) go idle: they share the 2 cores with fa-run.
+        time.sleep(1.0)
         p = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if p.returncode:
             sys.exit(f"FAILED: {' '.join(cmd)}\n{p.stderr}")
