@@ -136,16 +136,51 @@ def keep_mask(B, Nq, Nk, causal, kv_lens):
     return keep
 
 
-def reference_numpy(q, k, v, scale, causal, kv_lens):
+def modify(s, keep, B, Hq, Nq, Nk, causal, mods):
+    """The score/mask modifiers of fa.attention (FlashAttention 2's
+    definitions, docs/FA/FADialect.md) on scaled scores `s` [B,Hq,Nq,Nk] and
+    the keep mask: window(L, R) keeps q+off-L <= k <= q+off+R (-1 unbounded),
+    softcap c: s = c tanh(s / c), ALiBi: s -= slope * |q+off-k|, chunk C:
+    floor((q+off)/C) == floor(k/C), segments: qs[b,q] == ks[b,k]; off =
+    Nk - Nq for bottom_right, else 0. Returns (s, keep)."""
+    off = Nk - Nq if causal == "bottom_right" else 0
+    pos = np.arange(Nq)[:, None] + off
+    key = np.arange(Nk)[None, :]
+    keep = np.array(np.broadcast_to(keep, s.shape))
+    if mods.get("softcap"):
+        c = mods["softcap"]
+        s = c * np.tanh(s / c)
+    if mods.get("alibi") is not None:
+        slopes = np.asarray(mods["alibi"], np.float64)
+        slopes = slopes[None, :] if slopes.ndim == 1 else slopes
+        s = s - slopes[:, :, None, None] * np.abs(pos - key)[None, None]
+    if mods.get("window"):
+        left, right = mods["window"]
+        if left >= 0:
+            keep &= (key >= pos - left)[None, None]
+        if right >= 0:
+            keep &= (key <= pos + right)[None, None]
+    if mods.get("chunk"):
+        c = mods["chunk"]
+        keep &= (pos // c == key // c)[None, None]
+    if mods.get("q_segments") is not None:
+        qs, ks = mods["q_segments"], mods["k_segments"]
+        keep &= qs[:, None, :, None] == ks[:, None, None, :]
+    return s, keep
+
+
+def reference_numpy(q, k, v, scale, causal, kv_lens, mods=None):
     """float64 O [B,Hq,Nq,Dv] and LSE [B,Hq,Nq]: softmax(scale QK^T + masks)V;
     query head h reads kv head h // (Hq / Hkv); rows with no key give O = 0
-    and LSE = -inf."""
+    and LSE = -inf. `mods`: modify()'s modifiers."""
     B, Hq, Nq, _ = q.shape
     Hkv, Nk = k.shape[1], k.shape[2]
     k = np.repeat(k, Hq // Hkv, axis=1)
     v = np.repeat(v, Hq // Hkv, axis=1)
     s = np.einsum("bhqd,bhkd->bhqk", q, k) * scale
     keep = np.broadcast_to(keep_mask(B, Nq, Nk, causal, kv_lens), s.shape)
+    if mods:
+        s, keep = modify(s, keep, B, Hq, Nq, Nk, causal, mods)
     s = np.where(keep, s, -np.inf)
     m = s.max(axis=-1, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
@@ -367,10 +402,27 @@ def check_kernel(rt, kernel, dtype, mem, torch, seed):
             bufs["kv_lens"] = mem.put(kv_lens)
         if kernel.has_lse:
             bufs["lse"] = mem.put(poisoned((B, Hq, Nq), "f32"))
+        # The modifier operands: ALiBi slopes, sorted segment ids (four
+        # documents of random lengths, some maybe empty).
+        mods = {"window": kernel.window, "softcap": kernel.softcap,
+                "chunk": kernel.chunk}
+        if kernel.alibi:
+            shape = (Hq,) if kernel.alibi == "heads" else (B, Hq)
+            mods["alibi"] = (rng.random(shape) * 0.3).astype(np.float32)
+            bufs["alibi"] = mem.put(mods["alibi"])
+            shapes["alibi"] = shape
+        if kernel.has_segments:
+            for name, n in (("q_segments", Nq), ("k_segments", Nk)):
+                cuts = np.sort(rng.integers(0, n + 1, size=(B, 3)), axis=1)
+                ids = (np.arange(n)[None, :, None] >= cuts[:, None, :]).sum(
+                    axis=2).astype(np.int32)
+                mods[name] = ids
+                bufs[name] = mem.put(ids)
+                shapes[name] = (B, n)
         t = lambda name, dt, shape: rt.tensor(mem.ptr(bufs[name]), dt, shape)
         try:
             problems += run_case(rt, kernel, dtype, mem, torch, what, bufs, t,
-                                 shapes, (q, k, v, kv_lens), worst)
+                                 shapes, (q, k, v, kv_lens), worst, mods)
         finally:
             if isinstance(mem, RuntimeMemory):
                 mem.free_all()
@@ -378,18 +430,20 @@ def check_kernel(rt, kernel, dtype, mem, torch, seed):
 
 
 def run_case(rt, kernel, dtype, mem, torch, what, bufs, t, shapes, inputs,
-             worst):
+             worst, mods=None):
     """Launches one case and compares; updates `worst`, returns problems."""
     q, k, v, kv_lens = inputs
     B, Hq, Nq, _ = q.shape
     problems = []
+    extra = {name: t(name, "f32" if name == "alibi" else "i32", shapes[name])
+             for name in ("alibi", "q_segments", "k_segments") if name in bufs}
     try:
         rt.attention(
             kernel, t("q", dtype, shapes["q"]), t("k", dtype, shapes["k"]),
             t("v", dtype, shapes["v"]), o=t("o", dtype, shapes["o"]),
             kv_lens=t("kv_lens", "i32", (B,)) if kernel.has_kv_lens else None,
             lse=t("lse", "f32", (B, Hq, Nq)) if kernel.has_lse else None,
-            stream=mem.stream())
+            stream=mem.stream(), **extra)
         mem.synchronize()
     except Exception as e:  # noqa: BLE001 - reported, then fail
         return [f"{what}: {e}"]
@@ -397,11 +451,14 @@ def run_case(rt, kernel, dtype, mem, torch, what, bufs, t, shapes, inputs,
     lse = mem.get(bufs["lse"], "f32") if kernel.has_lse else None
     used_lens = kv_lens if kernel.has_kv_lens else None
     ref_o, ref_lse = reference_numpy(q, k, v, float(np.float32(kernel.scale)),
-                                     kernel.causal, used_lens)
+                                     kernel.causal, used_lens, mods)
     found, figures = compare(o, lse, ref_o, ref_lse if kernel.has_lse else None,
                              dtype, what + " vs float64")
     problems += found
-    if torch is not None and isinstance(mem, TorchMemory):
+    # The torch float32 reference knows no modifiers: modifier kernels are
+    # judged against the float64 one only.
+    if (torch is not None and isinstance(mem, TorchMemory) and
+            not kernel.has_modifiers):
         tref_o, tref_lse = reference_torch(
             torch, bufs["q"], bufs["k"], bufs["v"],
             float(np.float32(kernel.scale)), kernel.causal,

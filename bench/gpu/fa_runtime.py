@@ -73,6 +73,32 @@ class FAKernelInfo(ctypes.Structure):
     ]
 
 
+class FAAttentionModifiers(ctypes.Structure):
+    """fa_attention_modifiers."""
+
+    _fields_ = [
+        ("window_left", ctypes.c_int64),
+        ("window_right", ctypes.c_int64),
+        ("softcap", ctypes.c_double),
+        ("chunk", ctypes.c_int64),
+        ("alibi", ctypes.c_int32),
+        ("has_segments", ctypes.c_int32),
+    ]
+
+
+class FAAttentionExtras(ctypes.Structure):
+    """fa_attention_extras: the modifier operands."""
+
+    _fields_ = [
+        ("alibi", ctypes.c_void_p),
+        ("q_segments", ctypes.c_void_p),
+        ("k_segments", ctypes.c_void_p),
+    ]
+
+
+ALIBI_KINDS = {0: None, 1: "heads", 2: "batch_heads"}
+
+
 class FARuntimeError(RuntimeError):
     def __init__(self, call, status, message):
         self.call = call
@@ -103,6 +129,23 @@ class Kernel:
         self.scale = info.scale
         self.block_q = info.block_q
         self.block_kv = info.block_kv
+        mods = FAAttentionModifiers()
+        runtime._check("fa_kernel_get_modifiers",
+                       runtime.lib.fa_kernel_get_modifiers(
+                           handle, ctypes.byref(mods)))
+        # (left, right) or None; -1 is an unbounded side.
+        self.window = ((mods.window_left, mods.window_right)
+                       if mods.window_left >= 0 or mods.window_right >= 0
+                       else None)
+        self.softcap = mods.softcap if mods.softcap > 0 else None
+        self.chunk = mods.chunk if mods.chunk > 0 else None
+        self.alibi = ALIBI_KINDS.get(mods.alibi, str(mods.alibi))
+        self.has_segments = bool(mods.has_segments)
+
+    @property
+    def has_modifiers(self):
+        return bool(self.window or self.softcap or self.chunk or self.alibi or
+                    self.has_segments)
 
     def close(self):
         if self.handle:
@@ -147,6 +190,14 @@ class FARuntime:
         lib.fa_attention_launch.restype = c_status
         lib.fa_attention_launch.argtypes = [ctypes.c_void_p] + [p_tensor] * 7 + [
             ctypes.c_void_p]
+        lib.fa_attention_launch_ex.restype = c_status
+        lib.fa_attention_launch_ex.argtypes = (
+            [ctypes.c_void_p] + [p_tensor] * 5 +
+            [ctypes.POINTER(FAAttentionExtras)] + [p_tensor] * 2 +
+            [ctypes.c_void_p])
+        lib.fa_kernel_get_modifiers.restype = c_status
+        lib.fa_kernel_get_modifiers.argtypes = [
+            ctypes.c_void_p, ctypes.POINTER(FAAttentionModifiers)]
         lib.fa_cuda_malloc.restype = c_status
         lib.fa_cuda_malloc.argtypes = [ctypes.POINTER(ctypes.c_void_p),
                                        ctypes.c_size_t]
@@ -202,14 +253,26 @@ class FARuntime:
                                        DTYPES[dtype], len(shape), sizes)
 
     def attention(self, kernel, q, k, v, o, kv_lens=None, mask=None, lse=None,
-                  stream=None):
-        """fa_attention_launch; `stream` is a CUstream handle (int) or None."""
+                  stream=None, alibi=None, q_segments=None, k_segments=None):
+        """fa_attention_launch, or fa_attention_launch_ex with the modifier
+        operands; `stream` is a CUstream handle (int) or None."""
         ref = lambda t: ctypes.byref(t) if t is not None else None
-        self._check(f"fa_attention_launch({kernel.name})",
-                    self.lib.fa_attention_launch(
+        cstream = ctypes.c_void_p(stream) if stream else None
+        if alibi is None and q_segments is None and k_segments is None:
+            self._check(f"fa_attention_launch({kernel.name})",
+                        self.lib.fa_attention_launch(
+                            kernel.handle, ref(q), ref(k), ref(v),
+                            ref(kv_lens), ref(mask), ref(o), ref(lse),
+                            cstream))
+            return
+        addr = lambda t: ctypes.addressof(t) if t is not None else None
+        extras = FAAttentionExtras(addr(alibi), addr(q_segments),
+                                   addr(k_segments))
+        self._check(f"fa_attention_launch_ex({kernel.name})",
+                    self.lib.fa_attention_launch_ex(
                         kernel.handle, ref(q), ref(k), ref(v), ref(kv_lens),
-                        ref(mask), ref(o), ref(lse),
-                        ctypes.c_void_p(stream) if stream else None))
+                        ref(mask), ctypes.byref(extras), ref(o), ref(lse),
+                        cstream))
 
     # -- memory helpers (no torch needed) ----------------------------------
 

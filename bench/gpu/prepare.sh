@@ -102,6 +102,23 @@ for chip in $CHIPS; do
       done
     done
   fi
+  echo "== $chip: check matrix, score/mask modifiers"
+  # Window + softcap + ALiBi + segment ids on every family, and a chunk.
+  mods=(--window 40,0 --softcap 30 --alibi heads --segments)
+  compile "check_mod_f32_d64_bottom_right_${chip}" "$STAGE" \
+    --head-dim 64 --heads 8 --kv-heads 2 --dtype f32 --causal bottom-right \
+    --kv-lens --lse --target "$chip" --kernel simt "${mods[@]}"
+  compile "check_mod_tc_bf16_d128_bottom_right_${chip}" "$STAGE" \
+    --head-dim 128 --heads 8 --kv-heads 2 --dtype bf16 --causal bottom-right \
+    --kv-lens --lse --target "$chip" --kernel mma "${mods[@]}"
+  compile "check_mod_tc_f16_d64_chunk_${chip}" "$STAGE" \
+    --head-dim 64 --heads 8 --kv-heads 2 --dtype f16 --causal bottom-right \
+    --kv-lens --lse --target "$chip" --kernel mma --chunk 48 --alibi batch-heads
+  if [[ "$chip" == sm_90a ]]; then
+    compile "check_mod_wg_f16_d128_bottom_right_${chip}" "$STAGE" \
+      --head-dim 128 --heads 8 --kv-heads 2 --dtype f16 --causal bottom-right \
+      --kv-lens --lse --target "$chip" --kernel wgmma "${mods[@]}"
+  fi
   echo "== $chip: bench kernels"
   for dtype in bf16 f16; do
     for causal in none bottom-right; do
@@ -144,6 +161,10 @@ if [[ "$WITH_CPU" == 1 ]]; then
   rm -rf "$CPU_OUT.tmp.$$"
   mkdir -p "$CPU_OUT.tmp.$$"
   check_matrix cpu cpu "$CPU_OUT.tmp.$$" --cpu host
+  compile "check_mod_f32_d64_bottom_right_cpu" "$CPU_OUT.tmp.$$" \
+    --head-dim 64 --heads 8 --kv-heads 2 --dtype f32 --causal bottom-right \
+    --kv-lens --lse --target cpu --cpu host --window 40,0 --softcap 30 \
+    --alibi heads --segments
   rm -rf "$CPU_OUT"
   mv "$CPU_OUT.tmp.$$" "$CPU_OUT"
   echo "wrote CPU artifacts to $CPU_OUT"
