@@ -193,6 +193,10 @@ void mlir::fa::compile::printKernelSummary(const rt::KernelMetadata &md,
         ms << " alibi(" << rt::getAlibiKindName(mods.alibi) << ")";
       if (mods.segments)
         ms << " segments";
+      if (mods.scoreMod)
+        ms << " score_mod";
+      if (mods.maskMod)
+        ms << " mask_mod";
       os << prefix << "  modifiers:" << text << "\n";
     }
     os << prefix

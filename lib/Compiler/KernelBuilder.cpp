@@ -443,14 +443,13 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
     if (attention.getQOffset())
       return err("the fa op has a q_offset, which kernels do not take yet "
                  "(kernel arguments are memrefs)");
-    // The artifact metadata cannot describe general modifiers yet: a kernel
-    // rebuilt from it would silently lose them.
-    if (attention.hasScoreMod() || attention.hasMaskMod() ||
-        attention.getBlockMask())
-      return err("the fa op has score_mod / mask_mod regions (or a block "
-                 "mask), which artifacts cannot carry yet; run it with "
-                 "`fa-run --mods`, or lower it in your own pipeline "
-                 "(fa-lower-to-cpu, fa-lower-to-nvvm)");
+    // The regions are compiled into the kernel (the job module is this
+    // function); the metadata records them and their operands.
+    if (attention.getBlockMask())
+      return err("the fa op has a block mask, which artifacts cannot carry "
+                 "yet; compile it without (the kernel evaluates the "
+                 "mask_mod on every tile) or lower it in your own pipeline "
+                 "(fa-lower-to-cpu)");
     rt::ModifierInfo &mods = md.modifiers;
     if (DenseI64ArrayAttr window = attention.getWindowAttr()) {
       mods.windowLeft = window[0];
@@ -465,6 +464,8 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
                        ? rt::AlibiKind::BatchHeads
                        : rt::AlibiKind::Heads;
     mods.segments = static_cast<bool>(attention.getQSegments());
+    mods.scoreMod = attention.hasScoreMod();
+    mods.maskMod = attention.hasMaskMod();
     if (Error e = checkHeadDim("head dim D", md.headDim))
       return err(llvm::toString(std::move(e)));
     if (Error e = checkHeadDim("value head dim Dv", md.valueHeadDim))
@@ -498,6 +499,9 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
       if (Error e = assign(attention.getLseResult(), rt::ParamRole::Lse,
                            /*isResult=*/true))
         return std::move(e);
+    for (Value m : attention.getModOperands())
+      if (Error e = assign(m, rt::ParamRole::ModOperand))
+        return std::move(e);
   } else {
     auto softmax = cast<SoftmaxOp>(op);
     md.op = rt::OpKind::Softmax;
@@ -519,6 +523,7 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
   md.dtype = getDType(elementType, ok);
 
   // Params in argument order.
+  int64_t numModParams = 0;
   for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
     auto it = roles.find(i);
     if (it == roles.end())
@@ -551,6 +556,20 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
       return err(formatv("argument #{0} has element type {1}, which the "
                          "runtime does not pass",
                          i, memref.getElementType()));
+    }
+    if (param.role == rt::ParamRole::ModOperand) {
+      // The regions' tensors: fixed shapes, named mod0, mod1, ... in
+      // argument order.
+      if (!memref.hasStaticShape())
+        return err(formatv("argument #{0} ({1}) is read by the fa op's "
+                           "score_mod / mask_mod; kernels take such tensors "
+                           "with static shapes",
+                           i, memref));
+      param.name = "mod" + std::to_string(numModParams++);
+      for (int64_t size : memref.getShape())
+        param.shape.push_back(rt::ShapeDim::fixed(size));
+      md.params.push_back(std::move(param));
+      continue;
     }
     static const char *const canonicalNames[] = {
         "q",   "k", "v",     "kv_lens",    "mask",      "o",

@@ -21,10 +21,10 @@ using namespace fa::runtime;
 
 namespace {
 
-/// The most parameters a kernel has (q, k, v, kv_lens, mask, o, lse).
 /// The most memref parameters an entry takes: Q, K, V, key lengths, mask,
-/// ALiBi slopes, two segment id tensors, O and LSE.
-constexpr size_t kMaxParams = 10;
+/// ALiBi slopes, two segment id tensors, O and LSE (10), and up to 8 mod
+/// operands of score_mod / mask_mod regions.
+constexpr size_t kMaxParams = 18;
 
 /// Calls `entry` as `void (void *, ..., void *)` with p[Js]...
 template <size_t... Js>

@@ -257,6 +257,20 @@ extern "C" fa_status fa_kernel_get_modifiers(const fa_kernel *kernel,
   return succeed();
 }
 
+extern "C" fa_status fa_kernel_get_regions(const fa_kernel *kernel,
+                                           fa_attention_regions *regions) {
+  if (!kernel || !regions)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                "fa_kernel_get_regions: kernel or regions is NULL");
+  const KernelMetadata &md = kernel->metadata;
+  std::memset(regions, 0, sizeof(*regions));
+  regions->has_score_mod = md.modifiers.scoreMod;
+  regions->has_mask_mod = md.modifiers.maskMod;
+  for (const ParamInfo &param : md.params)
+    regions->num_mod_operands += param.role == ParamRole::ModOperand;
+  return succeed();
+}
+
 //===----------------------------------------------------------------------===//
 // Argument validation
 //===----------------------------------------------------------------------===//
@@ -307,7 +321,8 @@ static std::string formatShape(const ParamInfo &param) {
 
 namespace {
 
-/// The tensor passed for each role of a launch (null when not given).
+/// The tensor passed for each role of a launch (null when not given); the
+/// mod operands appear once each, in order, as ModOperand entries.
 using TensorList = std::vector<std::pair<ParamRole, const fa_tensor *>>;
 
 /// Validates the tensors of one launch against a kernel's metadata.
@@ -326,11 +341,23 @@ private:
     return makeFailure(FA_ERROR_INVALID_ARGUMENT, std::move(message));
   }
 
-  static const fa_tensor *lookup(const TensorList &tensors, ParamRole role) {
+  static const fa_tensor *lookup(const TensorList &tensors, ParamRole role,
+                                 size_t nth = 0) {
     for (auto &[r, t] : tensors)
-      if (r == role)
+      if (r == role && nth-- == 0)
         return t;
     return nullptr;
+  }
+
+  /// The tensor of params[i] (the k-th ModOperand param takes the k-th
+  /// ModOperand entry).
+  const fa_tensor *lookupParam(const TensorList &tensors, size_t i) const {
+    ParamRole role = md.params[i].role;
+    size_t nth = 0;
+    if (role == ParamRole::ModOperand)
+      for (size_t j = 0; j < i; ++j)
+        nth += md.params[j].role == ParamRole::ModOperand;
+    return lookup(tensors, role, nth);
   }
 
   size_t symbolIndex(std::string_view symbol) const {
@@ -478,8 +505,9 @@ MaybeFailure ArgumentBinder::checkLayout(const ParamInfo &param,
 MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
                                   LaunchArgs &args) {
   // Presence and basics, in call order.
-  for (const ParamInfo &param : md.params) {
-    const fa_tensor *t = lookup(tensors, param.role);
+  for (size_t i = 0; i < md.params.size(); ++i) {
+    const ParamInfo &param = md.params[i];
+    const fa_tensor *t = lookupParam(tensors, i);
     if (!t)
       return error(cat(param.name, " is NULL, but kernel '", md.name,
                        "' takes ", getDTypeName(param.dtype), " ",
@@ -487,8 +515,16 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
     if (MaybeFailure err = checkBasics(param, *t))
       return err;
   }
+  size_t modParams = 0, modGiven = 0;
+  for (const ParamInfo &param : md.params)
+    modParams += param.role == ParamRole::ModOperand;
   for (auto &[role, t] : tensors)
-    if (t && !md.findParam(role)) {
+    modGiven += role == ParamRole::ModOperand;
+  if (modGiven > modParams)
+    return error(cat(modGiven, " mod operands were given, but kernel '",
+                     md.name, "' takes ", modParams));
+  for (auto &[role, t] : tensors)
+    if (t && role != ParamRole::ModOperand && !md.findParam(role)) {
       const char *hint = role == ParamRole::KvLens ? " (compile with --kv-lens)"
                          : role == ParamRole::Mask ? " (compile with --mask)"
                          : role == ParamRole::Lse  ? " (compile with --lse)"
@@ -528,8 +564,9 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
 
   // Dims and layouts, in call order.
   args.params.clear();
-  for (const ParamInfo &param : md.params) {
-    const fa_tensor &t = *lookup(tensors, param.role);
+  for (size_t i = 0; i < md.params.size(); ++i) {
+    const ParamInfo &param = md.params[i];
+    const fa_tensor &t = *lookupParam(tensors, i);
     if (MaybeFailure err = checkDims(param, t))
       return err;
     BoundParam bound;
@@ -628,6 +665,33 @@ fa_attention_launch_ex(fa_kernel *kernel, const fa_tensor *q,
                         {ParamRole::Lse, lse}};
   return launch(kernel, OpKind::Attention, "fa_attention_launch_ex", tensors,
                 cudaStream);
+}
+
+extern "C" fa_status fa_attention_launch_mods(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *kvLens, const fa_tensor *mask,
+    const fa_attention_extras *extras, const fa_tensor *const *modOperands,
+    int64_t numModOperands, fa_tensor *o, fa_tensor *lse, void *cudaStream) {
+  if (numModOperands < 0 || (numModOperands > 0 && !modOperands))
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat("fa_attention_launch_mods: ", numModOperands,
+                    " mod operands at ", modOperands ? "an array" : "NULL"));
+  fa_attention_extras none{};
+  const fa_attention_extras &x = extras ? *extras : none;
+  TensorList tensors = {{ParamRole::Query, q},
+                        {ParamRole::Key, k},
+                        {ParamRole::Value, v},
+                        {ParamRole::KvLens, kvLens},
+                        {ParamRole::Mask, mask},
+                        {ParamRole::Alibi, x.alibi},
+                        {ParamRole::QSegments, x.q_segments},
+                        {ParamRole::KSegments, x.k_segments},
+                        {ParamRole::Output, o},
+                        {ParamRole::Lse, lse}};
+  for (int64_t i = 0; i < numModOperands; ++i)
+    tensors.emplace_back(ParamRole::ModOperand, modOperands[i]);
+  return launch(kernel, OpKind::Attention, "fa_attention_launch_mods",
+                tensors, cudaStream);
 }
 
 extern "C" fa_status fa_softmax_launch(fa_kernel *kernel, const fa_tensor *x,

@@ -127,6 +127,8 @@ std::string fa::runtime::getRoleName(ParamRole role) {
     return "q_segments";
   case ParamRole::KSegments:
     return "k_segments";
+  case ParamRole::ModOperand:
+    return "mod_operand";
   }
   return "?";
 }
@@ -233,6 +235,9 @@ static std::vector<std::string> getCanonicalShape(const KernelMetadata &md,
     return {"B", "Nq"};
   case ParamRole::KSegments:
     return {"B", "Nk"};
+  case ParamRole::ModOperand:
+    // Fixed sizes only.
+    return {};
   }
   return {};
 }
@@ -499,6 +504,23 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
     if (!isIdentifier(param.name))
       return cat("field 'params[", i, "].name': '", param.name,
                  "' is not an identifier");
+    if (param.role == ParamRole::ModOperand) {
+      // The regions' tensors: any number, fixed shapes, f32 or i32.
+      if (!md.modifiers.hasRegions())
+        return where + ": role 'mod_operand' belongs to kernels with a "
+                       "score_mod or mask_mod (check score_mod, mask_mod)";
+      if (param.dtype != DType::F32 && param.dtype != DType::I32)
+        return where + ": dtype '" + getDTypeName(param.dtype) +
+               "', expected f32 or i32";
+      if (param.getRank() < 1 || param.getRank() > FA_MAX_RANK)
+        return cat(where, ": rank ", param.getRank(), ", expected 1 to ",
+                   FA_MAX_RANK);
+      for (size_t d = 0; d < param.shape.size(); ++d)
+        if (param.shape[d].isSymbol() || param.shape[d].size < 0)
+          return cat(where, ": shape ", formatShape(param.shape), ": dim ",
+                     d, " must be a fixed size");
+      continue;
+    }
     if (std::find(expected.begin(), expected.end(), param.role) ==
         expected.end())
       return where + ": role '" + getRoleName(param.role) +
@@ -879,7 +901,11 @@ static MaybeError readModifiers(const ObjectReader &reader,
   if (MaybeError err =
           reader.getEnum("alibi", mods.alibi, alibis, /*required=*/false))
     return err;
-  return reader.getBool("has_segments", mods.segments, false);
+  if (MaybeError err = reader.getBool("has_segments", mods.segments, false))
+    return err;
+  if (MaybeError err = reader.getBool("score_mod", mods.scoreMod, false))
+    return err;
+  return reader.getBool("mask_mod", mods.maskMod, false);
 }
 
 static MaybeError readParam(const Json &value, size_t index, ParamInfo &param) {
@@ -900,7 +926,8 @@ static MaybeError readParam(const Json &value, size_t index, ParamInfo &param) {
       {"input", ParamRole::Input},
       {"alibi", ParamRole::Alibi},
       {"q_segments", ParamRole::QSegments},
-      {"k_segments", ParamRole::KSegments}};
+      {"k_segments", ParamRole::KSegments},
+      {"mod_operand", ParamRole::ModOperand}};
   if (MaybeError err = reader.getEnum("role", param.role, roles))
     return err;
   if (MaybeError err = reader.getEnum("dtype", param.dtype, kDTypeChoices))
@@ -1182,6 +1209,10 @@ std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
       j["alibi"] = getAlibiKindName(mods.alibi);
     if (mods.segments)
       j["has_segments"] = true;
+    if (mods.scoreMod)
+      j["score_mod"] = true;
+    if (mods.maskMod)
+      j["mask_mod"] = true;
   } else {
     j["rank"] = md.rank;
     j["dimension"] = md.dimension;

@@ -76,6 +76,10 @@ std::string fa::runtime::getKernelSignature(const KernelMetadata &md) {
       add("alibi", getAlibiKindName(mods.alibi));
     if (mods.segments)
       add("has_segments", "true");
+    if (mods.scoreMod)
+      add("score_mod", "true");
+    if (mods.maskMod)
+      add("mask_mod", "true");
   } else {
     add("rank", std::to_string(md.rank));
     add("dimension", std::to_string(md.dimension));

@@ -1195,9 +1195,10 @@ static Error runAttention(MLIRContext &ctx) {
     bmTiles = {tq, tk};
   }
   if (!modsPath.empty() && *device == Device::Cuda)
-    return makeError("--mods: kernels with score_mod / mask_mod regions "
-                     "cannot be built as GPU artifacts yet; use --device cpu "
-                     "or emulate");
+    return makeError("--mods: fa-run --device cuda does not take general "
+                     "modifiers yet; use --device cpu or emulate, or compile "
+                     "a kernel function with the regions with fa-compile "
+                     "(docs/artifacts.md)");
   for (const std::string &path : modOperandPaths) {
     Expected<Input> in =
         loadInput(path, {NpyDType::Float32, NpyDType::Int32});

@@ -191,6 +191,20 @@ typedef struct fa_attention_extras {
   const fa_tensor *k_segments; /* i32 [B, Nk]: key segment ids */
 } fa_attention_extras;
 
+/* General score_mod / mask_mod regions (fa.attention's, compiled into the
+ * kernel by fa-compile from an input .mlir) and the number of tensors they
+ * read (the kernel's mod operands, passed to fa_attention_launch_mods in
+ * the op's mod_operands order; fixed shapes, f32 or i32). */
+typedef struct fa_attention_regions {
+  int32_t has_score_mod;
+  int32_t has_mask_mod;
+  int64_t num_mod_operands;
+} fa_attention_regions;
+
+/* The regions of an attention kernel (all zero for other kernels). */
+FA_RUNTIME_API fa_status fa_kernel_get_regions(const fa_kernel *kernel,
+                                               fa_attention_regions *regions);
+
 /* The name of a status ("FA_ERROR_NO_DRIVER"); never NULL. */
 FA_RUNTIME_API const char *fa_status_name(fa_status status);
 
@@ -326,6 +340,17 @@ FA_RUNTIME_API fa_status fa_block_mask_build(int64_t batch, int64_t heads,
                                              int64_t tq, int64_t tk,
                                              fa_keep_fn keep, void *user,
                                              uint8_t *out);
+
+/* fa_attention_launch_ex for a kernel with score_mod / mask_mod regions:
+ * `mod_operands` holds `num_mod_operands` tensors (fa_kernel_get_regions'
+ * count, in the kernel's order); each must have its param's fixed shape and
+ * dtype. NULL and 0 for a kernel without any. */
+FA_RUNTIME_API fa_status fa_attention_launch_mods(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *kv_lens, const fa_tensor *mask,
+    const fa_attention_extras *extras, const fa_tensor *const *mod_operands,
+    int64_t num_mod_operands, fa_tensor *o, fa_tensor *lse,
+    void *cuda_stream);
 
 /* Runs a softmax kernel along the kernel's dimension: y = softmax(x). x and
  * y have the kernel's rank and dtype and the same sizes and must not

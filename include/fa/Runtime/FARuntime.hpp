@@ -31,6 +31,7 @@
 #include <initializer_list>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace fa {
 namespace runtime {
@@ -96,6 +97,9 @@ struct AttentionArgs {
   /// The modifier operands (ALiBi slopes, segment ids), for kernels
   /// compiled with them.
   fa_attention_extras extras{};
+  /// The tensors a kernel's score_mod / mask_mod regions read, in the
+  /// kernel's order (fa_kernel_get_regions).
+  std::vector<const fa_tensor *> modOperands;
 };
 
 /// An owned, loaded kernel (move-only).
@@ -123,11 +127,13 @@ public:
     return status;
   }
 
-  /// Launches an attention kernel (see fa_attention_launch_ex).
+  /// Launches an attention kernel (see fa_attention_launch_mods).
   Status attention(AttentionArgs &args, void *cudaStream = nullptr) {
-    return Status::fromCode(fa_attention_launch_ex(
+    return Status::fromCode(fa_attention_launch_mods(
         kernel_, &args.q, &args.k, &args.v, args.kvLens, args.mask,
-        &args.extras, &args.o, args.lse, cudaStream));
+        &args.extras, args.modOperands.data(),
+        static_cast<int64_t>(args.modOperands.size()), &args.o, args.lse,
+        cudaStream));
   }
 
   /// Launches a softmax kernel (see fa_softmax_launch).

@@ -55,6 +55,9 @@ enum class ParamRole {
   Alibi,
   QSegments,
   KSegments,
+  /// A tensor the kernel's score_mod / mask_mod regions read (any number,
+  /// in the op's mod_operands order; fixed shapes, f32 or i32).
+  ModOperand,
 };
 
 /// The shape of an attention kernel's ALiBi slopes.
@@ -74,11 +77,16 @@ struct ModifierInfo {
   int64_t chunk = 0;
   AlibiKind alibi = AlibiKind::None;
   bool segments = false;
+  /// General score_mod / mask_mod regions, compiled into the kernel (the
+  /// metadata records that they are there; their operands are ModOperand
+  /// params).
+  bool scoreMod = false, maskMod = false;
 
   bool hasWindow() const { return windowLeft >= 0 || windowRight >= 0; }
+  bool hasRegions() const { return scoreMod || maskMod; }
   bool any() const {
     return hasWindow() || softcap || chunk > 0 || alibi != AlibiKind::None ||
-           segments;
+           segments || hasRegions();
   }
 };
 

@@ -633,6 +633,132 @@ void checkSoftmax(llvm::StringRef name, std::vector<int64_t> sizes,
   EXPECT_EQ(bad, 0);
 }
 
+// attn_regions (Inputs/attn_regions.mlir): f32, D = 16, Hq = 4, Hkv = 2,
+// LSE, a score_mod adding bias[h, k - q + 31] from a [4, 63] table and a
+// mask_mod keeping k < prefix[b] or k <= q, compiled from an input file;
+// launched through fa_attention_launch_mods with the two tensors, against
+// a reference written from that meaning.
+TEST(CpuBackendTest, Regions) {
+  Kernel kernel;
+  Status loaded = Kernel::load(artifact("attn_regions"), FA_DEVICE_CPU, kernel);
+  ASSERT_TRUE(loaded.ok()) << loaded.toString();
+  fa_attention_regions regions{};
+  ASSERT_EQ(fa_kernel_get_regions(kernel.get(), &regions), FA_SUCCESS);
+  EXPECT_EQ(regions.has_score_mod, 1);
+  EXPECT_EQ(regions.has_mask_mod, 1);
+  EXPECT_EQ(regions.num_mod_operands, 2);
+  fa_attention_modifiers mods{};
+  ASSERT_EQ(fa_kernel_get_modifiers(kernel.get(), &mods), FA_SUCCESS);
+  EXPECT_EQ(mods.window_left, -1);
+
+  const int64_t B = 2, Hq = 4, Hkv = 2, Nq = 20, Nk = 29, D = 16;
+  std::mt19937 rng(21);
+  std::normal_distribution<float> normal;
+  auto fill = [&](std::vector<float> &v, size_t n) {
+    v.resize(n);
+    for (float &x : v)
+      x = normal(rng);
+  };
+  std::vector<float> q, k, v, bias;
+  fill(q, B * Hq * Nq * D);
+  fill(k, B * Hkv * Nk * D);
+  fill(v, B * Hkv * Nk * D);
+  fill(bias, Hq * 63);
+  std::vector<int32_t> prefix = {5, 0};
+  std::vector<float> o(B * Hq * Nq * D, NAN), lse(B * Hq * Nq, NAN);
+  int64_t qs[] = {B, Hq, Nq, D}, ks[] = {B, Hkv, Nk, D}, ls[] = {B, Hq, Nq},
+          ts[] = {Hq, 63}, ps[] = {B};
+  fa_tensor qT = fa_tensor_make(q.data(), FA_DTYPE_F32, 4, qs);
+  fa_tensor kT = fa_tensor_make(k.data(), FA_DTYPE_F32, 4, ks);
+  fa_tensor vT = fa_tensor_make(v.data(), FA_DTYPE_F32, 4, ks);
+  fa_tensor oT = fa_tensor_make(o.data(), FA_DTYPE_F32, 4, qs);
+  fa_tensor lT = fa_tensor_make(lse.data(), FA_DTYPE_F32, 3, ls);
+  fa_tensor tT = fa_tensor_make(bias.data(), FA_DTYPE_F32, 2, ts);
+  fa_tensor pT = fa_tensor_make(prefix.data(), FA_DTYPE_I32, 1, ps);
+  const fa_tensor *modOperands[] = {&tT, &pT};
+  ASSERT_EQ(fa_attention_launch_mods(kernel.get(), &qT, &kT, &vT, nullptr,
+                                     nullptr, nullptr, modOperands, 2, &oT,
+                                     &lT, nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+
+  // The reference: s = scale q.k + bias[h][k - q + 31], keys with
+  // k >= prefix[b] and k > q removed; query head h reads kv head h / 2.
+  double scale = 1.0 / std::sqrt(double(D));
+  int64_t bad = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < Nq; ++i) {
+        std::vector<double> s(Nk, -kInf);
+        double m = -kInf;
+        for (int64_t j = 0; j < Nk; ++j) {
+          if (!(j < prefix[b] || j <= i))
+            continue;
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d)
+            dot += double(q[((b * Hq + h) * Nq + i) * D + d]) *
+                   k[((b * Hkv + h / 2) * Nk + j) * D + d];
+          s[j] = scale * dot + bias[h * 63 + (j - i + 31)];
+          m = std::max(m, s[j]);
+        }
+        double l = 0;
+        std::vector<double> acc(D, 0.0);
+        for (int64_t j = 0; j < Nk; ++j) {
+          if (s[j] == -kInf)
+            continue;
+          double p = std::exp(s[j] - m);
+          l += p;
+          for (int64_t d = 0; d < D; ++d)
+            acc[d] += p * v[((b * Hkv + h / 2) * Nk + j) * D + d];
+        }
+        int64_t row = (b * Hq + h) * Nq + i;
+        if (!close(lse[row], m + std::log(l), 1e-4, 1e-4) && bad++ < 5)
+          ADD_FAILURE() << "LSE row " << row << ": " << lse[row] << " vs "
+                        << m + std::log(l);
+        for (int64_t d = 0; d < D; ++d)
+          if (!close(o[row * D + d], acc[d] / l, 1e-5, 1e-4) && bad++ < 5)
+            ADD_FAILURE() << "O[" << row << ", " << d << "] = "
+                          << o[row * D + d] << ", reference " << acc[d] / l;
+      }
+  EXPECT_EQ(bad, 0);
+
+  // The mod operands are checked: a wrong shape, one missing, one too
+  // many, and a kernel without regions given some.
+  int64_t badShape[] = {Hq, 62};
+  fa_tensor wrong = fa_tensor_make(bias.data(), FA_DTYPE_F32, 2, badShape);
+  const fa_tensor *wrongOps[] = {&wrong, &pT};
+  EXPECT_EQ(fa_attention_launch_mods(kernel.get(), &qT, &kT, &vT, nullptr,
+                                     nullptr, nullptr, wrongOps, 2, &oT, &lT,
+                                     nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fa_last_error()).find("mod0"), std::string::npos)
+      << fa_last_error();
+  EXPECT_EQ(fa_attention_launch_mods(kernel.get(), &qT, &kT, &vT, nullptr,
+                                     nullptr, nullptr, modOperands, 1, &oT,
+                                     &lT, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fa_last_error()).find("mod1 is NULL"),
+            std::string::npos)
+      << fa_last_error();
+  const fa_tensor *three[] = {&tT, &pT, &pT};
+  EXPECT_EQ(fa_attention_launch_mods(kernel.get(), &qT, &kT, &vT, nullptr,
+                                     nullptr, nullptr, three, 3, &oT, &lT,
+                                     nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fa_last_error())
+                .find("3 mod operands were given, but kernel 'attn_regions' "
+                      "takes 2"),
+            std::string::npos)
+      << fa_last_error();
+  EXPECT_EQ(fa_attention_launch(kernel.get(), &qT, &kT, &vT, nullptr,
+                                nullptr, &oT, &lT, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fa_attention_launch_mods(kernel.get(), &qT, &kT, &vT, nullptr,
+                                     nullptr, nullptr, nullptr, 2, &oT, &lT,
+                                     nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+}
+
 TEST(CpuBackendTest, Softmax) {
   checkSoftmax("softmax_f32", {3, 50, 4}, 12, 1e-6, 1e-5, true);
   checkSoftmax("softmax_f32", {1, 1, 1}, 13, 1e-6, 1e-5, false);

@@ -661,6 +661,73 @@ TEST_F(FakeDriverTest, LaunchPassesModifierOperands) {
   fa_kernel_destroy(kernel);
 }
 
+/// A kernel with score_mod / mask_mod regions: its mod operands (fixed
+/// shapes, in call order after the canonical params here) reach the launch
+/// as descriptors; fa_kernel_get_regions reports them; a wrong count or
+/// shape is an error before any launch.
+TEST_F(FakeDriverTest, LaunchPassesModOperands) {
+  md.modifiers.scoreMod = true;
+  md.modifiers.maskMod = true;
+  md.params = getCanonicalParams(md, DType::I8, false, false);
+  ParamInfo table;
+  table.name = "mod0";
+  table.role = ParamRole::ModOperand;
+  table.dtype = DType::F32;
+  table.shape = {ShapeDim::fixed(8), ShapeDim::fixed(63)};
+  ParamInfo prefix;
+  prefix.name = "mod1";
+  prefix.role = ParamRole::ModOperand;
+  prefix.dtype = DType::I32;
+  prefix.shape = {ShapeDim::fixed(2)};
+  md.params.push_back(table);
+  md.params.push_back(prefix);
+  fa_kernel *kernel = nullptr;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  fa_attention_regions regions{};
+  ASSERT_EQ(fa_kernel_get_regions(kernel, &regions), FA_SUCCESS);
+  EXPECT_EQ(regions.has_score_mod, 1);
+  EXPECT_EQ(regions.has_mask_mod, 1);
+  EXPECT_EQ(regions.num_mod_operands, 2);
+  fake->paramsToRecord = 64;
+
+  const int64_t B = 2, Nq = 70, Nk = 90;
+  fa_tensor q = deviceTensor(0x100000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor k = deviceTensor(0x200000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor v = deviceTensor(0x300000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor o = deviceTensor(0x400000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor lse = deviceTensor(0x500000, FA_DTYPE_F32, {B, 8, Nq});
+  fa_tensor t = deviceTensor(0x600000, FA_DTYPE_F32, {8, 63});
+  fa_tensor p = deviceTensor(0x700000, FA_DTYPE_I32, {2});
+  const fa_tensor *mods[] = {&t, &p};
+  EXPECT_EQ(fa_attention_launch(kernel, &q, &k, &v, nullptr, nullptr, &o,
+                                &lse, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("mod0 is NULL"));
+  ASSERT_EQ(fa_attention_launch_mods(kernel, &q, &k, &v, nullptr, nullptr,
+                                     nullptr, mods, 2, &o, &lse, nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  ASSERT_EQ(fake->launches, 1);
+  // q, k, v, o (11 values each), lse (9), then mod0 (7) and mod1 (5; the
+  // fake records the first 64 values: not its stride).
+  std::vector<int64_t> expected = {
+      0x600000, 0x600000, 0, 8, 63, 63, 1, // mod0 [8, 63]
+      0x700000, 0x700000, 0, 2};           // mod1 [2]
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(fake->params[53 + i], expected[i]) << "value " << 53 + i;
+  fa_tensor tBad = deviceTensor(0x600000, FA_DTYPE_F32, {8, 62});
+  const fa_tensor *bad[] = {&tBad, &p};
+  EXPECT_EQ(fa_attention_launch_mods(kernel, &q, &k, &v, nullptr, nullptr,
+                                     nullptr, bad, 2, &o, &lse, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("mod0"));
+  EXPECT_EQ(fa_attention_launch_mods(kernel, &q, &k, &v, nullptr, nullptr,
+                                     nullptr, mods, -1, &o, &lse, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fake->launches, 1);
+  fa_kernel_destroy(kernel);
+}
+
 /// The grid follows the metadata's axis order.
 /// A kernel that copies Q, K and V with 16-byte cp.async (alignment 16 in
 /// its metadata): a pointer that is element- but not 16-byte aligned, or a
