@@ -19,6 +19,11 @@
 //     SIMT-SAME: shfl.sync.bfly
 // GPU-NOT: {{__nv_}}
 
+// A constant the region captures from the function is cloned into the
+// kernel.
+// CPU-LABEL: llvm.func @captured
+//     GPU: gpu.binary @captured_kernels
+
 func.func @regions(%q: memref<1x2x64x64xf16>, %k: memref<1x2x64x64xf16>, %v: memref<1x2x64x64xf16>, %t: memref<2x127xf32>, %o: memref<1x2x64x64xf16>) {
   %qt = bufferization.to_tensor %q restrict : memref<1x2x64x64xf16> to tensor<1x2x64x64xf16>
   %kt = bufferization.to_tensor %k restrict : memref<1x2x64x64xf16> to tensor<1x2x64x64xf16>
@@ -40,6 +45,21 @@ func.func @regions(%q: memref<1x2x64x64xf16>, %k: memref<1x2x64x64xf16>, %v: mem
     %c0 = arith.constant 0 : index
     %keep = arith.cmpi ne, %m, %c0 : index
     fa.yield %keep : i1
+  } -> tensor<1x2x64x64xf16>
+  bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x2x64x64xf16>, memref<1x2x64x64xf16>) -> ()
+  return
+}
+
+func.func @captured(%q: memref<1x2x64x64xf16>, %k: memref<1x2x64x64xf16>, %v: memref<1x2x64x64xf16>, %o: memref<1x2x64x64xf16>) {
+  %qt = bufferization.to_tensor %q restrict : memref<1x2x64x64xf16> to tensor<1x2x64x64xf16>
+  %kt = bufferization.to_tensor %k restrict : memref<1x2x64x64xf16> to tensor<1x2x64x64xf16>
+  %vt = bufferization.to_tensor %v restrict : memref<1x2x64x64xf16> to tensor<1x2x64x64xf16>
+  %cap = arith.constant 0.5 : f32
+  %e = tensor.empty() : tensor<1x2x64x64xf16>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>) outs(%e : tensor<1x2x64x64xf16>) score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index):
+    %y = arith.mulf %s, %cap : f32
+    fa.yield %y : f32
   } -> tensor<1x2x64x64xf16>
   bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x2x64x64xf16>, memref<1x2x64x64xf16>) -> ()
   return

@@ -759,6 +759,10 @@ void FAPromoteSharedPass::runOnOperation() {
   }
   if (failed(verifyKernelResultUses(op, getArgument())))
     return signalPassFailure();
+  if (std::optional<std::string> why = getOutlinedRegionProblem(op)) {
+    op.emitError() << "fa-promote-shared: " << *why;
+    return signalPassFailure();
+  }
   // The block body becomes the kernel: the regions' operands must reach it
   // as function arguments.
   for (Value m : args->modOperands) {

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/StringSwitch.h"
 
@@ -480,6 +481,14 @@ static Value inlineModifierRegion(OpBuilder &b, Region &region,
     SmallVector<Value> operands;
     bool vector = false;
     for (Value v : op.getOperands()) {
+      // A constant captured from above is cloned where the region is
+      // inlined (which may be another function: a GPU kernel); any other
+      // captured value is used as it is (isEligible keeps those out of the
+      // GPU kernels).
+      if (!map.contains(v) && !region.isAncestor(v.getParentRegion()))
+        if (Operation *def = v.getDefiningOp();
+            def && def->hasTrait<OpTrait::ConstantLike>())
+          map.map(v, b.clone(*def)->getResult(0));
       Value m = map.lookupOrDefault(v);
       operands.push_back(m);
       vector |= isa<VectorType>(m.getType());
@@ -751,6 +760,25 @@ bool fa::isSupportedHeadDim(KernelFamily family, int64_t dim) {
          dim % headDimMultiple(family) == 0;
 }
 
+std::optional<std::string> fa::getOutlinedRegionProblem(AttentionOp op) {
+  // The regions are inlined into the outlined kernel: values they capture
+  // from the enclosing function must be constants (cloned into it).
+  for (Region *region : {&op.getScoreMod(), &op.getMaskMod()}) {
+    WalkResult captured = region->walk([&](Operation *inner) {
+      for (Value v : inner->getOperands())
+        if (!region->isAncestor(v.getParentRegion()) &&
+            !matchPattern(v, m_Constant()))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (captured.wasInterrupted())
+      return std::string("its score_mod / mask_mod reads a value from "
+                         "outside the region that is not a constant; pass "
+                         "it as a mod_operands tensor");
+  }
+  return std::nullopt;
+}
+
 bool fa::isEligible(KernelFamily family, AttentionOp op,
                     std::string *reason) {
   auto fail = [&](const std::string &why) {
@@ -758,6 +786,8 @@ bool fa::isEligible(KernelFamily family, AttentionOp op,
       *reason = why;
     return false;
   };
+  if (std::optional<std::string> why = getOutlinedRegionProblem(op))
+    return fail(*why);
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto kType = cast<RankedTensorType>(op.getKey().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());

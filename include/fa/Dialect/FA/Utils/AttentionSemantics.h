@@ -346,6 +346,11 @@ std::optional<KernelFamily> parseKernelFamily(StringRef name);
 /// (wgmma).
 bool isSupportedHeadDim(KernelFamily family, int64_t dim);
 
+/// Why the regions of `op` cannot be inlined into a kernel outlined from
+/// its function (they read a non-constant value defined outside them), or
+/// nullopt.
+std::optional<std::string> getOutlinedRegionProblem(AttentionOp op);
+
 /// Whether `family` accepts the types and head dims of `op`; otherwise
 /// `reason` (when non-null) says why in a phrase such as "head dims must be
 /// multiples of 16 up to 256".
