@@ -448,10 +448,10 @@ void CpuKernelBuilder::buildKVStep(OpBuilder &b, Value j) {
     auto bmType = cast<MemRefType>(args.blockMask.getType());
     Value bb = bmType.getDimSize(0) == 1 ? cIdx(b, 0) : batch;
     Value bh = bmType.getDimSize(1) == 1 ? cIdx(b, 0) : head;
-    Value entry = memref::LoadOp::create(
-        b, loc, args.blockMask,
-        ValueRange{bb, bh, arith::DivUIOp::create(b, loc, q0, cIdx(b, cfg.blockQ)),
-                   arith::DivUIOp::create(b, loc, k0, cIdx(b, cfg.blockKV))});
+    Value qTile = arith::DivUIOp::create(b, loc, q0, cIdx(b, cfg.blockQ));
+    Value kTile = arith::DivUIOp::create(b, loc, k0, cIdx(b, cfg.blockKV));
+    Value entry = memref::LoadOp::create(b, loc, args.blockMask,
+                                         ValueRange{bb, bh, qTile, kTile});
     Type i8 = b.getI8Type();
     visited = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::ne, entry,
@@ -720,7 +720,8 @@ SmallVector<Value> CpuKernelBuilder::buildScoreModsAndMax(OpBuilder &b,
               s = arith::AddFOp::create(lb, loc, s, m);
             changed = true;
           }
-          AttentionSemantics::ModIndices idx{batch, head, qPos.empty() ? Value() : qPos[v], key, nq, nk};
+          AttentionSemantics::ModIndices idx{
+              batch, head, qPos.empty() ? Value() : qPos[v], key, nq, nk};
           if (scoreRegion) {
             s = sem.applyScoreMod(lb, loc, s, idx, args.modOperands);
             changed = true;

@@ -390,7 +390,8 @@ LogicalResult AttentionOp::verify() {
                        "mask_mod region to read them");
 
   // Block mask.
-  if (static_cast<bool>(getBlockMask()) != static_cast<bool>(getBlockTilesAttr()))
+  if (static_cast<bool>(getBlockMask()) !=
+      static_cast<bool>(getBlockTilesAttr()))
     return emitOpError("block_mask and block_tiles go together: the tiles "
                        "say what the block mask's entries cover");
   if (Value bm = getBlockMask()) {

@@ -50,17 +50,18 @@ struct LowerCreateBlockMask final : OpRewritePattern<CreateBlockMaskOp> {
 
     // The result's sizes: the static dims, or batch, heads and the tile
     // counts.
-    Value sizesV[4] = {
-        op.getBatch(), op.getHeads(),
-        arith::CeilDivUIOp::create(rewriter, loc, nq,
-                                   arith::ConstantIndexOp::create(rewriter, loc, tq)),
-        arith::CeilDivUIOp::create(rewriter, loc, nk,
-                                   arith::ConstantIndexOp::create(rewriter, loc, tk))};
+    auto tiles = [&](Value n, int64_t t) -> Value {
+      return arith::CeilDivUIOp::create(
+          rewriter, loc, n, arith::ConstantIndexOp::create(rewriter, loc, t));
+    };
+    Value sizesV[4] = {op.getBatch(), op.getHeads(), tiles(nq, tq),
+                       tiles(nk, tk)};
     SmallVector<OpFoldResult> sizes;
     for (int64_t d = 0; d < 4; ++d)
-      sizes.push_back(type.isDynamicDim(d)
-                          ? OpFoldResult(sizesV[d])
-                          : OpFoldResult(rewriter.getIndexAttr(type.getDimSize(d))));
+      sizes.push_back(
+          type.isDynamicDim(d)
+              ? OpFoldResult(sizesV[d])
+              : OpFoldResult(rewriter.getIndexAttr(type.getDimSize(d))));
     Type i1 = rewriter.getI1Type();
     Value anyInit = buildFilled(rewriter, loc, sizes, i1,
                                 rewriter.getBoolAttr(false));
@@ -119,11 +120,9 @@ struct LowerCreateBlockMask final : OpRewritePattern<CreateBlockMaskOp> {
         rewriter, loc, {reduced[0], reduced[1]}, {out}, {id, id, id},
         {par, par, par, par},
         [&](OpBuilder &nb, Location nl, ValueRange a) -> SmallVector<Value> {
-          Type i8 = nb.getI8Type();
           Value c0 = arith::ConstantIntOp::create(nb, nl, 0, 8);
           Value c1 = arith::ConstantIntOp::create(nb, nl, 1, 8);
           Value c2 = arith::ConstantIntOp::create(nb, nl, 2, 8);
-          (void)i8;
           Value partial = arith::SelectOp::create(nb, nl, a[1], c2, c1);
           return {arith::SelectOp::create(nb, nl, a[0], partial, c0)};
         })[0];
