@@ -340,6 +340,7 @@ getCanonicalSymbols(rt::OpKind op, rt::ParamRole role, int64_t rank) {
   case rt::ParamRole::KSegments:
     return {"B", "Nk"};
   case rt::ParamRole::Input:
+  case rt::ParamRole::ModOperand: // fixed sizes (extractJob)
     break;
   }
   return symbols;

@@ -864,6 +864,7 @@ struct AttentionArrays {
     case rt::ParamRole::KSegments:
       return kSegments;
     case rt::ParamRole::Input:
+    case rt::ParamRole::ModOperand: // fa-run's --mods tensors come apart
       break;
     }
     return nullptr;
