@@ -645,37 +645,15 @@ extern "C" fa_status fa_attention_launch(fa_kernel *kernel, const fa_tensor *q,
                 cudaStream);
 }
 
-extern "C" fa_status
-fa_attention_launch_ex(fa_kernel *kernel, const fa_tensor *q,
-                       const fa_tensor *k, const fa_tensor *v,
-                       const fa_tensor *kvLens, const fa_tensor *mask,
-                       const fa_attention_extras *extras, fa_tensor *o,
-                       fa_tensor *lse, void *cudaStream) {
-  fa_attention_extras none{};
-  const fa_attention_extras &x = extras ? *extras : none;
-  TensorList tensors = {{ParamRole::Query, q},
-                        {ParamRole::Key, k},
-                        {ParamRole::Value, v},
-                        {ParamRole::KvLens, kvLens},
-                        {ParamRole::Mask, mask},
-                        {ParamRole::Alibi, x.alibi},
-                        {ParamRole::QSegments, x.q_segments},
-                        {ParamRole::KSegments, x.k_segments},
-                        {ParamRole::Output, o},
-                        {ParamRole::Lse, lse}};
-  return launch(kernel, OpKind::Attention, "fa_attention_launch_ex", tensors,
-                cudaStream);
-}
-
-extern "C" fa_status fa_attention_launch_mods(
-    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
-    const fa_tensor *v, const fa_tensor *kvLens, const fa_tensor *mask,
-    const fa_attention_extras *extras, const fa_tensor *const *modOperands,
-    int64_t numModOperands, fa_tensor *o, fa_tensor *lse, void *cudaStream) {
-  if (numModOperands < 0 || (numModOperands > 0 && !modOperands))
-    return fail(FA_ERROR_INVALID_ARGUMENT,
-                cat("fa_attention_launch_mods: ", numModOperands,
-                    " mod operands at ", modOperands ? "an array" : "NULL"));
+/// The attention operands of a launch: the core ones, the modifier
+/// operands of `extras` (may be null) and `numModOperands` mod operands.
+static TensorList attentionTensors(const fa_tensor *q, const fa_tensor *k,
+                                   const fa_tensor *v, const fa_tensor *kvLens,
+                                   const fa_tensor *mask,
+                                   const fa_attention_extras *extras,
+                                   const fa_tensor *const *modOperands,
+                                   int64_t numModOperands, fa_tensor *o,
+                                   fa_tensor *lse) {
   fa_attention_extras none{};
   const fa_attention_extras &x = extras ? *extras : none;
   TensorList tensors = {{ParamRole::Query, q},
@@ -690,8 +668,34 @@ extern "C" fa_status fa_attention_launch_mods(
                         {ParamRole::Lse, lse}};
   for (int64_t i = 0; i < numModOperands; ++i)
     tensors.emplace_back(ParamRole::ModOperand, modOperands[i]);
+  return tensors;
+}
+
+extern "C" fa_status
+fa_attention_launch_ex(fa_kernel *kernel, const fa_tensor *q,
+                       const fa_tensor *k, const fa_tensor *v,
+                       const fa_tensor *kvLens, const fa_tensor *mask,
+                       const fa_attention_extras *extras, fa_tensor *o,
+                       fa_tensor *lse, void *cudaStream) {
+  return launch(kernel, OpKind::Attention, "fa_attention_launch_ex",
+                attentionTensors(q, k, v, kvLens, mask, extras, nullptr, 0, o,
+                                 lse),
+                cudaStream);
+}
+
+extern "C" fa_status fa_attention_launch_mods(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *kvLens, const fa_tensor *mask,
+    const fa_attention_extras *extras, const fa_tensor *const *modOperands,
+    int64_t numModOperands, fa_tensor *o, fa_tensor *lse, void *cudaStream) {
+  if (numModOperands < 0 || (numModOperands > 0 && !modOperands))
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat("fa_attention_launch_mods: ", numModOperands,
+                    " mod operands at ", modOperands ? "an array" : "NULL"));
   return launch(kernel, OpKind::Attention, "fa_attention_launch_mods",
-                tensors, cudaStream);
+                attentionTensors(q, k, v, kvLens, mask, extras, modOperands,
+                                 numModOperands, o, lse),
+                cudaStream);
 }
 
 extern "C" fa_status fa_softmax_launch(fa_kernel *kernel, const fa_tensor *x,

@@ -99,27 +99,50 @@ REGIONS = {
 }
 
 
+def _bodies(name, arrays, Nq, Nk):
+    """(score_mod args, body) and (mask_mod args, body) of region set
+    `name` over `arrays` (None for an absent one)."""
+    _, score_body, mask_body, _, _ = REGIONS[name]
+    types = [_ttype(a) for a in arrays]
+    extra = "".join(f", %rt{i}: {t}" for i, t in enumerate(types))
+    subst = {f"t{i}": t for i, t in enumerate(types)}
+    score = mask = None
+    if score_body:
+        score = ("%rs: f32, %rb: index, %rh: index, %rq: index, "
+                 f"%rk: index{extra}", score_body(Nq, Nk).format(**subst))
+    if mask_body:
+        mask = (f"%rb: index, %rh: index, %rq: index, %rk: index{extra}",
+                mask_body(Nq, Nk).format(**subst))
+    return score, mask
+
+
 def region_text(name, arrays, Nq, Nk, score=True):
     """The `score_mod { ... } mask_mod { ... }` text of region set `name`
     over the mod_operands `arrays` (without the score_mod when `score` is
     false: what fa.create_block_mask takes)."""
-    _, score_body, mask_body, _, _ = REGIONS[name]
-    if not score:
-        score_body = None
-    types = [_ttype(a) for a in arrays]
-    extra = "".join(f", %rt{i}: {t}" for i, t in enumerate(types))
-    subst = {f"t{i}": t for i, t in enumerate(types)}
+    score_mod, mask_mod = _bodies(name, arrays, Nq, Nk)
     text = ""
-    if score_body:
-        text += (" score_mod {\n  ^bb0(%rs: f32, %rb: index, %rh: index, "
-                 f"%rq: index, %rk: index{extra}):" +
-                 score_body(Nq, Nk).format(**subst) +
+    if score_mod and score:
+        text += (f" score_mod {{\n  ^bb0({score_mod[0]}):" + score_mod[1] +
                  "\n    fa.yield %r : f32\n  }")
-    if mask_body:
-        text += (" mask_mod {\n  ^bb0(%rb: index, %rh: index, %rq: index, "
-                 f"%rk: index{extra}):" + mask_body(Nq, Nk).format(**subst) +
+    if mask_mod:
+        text += (f" mask_mod {{\n  ^bb0({mask_mod[0]}):" + mask_mod[1] +
                  "\n    fa.yield %r : i1\n  }")
     return text
+
+
+def mods_file(name, arrays, Nq, Nk):
+    """Region set `name` as the functions `fa-run --mods` reads
+    (func.func @score_mod / @mask_mod)."""
+    score_mod, mask_mod = _bodies(name, arrays, Nq, Nk)
+    text = "module {\n"
+    if score_mod:
+        text += (f"  func.func @score_mod({score_mod[0]}) -> f32 {{" +
+                 score_mod[1] + "\n    return %r : f32\n  }\n")
+    if mask_mod:
+        text += (f"  func.func @mask_mod({mask_mod[0]}) -> i1 {{" +
+                 mask_mod[1] + "\n    return %r : i1\n  }\n")
+    return text + "}\n"
 
 
 def region_case(name, rng, B, Hq, Nq, Nk):

@@ -25,28 +25,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "lib"))
 from fa_reference import reference, save_attention_inputs, seed_of  # noqa: E402
-from mlir_exec import MLIR_TYPES, rel_err, tensor_type  # noqa: E402
-from modifier_regions import REGIONS  # noqa: E402
-
-
-def mods_file(name, arrays, Nq, Nk):
-    """The functions of region set `name` taking `arrays`' tensors."""
-    _, score_body, mask_body, _, _ = REGIONS[name]
-    types = [tensor_type(a.shape, MLIR_TYPES[a.dtype]) for a in arrays]
-    extra = "".join(f", %rt{i}: {t}" for i, t in enumerate(types))
-    subst = {f"t{i}": t for i, t in enumerate(types)}
-    text = "module {\n"
-    if score_body:
-        text += ("  func.func @score_mod(%rs: f32, %rb: index, %rh: index, "
-                 f"%rq: index, %rk: index{extra}) -> f32 {{" +
-                 score_body(Nq, Nk).format(**subst) +
-                 "\n    return %r : f32\n  }\n")
-    if mask_body:
-        text += ("  func.func @mask_mod(%rb: index, %rh: index, %rq: index, "
-                 f"%rk: index{extra}) -> i1 {{" +
-                 mask_body(Nq, Nk).format(**subst) +
-                 "\n    return %r : i1\n  }\n")
-    return text + "}\n"
+from mlir_exec import rel_err  # noqa: E402
+from modifier_regions import REGIONS, mods_file  # noqa: E402
 
 
 def case(name, regions, **kw):
