@@ -457,13 +457,11 @@ func.func @non_constant_scale(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>
 #pv_o = affine_map<(b, h, q, e, k) -> (b, h, q, e)>
 
 // A causal comparison k <= q + 3 is neither top_left (k <= q) nor bottom_right
-// (k <= q + Nk - Nq = q): raised with the comparison as a boolean mask.
+// (k <= q + Nk - Nq = q): top_left causality with q_offset 3, no mask.
 // CHECK-LABEL: func.func @causal_offset
-// CHECK: %[[M:.*]] = linalg.generic
-// CHECK: arith.addi
-// CHECK: arith.cmpi ule
-// CHECK: fa.attention {{.*}} mask(%[[M]] : tensor<1x1x8x8xi1>)
-// CHECK-NOT: causal
+// CHECK: %[[C3:.*]] = arith.constant 3 : index
+// CHECK: fa.attention {{.*}} q_offset(%[[C3]]) outs({{.*}}) causal(top_left)
+// CHECK-NOT: mask(
 func.func @causal_offset(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
   %zero = arith.constant 0.0 : f32
   %ninf = arith.constant 0xFF800000 : f32
@@ -517,7 +515,6 @@ func.func @causal_offset(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v:
   } -> tensor<1x2x8x8xf32>
   %oe = tensor.empty() : tensor<1x2x8x16xf32>
   %of = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
-  // expected-remark @+1 {{attention raised with a mask: the index comparison k <= q + 3 is neither top_left (k <= q) nor bottom_right (k <= q + 0); it is raised as a boolean mask}}
   %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p0, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>) outs(%of : tensor<1x2x8x16xf32>) {
   ^bb0(%a: f32, %b: f32, %acc: f32):
     %m = arith.mulf %a, %b : f32
@@ -1518,4 +1515,251 @@ func.func @unit_key_dim_swapped(%arg0: tensor<2x2x6x8xf32>, %arg1: tensor<2x2x1x
     linalg.yield %s : f32
   } -> tensor<2x2x6x4xf32>
   return %g18 : tensor<2x2x6x4xf32>
+}
+
+// -----
+
+#id = affine_map<(b, h, q, k) -> (b, h, q, k)>
+#mq = affine_map<(b, h, q, k, d) -> (b, h, q, d)>
+#mk = affine_map<(b, h, q, k, d) -> (b, h, k, d)>
+#ms = affine_map<(b, h, q, k, d) -> (b, h, q, k)>
+#mp = affine_map<(b, h, q, e, k) -> (b, h, q, k)>
+#mv = affine_map<(b, h, q, e, k) -> (b, h, k, e)>
+#mo = affine_map<(b, h, q, e, k) -> (b, h, q, e)>
+// A mask applied inside the softcap's tanh: tanh(-inf) is -1, not a removed
+// key, and fa.attention applies the softcap before every mask.
+// CHECK-LABEL: func.func @softcap_masked_inside
+// CHECK: math.tanh
+// CHECK-NOT: fa.attention
+func.func @softcap_masked_inside(%q: tensor<2x3x8x16xf32>, %k: tensor<2x3x12x16xf32>, %v: tensor<2x3x12x8xf32>) -> tensor<2x3x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<2x3x8x12xf32>
+  %sf = linalg.fill ins(%zero : f32) outs(%e : tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
+  %s = linalg.generic {indexing_maps = [#mq, #mk, #ms], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x3x8x16xf32>, tensor<2x3x12x16xf32>) outs(%sf : tensor<2x3x8x12xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x12xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<2x3x8x12xf32>) outs(%e : tensor<2x3x8x12xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %iq = linalg.index 2 : index
+    %ik = linalg.index 3 : index
+    %keep = arith.cmpi sle, %ik, %iq : index
+    %sel = arith.select %keep, %in, %ninf : f32
+    %t = math.tanh %sel : f32
+    linalg.yield %t : f32
+  } -> tensor<2x3x8x12xf32>
+  %p = linalg.softmax dimension(3) ins(%x : tensor<2x3x8x12xf32>) outs(%e : tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
+  %oe = tensor.empty() : tensor<2x3x8x8xf32>
+  %of = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  // expected-remark @+1 {{attention not raised: the scores are biased or masked inside the softcap's tanh (fa.attention applies the softcap first)}}
+  %o = linalg.generic {indexing_maps = [#mp, #mv, #mo], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x3x8x12xf32>, tensor<2x3x12x8xf32>) outs(%of : tensor<2x3x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x8xf32>
+  return %o : tensor<2x3x8x8xf32>
+}
+
+
+// -----
+
+#id = affine_map<(b, h, q, k) -> (b, h, q, k)>
+#mq = affine_map<(b, h, q, k, d) -> (b, h, q, d)>
+#mk = affine_map<(b, h, q, k, d) -> (b, h, k, d)>
+#ms = affine_map<(b, h, q, k, d) -> (b, h, q, k)>
+#mp = affine_map<(b, h, q, e, k) -> (b, h, q, k)>
+#mv = affine_map<(b, h, q, e, k) -> (b, h, k, e)>
+#mo = affine_map<(b, h, q, e, k) -> (b, h, q, e)>
+// Two softcaps in a row are not one.
+// CHECK-LABEL: func.func @softcap_twice
+// CHECK: math.tanh
+// CHECK: math.tanh
+// CHECK-NOT: fa.attention
+func.func @softcap_twice(%q: tensor<2x3x8x16xf32>, %k: tensor<2x3x12x16xf32>, %v: tensor<2x3x12x8xf32>) -> tensor<2x3x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<2x3x8x12xf32>
+  %sf = linalg.fill ins(%zero : f32) outs(%e : tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
+  %s = linalg.generic {indexing_maps = [#mq, #mk, #ms], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x3x8x16xf32>, tensor<2x3x12x16xf32>) outs(%sf : tensor<2x3x8x12xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x12xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<2x3x8x12xf32>) outs(%e : tensor<2x3x8x12xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %t0 = math.tanh %in : f32
+    %t = math.tanh %t0 : f32
+    linalg.yield %t : f32
+  } -> tensor<2x3x8x12xf32>
+  %p = linalg.softmax dimension(3) ins(%x : tensor<2x3x8x12xf32>) outs(%e : tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
+  %oe = tensor.empty() : tensor<2x3x8x8xf32>
+  %of = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  // expected-remark @+1 {{attention not raised: the scores go through two tanh}}
+  %o = linalg.generic {indexing_maps = [#mp, #mv, #mo], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x3x8x12xf32>, tensor<2x3x12x8xf32>) outs(%of : tensor<2x3x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x8xf32>
+  return %o : tensor<2x3x8x8xf32>
+}
+
+
+// -----
+
+#id = affine_map<(b, h, q, k) -> (b, h, q, k)>
+#mq = affine_map<(b, h, q, k, d) -> (b, h, q, d)>
+#mk = affine_map<(b, h, q, k, d) -> (b, h, k, d)>
+#ms = affine_map<(b, h, q, k, d) -> (b, h, q, k)>
+#mp = affine_map<(b, h, q, e, k) -> (b, h, q, k)>
+#mv = affine_map<(b, h, q, e, k) -> (b, h, k, e)>
+#mo = affine_map<(b, h, q, e, k) -> (b, h, q, e)>
+// k <= 2q compares the positions with a factor: not a window bound; a
+// boolean mask, with a remark.
+// CHECK-LABEL: func.func @index_compare_scaled
+// CHECK: fa.attention {{.*}} mask(
+// CHECK-NOT: causal(
+func.func @index_compare_scaled(%q: tensor<2x3x8x16xf32>, %k: tensor<2x3x12x16xf32>, %v: tensor<2x3x12x8xf32>) -> tensor<2x3x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<2x3x8x12xf32>
+  %sf = linalg.fill ins(%zero : f32) outs(%e : tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
+  %s = linalg.generic {indexing_maps = [#mq, #mk, #ms], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x3x8x16xf32>, tensor<2x3x12x16xf32>) outs(%sf : tensor<2x3x8x12xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x12xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<2x3x8x12xf32>) outs(%e : tensor<2x3x8x12xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %iq = linalg.index 2 : index
+    %ik = linalg.index 3 : index
+    %c2 = arith.constant 2 : index
+    %q2 = arith.muli %iq, %c2 : index
+    %keep = arith.cmpi sle, %ik, %q2 : index
+    %y = arith.select %keep, %in, %ninf : f32
+    linalg.yield %y : f32
+  } -> tensor<2x3x8x12xf32>
+  %p = linalg.softmax dimension(3) ins(%x : tensor<2x3x8x12xf32>) outs(%e : tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
+  %oe = tensor.empty() : tensor<2x3x8x8xf32>
+  %of = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  // expected-remark @+1 {{attention raised with a mask: an index comparison of the query and key positions is not a bound k <= q + c or k >= q + c; it is raised as a boolean mask}}
+  %o = linalg.generic {indexing_maps = [#mp, #mv, #mo], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x3x8x12xf32>, tensor<2x3x12x8xf32>) outs(%of : tensor<2x3x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x8xf32>
+  return %o : tensor<2x3x8x8xf32>
+}
+
+
+// -----
+
+#id = affine_map<(b, h, q, k) -> (b, h, q, k)>
+#mq = affine_map<(b, h, q, k, d) -> (b, h, q, d)>
+#mk = affine_map<(b, h, q, k, d) -> (b, h, k, d)>
+#ms = affine_map<(b, h, q, k, d) -> (b, h, q, k)>
+#mp = affine_map<(b, h, q, e, k) -> (b, h, q, k)>
+#mv = affine_map<(b, h, q, e, k) -> (b, h, k, e)>
+#mo = affine_map<(b, h, q, e, k) -> (b, h, q, e)>
+// -slope * |q - 2k| is not ALiBi's distance: an additive mask, with a
+// remark.
+// CHECK-LABEL: func.func @alibi_scaled_key
+// CHECK: fa.attention {{.*}} mask(
+// CHECK-NOT: alibi(
+func.func @alibi_scaled_key(%q: tensor<2x3x8x16xf32>, %k: tensor<2x3x12x16xf32>, %v: tensor<2x3x12x8xf32>, %slopes: tensor<3xf32>) -> tensor<2x3x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<2x3x8x12xf32>
+  %sf = linalg.fill ins(%zero : f32) outs(%e : tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
+  %s = linalg.generic {indexing_maps = [#mq, #mk, #ms], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x3x8x16xf32>, tensor<2x3x12x16xf32>) outs(%sf : tensor<2x3x8x12xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x12xf32>
+  %x = linalg.generic {indexing_maps = [#id, affine_map<(b, h, q, k) -> (h)>, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %slopes : tensor<2x3x8x12xf32>, tensor<3xf32>) outs(%e : tensor<2x3x8x12xf32>) {
+  ^bb0(%in: f32, %sl: f32, %out: f32):
+    %iq = linalg.index 2 : index
+    %ik = linalg.index 3 : index
+    %c2 = arith.constant 2 : index
+    %k2 = arith.muli %ik, %c2 : index
+    %d = arith.subi %iq, %k2 : index
+    %di = arith.index_cast %d : index to i32
+    %a = math.absi %di : i32
+    %af = arith.sitofp %a : i32 to f32
+    %bias = arith.mulf %af, %sl : f32
+    %y = arith.subf %in, %bias : f32
+    linalg.yield %y : f32
+  } -> tensor<2x3x8x12xf32>
+  %p = linalg.softmax dimension(3) ins(%x : tensor<2x3x8x12xf32>) outs(%e : tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
+  %oe = tensor.empty() : tensor<2x3x8x8xf32>
+  %of = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  // expected-remark @+1 {{attention raised with a mask: a bias computed from the query and key positions is not ALiBi's -slope * |q + c - k|; it is raised as an additive mask}}
+  %o = linalg.generic {indexing_maps = [#mp, #mv, #mo], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x3x8x12xf32>, tensor<2x3x12x8xf32>) outs(%of : tensor<2x3x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x8xf32>
+  return %o : tensor<2x3x8x8xf32>
+}
+
+
+// -----
+
+#id = affine_map<(b, h, q, k) -> (b, h, q, k)>
+#mq = affine_map<(b, h, q, k, d) -> (b, h, q, d)>
+#mk = affine_map<(b, h, q, k, d) -> (b, h, k, d)>
+#ms = affine_map<(b, h, q, k, d) -> (b, h, q, k)>
+#mp = affine_map<(b, h, q, e, k) -> (b, h, q, k)>
+#mv = affine_map<(b, h, q, e, k) -> (b, h, k, e)>
+#mo = affine_map<(b, h, q, e, k) -> (b, h, q, e)>
+// Bounds that keep no key (k <= q - 2 and k >= q + 1) are not a window:
+// a boolean mask, with a remark.
+// CHECK-LABEL: func.func @window_empty
+// CHECK: fa.attention {{.*}} mask(
+// CHECK-NOT: window(
+func.func @window_empty(%q: tensor<2x3x8x16xf32>, %k: tensor<2x3x12x16xf32>, %v: tensor<2x3x12x8xf32>) -> tensor<2x3x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<2x3x8x12xf32>
+  %sf = linalg.fill ins(%zero : f32) outs(%e : tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
+  %s = linalg.generic {indexing_maps = [#mq, #mk, #ms], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x3x8x16xf32>, tensor<2x3x12x16xf32>) outs(%sf : tensor<2x3x8x12xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x12xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<2x3x8x12xf32>) outs(%e : tensor<2x3x8x12xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %iq = linalg.index 2 : index
+    %ik = linalg.index 3 : index
+    %c2 = arith.constant 2 : index
+    %c1 = arith.constant 1 : index
+    %k2 = arith.addi %ik, %c2 : index
+    %q1 = arith.addi %iq, %c1 : index
+    %k1 = arith.cmpi sle, %k2, %iq : index
+    %kk = arith.cmpi sge, %ik, %q1 : index
+    %keep = arith.andi %k1, %kk : i1
+    %y = arith.select %keep, %in, %ninf : f32
+    linalg.yield %y : f32
+  } -> tensor<2x3x8x12xf32>
+  %p = linalg.softmax dimension(3) ins(%x : tensor<2x3x8x12xf32>) outs(%e : tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
+  %oe = tensor.empty() : tensor<2x3x8x8xf32>
+  %of = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  // expected-remark @+1 {{attention raised with a mask: the window bounds keep no key; they are raised as a boolean mask}}
+  %o = linalg.generic {indexing_maps = [#mp, #mv, #mo], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x3x8x12xf32>, tensor<2x3x12x8xf32>) outs(%of : tensor<2x3x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x8xf32>
+  return %o : tensor<2x3x8x8xf32>
 }

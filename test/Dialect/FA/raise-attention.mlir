@@ -853,3 +853,172 @@ func.func @f16_bias_scaled_in_f32(%arg0: tensor<1x2x4x8xf16>, %arg1: tensor<1x2x
   } -> tensor<1x2x4x8xf16>
   return %g22 : tensor<1x2x4x8xf16>
 }
+
+// -----
+
+#id = affine_map<(b, h, q, k) -> (b, h, q, k)>
+#mq = affine_map<(b, h, q, k, d) -> (b, h, q, d)>
+#mk = affine_map<(b, h, q, k, d) -> (b, h, k, d)>
+#ms = affine_map<(b, h, q, k, d) -> (b, h, q, k)>
+#mp = affine_map<(b, h, q, e, k) -> (b, h, q, k)>
+#mv = affine_map<(b, h, q, e, k) -> (b, h, k, e)>
+#mo = affine_map<(b, h, q, e, k) -> (b, h, q, e)>
+// Gemma 2's softcap around a scale, with a sliding window written as two
+// comparisons: softcap(2) of S * 0.25, causal with window(3, -1).
+// CHECK-LABEL: func.func @softcap_window
+// CHECK: fa.attention ins(%arg0, %arg1, %arg2 : {{.*}}) outs({{.*}}) causal(top_left) window(3, -1) softcap(2.000000e+00) scale(2.500000e-01)
+// CHECK-NOT: math.tanh
+// NOMASK-LABEL: func.func @softcap_window
+// NOMASK-NOT: fa.attention
+func.func @softcap_window(%q: tensor<2x3x8x16xf32>, %k: tensor<2x3x12x16xf32>, %v: tensor<2x3x12x8xf32>) -> tensor<2x3x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<2x3x8x12xf32>
+  %sf = linalg.fill ins(%zero : f32) outs(%e : tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
+  %s = linalg.generic {indexing_maps = [#mq, #mk, #ms], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x3x8x16xf32>, tensor<2x3x12x16xf32>) outs(%sf : tensor<2x3x8x12xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x12xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<2x3x8x12xf32>) outs(%e : tensor<2x3x8x12xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %c = arith.constant 0.25 : f32
+    %two = arith.constant 2.0 : f32
+    %xs = arith.mulf %in, %c : f32
+    %xd = arith.divf %xs, %two : f32
+    %t = math.tanh %xd : f32
+    %xc = arith.mulf %t, %two : f32
+    %iq = linalg.index 2 : index
+    %ik = linalg.index 3 : index
+    %c3 = arith.constant 3 : index
+    %lo = arith.addi %ik, %c3 : index
+    %k1 = arith.cmpi sle, %ik, %iq : index
+    %k2 = arith.cmpi sge, %lo, %iq : index
+    %keep = arith.andi %k1, %k2 : i1
+    %y = arith.select %keep, %xc, %ninf : f32
+    linalg.yield %y : f32
+  } -> tensor<2x3x8x12xf32>
+  %p = linalg.softmax dimension(3) ins(%x : tensor<2x3x8x12xf32>) outs(%e : tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
+  %oe = tensor.empty() : tensor<2x3x8x8xf32>
+  %of = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  %o = linalg.generic {indexing_maps = [#mp, #mv, #mo], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x3x8x12xf32>, tensor<2x3x12x8xf32>) outs(%of : tensor<2x3x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x8xf32>
+  return %o : tensor<2x3x8x8xf32>
+}
+
+
+// -----
+
+#id = affine_map<(b, h, q, k) -> (b, h, q, k)>
+#mq = affine_map<(b, h, q, k, d) -> (b, h, q, d)>
+#mk = affine_map<(b, h, q, k, d) -> (b, h, k, d)>
+#ms = affine_map<(b, h, q, k, d) -> (b, h, q, k)>
+#mp = affine_map<(b, h, q, e, k) -> (b, h, q, k)>
+#mv = affine_map<(b, h, q, e, k) -> (b, h, k, e)>
+#mo = affine_map<(b, h, q, e, k) -> (b, h, q, e)>
+// ALiBi with [B, H] slopes: -slopes[b, h] * |q - k| through math.absi is
+// the alibi operand itself; no causality, no offset.
+// CHECK-LABEL: func.func @alibi_batch_head
+// CHECK-SAME: %[[SL:[a-z0-9]+]]: tensor<2x3xf32>
+// CHECK: fa.attention ins(%arg0, %arg1, %arg2 : {{.*}}) alibi(%[[SL]] : tensor<2x3xf32>) outs({{.*}}) scale(1.000000e+00)
+// CHECK-NOT: q_offset
+// NOMASK-LABEL: func.func @alibi_batch_head
+// NOMASK: fa.attention {{.*}} alibi(
+func.func @alibi_batch_head(%q: tensor<2x3x8x16xf32>, %k: tensor<2x3x12x16xf32>, %v: tensor<2x3x12x8xf32>, %slopes: tensor<2x3xf32>) -> tensor<2x3x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<2x3x8x12xf32>
+  %sf = linalg.fill ins(%zero : f32) outs(%e : tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
+  %s = linalg.generic {indexing_maps = [#mq, #mk, #ms], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x3x8x16xf32>, tensor<2x3x12x16xf32>) outs(%sf : tensor<2x3x8x12xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x12xf32>
+  %x = linalg.generic {indexing_maps = [#id, affine_map<(b, h, q, k) -> (b, h)>, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %slopes : tensor<2x3x8x12xf32>, tensor<2x3xf32>) outs(%e : tensor<2x3x8x12xf32>) {
+  ^bb0(%in: f32, %sl: f32, %out: f32):
+    %iq = linalg.index 2 : index
+    %ik = linalg.index 3 : index
+    %d = arith.subi %iq, %ik : index
+    %di = arith.index_cast %d : index to i32
+    %a = math.absi %di : i32
+    %af = arith.sitofp %a : i32 to f32
+    %ns = arith.negf %sl : f32
+    %bias = arith.mulf %ns, %af : f32
+    %y = arith.addf %in, %bias : f32
+    linalg.yield %y : f32
+  } -> tensor<2x3x8x12xf32>
+  %p = linalg.softmax dimension(3) ins(%x : tensor<2x3x8x12xf32>) outs(%e : tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
+  %oe = tensor.empty() : tensor<2x3x8x8xf32>
+  %of = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  %o = linalg.generic {indexing_maps = [#mp, #mv, #mo], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x3x8x12xf32>, tensor<2x3x12x8xf32>) outs(%of : tensor<2x3x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x8xf32>
+  return %o : tensor<2x3x8x8xf32>
+}
+
+
+// -----
+
+#id = affine_map<(b, h, q, k) -> (b, h, q, k)>
+#mq = affine_map<(b, h, q, k, d) -> (b, h, q, d)>
+#mk = affine_map<(b, h, q, k, d) -> (b, h, k, d)>
+#ms = affine_map<(b, h, q, k, d) -> (b, h, q, k)>
+#mp = affine_map<(b, h, q, e, k) -> (b, h, q, k)>
+#mv = affine_map<(b, h, q, e, k) -> (b, h, k, e)>
+#mo = affine_map<(b, h, q, e, k) -> (b, h, q, e)>
+// An ALiBi bias added before the scale, at distance |q + 2 - k|: the slopes
+// are built (scaled by 0.5), the offset is q_offset 2.
+// CHECK-LABEL: func.func @alibi_scaled_offset
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
+// CHECK-DAG: %[[C:.*]] = arith.constant -5.000000e-01 : f32
+// CHECK: %[[G:.*]] = linalg.generic {{.*}} ins(%arg3 : tensor<3xf32>) outs(%{{.*}} : tensor<1x3x1x1xf32>)
+// CHECK: arith.mulf %[[C]]
+// CHECK: %[[S:.*]] = tensor.collapse_shape %[[G]] {{\[\[}}0, 1, 2, 3]] : tensor<1x3x1x1xf32> into tensor<3xf32>
+// CHECK: fa.attention ins(%arg0, %arg1, %arg2 : {{.*}}) alibi(%[[S]] : tensor<3xf32>) q_offset(%[[C2]]) outs({{.*}}) scale(5.000000e-01)
+func.func @alibi_scaled_offset(%q: tensor<2x3x8x16xf32>, %k: tensor<2x3x12x16xf32>, %v: tensor<2x3x12x8xf32>, %slopes: tensor<3xf32>) -> tensor<2x3x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<2x3x8x12xf32>
+  %sf = linalg.fill ins(%zero : f32) outs(%e : tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
+  %s = linalg.generic {indexing_maps = [#mq, #mk, #ms], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x3x8x16xf32>, tensor<2x3x12x16xf32>) outs(%sf : tensor<2x3x8x12xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x12xf32>
+  %x = linalg.generic {indexing_maps = [#id, affine_map<(b, h, q, k) -> (h)>, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %slopes : tensor<2x3x8x12xf32>, tensor<3xf32>) outs(%e : tensor<2x3x8x12xf32>) {
+  ^bb0(%in: f32, %sl: f32, %out: f32):
+    %iq = linalg.index 2 : index
+    %ik = linalg.index 3 : index
+    %c2 = arith.constant 2 : index
+    %half = arith.constant 0.5 : f32
+    %p = arith.addi %iq, %c2 : index
+    %d = arith.subi %p, %ik : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %a = math.absf %df : f32
+    %bias = arith.mulf %a, %sl : f32
+    %y0 = arith.addf %in, %bias : f32
+    %y = arith.mulf %y0, %half : f32
+    linalg.yield %y : f32
+  } -> tensor<2x3x8x12xf32>
+  %p = linalg.softmax dimension(3) ins(%x : tensor<2x3x8x12xf32>) outs(%e : tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
+  %oe = tensor.empty() : tensor<2x3x8x8xf32>
+  %of = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  %o = linalg.generic {indexing_maps = [#mp, #mv, #mo], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x3x8x12xf32>, tensor<2x3x12x8xf32>) outs(%of : tensor<2x3x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x8xf32>
+  return %o : tensor<2x3x8x8xf32>
+}

@@ -48,6 +48,14 @@ case-by-case rerun; a raised function with a wrong scale failed alone;
 hand-written raised modules (fa.attention with causal, GQA, float and
 boolean masks, bf16/f16, dynamic N, [B,N,H,D] transposes; fa.softmax)
 passed both checks.
+The score-modifier rows (softcap, ALiBi, windows, their near misses) were
+checked the same way: the reference's softcap dropped, its window's lower
+bound one key lower, its ALiBi positions without the bottom-right shift, its
+squared distance made |q - k|: each failed exactly its files in both halves
+(rel err 0.15 to 1.4). In the raising, a window's left bound off by one, the
+sign of a signed ALiBi's slopes, the sign of ALiBi's offset, the softcap
+doubled and an upper bound one key later each failed the raised half here
+or in raise_numerics.py.
 Not caught: the reference reading the f16/bf16 inputs before rounding them
 (bf16 4.5e-3 -> 5.3e-3, under the bound), i.e. changes at the level of one
 input rounding are below what the low-precision bounds can see.
@@ -74,6 +82,10 @@ FRONTENDS = os.path.join(HERE, "Inputs", "frontends")
 B, H, HKV, N, D = 2, 4, 2, 16, 32
 NQ_BR, NK_BR = 16, 32
 SCALE = 1.0 / np.sqrt(D)
+# The score modifiers of the generated files (make_inputs.py): softcap 2,
+# JAX's constant ALiBi slopes 2^-(h+1).
+SOFTCAP = 2.0
+ALIBI_SLOPES = np.array([0.5, 0.25, 0.125, 0.0625])
 # Dynamic files run at N = 16, 13 (inside one tile, not a multiple of the
 # vector width) and 77 (two 64-key tiles, the second partial).
 DYN_LENGTHS = (16, 13, 77)
@@ -107,9 +119,20 @@ def A(**kw):
     More extras, as model code writes them: "bias_dt" (an additive
     [B,1,Nq,Nk] bias in the case's dtype), "int_mask" (i64 [B,1,Nq,Nk],
     masked where 0, filled with -1e9), "bert_mask" (f32 [B,Nk] of 0/1, added
-    as (1 - mask) * -10000)."""
+    as (1 - mask) * -10000), "bias_finite" (an f32 [B,1,Nq,Nk] N(0,1)
+    bias), "slopes" (f32 [H] ALiBi slopes).
+    Score modifiers: `softcap` c (c * tanh(s / c) of the scaled score;
+    `softcap_after_bias`: of the score plus the bias, a near miss),
+    `window` (lo, hi): keys q + lo <= k <= q + hi kept (None: unbounded),
+    `pos_bias` "alibi" (-slope[h] * |q + Nk - Nq - k|) or "squared"
+    (-slope[h] * (q - k)^2), slopes from the "slopes" input or the
+    constant ALIBI_SLOPES.
+    `expect`: strings the raised text must hold (the modifier attributes),
+    `forbid`: strings it must not (a materialized mask)."""
     c = dict(kind="attention", layout="bhnd", causal=None, hkv=H, extra=None,
-             nq=N, nk=N, dyn=False, dtype="f32")
+             nq=N, nk=N, dyn=False, dtype="f32", softcap=None,
+             softcap_after_bias=False, window=None, pos_bias=None,
+             expect=(), forbid=())
     c.update(kw)
     return c
 
@@ -171,27 +194,65 @@ CASES = {
     "jax_dpa_f32": A(layout="bnhd"),
     "jax_dpa_causal_f32": A(layout="bnhd", causal=TL),
     "jax_bool_mask_f32": A(extra="mask"),
+    # Score modifiers (issue 15): Gemma 2's softcap, MPT's ALiBi, the
+    # transformers sliding-window mask, JAX equivalents; near misses.
+    "torch_softcap_f32": A(causal=TL, softcap=SOFTCAP,
+                           expect=("causal(top_left)", "softcap(2.0"),
+                           forbid=("mask(",)),
+    "torch_softcap_biased_f32": A(extra="bias_finite", softcap=SOFTCAP,
+                                  softcap_after_bias=True),
+    "torch_alibi_f32": A(causal=TL, extra="slopes", pos_bias="alibi",
+                         expect=("alibi(%arg3 : tensor<4xf32>)",
+                                 "causal(top_left)"),
+                         forbid=("mask(",)),
+    # k > q - 5 and k <= q: window(4, -1) with causality.
+    "torch_window_f32": A(causal=TL, window=(-4, None),
+                          expect=("causal(top_left) window(4, -1)",),
+                          forbid=("mask(",)),
+    "jax_softcap_f32": A(causal=TL, softcap=SOFTCAP,
+                         expect=("causal(top_left)", "softcap(2.0"),
+                         forbid=("mask(",)),
+    "jax_alibi_bottomright_f32": A(causal=BR, nq=NQ_BR, nk=NK_BR,
+                                   pos_bias="alibi",
+                                   expect=("alibi(", "causal(bottom_right)"),
+                                   forbid=("mask(",)),
+    "jax_alibi_squared_f32": A(pos_bias="squared", expect=("mask(",),
+                               forbid=("alibi(",)),
+    "jax_window_f32": A(causal=TL, window=(-4, None),
+                        expect=("causal(top_left) window(4, -1)",),
+                        forbid=("mask(",)),
+    "jax_local_window_f32": A(window=(-2, 2), expect=("window(2, 2)",),
+                              forbid=("mask(", "causal(")),
 }
 
 # Whether the raised module must hold fa.attention / fa.softmax. Every
-# case is meant to be raised.
-EXPECT_RAISED = {name: True for name in CASES}
+# case is meant to be raised but the near misses that fa.attention cannot
+# express (they must be left alone).
+NOT_RAISED = {"torch_softcap_biased_f32"}
+EXPECT_RAISED = {name: name not in NOT_RAISED for name in CASES}
 
 
 # ---------------------------------------------------------------------------
 # The float64 reference.
 # ---------------------------------------------------------------------------
 
-def ref_attention(q, k, v, causal, bias=None, keep=None):
+def ref_attention(q, k, v, causal, bias=None, keep=None, softcap=None,
+                  softcap_after_bias=False, window=None):
     """q [B,Hq,Nq,D], k/v [B,Hkv,Nk,D] (float64); bias broadcastable to
-    [B,Hq,Nq,Nk] and added to the scaled score; keep (bool, broadcastable)
-    true = attend."""
+    [B,Hq,Nq,Nk] and added to the scaled score (after the softcap c *
+    tanh(s / c), or before it with softcap_after_bias); keep (bool,
+    broadcastable) true = attend; window (lo, hi) keeps q + lo <= k <=
+    q + hi."""
     b, hq, nq, _ = q.shape
     hkv, nk = k.shape[1], k.shape[2]
     kv_head = np.arange(hq) // (hq // hkv)  # query head h -> kv head
     kh, vh = k[:, kv_head], v[:, kv_head]
     s = np.einsum("bhqd,bhkd->bhqk", q, kh) * SCALE
-    if bias is not None:
+    if bias is not None and softcap_after_bias:
+        s = s + bias
+    if softcap is not None:
+        s = softcap * np.tanh(s / softcap)
+    if bias is not None and not softcap_after_bias:
         s = s + bias
     allowed = np.ones((b, hq, nq, nk), dtype=bool)
     if keep is not None:
@@ -201,6 +262,12 @@ def ref_attention(q, k, v, causal, bias=None, keep=None):
         allowed &= ki <= qi
     elif causal == BR:
         allowed &= ki <= qi + (nk - nq)
+    if window is not None:
+        lo, hi = window
+        if lo is not None:
+            allowed &= ki >= qi + lo
+        if hi is not None:
+            allowed &= ki <= qi + hi
     s = np.where(allowed, s, -np.inf)
     m = s.max(axis=-1, keepdims=True)
     assert np.isfinite(m).all(), "reference: a row with no key"
@@ -258,6 +325,10 @@ def expected_signature(c):
         args.append(((B, 1, nq, nk), "i64"))
     elif c["extra"] == "bert_mask":
         args.append(((B, nk), "f32"))
+    elif c["extra"] == "bias_finite":
+        args.append(((B, 1, nq, nk), "f32"))
+    elif c["extra"] == "slopes":
+        args.append(((H,), "f32"))
     return args, (qs, c["dtype"])
 
 
@@ -327,7 +398,24 @@ def make_inputs(name, c, n):
         fm = (np.arange(nk)[None, :] < lens[:, None]).astype(np.float32)
         embedded.append((fm, "f32"))
         bias = ((1.0 - fm.astype(np.float64)) * -10000.0)[:, None, None, :]
-    o = ref_attention(q, k, v, c["causal"], bias, keep)
+    elif c["extra"] == "bias_finite":
+        bf = rng.standard_normal((B, 1, nq, nk), dtype=np.float32)
+        embedded.append((bf, "f32"))
+        bias = bf.astype(np.float64)
+    slopes = ALIBI_SLOPES
+    if c["extra"] == "slopes":
+        sl = rng.uniform(0.1, 1.0, size=H).astype(np.float32)
+        embedded.append((sl, "f32"))
+        slopes = sl.astype(np.float64)
+    if c["pos_bias"] is not None:
+        qi = np.arange(nq)[:, None] + (nk - nq)
+        ki = np.arange(nk)[None, :]
+        dist = (np.abs(qi - ki) if c["pos_bias"] == "alibi"
+                else (qi - ki).astype(np.float64) ** 2)
+        pb = -slopes[None, :, None, None] * dist[None, None]
+        bias = pb if bias is None else bias + pb
+    o = ref_attention(q, k, v, c["causal"], bias, keep, c["softcap"],
+                      c["softcap_after_bias"], c["window"])
     if c["layout"] == "bnhd":
         o = np.transpose(o, (0, 2, 1, 3))
     return embedded, o
@@ -445,6 +533,12 @@ LEFTOVER_OPS = ("linalg.matmul", "linalg.batch_matmul", "linalg.softmax",
 
 def check_raised(c, text):
     problems = []
+    for want in c.get("expect", ()):
+        if want not in text:
+            problems.append(f"no '{want}' in the raised text")
+    for bad in c.get("forbid", ()):
+        if bad in text:
+            problems.append(f"'{bad}' in the raised text")
     want = "fa.attention" if c["kind"] == "attention" else "fa.softmax"
     other = "fa.softmax" if want == "fa.attention" else "fa.attention"
     def count(op):
@@ -520,6 +614,8 @@ def main():
                       ("; ".join(problems) if problems else "ok"))
                 if EXPECT_RAISED[name] and problems:
                     failures.append(f"{name}: not raised: " + "; ".join(problems))
+                if not EXPECT_RAISED[name] and not problems:
+                    failures.append(f"{name}: a near miss was raised")
             for n in (DYN_LENGTHS if c.get("dyn") else (N,)):
                 inputs, ref = make_inputs(name, c, n)
                 call = dict(tag=tag, name=name, n=n, inputs=inputs, ref=ref,

@@ -130,18 +130,20 @@ def generic4d_mask(b, h, nq, nk, d, dv, scale, broadcast=False):
     return body, [q, k, v, m], o
 
 
-def generic4d_score(b, h, nq, nk, d, dv, score_body, mask_shape=None):
+def generic4d_score(b, h, nq, nk, d, dv, score_body, mask_shape=None,
+                    mask_map="(b, h, m, n)"):
     """[B, H, N, D] contraction generics around one elementwise generic on S
     whose body is `score_body` (block args %x = S, %y = the mask when
-    `mask_shape` is given; it may use linalg.index 2 / 3 as the query and
-    key), then linalg.softmax(3)."""
+    `mask_shape` is given, read at `mask_map` of the loops (b, h, m, n);
+    it may use linalg.index 2 / 3 as the query and key), then
+    linalg.softmax(3)."""
     q, k, v, s = (b, h, nq, d), (b, h, nk, d), (b, h, nk, dv), (b, h, nq, nk)
     o = (b, h, nq, dv)
     e4 = "affine_map<(b, h, m, n) -> (b, h, m, n)>"
     margs = f", %mask: {tt(mask_shape)}" if mask_shape else ""
     mins = ", %mask" if mask_shape else ""
     mtypes = f", {tt(mask_shape)}" if mask_shape else ""
-    mmaps = f"{e4}, " if mask_shape else ""
+    mmaps = f"affine_map<(b, h, m, n) -> {mask_map}>, " if mask_shape else ""
     margb = ", %y: f32" if mask_shape else ""
     body = f"""
   func.func @attn(%q: {tt(q)}, %k: {tt(k)}, %v: {tt(v)}{margs}) -> {tt(o)} {{
@@ -261,9 +263,10 @@ def module(body, arrays, out_shape):
 
 
 def check(name, body, arrays, out_shape, ref_o, empty, workdir,
-          mask_generics=0, expect=None):
+          mask_generics=0, expect=None, forbid=()):
     """`mask_generics`: linalg.generic ops the raising may build (a mask it
-    materializes); `expect`: a string the raised fa.attention must hold."""
+    materializes); `expect`: a string the raised fa.attention must hold,
+    `forbid`: strings it must not."""
     text = module(body, arrays, out_shape)
     raised = fa_opt(FA_OPT, text, ["--fa-raise-attention"], workdir, name + ".raise")
     attn = raised.split("func.func @main")[0]
@@ -279,8 +282,12 @@ def check(name, body, arrays, out_shape, ref_o, empty, workdir,
         failures.append(f"{name}: {attn.count('linalg.generic')} "
                         f"linalg.generic after raising, expected at most "
                         f"{mask_generics} (a materialized mask)")
-    if expect and expect not in attn:
-        failures.append(f"{name}: the raised module lacks {expect!r}")
+    for want in ([expect] if isinstance(expect, str) else expect or []):
+        if want not in attn:
+            failures.append(f"{name}: the raised module lacks {want!r}")
+    for bad in forbid:
+        if bad in attn:
+            failures.append(f"{name}: the raised module holds {bad!r}")
     [o_raised] = execute(FA_OPT, raised, workdir, name + ".raised")
     unraised_text = fa_opt(FA_OPT, text, DECOMPOSE, workdir, name + ".decompose")
     [o_naive] = execute(FA_OPT, unraised_text, workdir, name + ".naive")
@@ -374,8 +381,8 @@ def main():
         v = rng.standard_normal((b, h, nk, dv), dtype=np.float32)
         qi = np.arange(nq)[:, None]
         ki = np.arange(nk)[None, :]
-        # keep k <= q + 3, neither causal alignment: a boolean mask built
-        # from the comparison; scale 0.5 after the select.
+        # keep k <= q + 3, neither causal alignment: top_left causality
+        # with q_offset 3; scale 0.5 after the select.
         offset = """      %ninf = arith.constant 0xFF800000 : f32
       %c3 = arith.constant 3 : index
       %half = arith.constant 0.5 : f32
@@ -391,8 +398,91 @@ def main():
         ref, _, empty = reference(q, k, v, 0.5, "none", None, keep,
                                   np.float64)
         failures += check("index_mask_offset", body, [q, k, v], o_shape, ref,
-                          empty, workdir, mask_generics=1,
-                          expect="mask(")
+                          empty, workdir,
+                          expect=["causal(top_left)", "q_offset("],
+                          forbid=["mask("])
+        # q - 2 <= k <= q + 3 (two comparisons): window(2, 3) on the
+        # diagonal, no causality.
+        window = """      %ninf = arith.constant 0xFF800000 : f32
+      %c3 = arith.constant 3 : index
+      %c2 = arith.constant 2 : index
+      %half = arith.constant 0.5 : f32
+      %iq = linalg.index 2 : index
+      %ik = linalg.index 3 : index
+      %hi = arith.addi %iq, %c3 : index
+      %lo = arith.addi %ik, %c2 : index
+      %k1 = arith.cmpi sle, %ik, %hi : index
+      %k2 = arith.cmpi sge, %lo, %iq : index
+      %keep = arith.andi %k1, %k2 : i1
+      %xs = arith.mulf %x, %half : f32
+      %r = arith.select %keep, %xs, %ninf : f32
+      linalg.yield %r : f32"""
+        body, _, o_shape = generic4d_score(b, h, nq, nk, d, dv, window)
+        keep = np.broadcast_to((ki <= qi + 3) & (ki >= qi - 2),
+                               (b, h, nq, nk))
+        ref, _, empty = reference(q, k, v, 0.5, "none", None, keep,
+                                  np.float64)
+        failures += check("index_window", body, [q, k, v], o_shape, ref,
+                          empty, workdir, expect="window(2, 3)",
+                          forbid=["mask(", "causal("])
+        # -4 * tanh(-0.125 * S): the softcap 4 of S * 0.5 (tanh is odd).
+        softcap = """      %a = arith.constant -1.250000e-01 : f32
+      %c = arith.constant -4.000000e+00 : f32
+      %xs = arith.mulf %x, %a : f32
+      %t = math.tanh %xs : f32
+      %r = arith.mulf %t, %c : f32
+      linalg.yield %r : f32"""
+        body, _, o_shape = generic4d_score(b, h, nq, nk, d, dv, softcap)
+        ref, _, empty = reference(q, k, v, 0.5, "none", None, None,
+                                  np.float64, softcap=4.0)
+        failures += check("softcap_negative_factors", body, [q, k, v],
+                          o_shape, ref, empty, workdir,
+                          expect=["softcap(4.0", "scale(5.000000e-01)"])
+        # S * 0.5 + 0.5 * slope[h] * (k - q), keys k <= q: ALiBi with
+        # slopes 0.5 * slope (a generic builds them) and top_left causality.
+        alibi = """      %ninf = arith.constant 0xFF800000 : f32
+      %half = arith.constant 0.5 : f32
+      %iq = linalg.index 2 : index
+      %ik = linalg.index 3 : index
+      %rel = arith.subi %ik, %iq : index
+      %reli = arith.index_cast %rel : index to i64
+      %relf = arith.sitofp %reli : i64 to f32
+      %sl = arith.mulf %y, %half : f32
+      %bias = arith.mulf %relf, %sl : f32
+      %xs = arith.mulf %x, %half : f32
+      %sb = arith.addf %xs, %bias : f32
+      %keep = arith.cmpi sle, %ik, %iq : index
+      %r = arith.select %keep, %sb, %ninf : f32
+      linalg.yield %r : f32"""
+        slopes = rng.uniform(0.1, 1.0, size=h).astype(np.float32)
+        body, _, o_shape = generic4d_score(b, h, nq, nk, d, dv, alibi,
+                                           mask_shape=(h,), mask_map="(h)")
+        rel = (ki - qi).astype(np.float64)
+        bias = 0.5 * slopes.astype(np.float64)[None, :, None, None] * rel
+        keep_c = np.broadcast_to(ki <= qi, (b, h, nq, nk))
+        ref, _, empty = reference(q, k, v, 0.5, "none", None,
+                                  np.where(keep_c, bias, -np.inf),
+                                  np.float64)
+        failures += check("alibi_signed", body, [q, k, v, slopes], o_shape,
+                          ref, empty, workdir, mask_generics=1,
+                          expect=["alibi(", "causal(top_left)"],
+                          forbid=["mask("])
+        # The same bias without causality is not ALiBi (its sign changes
+        # across the diagonal): an additive mask.
+        nocausal = alibi.replace("%r = arith.select %keep, %sb, %ninf : f32",
+                                 "%r = arith.addf %sb, %ninf : f32"
+                                 ).replace("%ninf = arith.constant "
+                                           "0xFF800000", "%ninf = arith."
+                                           "constant 0.0")
+        body, _, o_shape = generic4d_score(b, h, nq, nk, d, dv, nocausal,
+                                           mask_shape=(h,), mask_map="(h)")
+        ref, _, empty = reference(q, k, v, 0.5, "none", None,
+                                  np.broadcast_to(bias, (b, h, nq, nk)),
+                                  np.float64)
+        failures += check("alibi_signed_no_causal", body,
+                          [q, k, v, slopes], o_shape, ref, empty, workdir,
+                          mask_generics=1, expect="mask(",
+                          forbid=["alibi(", "causal("])
         # (S + M) * 0.25: the mask fa.attention gets is M * 0.25.
         mask = rng.standard_normal((b, h, nq, nk), dtype=np.float32)
         before = """      %c = arith.constant 0.25 : f32

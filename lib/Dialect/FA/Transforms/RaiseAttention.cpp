@@ -139,6 +139,42 @@ static bool isMaskFill(const Expr *e, double outerFactor) {
 }
 
 namespace {
+struct Keep {
+  const Expr *cond;
+  bool negate;
+};
+} // namespace
+
+/// Whether `bias` is 0 where a conjunction of conditions holds and a mask
+/// fill elsewhere (select(c, 0, fill), select(c, fill, 0), and selects of
+/// such a bias and a fill: masked_fill applied twice to an additive mask);
+/// the conditions go to `keeps`, `finite` is set for a finite fill.
+static bool collectZeroFillKeeps(const Expr *bias, double outer,
+                                 SmallVectorImpl<Keep> &keeps, bool &finite) {
+  if (!getOp<arith::SelectOp>(bias))
+    return false;
+  const Expr *c = bias->operands[0];
+  auto isZero = [](const Expr *e) {
+    std::optional<double> v = getConstFloat(e);
+    return v && *v == 0.0;
+  };
+  for (bool negate : {false, true}) {
+    const Expr *kept = bias->operands[negate ? 2 : 1];
+    const Expr *fill = bias->operands[negate ? 1 : 2];
+    if (!isMaskFill(fill, outer))
+      continue;
+    size_t before = keeps.size();
+    if (isZero(kept) || collectZeroFillKeeps(kept, outer, keeps, finite)) {
+      finite |= std::isfinite(*getConstFloat(fill));
+      keeps.push_back({c, negate});
+      return true;
+    }
+    keeps.resize(before);
+  }
+  return false;
+}
+
+namespace {
 /// A contraction read at symbolic indices, decomposed.
 struct ContractionRead {
   linalg::LinalgOp op;
@@ -313,10 +349,6 @@ static Value reshapeTranspose(OpBuilder &b, Location loc, Value value,
 //===----------------------------------------------------------------------===//
 
 namespace {
-struct Keep {
-  const Expr *cond;
-  bool negate;
-};
 struct Bias {
   const Expr *value;
   double factor;
@@ -326,6 +358,8 @@ struct Bias {
 struct ScoreForm {
   const Expr *scores = nullptr; // a read of the Q.K^T contraction
   double scale = 1.0;
+  /// c of a softcap c * tanh(s / c) applied to the scaled scores.
+  std::optional<double> softcap;
   SmallVector<Keep> keeps;
   SmallVector<Bias> biases;
 };
@@ -383,6 +417,12 @@ private:
   LogicalResult decomposeScores(const Expr *x, ScoreForm &form);
   LogicalResult assignRoles();
   LogicalResult classifyMasks();
+  /// Whether `c` is a window bound k <= q + c or k >= q + c; records it.
+  bool addBound(const LinearForm &c, std::optional<int64_t> &upper,
+                std::optional<int64_t> &lower, bool &qkOnly);
+  bool matchAlibi(const Bias &bias);
+  void placePositions();
+  Value materializeSlopes(OpBuilder &b, Location loc, Value q4);
   std::optional<SmallVector<int>> slotsOf(const Expr *leaf, int64_t &group);
   bool canMaterialize(const Expr *e);
   Value materializeMask(OpBuilder &b, Location loc, Value qRef, Value kRef);
@@ -416,6 +456,25 @@ private:
   int64_t group = 1;
   CausalKind causal = CausalKind::none;
   SmallVector<Keep> maskKeeps;
+  /// Keeps that are window bounds on k - q: k <= q + upperOff and
+  /// k >= q + lowerOff.
+  SmallVector<Keep> boundKeeps;
+  std::optional<int64_t> upperOff, lowerOff;
+  /// A bias that is ALiBi: fa's slopes are `coef` times the product of
+  /// `slopeFactors` (functions of the batch and head), the distance
+  /// |q + off - k|; `signed` when the bias is linear in k - q, which is
+  /// ALiBi only on keys k <= q + off.
+  struct Alibi {
+    Bias bias;
+    SmallVector<const Expr *> slopeFactors;
+    double coef = 1.0;
+    int64_t off = 0;
+    bool isSigned = false;
+  };
+  std::optional<Alibi> alibi;
+  /// What placePositions() chose: q_offset, window(left, right).
+  int64_t qOffset = 0;
+  std::optional<std::pair<int64_t, int64_t>> window;
 
 public:
   /// Set when an index comparison became a boolean mask instead of a causal
@@ -568,7 +627,7 @@ LogicalResult AttentionMatcher::match() {
       failed(checkUses({qkOp}, anchor.getDefiningOp(), "the scores S = Q.K^T",
                        "a value computed from S")))
     return failure();
-  if ((causal != CausalKind::none || !maskKeeps.empty() ||
+  if ((causal != CausalKind::none || window || !maskKeeps.empty() ||
        !form.biases.empty()) &&
       !options.allowMaskedRows)
     return failWith("the chain is masked and allow-masked-rows=false");
@@ -775,6 +834,9 @@ LogicalResult AttentionMatcher::decomposeScores(const Expr *x, ScoreForm &f) {
                         "contraction");
       f.scores = x;
       f.scale = outer;
+      if (f.softcap && (!std::isfinite(static_cast<float>(*f.softcap)) ||
+                        static_cast<float>(*f.softcap) <= 0.0f))
+        return failWith("the softcap is not a positive finite f32");
       if (finiteAdditiveFill && !f.biases.empty())
         return failWith("a bias is added with a finite additive mask fill, "
                         "which it can undo");
@@ -815,6 +877,19 @@ LogicalResult AttentionMatcher::decomposeScores(const Expr *x, ScoreForm &f) {
       x = x->operands[si];
       continue;
     }
+    if (isa<math::TanhOp>(op)) {
+      // P_out * tanh(P_in * S) is the softcap c = |P_out| of the scores
+      // scaled by P_out * P_in (tanh is odd); nothing but constant factors
+      // may come between the tanh and the scores.
+      if (f.softcap)
+        return failWith("the scores go through two tanh");
+      f.softcap = std::fabs(outer);
+      x = x->operands[0];
+      continue;
+    }
+    if (f.softcap && isa<arith::AddFOp, arith::SubFOp, arith::SelectOp>(op))
+      return failWith("the scores are biased or masked inside the softcap's "
+                      "tanh (fa.attention applies the softcap first)");
     if (isa<arith::AddFOp, arith::SubFOp>(op)) {
       bool s0 = readsContraction(x->operands[0]);
       bool s1 = readsContraction(x->operands[1]);
@@ -826,20 +901,13 @@ LogicalResult AttentionMatcher::decomposeScores(const Expr *x, ScoreForm &f) {
         return failWith("the scores are subtracted from a value");
       const Expr *bias = x->operands[s0 ? 1 : 0];
       x = x->operands[s0 ? 0 : 1];
-      // A 0 / -inf bias removes keys: a keep.
-      if (getOp<arith::SelectOp>(bias) && !isSub) {
-        std::optional<double> t = getConstFloat(bias->operands[1]);
-        std::optional<double> e = getConstFloat(bias->operands[2]);
-        if (t && *t == 0.0 && isMaskFill(bias->operands[2], outer)) {
-          finiteAdditiveFill |=
-              std::isfinite(*getConstFloat(bias->operands[2]));
-          f.keeps.push_back({bias->operands[0], false});
-          continue;
-        }
-        if (e && *e == 0.0 && isMaskFill(bias->operands[1], outer)) {
-          finiteAdditiveFill |=
-              std::isfinite(*getConstFloat(bias->operands[1]));
-          f.keeps.push_back({bias->operands[0], true});
+      // A 0 / -inf bias removes keys: keeps.
+      if (!isSub) {
+        SmallVector<Keep> zeroFill;
+        bool finite = false;
+        if (collectZeroFillKeeps(bias, outer, zeroFill, finite)) {
+          finiteAdditiveFill |= finite;
+          f.keeps.append(zeroFill.begin(), zeroFill.end());
           continue;
         }
       }
@@ -1047,8 +1115,6 @@ LogicalResult AttentionMatcher::classifyMasks() {
                       "rebuild");
     return success();
   };
-  int64_t nq = queryDim == kUnit ? 1 : anchorShape[queryDim];
-  int64_t nk = tracer.getDimSize(keyDim);
   for (Keep k : form.keeps) {
     // not(not(x)) is x: masked_fill(~mask, -inf) keeps where mask is true.
     while (const Expr *inner = getNegated(k.cond)) {
@@ -1059,61 +1125,37 @@ LogicalResult AttentionMatcher::classifyMasks() {
       return failWith("a mask condition is not an i1");
     if (failed(checkDims(k.cond)))
       return failure();
+    // A conjunction of bounds k <= q + c and k >= q + c is causality or a
+    // window (placePositions); anything else is a boolean mask.
     std::optional<SmallVector<LinearForm>> cs =
         getConstraints(tracer, k.cond, k.negate);
-    std::optional<CausalKind> kind;
-    bool other = false;
-    if (cs) {
-      for (const LinearForm &c : *cs) {
-        bool trivial =
-            llvm::all_of(c.coef, [](auto p) { return p.second == 0; });
-        if (trivial) {
-          if (c.constant > 0)
-            other = true; // never true
-          continue;
-        }
-        int64_t a = c.coef.lookup(keyDim);
-        bool onlyQK = llvm::all_of(c.coef, [&](auto p) {
-          return p.second == 0 || p.first == keyDim || int(p.first) == queryDim;
-        });
-        // a*k - a*q + c0 <= 0, i.e. k <= q + off with off = -c0 / a.
-        // With one query, q is 0 and absent from the form.
-        int64_t aq = queryDim == kUnit ? -a : c.coef.lookup(queryDim);
-        if (!onlyQK || a <= 0 || aq != -a || c.constant % a != 0) {
-          other = true;
-          continue;
-        }
-        int64_t off = -c.constant / a;
-        maskNote = llvm::formatv(
-            "the index comparison k <= q + {0} is neither top_left (k <= q) "
-            "nor bottom_right (k <= q + {1}); it is raised as a boolean mask",
-            off,
-            ShapedType::isDynamic(nq) || ShapedType::isDynamic(nk)
-                ? std::string("Nk - Nq")
-                : std::to_string(nk - nq));
-        std::optional<CausalKind> kk;
-        if (off == 0)
-          kk = CausalKind::top_left;
-        else if (!ShapedType::isDynamic(nq) && !ShapedType::isDynamic(nk) &&
-                 off == nk - nq)
-          kk = CausalKind::bottom_right;
-        if (!kk || (kind && *kind != *kk))
-          other = true;
-        else
-          kind = kk;
-        if (kk)
-          maskNote.clear();
-      }
-    }
-    if (!cs || other || !kind ||
-        (causal != CausalKind::none && causal != *kind)) {
-      if (failed(checkBuildable(k.cond)))
-        return failure();
-      maskKeeps.push_back(k);
+    std::optional<int64_t> upper = upperOff, lower = lowerOff;
+    bool bounds = cs.has_value(), qkOnly = true;
+    if (cs)
+      for (const LinearForm &c : *cs)
+        bounds &= addBound(c, upper, lower, qkOnly);
+    if (bounds) {
+      upperOff = upper;
+      lowerOff = lower;
+      boundKeeps.push_back(k);
       continue;
     }
-    causal = *kind;
+    if (cs && qkOnly)
+      maskNote = "an index comparison of the query and key positions is "
+                 "not a bound k <= q + c or k >= q + c; it is raised as a "
+                 "boolean mask";
+    if (failed(checkBuildable(k.cond)))
+      return failure();
+    maskKeeps.push_back(k);
   }
+  // One bias may be ALiBi.
+  for (auto [i, b] : llvm::enumerate(form.biases)) {
+    if (!matchAlibi(b))
+      continue;
+    form.biases.erase(form.biases.begin() + i);
+    break;
+  }
+  placePositions();
   for (const Bias &b : form.biases) {
     if (failed(checkDims(b.value)) || failed(checkBuildable(b.value)))
       return failure();
@@ -1123,6 +1165,206 @@ LogicalResult AttentionMatcher::classifyMasks() {
       return failWith("additive masks of different element types");
   }
   return success();
+}
+
+bool AttentionMatcher::addBound(const LinearForm &c,
+                                std::optional<int64_t> &upper,
+                                std::optional<int64_t> &lower, bool &qkOnly) {
+  bool trivial = llvm::all_of(c.coef, [](auto p) { return p.second == 0; });
+  if (trivial)
+    return c.constant <= 0; // always true; never true is not a window
+  qkOnly &= llvm::all_of(c.coef, [&](auto p) {
+    return p.second == 0 || p.first == keyDim || int(p.first) == queryDim;
+  });
+  if (!qkOnly)
+    return false;
+  // a*k - a*q + c0 <= 0. With one query, q is 0 and absent from the form.
+  int64_t a = c.coef.lookup(keyDim);
+  int64_t aq = queryDim == kUnit ? -a : c.coef.lookup(queryDim);
+  if (a == 0 || aq != -a)
+    return false;
+  if (a > 0) {
+    // k - q <= floor(-c0 / a).
+    int64_t u = llvm::divideFloorSigned(-c.constant, a);
+    upper = upper ? std::min(*upper, u) : u;
+  } else {
+    // q - k <= floor(-c0 / -a).
+    int64_t l = -llvm::divideFloorSigned(-c.constant, -a);
+    lower = lower ? std::max(*lower, l) : l;
+  }
+  return true;
+}
+
+/// Splits `e` into a constant factor and a product of other factors,
+/// through multiplications, negations, divisions by constants and
+/// conversions.
+static bool collectFactors(const Expr *e, double &coef,
+                           SmallVectorImpl<const Expr *> &factors) {
+  if (std::optional<double> c = getConstFloat(e)) {
+    coef *= *c;
+    return true;
+  }
+  if (std::optional<int64_t> c = getConstInt(e);
+      c && !e->type.isInteger(1)) {
+    coef *= double(*c);
+    return true;
+  }
+  if (getOp<arith::MulFOp>(e) || getOp<arith::MulIOp>(e))
+    return collectFactors(e->operands[0], coef, factors) &&
+           collectFactors(e->operands[1], coef, factors);
+  if (getOp<arith::NegFOp>(e)) {
+    coef = -coef;
+    return collectFactors(e->operands[0], coef, factors);
+  }
+  if (getOp<arith::DivFOp>(e))
+    if (std::optional<double> c = getConstFloat(e->operands[1]);
+        c && *c != 0.0) {
+      coef /= *c;
+      return collectFactors(e->operands[0], coef, factors);
+    }
+  if (getOp<arith::ExtFOp>(e) || getOp<arith::TruncFOp>(e) ||
+      getOp<arith::SIToFPOp>(e) || getOp<arith::ExtSIOp>(e) ||
+      getOp<arith::IndexCastOp>(e))
+    return collectFactors(e->operands[0], coef, factors);
+  factors.push_back(e);
+  return true;
+}
+
+/// Whether `e` is computed from loop indices and constants only.
+static bool isIndexArithmetic(const Expr *e) {
+  if (e->kind == ExprKind::Index || e->kind == ExprKind::Const)
+    return true;
+  if (e->kind != ExprKind::Op)
+    return false;
+  return llvm::all_of(e->operands, isIndexArithmetic);
+}
+
+/// The integer linear form of `e`, looking through signed int-to-float
+/// conversions.
+static std::optional<LinearForm> getIntLinearForm(Tracer &tracer,
+                                                  const Expr *e) {
+  while (getOp<arith::SIToFPOp>(e) || getOp<arith::ExtFOp>(e))
+    e = e->operands[0];
+  return getLinearForm(tracer, e);
+}
+
+bool AttentionMatcher::matchAlibi(const Bias &bias) {
+  if (alibi)
+    return false;
+  Alibi a;
+  a.bias = bias;
+  a.coef = bias.factor;
+  SmallVector<const Expr *> factors;
+  if (!collectFactors(bias.value, a.coef, factors))
+    return false;
+  const Expr *distance = nullptr;
+  for (const Expr *f : factors) {
+    llvm::SmallSetVector<unsigned, 8> dims;
+    collectDims(f, dims);
+    bool positions = dims.contains(keyDim) ||
+                     (queryDim != kUnit && dims.contains(queryDim));
+    bool perHead = llvm::all_of(dims, [&](unsigned d) {
+      return int(d) == batchDim || int(d) == headDim;
+    });
+    if (perHead && isa<FloatType>(f->type) && canMaterialize(f)) {
+      a.slopeFactors.push_back(f);
+    } else if (positions && !distance && isIndexArithmetic(f) &&
+               llvm::all_of(dims, [&](unsigned d) {
+                 return d == keyDim || int(d) == queryDim;
+               })) {
+      distance = f;
+    } else {
+      if (positions && isIndexArithmetic(f))
+        maskNote = "a bias computed from the query and key positions is "
+                   "not ALiBi's -slope * |q + c - k|; it is raised as an "
+                   "additive mask";
+      return false;
+    }
+  }
+  if (!distance)
+    return false;
+  // The distance: |a*k - a*q + c0| = |a| * |q + off - k| with off = -c0 / a,
+  // or, without the absolute value, -a * (q + off - k).
+  const Expr *inner = getAbsOperand(tracer, distance);
+  std::optional<LinearForm> l =
+      getIntLinearForm(tracer, inner ? inner : distance);
+  auto notAlibi = [&] {
+    maskNote = "a bias computed from the query and key positions is not "
+               "ALiBi's -slope * |q + c - k|; it is raised as an additive "
+               "mask";
+    return false;
+  };
+  if (!l)
+    return notAlibi();
+  int64_t ak = l->coef.lookup(keyDim);
+  int64_t aq = queryDim == kUnit ? -ak : l->coef.lookup(queryDim);
+  bool other = llvm::any_of(l->coef, [&](auto p) {
+    return p.second != 0 && p.first != keyDim && int(p.first) != queryDim;
+  });
+  if (ak == 0 || aq != -ak || other || l->constant % ak != 0)
+    return notAlibi();
+  a.off = -l->constant / ak;
+  a.isSigned = inner == nullptr;
+  // bias = coef * slopes * |ak| * |q + off - k|, or coef * slopes * -ak *
+  // (q + off - k); fa adds -slope * |q + off - k|.
+  a.coef *= a.isSigned ? double(ak) : -double(std::abs(ak));
+  alibi = a;
+  return true;
+}
+
+void AttentionMatcher::placePositions() {
+  int64_t nq = queryDim == kUnit ? 1 : anchorShape[queryDim];
+  int64_t nk = tracer.getDimSize(keyDim);
+  bool isStatic = !ShapedType::isDynamic(nq) && !ShapedType::isDynamic(nk);
+  auto fits = [&](int64_t off) {
+    return (!upperOff || *upperOff >= off) && (!lowerOff || off >= *lowerOff);
+  };
+  // ALiBi's offset is the position offset of everything else; a signed
+  // ALiBi is ALiBi only where causality keeps k <= q + off.
+  if (alibi && (!fits(alibi->off) ||
+                (alibi->isSigned && (!upperOff || *upperOff != alibi->off)))) {
+    form.biases.push_back(alibi->bias);
+    alibi.reset();
+  }
+  if (upperOff && lowerOff && *upperOff < *lowerOff) {
+    // No key is kept: not a window; the mask says so.
+    maskNote = "the window bounds keep no key; they are raised as a boolean "
+               "mask";
+    maskKeeps.append(boundKeeps.begin(), boundKeeps.end());
+    boundKeeps.clear();
+    upperOff.reset();
+    lowerOff.reset();
+    if (alibi && alibi->isSigned) {
+      form.biases.push_back(alibi->bias);
+      alibi.reset();
+    }
+  }
+  std::optional<int64_t> off;
+  if (alibi)
+    off = alibi->off;
+  else if (upperOff && lowerOff && *lowerOff <= 0 && *upperOff >= 0 &&
+           *upperOff != 0 && !(isStatic && *upperOff == nk - nq))
+    off = 0; // a window around the diagonal: window(L, R)
+  else if (upperOff)
+    off = *upperOff;
+  else if (lowerOff)
+    off = *lowerOff;
+  if (!off)
+    return;
+  // Causality where the upper bound is the diagonal itself.
+  bool useCausal = upperOff && *upperOff == *off;
+  int64_t alignment = 0;
+  if (useCausal) {
+    causal = CausalKind::top_left;
+    if (*off != 0 && isStatic && *off == nk - nq) {
+      causal = CausalKind::bottom_right;
+      alignment = nk - nq;
+    }
+  }
+  qOffset = *off - alignment;
+  if (lowerOff || (upperOff && !useCausal))
+    window = {lowerOff ? *off - *lowerOff : -1,
+              upperOff && !useCausal ? *upperOff - *off : -1};
 }
 
 LogicalResult MatcherBase::checkUses(ArrayRef<Operation *> roots,
@@ -1384,6 +1626,67 @@ Value AttentionMatcher::materializeMask(OpBuilder &b, Location loc, Value q4,
   return generic.getResult(0);
 }
 
+Value AttentionMatcher::materializeSlopes(OpBuilder &b, Location loc,
+                                         Value q4) {
+  // fa's slopes: [Hq], or [B, Hq] when they depend on the batch.
+  llvm::SmallSetVector<unsigned, 8> used;
+  for (const Expr *f : alibi->slopeFactors)
+    collectDims(f, used);
+  bool perBatch = batchDim != kUnit && used.contains(batchDim);
+  // Direct: the slopes tensor itself.
+  if (alibi->coef == 1.0 && alibi->slopeFactors.size() == 1) {
+    const Expr *e = alibi->slopeFactors.front();
+    int64_t g = 1;
+    std::optional<SmallVector<int>> slots =
+        e->kind == ExprKind::Read ? slotsOf(e, g) : std::nullopt;
+    if (slots && g == 1 && e->type.isF32()) {
+      SmallVector<int> dst;
+      if (perBatch)
+        dst.push_back(batchDim);
+      dst.push_back(headDim);
+      return reshapeTranspose(b, loc, e->value, *slots, dst);
+    }
+  }
+  // Built: [B or 1, Hq, 1, 1], then collapsed.
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  SmallVector<OpFoldResult> sizes = {
+      perBatch ? tensor::getMixedSize(b, loc, q4, 0)
+               : OpFoldResult(b.getIndexAttr(1)),
+      tensor::getMixedSize(b, loc, q4, 1), b.getIndexAttr(1),
+      b.getIndexAttr(1)};
+  Value init = tensor::EmptyOp::create(b, loc, sizes, f32);
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  auto block = std::make_unique<Block>();
+  Value slope;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(block.get());
+    llvm::DenseMap<const Expr *, Value> done;
+    slope = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(alibi->coef));
+    for (const Expr *f : alibi->slopeFactors) {
+      Value v = emitElement(b, loc, f, inputs, maps, block.get(), done);
+      if (v.getType() != f32)
+        v = arith::ExtFOp::create(b, loc, f32, v);
+      slope = arith::MulFOp::create(b, loc, slope, v);
+    }
+    linalg::YieldOp::create(b, loc, slope);
+  }
+  block->addArgument(f32, loc);
+  maps.push_back(AffineMap::getMultiDimIdentityMap(4, ctx));
+  SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(b, loc, init.getType(), inputs,
+                                           ValueRange{init}, maps, iters);
+  generic.getRegion().push_back(block.release());
+  SmallVector<ReassociationIndices> groups;
+  if (perBatch)
+    groups = {{0}, {1, 2, 3}};
+  else
+    groups = {{0, 1, 2, 3}};
+  return tensor::CollapseShapeOp::create(b, loc, generic.getResult(0), groups);
+}
+
 void AttentionMatcher::rewrite(RewriterBase &rewriter) {
   redirectDims(rewriter);
   Operation *anchorOp = anchor.getDefiningOp();
@@ -1408,11 +1711,24 @@ void AttentionMatcher::rewrite(RewriterBase &rewriter) {
       tensor::getMixedSize(rewriter, loc, q, 1),
       tensor::getMixedSize(rewriter, loc, q, 2),
       tensor::getMixedSize(rewriter, loc, v, 3)};
+  Value slopes = alibi ? materializeSlopes(rewriter, loc, q) : Value();
+  Value qOffsetValue =
+      qOffset != 0 ? arith::ConstantIndexOp::create(rewriter, loc, qOffset)
+                         .getResult()
+                   : Value();
   Value init = tensor::EmptyOp::create(rewriter, loc, outSizes, elt);
   auto attention = AttentionOp::create(
       rewriter, loc, TypeRange{init.getType()}, q, k, v, /*kv_lens=*/Value(),
-      mask, init, /*lse=*/Value(),
-      rewriter.getF32FloatAttr(static_cast<float>(form.scale)), causal);
+      mask, slopes, /*q_segments=*/Value(), /*k_segments=*/Value(),
+      qOffsetValue, /*block_mask=*/Value(), /*mod_operands=*/ValueRange(),
+      init, /*lse=*/Value(),
+      rewriter.getF32FloatAttr(static_cast<float>(form.scale)), causal,
+      window ? rewriter.getDenseI64ArrayAttr({window->first, window->second})
+             : DenseI64ArrayAttr(),
+      form.softcap
+          ? rewriter.getF32FloatAttr(static_cast<float>(*form.softcap))
+          : FloatAttr(),
+      /*chunk=*/IntegerAttr(), /*block_tiles=*/DenseI64ArrayAttr());
   SmallVector<int> anchorSlots;
   for (auto [i, s] : llvm::enumerate(anchorShape))
     anchorSlots.push_back(s == 1 ? kUnit : int(i));

@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -995,6 +996,58 @@ std::optional<LinearForm> fa::raising::getLinearForm(Tracer &tracer,
   return f;
 }
 
+const Expr *fa::raising::getAbsOperand(Tracer &tracer, const Expr *e) {
+  if (getOp<math::AbsIOp>(e) || getOp<math::AbsFOp>(e))
+    return e->operands[0];
+  if (!getOp<arith::SelectOp>(e))
+    return nullptr;
+  // x or its negation, on the sign of x.
+  auto isNegationOf = [&](const Expr *n, const Expr *x) {
+    if (getOp<arith::NegFOp>(n))
+      return isEqual(tracer, n->operands[0], x);
+    if (!getOp<arith::SubIOp>(n) && !getOp<arith::SubFOp>(n))
+      return false;
+    std::optional<int64_t> zi = getConstInt(n->operands[0]);
+    std::optional<double> zf = getConstFloat(n->operands[0]);
+    return ((zi && *zi == 0) || (zf && *zf == 0.0)) &&
+           isEqual(tracer, n->operands[1], x);
+  };
+  const Expr *c = e->operands[0], *t = e->operands[1], *f = e->operands[2];
+  auto isZero = [](const Expr *z) {
+    std::optional<int64_t> zi = getConstInt(z);
+    std::optional<double> zf = getConstFloat(z);
+    return (zi && *zi == 0) || (zf && *zf == 0.0);
+  };
+  // The predicate is "x >= 0" (select x, -x) or "x < 0" (select -x, x).
+  bool nonNegative;
+  if (auto cmp = getOp<arith::CmpIOp>(c)) {
+    auto p = cmp.getPredicate();
+    if (p == arith::CmpIPredicate::sge || p == arith::CmpIPredicate::sgt)
+      nonNegative = true;
+    else if (p == arith::CmpIPredicate::slt || p == arith::CmpIPredicate::sle)
+      nonNegative = false;
+    else
+      return nullptr;
+  } else if (auto cmp = getOp<arith::CmpFOp>(c)) {
+    auto p = cmp.getPredicate();
+    if (p == arith::CmpFPredicate::OGE || p == arith::CmpFPredicate::OGT)
+      nonNegative = true;
+    else if (p == arith::CmpFPredicate::OLT || p == arith::CmpFPredicate::OLE)
+      nonNegative = false;
+    else
+      return nullptr;
+  } else {
+    return nullptr;
+  }
+  if (!isZero(c->operands[1]))
+    return nullptr;
+  const Expr *x = c->operands[0];
+  const Expr *kept = nonNegative ? t : f, *negated = nonNegative ? f : t;
+  if (!isEqual(tracer, kept, x) || !isNegationOf(negated, x))
+    return nullptr;
+  return x;
+}
+
 static LinearForm negateConstraint(LinearForm f) {
   // not(f <= 0) is f >= 1, i.e. -f + 1 <= 0.
   for (auto &[d, c] : f.coef)
@@ -1048,6 +1101,52 @@ fa::raising::getConstraints(Tracer &tracer, const Expr *e, bool negate) {
   auto cmp = dyn_cast<arith::CmpIOp>(op);
   if (!cmp)
     return std::nullopt;
+  // |x| <= y (or < y) is x <= y and -x <= y: a conjunction; under negation,
+  // or with the absolute value on the other side, a disjunction.
+  {
+    const Expr *lhs = e->operands[0], *rhs = e->operands[1];
+    arith::CmpIPredicate p = cmp.getPredicate();
+    bool strict;
+    switch (p) {
+    case arith::CmpIPredicate::sle:
+    case arith::CmpIPredicate::slt:
+      strict = p == arith::CmpIPredicate::slt;
+      break;
+    case arith::CmpIPredicate::sge:
+    case arith::CmpIPredicate::sgt:
+      strict = p == arith::CmpIPredicate::sgt;
+      std::swap(lhs, rhs);
+      break;
+    default:
+      lhs = rhs = nullptr;
+      strict = false;
+      break;
+    }
+    if (lhs && negate) {
+      // not(x <= y) is y < x; not(x < y) is y <= x.
+      std::swap(lhs, rhs);
+      strict = !strict;
+    }
+    if (lhs && getAbsOperand(tracer, rhs))
+      return std::nullopt;
+    if (const Expr *x = lhs ? getAbsOperand(tracer, lhs) : nullptr) {
+      std::optional<LinearForm> a = getLinearForm(tracer, x);
+      std::optional<LinearForm> b = getLinearForm(tracer, rhs);
+      if (!a || !b)
+        return std::nullopt;
+      SmallVector<LinearForm> out;
+      for (int64_t sign : {1, -1}) {
+        LinearForm f;
+        for (auto [d, c] : a->coef)
+          f.coef[d] += sign * c;
+        for (auto [d, c] : b->coef)
+          f.coef[d] -= c;
+        f.constant = sign * a->constant - b->constant + (strict ? 1 : 0);
+        out.push_back(f);
+      }
+      return out;
+    }
+  }
   std::optional<LinearForm> a = getLinearForm(tracer, e->operands[0]);
   std::optional<LinearForm> b = getLinearForm(tracer, e->operands[1]);
   if (!a || !b)

@@ -177,8 +177,15 @@ struct LinearForm {
 /// sizes bound the indices; dynamic sizes are assumed below 2^31).
 std::optional<LinearForm> getLinearForm(Tracer &tracer, const Expr *e);
 
+/// `x` when `e` is the absolute value of `x`: `math.absi`, `math.absf`, or
+/// a select between `x` and its negation on the sign of `x` (the form
+/// StableHLO's `abs` takes).
+const Expr *getAbsOperand(Tracer &tracer, const Expr *e);
+
 /// The boolean `e` as a conjunction of constraints `form <= 0` (negated
-/// when `negate`), if it is one; an empty list is "always true".
+/// when `negate`), if it is one; an empty list is "always true". A bound on
+/// an absolute value, `|x| <= y`, is the two constraints `x <= y` and
+/// `-x <= y`.
 std::optional<SmallVector<LinearForm>>
 getConstraints(Tracer &tracer, const Expr *e, bool negate = false);
 

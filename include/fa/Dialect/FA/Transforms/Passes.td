@@ -152,12 +152,29 @@ def FARaiseAttentionPass : Pass<"fa-raise-attention"> {
       `<= -1e4` (`-1e9`, JAX's `0.7 * lowest`: exact unless a kept score of
       the row is within ~104 of it), additive biases (`S + M`, broadcast over
       batch or heads), additive `0 / -inf` biases; on either side of the
-      scale (a bias added before the scale is scaled with it). A keep that
-      compares indices as `k <= q + off` becomes `causal`: `top_left` for
-      `off = 0`, `bottom_right` for `off = Nk - Nq` (`tril`,
-      `masked_fill(~mask, -inf)`, `jnp.where(iota >= iota, s, fill)`);
-      any other mask becomes the `mask` operand (the tensor itself when it
+      scale (a bias added before the scale is scaled with it), additive
+      masks built by several `masked_fill`s of a `0 / fill` tensor;
+    * positions: keeps that compare indices as `k <= q + c` or
+      `k >= q + c` (`tril`, `masked_fill(~mask, -inf)`,
+      `jnp.where(iota >= iota, s, fill)`, `|q - k| <= c`, in any number)
+      become causality and a window: `top_left` for an upper bound `c = 0`,
+      `bottom_right` for `c = Nk - Nq`, `top_left` with `q_offset(c)` for
+      another `c`; a lower bound is `window(L, -1)`; both bounds around
+      the diagonal without causality are `window(L, R)`;
+    * score modifiers: `P * tanh(Q * S)` (Gemma 2's `c * tanh(s / c)`)
+      becomes `softcap(|P|)` with the scale multiplied by `P`; nothing but
+      constant factors may come between the tanh and the scores. A bias
+      `-slope * |q + c - k|`, or `slope * (k - q - c)` on keys that
+      causality keeps to `k <= q + c`, with `slope` a function of the batch
+      and head (a tensor of slopes `[H]` or `[B, H]`, a constant, or
+      anything that can be rebuilt) and the distance from index arithmetic
+      (`math.absi`, `math.absf`, StableHLO's select form of `abs`), becomes
+      `alibi` (the slopes tensor itself when it is one, else a generic that
+      builds `[H]` or `[B, H]`), with its `c` as the position offset;
+    * any other mask becomes the `mask` operand (the tensor itself when it
       is already `[B or 1, H or 1, Nq, Nk]`, else a generic that builds it);
+      with `report-missed`, a mask built from index comparisons or a
+      position bias that is not a window or ALiBi gets a remark;
     * the softmax: `linalg.softmax`, `fa.softmax`, or its decomposition
       `exp(X - max) / sum` (max from `-inf` with `maximumf`/`maxnumf`,
       argmax-style two-result max reductions, division or multiplication by

@@ -42,6 +42,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 B, H, HKV, N, D = 2, 4, 2, 16, 32
 NQ_BR, NK_BR = 16, 32  # bottom-right causal: Nq != Nk
 SCALE = 1.0 / math.sqrt(D)
+# Score modifiers (issue 15): a softcap small enough to change N(0,1)
+# scores, a sliding window of W keys, and ALiBi slopes 2^-(h+1) (JAX's
+# constant slopes; the PyTorch ALiBi case takes them as an input).
+SOFTCAP = 2.0
+WINDOW = 5
+ALIBI_SLOPES = [0.5, 0.25, 0.125, 0.0625]
 
 TORCH_PIPELINE = ("builtin.module(torch-function-to-torch-backend-pipeline,"
                   "torch-backend-to-linalg-on-tensors-backend-pipeline)")
@@ -269,6 +275,55 @@ def torch_cases():
             s = q @ k.transpose(-2, -1) * SCALE + bias
             return torch.softmax(s, -1) @ v
 
+    class Softcap(torch.nn.Module):
+        # Gemma 2's eager attention: scores / cap, tanh, * cap, then the
+        # causal mask.
+        def forward(self, q, k, v):
+            nq, nk = q.shape[-2], k.shape[-2]
+            w = torch.matmul(q, k.transpose(2, 3)) * SCALE
+            w = w / SOFTCAP
+            w = torch.tanh(w)
+            w = w * SOFTCAP
+            mask = torch.tril(torch.ones(nq, nk, dtype=torch.bool))
+            w = w.masked_fill(~mask, float("-inf"))
+            return torch.matmul(F.softmax(w, dim=-1), v)
+
+    class SoftcapBiased(torch.nn.Module):
+        # A near miss: the bias is added before the softcap, which fa
+        # applies first.
+        def forward(self, q, k, v, bias):
+            w = torch.matmul(q, k.transpose(2, 3)) * SCALE + bias
+            w = SOFTCAP * torch.tanh(w / SOFTCAP)
+            return torch.matmul(F.softmax(w, dim=-1), v)
+
+    class Alibi(torch.nn.Module):
+        # MPT's build_alibi_bias (full): int32 relative positions, abs,
+        # mul(-1), times the slopes [1,H,1,1]; causal masked_fill.
+        def forward(self, q, k, v, slopes):
+            nq, nk = q.shape[-2], k.shape[-2]
+            rel = torch.arange(1 - nk, 1, dtype=torch.int32).view(1, 1, 1, nk)
+            rel = rel - torch.arange(1 - nq, 1, dtype=torch.int32).view(1, 1, nq, 1)
+            bias = rel.abs().mul(-1) * slopes.view(1, -1, 1, 1)
+            s = q @ k.transpose(-2, -1) * SCALE + bias
+            mask = torch.tril(torch.ones(nq, nk, dtype=torch.bool))
+            s = s.masked_fill(~mask, float("-inf"))
+            return torch.softmax(s, dim=-1) @ v
+
+    class SlidingWindow(torch.nn.Module):
+        # transformers' sliding-window causal mask (Mistral, before SDPA
+        # masks): an additive finfo.min mask, 0 where mask_cond < row + 1,
+        # then the keys WINDOW or more back filled with finfo.min again.
+        def forward(self, q, k, v):
+            n = q.shape[-2]
+            lowest = torch.finfo(torch.float32).min
+            mask = torch.full((n, n), lowest)
+            cond = torch.arange(n)
+            mask = mask.masked_fill(cond < (cond + 1).view(n, 1), 0.0)
+            context = torch.tril(torch.ones(n, n, dtype=torch.bool), diagonal=-WINDOW)
+            mask = mask.masked_fill(context, lowest)
+            s = q @ k.transpose(-2, -1) * SCALE + mask
+            return torch.softmax(s, dim=-1) @ v
+
     class Sdpa(torch.nn.Module):
         def forward(self, q, k, v):
             return F.scaled_dot_product_attention(q, k, v)
@@ -332,6 +387,16 @@ def torch_cases():
          Bert(), qkv() + (torch.ones(B, N),), None),
         ("torch_triu_bias_f32", "causal as an additive bias torch.full((n, n), -inf).triu(1)",
          TriuBias(), qkv(), None),
+        ("torch_softcap_f32", "Gemma 2: w / cap, torch.tanh, * cap (cap = 2), then causal masked_fill",
+         Softcap(), qkv(), None),
+        ("torch_softcap_biased_f32", "near miss: cap * tanh((s + bias) / cap), bias an input [B,1,Nq,Nk] "
+         "added before the softcap", SoftcapBiased(), qkv() + (r(B, 1, N, N),), None),
+        ("torch_alibi_f32", "MPT ALiBi: (arange(1-Nk,1) - arange(1-Nq,1)[:,None]).abs().mul(-1) (int32) "
+         "* slopes.view(1,H,1,1), slopes an input [H]; causal masked_fill",
+         Alibi(), qkv() + (torch.rand(H),), None),
+        ("torch_window_f32", "transformers' sliding-window mask: full(finfo.min).masked_fill(arange < "
+         "(arange + 1).view(n, 1), 0).masked_fill(tril(ones, diagonal=-5), finfo.min) added",
+         SlidingWindow(), qkv(), None),
     ]
     return cases
 
@@ -454,6 +519,52 @@ def jax_cases():
         o = jnp.einsum("bkgqs,bskd->bqkgd", p, v)
         return o.reshape(b, n, h, d)
 
+    def softcap(q, k, v):
+        nq, nk = q.shape[-2], k.shape[-2]
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * SCALE
+        s = SOFTCAP * jnp.tanh(s / SOFTCAP)
+        s = jnp.where(jnp.tril(jnp.ones((nq, nk), dtype=bool)), s, -jnp.inf)
+        return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+
+    def alibi_bottomright(q, k, v):
+        # Positions of a kv cache: query i at key position i + Nk - Nq;
+        # bias -slope[h] * |pos_q - pos_k|, constant slopes; causal.
+        nq, nk = q.shape[-2], k.shape[-2]
+        pos_q = jnp.arange(nq)[:, None] + (nk - nq)
+        pos_k = jnp.arange(nk)[None, :]
+        slopes = jnp.asarray(ALIBI_SLOPES, jnp.float32)
+        bias = -slopes[:, None, None] * jnp.abs(pos_q - pos_k).astype(jnp.float32)
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * SCALE + bias
+        s = jnp.where(pos_k <= pos_q, s, -jnp.inf)
+        return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+
+    def alibi_squared(q, k, v):
+        # A near miss: a squared distance, not ALiBi's |q - k|.
+        nq, nk = q.shape[-2], k.shape[-2]
+        d = jnp.arange(nq)[:, None] - jnp.arange(nk)[None, :]
+        slopes = jnp.asarray(ALIBI_SLOPES, jnp.float32)
+        bias = -slopes[:, None, None] * (d * d).astype(jnp.float32)
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * SCALE + bias
+        return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+
+    def sliding_window(q, k, v):
+        # Causal, and keys more than WINDOW - 1 back dropped (iota compares).
+        nq, nk = q.shape[-2], k.shape[-2]
+        qi = jnp.arange(nq)[:, None]
+        ki = jnp.arange(nk)[None, :]
+        keep = (ki <= qi) & (ki > qi - WINDOW)
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * SCALE
+        s = jnp.where(keep, s, -jnp.inf)
+        return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+
+    def local_window(q, k, v):
+        # Non-causal local attention: |q - k| <= 2.
+        nq, nk = q.shape[-2], k.shape[-2]
+        dist = jnp.abs(jnp.arange(nq)[:, None] - jnp.arange(nk)[None, :])
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * SCALE
+        s = jnp.where(dist <= 2, s, -jnp.inf)
+        return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+
     S = jax.ShapeDtypeStruct
     f32, f16, bf16 = jnp.float32, jnp.float16, jnp.bfloat16
     qkv = lambda dt=f32: (S((B, H, N, D), dt),) * 3
@@ -485,6 +596,16 @@ def jax_cases():
         ("jax_grouped_gqa_f32", "GQA with q reshaped to [B,N,Hkv,G,D] and grouped einsums "
          "('bqkgd,bskd->bkgqs'), causal where with a finite fill, softmax in f32 ([B,N,H,D], Hkv=2)",
          grouped_gqa, (S((B, N, H, D), f32), S((B, N, HKV, D), f32), S((B, N, HKV, D), f32)), None),
+        ("jax_softcap_f32", "cap * jnp.tanh(s / cap) (cap = 2), causal tril + where", softcap, qkv(), None),
+        ("jax_alibi_bottomright_f32", "ALiBi -slopes[h] * |pos_q - pos_k| with pos_q = i + Nk - Nq, constant "
+         "slopes 2^-(h+1), causal pos_k <= pos_q, Nq=16 Nk=32", alibi_bottomright,
+         (S((B, H, NQ_BR, D), f32), S((B, H, NK_BR, D), f32), S((B, H, NK_BR, D), f32)), None),
+        ("jax_alibi_squared_f32", "near miss: -slopes[h] * (q - k)^2, a squared distance", alibi_squared,
+         qkv(), None),
+        ("jax_window_f32", "sliding window: where((k <= q) & (k > q - 5), s, -inf) from iotas", sliding_window,
+         qkv(), None),
+        ("jax_local_window_f32", "non-causal local window: where(|q - k| <= 2, s, -inf)", local_window,
+         qkv(), None),
     ]
     return cases
 
