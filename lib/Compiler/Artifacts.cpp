@@ -197,6 +197,9 @@ void mlir::fa::compile::printKernelSummary(const rt::KernelMetadata &md,
         ms << " score_mod";
       if (mods.maskMod)
         ms << " mask_mod";
+      if (mods.hasBlockMask())
+        ms << formatv(" block_mask({0}, {1})", mods.blockTileQ,
+                      mods.blockTileKV);
       os << prefix << "  modifiers:" << text << "\n";
     }
     os << prefix

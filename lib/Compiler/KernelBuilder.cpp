@@ -339,6 +339,8 @@ getCanonicalSymbols(rt::OpKind op, rt::ParamRole role, int64_t rank) {
     return {"B", "Nq"};
   case rt::ParamRole::KSegments:
     return {"B", "Nk"};
+  case rt::ParamRole::BlockMask:
+    return {"B", "Hq", "QT", "KT"};
   case rt::ParamRole::Input:
   case rt::ParamRole::ModOperand: // fixed sizes (extractJob)
     break;
@@ -446,11 +448,6 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
                  "(kernel arguments are memrefs)");
     // The regions are compiled into the kernel (the job module is this
     // function); the metadata records them and their operands.
-    if (attention.getBlockMask())
-      return err("the fa op has a block mask, which artifacts cannot carry "
-                 "yet; compile it without (the kernel evaluates the "
-                 "mask_mod on every tile) or lower it in your own pipeline "
-                 "(fa-lower-to-cpu)");
     rt::ModifierInfo &mods = md.modifiers;
     if (DenseI64ArrayAttr window = attention.getWindowAttr()) {
       mods.windowLeft = window[0];
@@ -467,6 +464,12 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
     mods.segments = static_cast<bool>(attention.getQSegments());
     mods.scoreMod = attention.hasScoreMod();
     mods.maskMod = attention.hasMaskMod();
+    // The block mask is a param ([B|1, Hq|1, QT, KT] for its tiles).
+    if (attention.getBlockMask()) {
+      DenseI64ArrayAttr tiles = attention.getBlockTilesAttr();
+      mods.blockTileQ = tiles[0];
+      mods.blockTileKV = tiles[1];
+    }
     if (Error e = checkHeadDim("head dim D", md.headDim))
       return err(llvm::toString(std::move(e)));
     if (Error e = checkHeadDim("value head dim Dv", md.valueHeadDim))
@@ -502,6 +505,9 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
         return std::move(e);
     for (Value m : attention.getModOperands())
       if (Error e = assign(m, rt::ParamRole::ModOperand))
+        return std::move(e);
+    if (mods.hasBlockMask())
+      if (Error e = assign(attention.getBlockMask(), rt::ParamRole::BlockMask))
         return std::move(e);
   } else {
     auto softmax = cast<SoftmaxOp>(op);
@@ -573,8 +579,9 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
       continue;
     }
     static const char *const canonicalNames[] = {
-        "q",   "k", "v",     "kv_lens",    "mask",      "o",
-        "lse", "x", "alibi", "q_segments", "k_segments"};
+        "q",          "k",          "v",   "kv_lens", "mask",
+        "o",          "lse",        "x",   "alibi",   "q_segments",
+        "k_segments", "mod_operand", "block_mask"};
     param.name = md.op == rt::OpKind::Softmax
                      ? (param.role == rt::ParamRole::Input ? "x" : "y")
                      : canonicalNames[static_cast<unsigned>(param.role)];
@@ -587,7 +594,9 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
       int64_t size = memref.getDimSize(d);
       bool isStaticSymbol = symbol == "Hq" || symbol == "Hkv" ||
                             symbol == "D" || symbol == "Dv";
-      bool broadcast = param.role == rt::ParamRole::Mask && d < 2 && size == 1;
+      bool broadcast = (param.role == rt::ParamRole::Mask ||
+                        param.role == rt::ParamRole::BlockMask) &&
+                       d < 2 && size == 1;
       if (ShapedType::isDynamic(size) || (isStaticSymbol && !broadcast))
         param.shape.push_back(rt::ShapeDim::sym(symbol));
       else

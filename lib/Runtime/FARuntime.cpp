@@ -387,6 +387,11 @@ MaybeFailure ArgumentBinder::checkBasics(const ParamInfo &param,
     return error(cat(param.name, ": unknown dtype ", t.dtype,
                      " (expected an fa_dtype)"));
   if (*dtype != param.dtype) {
+    if (param.dtype == DType::I8 && param.role == ParamRole::BlockMask)
+      return error(cat(param.name, ": dtype ", getDTypeName(*dtype),
+                       ", but kernel '", md.name,
+                       "' takes a block mask of one byte per tile pair "
+                       "(FA_DTYPE_I8)"));
     if (param.dtype == DType::I8)
       return error(cat(param.name, ": dtype ", getDTypeName(*dtype),
                        ", but kernel '", md.name,
@@ -525,10 +530,14 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
                      md.name, "' takes ", modParams));
   for (auto &[role, t] : tensors)
     if (t && role != ParamRole::ModOperand && !md.findParam(role)) {
-      const char *hint = role == ParamRole::KvLens ? " (compile with --kv-lens)"
-                         : role == ParamRole::Mask ? " (compile with --mask)"
-                         : role == ParamRole::Lse  ? " (compile with --lse)"
-                                                   : "";
+      const char *hint =
+          role == ParamRole::KvLens ? " (compile with --kv-lens)"
+          : role == ParamRole::Mask ? " (compile with --mask)"
+          : role == ParamRole::Lse  ? " (compile with --lse)"
+          : role == ParamRole::BlockMask
+              ? " (compile a kernel function whose fa.attention has a "
+                "block_mask)"
+              : "";
       return error(cat(getRoleName(role), " was given, but kernel '", md.name,
                        "' was compiled without it", hint, "; pass NULL"));
     }
@@ -554,6 +563,16 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
     set("Hkv", md.kvHeads, "");
     set("D", md.headDim, "");
     set("Dv", md.valueHeadDim, "");
+    if (md.modifiers.hasBlockMask()) {
+      // The block mask holds one entry per (query tile, key tile).
+      int64_t tq = md.modifiers.blockTileQ, tk = md.modifiers.blockTileKV;
+      set("QT", (q.sizes[2] + tq - 1) / tq,
+          cat(qName, " ", formatSizes(q), " in query tiles of ", tq,
+              " (the kernel's block_tiles)"));
+      set("KT", (k.sizes[2] + tk - 1) / tk,
+          cat(kName, " ", formatSizes(k), " in key tiles of ", tk,
+              " (the kernel's block_tiles)"));
+    }
   } else {
     const ParamInfo &xParam = *md.findParam(ParamRole::Input);
     const fa_tensor &x = *lookup(tensors, ParamRole::Input);
@@ -652,7 +671,8 @@ static TensorList attentionTensors(const fa_tensor *q, const fa_tensor *k,
                                    const fa_tensor *mask,
                                    const fa_attention_extras *extras,
                                    const fa_tensor *const *modOperands,
-                                   int64_t numModOperands, fa_tensor *o,
+                                   int64_t numModOperands,
+                                   const fa_tensor *blockMask, fa_tensor *o,
                                    fa_tensor *lse) {
   fa_attention_extras none{};
   const fa_attention_extras &x = extras ? *extras : none;
@@ -664,6 +684,7 @@ static TensorList attentionTensors(const fa_tensor *q, const fa_tensor *k,
                         {ParamRole::Alibi, x.alibi},
                         {ParamRole::QSegments, x.q_segments},
                         {ParamRole::KSegments, x.k_segments},
+                        {ParamRole::BlockMask, blockMask},
                         {ParamRole::Output, o},
                         {ParamRole::Lse, lse}};
   for (int64_t i = 0; i < numModOperands; ++i)
@@ -678,8 +699,8 @@ fa_attention_launch_ex(fa_kernel *kernel, const fa_tensor *q,
                        const fa_attention_extras *extras, fa_tensor *o,
                        fa_tensor *lse, void *cudaStream) {
   return launch(kernel, OpKind::Attention, "fa_attention_launch_ex",
-                attentionTensors(q, k, v, kvLens, mask, extras, nullptr, 0, o,
-                                 lse),
+                attentionTensors(q, k, v, kvLens, mask, extras, nullptr, 0,
+                                 nullptr, o, lse),
                 cudaStream);
 }
 
@@ -688,14 +709,38 @@ extern "C" fa_status fa_attention_launch_mods(
     const fa_tensor *v, const fa_tensor *kvLens, const fa_tensor *mask,
     const fa_attention_extras *extras, const fa_tensor *const *modOperands,
     int64_t numModOperands, fa_tensor *o, fa_tensor *lse, void *cudaStream) {
+  return fa_attention_launch_sparse(kernel, q, k, v, kvLens, mask, extras,
+                                    modOperands, numModOperands, nullptr, o,
+                                    lse, cudaStream);
+}
+
+extern "C" fa_status fa_attention_launch_sparse(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *kvLens, const fa_tensor *mask,
+    const fa_attention_extras *extras, const fa_tensor *const *modOperands,
+    int64_t numModOperands, const fa_tensor *blockMask, fa_tensor *o,
+    fa_tensor *lse, void *cudaStream) {
+  const char *function = blockMask ? "fa_attention_launch_sparse"
+                                   : "fa_attention_launch_mods";
   if (numModOperands < 0 || (numModOperands > 0 && !modOperands))
     return fail(FA_ERROR_INVALID_ARGUMENT,
-                cat("fa_attention_launch_mods: ", numModOperands,
-                    " mod operands at ", modOperands ? "an array" : "NULL"));
-  return launch(kernel, OpKind::Attention, "fa_attention_launch_mods",
+                cat(function, ": ", numModOperands, " mod operands at ",
+                    modOperands ? "an array" : "NULL"));
+  return launch(kernel, OpKind::Attention, function,
                 attentionTensors(q, k, v, kvLens, mask, extras, modOperands,
-                                 numModOperands, o, lse),
+                                 numModOperands, blockMask, o, lse),
                 cudaStream);
+}
+
+extern "C" fa_status fa_kernel_get_block_tiles(const fa_kernel *kernel,
+                                               int64_t *tq, int64_t *tk) {
+  if (!kernel || !tq || !tk)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                "fa_kernel_get_block_tiles: kernel, tq and tk must not be "
+                "NULL");
+  *tq = kernel->metadata.modifiers.blockTileQ;
+  *tk = kernel->metadata.modifiers.blockTileKV;
+  return succeed();
 }
 
 extern "C" fa_status fa_softmax_launch(fa_kernel *kernel, const fa_tensor *x,

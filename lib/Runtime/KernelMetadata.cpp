@@ -129,6 +129,8 @@ std::string fa::runtime::getRoleName(ParamRole role) {
     return "k_segments";
   case ParamRole::ModOperand:
     return "mod_operand";
+  case ParamRole::BlockMask:
+    return "block_mask";
   }
   return "?";
 }
@@ -186,6 +188,8 @@ static bool isVersion(std::string_view text) {
 //===----------------------------------------------------------------------===//
 
 std::vector<std::string> KernelMetadata::getSymbols() const {
+  if (op == OpKind::Attention && modifiers.hasBlockMask())
+    return {"B", "Hq", "Hkv", "Nq", "Nk", "D", "Dv", "QT", "KT"};
   if (op == OpKind::Attention)
     return {"B", "Hq", "Hkv", "Nq", "Nk", "D", "Dv"};
   std::vector<std::string> symbols;
@@ -238,6 +242,8 @@ static std::vector<std::string> getCanonicalShape(const KernelMetadata &md,
   case ParamRole::ModOperand:
     // Fixed sizes only.
     return {};
+  case ParamRole::BlockMask:
+    return {"B", "Hq", "QT", "KT"};
   }
   return {};
 }
@@ -495,6 +501,8 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
       expected.push_back(ParamRole::QSegments);
       expected.push_back(ParamRole::KSegments);
     }
+    if (md.modifiers.hasBlockMask())
+      expected.push_back(ParamRole::BlockMask);
   } else {
     expected = {ParamRole::Input, ParamRole::Output};
   }
@@ -526,7 +534,7 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
       return where + ": role '" + getRoleName(param.role) +
              "' does not belong to this " + getOpName(md.op) +
              " kernel (check has_kv_lens, mask, has_lse, alibi, "
-             "has_segments)";
+             "has_segments, block_tiles)";
     for (size_t j = 0; j < i; ++j)
       if (md.params[j].role == param.role)
         return where + ": role '" + getRoleName(param.role) +
@@ -545,6 +553,10 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
     case ParamRole::Alibi:
       dtypeOk = param.dtype == DType::F32;
       wanted = "f32";
+      break;
+    case ParamRole::BlockMask:
+      dtypeOk = param.dtype == DType::I8;
+      wanted = "i8";
       break;
     case ParamRole::Lse:
       dtypeOk = param.dtype == DType::F32;
@@ -591,7 +603,9 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
       bool ok;
       if (dim.isSymbol())
         ok = dim.symbol == symbol;
-      else if (param.role == ParamRole::Mask && d < 2 && dim.size == 1)
+      else if ((param.role == ParamRole::Mask ||
+                param.role == ParamRole::BlockMask) &&
+               d < 2 && dim.size == 1)
         ok = true; // a broadcast mask dim
       else if (fixed)
         ok = dim.size == *fixed;
@@ -905,7 +919,30 @@ static MaybeError readModifiers(const ObjectReader &reader,
     return err;
   if (MaybeError err = reader.getBool("score_mod", mods.scoreMod, false))
     return err;
-  return reader.getBool("mask_mod", mods.maskMod, false);
+  if (MaybeError err = reader.getBool("mask_mod", mods.maskMod, false))
+    return err;
+  if (const Json *tiles = reader.find("block_tiles")) {
+    if (!tiles->is_array() || tiles->size() != 2)
+      return ObjectReader::wrongType(reader.field("block_tiles"),
+                                     "an array of two integers [tq, tk]",
+                                     *tiles);
+    if (MaybeError err = ObjectReader::readInteger(
+            (*tiles)[0], reader.field("block_tiles") + "[0]",
+            mods.blockTileQ))
+      return err;
+    if (MaybeError err = ObjectReader::readInteger(
+            (*tiles)[1], reader.field("block_tiles") + "[1]",
+            mods.blockTileKV))
+      return err;
+    if (mods.blockTileQ <= 0 || mods.blockTileKV <= 0)
+      return cat("field 'block_tiles' must hold two positive tile sizes, "
+                 "got [",
+                 mods.blockTileQ, ", ", mods.blockTileKV, "]");
+    if (!mods.maskMod)
+      return std::string("field 'block_tiles' belongs to kernels with a "
+                         "mask_mod (check mask_mod)");
+  }
+  return std::nullopt;
 }
 
 static MaybeError readParam(const Json &value, size_t index, ParamInfo &param) {
@@ -927,7 +964,8 @@ static MaybeError readParam(const Json &value, size_t index, ParamInfo &param) {
       {"alibi", ParamRole::Alibi},
       {"q_segments", ParamRole::QSegments},
       {"k_segments", ParamRole::KSegments},
-      {"mod_operand", ParamRole::ModOperand}};
+      {"mod_operand", ParamRole::ModOperand},
+      {"block_mask", ParamRole::BlockMask}};
   if (MaybeError err = reader.getEnum("role", param.role, roles))
     return err;
   if (MaybeError err = reader.getEnum("dtype", param.dtype, kDTypeChoices))
@@ -1213,6 +1251,8 @@ std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
       j["score_mod"] = true;
     if (mods.maskMod)
       j["mask_mod"] = true;
+    if (mods.hasBlockMask())
+      j["block_tiles"] = {mods.blockTileQ, mods.blockTileKV};
   } else {
     j["rank"] = md.rank;
     j["dimension"] = md.dimension;

@@ -80,6 +80,8 @@ std::string fa::runtime::getKernelSignature(const KernelMetadata &md) {
       add("score_mod", "true");
     if (mods.maskMod)
       add("mask_mod", "true");
+    if (mods.hasBlockMask())
+      add("block_tiles", cat(mods.blockTileQ, ",", mods.blockTileKV));
   } else {
     add("rank", std::to_string(md.rank));
     add("dimension", std::to_string(md.dimension));

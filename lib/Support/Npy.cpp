@@ -50,7 +50,8 @@ static Error makeError(StringRef name, const Twine &message) {
 
 static constexpr NpyDType kAllDTypes[] = {
     NpyDType::Float32, NpyDType::Float16, NpyDType::Bool,
-    NpyDType::Int32,   NpyDType::UInt16,  NpyDType::Void16};
+    NpyDType::Int32,   NpyDType::UInt16,  NpyDType::Void16,
+    NpyDType::Int8};
 
 StringRef fa::getNpyDTypeName(NpyDType dtype) {
   switch (dtype) {
@@ -66,6 +67,8 @@ StringRef fa::getNpyDTypeName(NpyDType dtype) {
     return "uint16";
   case NpyDType::Void16:
     return "void16";
+  case NpyDType::Int8:
+    return "int8";
   }
   llvm_unreachable("unknown NpyDType");
 }
@@ -84,6 +87,8 @@ StringRef fa::getNpyDTypeDescr(NpyDType dtype) {
     return "<u2";
   case NpyDType::Void16:
     return "<V2";
+  case NpyDType::Int8:
+    return "|i1";
   }
   llvm_unreachable("unknown NpyDType");
 }
@@ -98,6 +103,7 @@ size_t fa::getNpyDTypeSize(NpyDType dtype) {
   case NpyDType::Void16:
     return 2;
   case NpyDType::Bool:
+  case NpyDType::Int8:
     return 1;
   }
   llvm_unreachable("unknown NpyDType");
@@ -180,6 +186,8 @@ lookupDescr(StringRef descr, ArrayRef<NpyDType> allowed) {
     dtype = NpyDType::Bool;
   else if (kind == 'i' && size == 4)
     dtype = NpyDType::Int32;
+  else if (kind == 'i' && size == 1)
+    dtype = NpyDType::Int8;
   else if (kind == 'u' && size == 2)
     dtype = NpyDType::UInt16;
   else if (kind == 'V' && size == 2)

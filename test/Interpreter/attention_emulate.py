@@ -92,7 +92,7 @@ def kernel_text(c, mods=None):
           "v": f"?x{Hkv}x?x{Dv}x{t}", "lens": "?xi32",
           "o": f"?x{Hq}x?x{Dv}x{t}", "lse": f"?x{Hq}x?xf32",
           "alibi": f"{Hq}xf32" if c.get("alibi") == "h" else f"?x{Hq}xf32",
-          "qs": "?x?xi32", "ks": "?x?xi32"}
+          "qs": "?x?xi32", "ks": "?x?xi32", "bm": f"?x{Hq}x?x?xi8"}
     names = ["q", "k", "v"]
     if c["lens"] is not None:
         names.append("lens")
@@ -109,6 +109,8 @@ def kernel_text(c, mods=None):
         names.append("alibi")
     if c.get("segments") is not None:
         names += ["qs", "ks"]
+    if c.get("block_mask") is not None:
+        names.append("bm")
     mod_arrays = (mods or {}).get("mods", [])
     for i, a in enumerate(mod_arrays):
         t = tensor_type(a.shape, MLIR_TYPES[a.dtype])
@@ -159,16 +161,18 @@ def kernel_text(c, mods=None):
     if c.get("segments") is not None:
         mod_operands += (" segments(%qs_t, %ks_t : tensor<?x?xi32>, "
                          "tensor<?x?xi32>)")
+    if c.get("q_offset"):
+        # A constant in the kernel function (the kernels clone it).
+        lines.append(f"  %qoff = arith.constant {c['q_offset']} : index")
+        mod_operands += " q_offset(%qoff)"
+    if c.get("block_mask") is not None:
+        mod_operands += f" block_mask(%bm_t : tensor<{ty['bm']}>)"
     if mod_arrays:
         mod_operands += (" mod_operands(" +
                          ", ".join(f"%mod{i}_t" for i in range(len(mod_arrays)))
                          + " : " + ", ".join(f"tensor<{ty[f'mod{i}']}>"
                                              for i in range(len(mod_arrays)))
                          + ")")
-    if c.get("q_offset"):
-        # A constant in the kernel function (the kernels clone it).
-        lines.append(f"  %qoff = arith.constant {c['q_offset']} : index")
-        mod_operands += " q_offset(%qoff)"
     mod_attrs = ""
     if c.get("window") is not None:
         mod_attrs += f" window({c.get('window')[0]}, {c.get('window')[1]})"
@@ -176,6 +180,8 @@ def kernel_text(c, mods=None):
         mod_attrs += f" softcap({c.get('softcap')!r})"
     if c.get("chunk") is not None:
         mod_attrs += f" chunk({c.get('chunk')})"
+    if c.get("block_mask") is not None:
+        mod_attrs += " block_tiles(%d, %d)" % tuple(c["block_mask"])
     outs = f"%o_t : tensor<{ty['o']}>"
     results = f"tensor<{ty['o']}>"
     if c["lse"]:
@@ -210,7 +216,8 @@ def case(name, **kw):
              dtype="float32", causal="none", lens=None, mask=None,
              mask_shape="BHQK", scale=None, lse=True, block_q=None,
              block_kv=None, flags=[], window=None, softcap=None, chunk=None,
-             alibi=None, segments=None, q_offset=0, regions=None)
+             alibi=None, segments=None, q_offset=0, regions=None,
+             block_mask=None, block_mask_mutation=None)
     c.update(kw)
     if c["Dv"] is None:
         c["Dv"] = c["D"]
@@ -367,6 +374,14 @@ CASES = [
          mask="float", lens=[45, 0], regions="prefix_lm"),
     case("bf16_regions_alibi_like_mask", dtype="bfloat16", Nq=33, Nk=40,
          mask="float", regions="alibi_like"),
+    # Block sparsity: a prefix-LM mask_mod with its block mask (written
+    # from the contract by block_mask_of) on the kernel's tiles and on
+    # tiles twice as large; causality and key lengths on top.
+    case("f32_block_mask_prefix_lm", B=2, Nq=70, Nk=90, regions="prefix_lm",
+         block_mask=(32, 16), block_q=32, block_kv=16),
+    case("f16_block_mask_prefix_lm_2x", dtype="float16", B=2, Nq=70, Nk=90,
+         causal="bottom-right", lens=[90, 61], regions="prefix_lm",
+         block_mask=(64, 32), block_q=32, block_kv=16),
 ] + [
     # Every element type and head dim, alternating the causal alignment and
     # key lengths.
@@ -500,14 +515,44 @@ def make_modifiers(c, rng):
                 s, b, h, q, k, arrays, Nq)
         if ref_mask:
             mods["mask_mod"] = lambda b, h, q, k: ref_mask(b, h, q, k, arrays)
+    if c.get("block_mask") is not None:
+        mods["bm"] = block_mask_of(c, mods["mask_mod"])
     return mods
+
+
+def block_mask_of(c, mask_mod):
+    """The block mask of `mask_mod` for case `c`'s block_mask = (TQ, TK),
+    written from the op's contract (0: no key of the tile kept, 1: some,
+    2: all, counting rows below Nq and keys below Nk), independently of
+    fa.create_block_mask; `block_mask_mutation` corrupts it on purpose:
+    "partial_full" marks a partial tile full, "visited_empty" a tile with
+    kept keys empty (the suite must then fail)."""
+    B, Hq, Nq, Nk = c["B"], c["Hq"], c["Nq"], c["Nk"]
+    tq, tk = c["block_mask"]
+    b, h, q, k = np.meshgrid(np.arange(B), np.arange(Hq), np.arange(Nq),
+                             np.arange(Nk), indexing="ij")
+    keep = np.broadcast_to(mask_mod(b, h, q, k), (B, Hq, Nq, Nk))
+    nqt, nkt = -(-Nq // tq), -(-Nk // tk)
+    bm = np.zeros((B, Hq, nqt, nkt), dtype=np.int8)
+    for i in range(nqt):
+        for j in range(nkt):
+            tile = keep[:, :, i * tq:(i + 1) * tq, j * tk:(j + 1) * tk]
+            bm[:, :, i, j] = np.where(tile.all(axis=(2, 3)), 2,
+                                      np.where(tile.any(axis=(2, 3)), 1, 0))
+    how = c.get("block_mask_mutation")
+    if how is not None:
+        want = 1 if how == "partial_full" else None
+        at = np.argwhere(bm == 1) if want else np.argwhere(bm != 0)
+        assert len(at), "no tile to corrupt"
+        bm[tuple(at[len(at) // 2])] = 2 if want else 0
+    return bm
 
 
 def modifier_flags(paths, mods):
     """Writes the modifier inputs and returns fa-emulate's flags for them."""
     flags = []
     for name, flag in (("alibi", "--alibi"), ("qs", "--q-segments"),
-                       ("ks", "--k-segments")):
+                       ("ks", "--k-segments"), ("bm", "--block-mask")):
         if name in mods:
             np.save(paths[name], mods[name])
             flags += [flag, paths[name]]
@@ -528,7 +573,7 @@ def prepare_case(c, tmp):
     base = os.path.join(tmp, c["name"])
     paths = {n: base + "." + n + ".npy"
              for n in ("q", "k", "v", "lens", "mask", "o", "lse", "alibi",
-                       "qs", "ks")}
+                       "qs", "ks", "bm")}
     with open(base + ".mlir", "w") as f:
         f.write(kernel_text(c, mods))
     return (q, k, v, lens, mask, mods), base, paths
@@ -624,6 +669,7 @@ def run_mutations(fa_emulate, c, tmp, pipeline, mutations):
         (",mask" if mask is not None else "") + \
         (",alibi" if "alibi" in mods else "") + \
         (",q_segments,k_segments" if "qs" in mods else "") + \
+        (",block_mask" if "bm" in mods else "") + \
         ",mod" * len(mods.get("mods", [])) + ",o" + \
         (",lse" if c["lse"] else "")
     failures = 0
@@ -656,6 +702,33 @@ def run_mutations(fa_emulate, c, tmp, pipeline, mutations):
     return failures
 
 
+def run_block_mask_mutations(fa_emulate, c, tmp, pipeline, kinds):
+    """Runs case `c` (with a block mask) with its block mask corrupted in
+    each of `kinds` (block_mask_of's mutations): a kernel that skips the
+    tiles marked empty and the mask_mod on tiles marked full must then give
+    wrong results. Returns the number of corruptions not caught."""
+    failures = 0
+    for kind in kinds:
+        bad = dict(c, name=c["name"] + "_" + kind, block_mask_mutation=kind)
+        ok, summary, _ = run_case(fa_emulate, bad, tmp, pipeline)
+        failures += ok
+        print("%s mutation %-24s caught: %s" % (
+            "FAIL" if ok else "PASS", "block_mask_" + kind,
+            "NO" if ok else summary[:160]), flush=True)
+    return failures
+
+
+def run_simt_mutations(fa_emulate, filters, cases, tmp):
+    if filters and "mutations" not in filters:
+        return 0
+    # The SIMT kernel applies the mask_mod on every visited tile, so only
+    # skipping is observable.
+    return run_block_mask_mutations(
+        fa_emulate, next(c for c in CASES
+                         if c["name"] == "f32_block_mask_prefix_lm"),
+        tmp, None, ("visited_empty",))
+
+
 def run_suite(argv, doc, cases, what, run=run_case, extra=None):
     """The main of a suite: argv is [script, FA_EMULATE, SUBSTRING...]. Runs
     `run(fa_emulate, c, tmp)` -> (ok, summary, seconds) for each of `cases`
@@ -686,4 +759,5 @@ def run_suite(argv, doc, cases, what, run=run_case, extra=None):
 
 
 if __name__ == "__main__":
-    sys.exit(run_suite(sys.argv, __doc__, CASES, "cases"))
+    sys.exit(run_suite(sys.argv, __doc__, CASES, "cases",
+                       extra=run_simt_mutations))

@@ -39,7 +39,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from attention_emulate import (mapped_case, mma_cases, run_case,  # noqa: E402
+from attention_emulate import (mapped_case, mma_cases,  # noqa: E402
+                               run_block_mask_mutations, run_case,
                                run_mutations, run_suite)
 
 PIPELINE = "builtin.module(fa-map-to-tensor-cores{%s},canonicalize,cse)"
@@ -80,6 +81,23 @@ MODIFIER_CASES = [
                 regions="prefix_lm"),
     mapped_case("tc_f16_regions_alibi_like_mask", "", dtype="float16",
                 Nq=33, Nk=40, mask="float", regions="alibi_like"),
+    # Block sparsity: the prefix-LM mask_mod's block mask on the kernel's
+    # key tiles (empty tiles skipped, full ones without the mask_mod), and
+    # one whose query tiles are smaller than the kernel's (not usable:
+    # every tile is visited and masked, the same result).
+    mapped_case("tc_f16_block_mask_prefix_lm", "block-kv=16",
+                dtype="float16", B=2, Nq=70, Nk=90, regions="prefix_lm",
+                block_mask=(64, 16)),
+    # Document masking over many key tiles: tiles of other documents are
+    # skipped, those inside one document skip the element mask.
+    mapped_case("tc_f16_documents_sorted", "block-kv=16", dtype="float16",
+                B=2, Nq=150, Nk=150, segments="sorted", lens=[150, 120]),
+    mapped_case("tc_bf16_documents_random_causal", "block-kv=16",
+                dtype="bfloat16", Nq=70, Nk=90, causal="bottom-right",
+                segments="random"),
+    mapped_case("tc_bf16_block_mask_unusable", "block-kv=16",
+                dtype="bfloat16", B=2, Nq=70, Nk=90, causal="top-left",
+                regions="prefix_lm", block_mask=(16, 16)),
 ]
 
 # The shared 16-bit matrix (head dims 64, 96 and 128; the largest head dim
@@ -136,12 +154,16 @@ MODIFIER_MUTANT = mapped_case("modifier_mutant", "block-kv=16",
 
 
 def run_all_mutations(fa_emulate, filters, cases, tmp):
-    if filters:
+    if filters and "mutations" not in filters:
         return 0
+    bm = next(c for c in CASES if c["name"] == "tc_f16_block_mask_prefix_lm")
     return (run_mutations(fa_emulate, MUTANT, tmp, PIPELINE % "", MUTATIONS) +
             run_mutations(fa_emulate, MODIFIER_MUTANT, tmp,
                           PIPELINE % MODIFIER_MUTANT["opts"],
-                          MODIFIER_MUTATIONS))
+                          MODIFIER_MUTATIONS) +
+            run_block_mask_mutations(fa_emulate, bm, tmp,
+                                     PIPELINE % bm["opts"],
+                                     ("partial_full", "visited_empty")))
 
 
 if __name__ == "__main__":

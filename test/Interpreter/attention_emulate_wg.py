@@ -61,7 +61,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, os.path.join(HERE, "..", "Integration", "CPU"))
 from attention_emulate import (check_outputs, kernel_text,  # noqa: E402
                                mapped_case, mma_cases, prepare_case,
-                               round_bf16, run_case, run_mutations, run_suite)
+                               round_bf16, run_block_mask_mutations,
+                               run_case, run_mutations, run_suite)
 from fa_reference import (reference, save_attention_inputs,  # noqa: E402
                           seed_of)
 from nan_isolation import attended, poison_inputs  # noqa: E402
@@ -109,6 +110,16 @@ CASES = mma_cases("wg", (64, 128), mqa_dv=128, Hq=1, Hkv=1) + [
     mapped_case("wg_f16_regions_prefix_lm_mask", "", dtype="float16", B=2,
                 Hq=1, Hkv=1, Nq=30, Nk=70, mask="float", lens=[70, 0],
                 regions="prefix_lm"),
+    # Document masking over many key tiles (sorted ids with empty
+    # documents): tiles of other documents are skipped.
+    mapped_case("wg_f16_documents_sorted", "", dtype="float16", B=2, Hq=1,
+                Hkv=1, Nq=200, Nk=300, causal="bottom-right",
+                segments="sorted"),
+    # Block sparsity: the prefix-LM mask_mod's block mask on the kernel's
+    # key tiles (empty tiles skipped, full ones without the mask_mod).
+    mapped_case("wg_f16_block_mask_prefix_lm", "", dtype="float16", B=2,
+                Hq=1, Hkv=1, Nq=70, Nk=200, causal="bottom-right",
+                lens=[200, 150], regions="prefix_lm", block_mask=(128, 64)),
 ]
 
 # What the mapped module must hold: the wgmma kernel.
@@ -346,6 +357,11 @@ def run_extra(fa_emulate, fa_run, filters, cases, tmp):
         print("%s mutation %-24s caught: %s" % (
             "FAIL" if ok else "PASS", "no_nan_zeroing",
             "NO" if ok else summary[:160]), flush=True)
+        bm = next(c for c in cases
+                  if c["name"] == "wg_f16_block_mask_prefix_lm")
+        failures += run_block_mask_mutations(
+            fa_emulate, bm, tmp, PIPELINE % bm["opts"],
+            ("partial_full", "visited_empty"))
     if fa_run:
         for c in cases:
             if c["name"] not in FA_RUN_CASES:

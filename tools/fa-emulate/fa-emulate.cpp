@@ -124,6 +124,12 @@ cl::opt<std::string>
 cl::opt<std::string>
     kSegmentsPath("k-segments", cl::desc("Key segment ids [B, Nk] (int32)"),
                   cl::value_desc("file"), cl::cat(emulateCategory));
+cl::opt<std::string> blockMaskPath(
+    "block-mask",
+    cl::desc("Block mask [B|1, Hq|1, ceil(Nq / TQ), ceil(Nk / TK)] (int8: 0 "
+             "no key, 1 partial, 2 full) of a mask_mod, for the op's "
+             "block_tiles(TQ, TK)"),
+    cl::value_desc("file"), cl::cat(emulateCategory));
 cl::list<std::string> modOperandPaths(
     "mod-operand",
     cl::desc("A tensor the op's score_mod / mask_mod regions read (its "
@@ -133,7 +139,8 @@ cl::opt<std::string> argRoles(
     "arg-roles",
     cl::desc("The role of each argument of the kernel function, in order, "
              "comma-separated from q, k, v, kv_lens, mask, o, lse, alibi, "
-             "q_segments, k_segments, mod (one per --mod-operand) (needed "
+             "q_segments, k_segments, block_mask, mod (one per "
+             "--mod-operand) (needed "
              "for an already-mapped module; default: traced from "
              "fa.attention)"),
     cl::value_desc("list"), cl::cat(emulateCategory));
@@ -232,6 +239,7 @@ enum class Role {
   Alibi,
   QSegments,
   KSegments,
+  BlockMask,
   /// One of the op's mod_operands; the k-th Mod argument (in argument
   /// order) is read from the k-th --mod-operand.
   Mod
@@ -259,6 +267,8 @@ StringRef roleName(Role r) {
     return "q_segments";
   case Role::KSegments:
     return "k_segments";
+  case Role::BlockMask:
+    return "block_mask";
   case Role::Mod:
     return "mod";
   }
@@ -295,6 +305,8 @@ const std::string &rolePath(Role r) {
     return qSegmentsPath;
   case Role::KSegments:
     return kSegmentsPath;
+  case Role::BlockMask:
+    return blockMaskPath;
   case Role::Mod:
     break;
   }
@@ -347,7 +359,8 @@ rolesFromAttention(func::FuncOp func, AttentionOp attn, std::string &error) {
       {attn.getMask(), Role::Mask}, {attn.getOutput(), Role::O},
       {attn.getLse(), Role::Lse},   {attn.getAlibi(), Role::Alibi},
       {attn.getQSegments(), Role::QSegments},
-      {attn.getKSegments(), Role::KSegments}};
+      {attn.getKSegments(), Role::KSegments},
+      {attn.getBlockMask(), Role::BlockMask}};
   for (auto [value, role] : operands) {
     if (!value)
       continue;
@@ -407,12 +420,14 @@ FailureOr<SmallVector<Role>> parseRoles(StringRef text, std::string &error) {
                                        Role::QSegments)
                                 .Cases({"k_segments", "k-segments"},
                                        Role::KSegments)
+                                .Cases({"block_mask", "block-mask"},
+                                       Role::BlockMask)
                                 .Case("mod", Role::Mod)
                                 .Default(std::nullopt);
     if (!r) {
       error = ("--arg-roles: unknown role '" + p.trim() +
                "' (expected q, k, v, kv_lens, mask, o, lse, alibi, "
-               "q_segments, k_segments or mod)")
+               "q_segments, k_segments, block_mask or mod)")
                   .str();
       return failure();
     }
@@ -454,8 +469,10 @@ SmallVector<NpyDType> acceptedDTypes(Type elt) {
     return {NpyDType::Float32};
   if (elt.isInteger(32))
     return {NpyDType::Int32};
-  if (elt.isInteger(1) || elt.isInteger(8))
+  if (elt.isInteger(1))
     return {NpyDType::Bool};
+  if (elt.isInteger(8))
+    return {NpyDType::Bool, NpyDType::Int8};
   return {};
 }
 
@@ -677,7 +694,7 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   auto t1 = Clock::now();
 
   // Inputs.
-  std::optional<NpyArray> q, k, v, lens, mask, alibi, qSeg, kSeg;
+  std::optional<NpyArray> q, k, v, lens, mask, alibi, qSeg, kSeg, blockMask;
   auto load = [&](const std::string &path, Role role,
                   std::optional<NpyArray> &slot) -> bool {
     bool wanted = llvm::is_contained(roles, role);
@@ -737,7 +754,8 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
       !load(maskPath, Role::Mask, mask) ||
       !load(alibiPath, Role::Alibi, alibi) ||
       !load(qSegmentsPath, Role::QSegments, qSeg) ||
-      !load(kSegmentsPath, Role::KSegments, kSeg))
+      !load(kSegmentsPath, Role::KSegments, kSeg) ||
+      !load(blockMaskPath, Role::BlockMask, blockMask))
     return 1;
   // The mod_operands: one file per Mod argument, in argument order.
   SmallVector<NpyArray> modArrays;
@@ -821,6 +839,13 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   if (kSeg && (kSeg->getRank() != 2 || kSeg->getShape()[0] != B ||
                kSeg->getShape()[1] != Nk))
     return mismatch(kSegmentsPath, kSeg->getShape(), "[B, Nk]");
+  if (blockMask) {
+    ArrayRef<int64_t> bs = blockMask->getShape();
+    if (bs.size() != 4 || (bs[0] != B && bs[0] != 1) ||
+        (bs[1] != Hq && bs[1] != 1))
+      return mismatch(blockMaskPath, bs,
+                      "[B|1, Hq|1, query tiles, key tiles]");
+  }
   int64_t Dv = vs[3];
 
   // Argument buffers in the function's order.
@@ -846,6 +871,7 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
                                      : role == Role::Alibi     ? &alibi
                                      : role == Role::QSegments ? &qSeg
                                      : role == Role::KSegments ? &kSeg
+                                     : role == Role::BlockMask ? &blockMask
                                                                : nullptr;
     if (input) {
       buf.file = rolePath(role);

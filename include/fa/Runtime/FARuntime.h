@@ -205,6 +205,13 @@ typedef struct fa_attention_regions {
 FA_RUNTIME_API fa_status fa_kernel_get_regions(const fa_kernel *kernel,
                                                fa_attention_regions *regions);
 
+/* The tiles (*tq query rows, *tk keys) of the block mask an attention
+ * kernel with a mask_mod takes (fa.attention's block_tiles; build it with
+ * fa_block_mask_build and pass it to fa_attention_launch_sparse), or 0 and
+ * 0 for a kernel without one. */
+FA_RUNTIME_API fa_status fa_kernel_get_block_tiles(const fa_kernel *kernel,
+                                                   int64_t *tq, int64_t *tk);
+
 /* The name of a status ("FA_ERROR_NO_DRIVER"); never NULL. */
 FA_RUNTIME_API const char *fa_status_name(fa_status status);
 
@@ -351,6 +358,19 @@ FA_RUNTIME_API fa_status fa_attention_launch_mods(
     const fa_attention_extras *extras, const fa_tensor *const *mod_operands,
     int64_t num_mod_operands, fa_tensor *o, fa_tensor *lse,
     void *cuda_stream);
+
+/* fa_attention_launch_mods with the block mask of a kernel compiled with
+ * one (fa_kernel_get_block_tiles): `block_mask` is i8 (FA_DTYPE_I8) [B or
+ * 1, Hq or 1 (as compiled), ceil(Nq / tq), ceil(Nk / tk)] in the encoding
+ * of fa_block_mask_build, and must describe the kernel's mask_mod exactly
+ * (the kernel skips the tiles marked 0 and the mask_mod on those marked 2).
+ * NULL for a kernel without one. */
+FA_RUNTIME_API fa_status fa_attention_launch_sparse(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *kv_lens, const fa_tensor *mask,
+    const fa_attention_extras *extras, const fa_tensor *const *mod_operands,
+    int64_t num_mod_operands, const fa_tensor *block_mask, fa_tensor *o,
+    fa_tensor *lse, void *cuda_stream);
 
 /* Runs a softmax kernel along the kernel's dimension: y = softmax(x). x and
  * y have the kernel's rank and dtype and the same sizes and must not

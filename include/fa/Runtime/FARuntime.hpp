@@ -100,6 +100,9 @@ struct AttentionArgs {
   /// The tensors a kernel's score_mod / mask_mod regions read, in the
   /// kernel's order (fa_kernel_get_regions).
   std::vector<const fa_tensor *> modOperands;
+  /// The block mask of a kernel compiled with one
+  /// (fa_kernel_get_block_tiles).
+  const fa_tensor *blockMask = nullptr;
 };
 
 /// An owned, loaded kernel (move-only).
@@ -127,13 +130,13 @@ public:
     return status;
   }
 
-  /// Launches an attention kernel (see fa_attention_launch_mods).
+  /// Launches an attention kernel (see fa_attention_launch_sparse).
   Status attention(AttentionArgs &args, void *cudaStream = nullptr) {
-    return Status::fromCode(fa_attention_launch_mods(
+    return Status::fromCode(fa_attention_launch_sparse(
         kernel_, &args.q, &args.k, &args.v, args.kvLens, args.mask,
         &args.extras, args.modOperands.data(),
-        static_cast<int64_t>(args.modOperands.size()), &args.o, args.lse,
-        cudaStream));
+        static_cast<int64_t>(args.modOperands.size()), args.blockMask,
+        &args.o, args.lse, cudaStream));
   }
 
   /// Launches a softmax kernel (see fa_softmax_launch).

@@ -58,6 +58,9 @@ enum class ParamRole {
   /// A tensor the kernel's score_mod / mask_mod regions read (any number,
   /// in the op's mod_operands order; fixed shapes, f32 or i32).
   ModOperand,
+  /// The block mask of a mask_mod: i8 [B|1, Hq|1, QT, KT], QT and KT the
+  /// numbers of query and key tiles of the kernel's block_tiles.
+  BlockMask,
 };
 
 /// The shape of an attention kernel's ALiBi slopes.
@@ -81,12 +84,16 @@ struct ModifierInfo {
   /// metadata records that they are there; their operands are ModOperand
   /// params).
   bool scoreMod = false, maskMod = false;
+  /// The tiles (TQ, TK) of the mask_mod's block mask (a BlockMask param);
+  /// 0 without one.
+  int64_t blockTileQ = 0, blockTileKV = 0;
 
   bool hasWindow() const { return windowLeft >= 0 || windowRight >= 0; }
+  bool hasBlockMask() const { return blockTileQ > 0; }
   bool hasRegions() const { return scoreMod || maskMod; }
   bool any() const {
     return hasWindow() || softcap || chunk > 0 || alibi != AlibiKind::None ||
-           segments || hasRegions();
+           segments || hasRegions() || hasBlockMask();
   }
 };
 

@@ -54,14 +54,15 @@ enum class NpyDType : uint8_t {
   Int32,   ///< '<i4'
   UInt16,  ///< '<u2'; tools read bfloat16 bit patterns from it on request
   Void16,  ///< '<V2' (or '|V2'): what NumPy writes for ml_dtypes' bfloat16
+  Int8,    ///< '|i1' (block masks)
 };
 
 /// Returns NumPy's name of `dtype`: "float32", "float16", "bool", "int32",
-/// "uint16", "void16".
+/// "uint16", "void16", "int8".
 llvm::StringRef getNpyDTypeName(NpyDType dtype);
 
 /// Returns the .npy descriptor of `dtype`: "<f4", "<f2", "|b1", "<i4", "<u2",
-/// "<V2".
+/// "<V2", "|i1".
 llvm::StringRef getNpyDTypeDescr(NpyDType dtype);
 
 /// Returns the size of one element of `dtype` in bytes.

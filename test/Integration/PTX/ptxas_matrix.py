@@ -20,7 +20,8 @@ must hold wgmma.mma_async m64nNk16 for S (N = block_kv) and P V (N = Dv, V
 MN-major), the wgmma fence/commit/wait, fence.proxy.async and cp.async;
 every family also with the score/mask modifiers (window + softcap, and
 with ALiBi and segment ids: 2 SIMT, 2 mma.sync, 2 wgmma) and with general
-score_mod / mask_mod regions reading a bias table (one per family):
+score_mod / mask_mod regions reading a bias table (one per family), and
+with a mask_mod and its block mask (one per family):
 lower a kernel function with `fa-lower-to-nvvm`, take the
 PTX out of the gpu.binary, check it has the expected instructions (shared
 buffers, bar.sync, warp shuffles, the kernel entry) and run
@@ -135,6 +136,36 @@ func.func @fa_attention(%q: memref<?x8x?x{d}x{t}>, %k: memref<?x2x?x{d}x{t}>, %v
 }}
 """
 
+# A mask_mod (every third key removed) with its block mask [B, 1, Nq/128,
+# Nk/64] (tiles that are whole multiples of every kernel's).
+KERNEL_BLOCK_MASK = """
+func.func @fa_attention(%q: memref<?x8x?x{d}x{t}>, %k: memref<?x2x?x{d}x{t}>, %v: memref<?x2x?x{dv}x{t}>,
+                        %lens: memref<?xi32>, %bm: memref<?x1x?x?xi8>,
+                        %o: memref<?x8x?x{dv}x{t}>, %lse: memref<?x8x?xf32>) {{
+  %qt = bufferization.to_tensor %q restrict : memref<?x8x?x{d}x{t}> to tensor<?x8x?x{d}x{t}>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x?x{d}x{t}> to tensor<?x2x?x{d}x{t}>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x?x{dv}x{t}> to tensor<?x2x?x{dv}x{t}>
+  %lt = bufferization.to_tensor %lens restrict : memref<?xi32> to tensor<?xi32>
+  %bt = bufferization.to_tensor %bm restrict : memref<?x1x?x?xi8> to tensor<?x1x?x?xi8>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x8x?x{dv}x{t}> to tensor<?x8x?x{dv}x{t}>
+  %st = bufferization.to_tensor %lse restrict writable : memref<?x8x?xf32> to tensor<?x8x?xf32>
+  %r:2 = fa.attention ins(%qt, %kt, %vt : tensor<?x8x?x{d}x{t}>, tensor<?x2x?x{d}x{t}>, tensor<?x2x?x{dv}x{t}>)
+           kv_lens(%lt : tensor<?xi32>) block_mask(%bt : tensor<?x1x?x?xi8>)
+           outs(%ot : tensor<?x8x?x{dv}x{t}>, %st : tensor<?x8x?xf32>)
+           causal({causal}) block_tiles(128, 64) mask_mod {{
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index):
+    %c3 = arith.constant 3 : index
+    %z = arith.constant 0 : index
+    %m = arith.remui %ki, %c3 : index
+    %keep = arith.cmpi ne, %m, %z : index
+    fa.yield %keep : i1
+  }} -> tensor<?x8x?x{dv}x{t}>, tensor<?x8x?xf32>
+  bufferization.materialize_in_destination %r#0 in writable %o : (tensor<?x8x?x{dv}x{t}>, memref<?x8x?x{dv}x{t}>) -> ()
+  bufferization.materialize_in_destination %r#1 in writable %lse : (tensor<?x8x?xf32>, memref<?x8x?xf32>) -> ()
+  return
+}}
+"""
+
 BOOL_CONVERT = """  %c0 = arith.constant 0 : index
   %c2 = arith.constant 2 : index
   %c3 = arith.constant 3 : index
@@ -166,6 +197,8 @@ def kernel_text(d, dv, t, causal, variant):
                       "tensor<?x?xi32>)") if mods else "")
     if variant == "regions":
         return KERNEL_REGIONS.format(d=d, dv=dv, t=t, causal=causal)
+    if variant == "block_mask":
+        return KERNEL_BLOCK_MASK.format(d=d, dv=dv, t=t, causal=causal)
     if variant == "add_mask":
         return KERNEL_MASK.format(d=d, dv=dv, t=t, causal=causal, mt=t,
                                   mtt=t, mname="%mb", convert="")
@@ -197,7 +230,8 @@ def main(argv):
         configs += [(chip, 64, 64, t, "bottom_right", simt, variant)
                     for chip, t, variant in (("sm_80", "f32", "window_softcap"),
                                              ("sm_90", "f16", "all_mods"),
-                                             ("sm_80", "f32", "regions"))]
+                                             ("sm_80", "f32", "regions"),
+                                             ("sm_80", "f16", "block_mask"))]
         # Double-buffered K/V.
         configs += [(chip, d, d, "bf16", "bottom_right", simt + " double-buffer=true", "")
                     for chip in ("sm_80", "sm_90") for d in (64, 128)]
@@ -224,7 +258,8 @@ def main(argv):
         configs += [(chip, 128, 128, t, "bottom_right", tc, variant)
                     for chip, t, variant in (("sm_80", "f16", "window_softcap"),
                                              ("sm_90", "bf16", "all_mods"),
-                                             ("sm_80", "f16", "regions"))]
+                                             ("sm_80", "f16", "regions"),
+                                             ("sm_90", "bf16", "block_mask"))]
         # Hopper wgmma kernels (fa-map-to-wgmma, sm_90a only): GQA with key
         # lengths and LSE at D 64/128, f16/bf16, causal none/bottom-right,
         # then the masks, two warpgroups, 128-key tiles, 3 stages and the
@@ -248,7 +283,8 @@ def main(argv):
                         (192, 192, "top_left", "add_mask"),
                         (128, 128, "bottom_right", "window_softcap"),
                         (64, 64, "top_left", "all_mods"),
-                        (128, 128, "bottom_right", "regions"))]
+                        (128, 128, "bottom_right", "regions"),
+                        (128, 128, "bottom_right", "block_mask"))]
         for chip, d, dv, t, causal, extra, variant in configs:
             if True:
                 if True:

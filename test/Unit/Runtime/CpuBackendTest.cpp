@@ -638,6 +638,92 @@ void checkSoftmax(llvm::StringRef name, std::vector<int64_t> sizes,
 // mask_mod keeping k < prefix[b] or k <= q, compiled from an input file;
 // launched through fa_attention_launch_mods with the two tensors, against
 // a reference written from that meaning.
+/// The inputs of the region kernels (attn_regions, attn_block_mask): a
+/// relative-bias table [Hq, 63] and prefix-LM lengths [B], and the float64
+/// reference of what they compute.
+struct RegionsCase {
+  static constexpr int64_t B = 2, Hq = 4, Hkv = 2, Nq = 20, Nk = 29, D = 16;
+  std::vector<float> q, k, v, bias;
+  std::vector<int32_t> prefix = {5, 0};
+  std::vector<float> o = std::vector<float>(B * Hq * Nq * D, NAN);
+  std::vector<float> lse = std::vector<float>(B * Hq * Nq, NAN);
+  int64_t qs[4] = {B, Hq, Nq, D}, ks[4] = {B, Hkv, Nk, D}, ls[3] = {B, Hq, Nq},
+          ts[2] = {Hq, 63}, ps[1] = {B};
+  fa_tensor qT, kT, vT, oT, lT, tT, pT;
+
+  RegionsCase() {
+    std::mt19937 rng(21);
+    std::normal_distribution<float> normal;
+    auto fill = [&](std::vector<float> &x, size_t n) {
+      x.resize(n);
+      for (float &e : x)
+        e = normal(rng);
+    };
+    fill(q, B * Hq * Nq * D);
+    fill(k, B * Hkv * Nk * D);
+    fill(v, B * Hkv * Nk * D);
+    fill(bias, Hq * 63);
+    qT = fa_tensor_make(q.data(), FA_DTYPE_F32, 4, qs);
+    kT = fa_tensor_make(k.data(), FA_DTYPE_F32, 4, ks);
+    vT = fa_tensor_make(v.data(), FA_DTYPE_F32, 4, ks);
+    oT = fa_tensor_make(o.data(), FA_DTYPE_F32, 4, qs);
+    lT = fa_tensor_make(lse.data(), FA_DTYPE_F32, 3, ls);
+    tT = fa_tensor_make(bias.data(), FA_DTYPE_F32, 2, ts);
+    pT = fa_tensor_make(prefix.data(), FA_DTYPE_I32, 1, ps);
+  }
+
+  /// The mask_mod: key j of row i in batch b is kept when j < prefix[b] or
+  /// j <= i.
+  bool keep(int64_t b, int64_t i, int64_t j) const {
+    return j < prefix[b] || j <= i;
+  }
+
+  /// The number of O and LSE elements that differ from the reference: s =
+  /// scale q.k + bias[h][k - q + 31], the keys the mask_mod removes
+  /// removed; query head h reads kv head h / 2. Reports the first few.
+  int64_t countMismatches(bool report = true) const {
+    double scale = 1.0 / std::sqrt(double(D));
+    int64_t bad = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < Hq; ++h)
+        for (int64_t i = 0; i < Nq; ++i) {
+          std::vector<double> s(Nk, -kInf);
+          double m = -kInf;
+          for (int64_t j = 0; j < Nk; ++j) {
+            if (!keep(b, i, j))
+              continue;
+            double dot = 0;
+            for (int64_t d = 0; d < D; ++d)
+              dot += double(q[((b * Hq + h) * Nq + i) * D + d]) *
+                     k[((b * Hkv + h / 2) * Nk + j) * D + d];
+            s[j] = scale * dot + bias[h * 63 + (j - i + 31)];
+            m = std::max(m, s[j]);
+          }
+          double l = 0;
+          std::vector<double> acc(D, 0.0);
+          for (int64_t j = 0; j < Nk; ++j) {
+            if (s[j] == -kInf)
+              continue;
+            double p = std::exp(s[j] - m);
+            l += p;
+            for (int64_t d = 0; d < D; ++d)
+              acc[d] += p * v[((b * Hkv + h / 2) * Nk + j) * D + d];
+          }
+          int64_t row = (b * Hq + h) * Nq + i;
+          if (!close(lse[row], m + std::log(l), 1e-4, 1e-4) &&
+              bad++ < 5 && report)
+            ADD_FAILURE() << "LSE row " << row << ": " << lse[row] << " vs "
+                          << m + std::log(l);
+          for (int64_t d = 0; d < D; ++d)
+            if (!close(o[row * D + d], acc[d] / l, 1e-5, 1e-4) &&
+                bad++ < 5 && report)
+              ADD_FAILURE() << "O[" << row << ", " << d << "] = "
+                            << o[row * D + d] << ", reference " << acc[d] / l;
+        }
+    return bad;
+  }
+};
+
 TEST(CpuBackendTest, Regions) {
   Kernel kernel;
   Status loaded = Kernel::load(artifact("attn_regions"), FA_DEVICE_CPU, kernel);
@@ -650,77 +736,23 @@ TEST(CpuBackendTest, Regions) {
   fa_attention_modifiers mods{};
   ASSERT_EQ(fa_kernel_get_modifiers(kernel.get(), &mods), FA_SUCCESS);
   EXPECT_EQ(mods.window_left, -1);
+  int64_t tq = -1, tk = -1;
+  ASSERT_EQ(fa_kernel_get_block_tiles(kernel.get(), &tq, &tk), FA_SUCCESS);
+  EXPECT_EQ(tq, 0);
+  EXPECT_EQ(tk, 0);
 
-  const int64_t B = 2, Hq = 4, Hkv = 2, Nq = 20, Nk = 29, D = 16;
-  std::mt19937 rng(21);
-  std::normal_distribution<float> normal;
-  auto fill = [&](std::vector<float> &v, size_t n) {
-    v.resize(n);
-    for (float &x : v)
-      x = normal(rng);
-  };
-  std::vector<float> q, k, v, bias;
-  fill(q, B * Hq * Nq * D);
-  fill(k, B * Hkv * Nk * D);
-  fill(v, B * Hkv * Nk * D);
-  fill(bias, Hq * 63);
-  std::vector<int32_t> prefix = {5, 0};
-  std::vector<float> o(B * Hq * Nq * D, NAN), lse(B * Hq * Nq, NAN);
-  int64_t qs[] = {B, Hq, Nq, D}, ks[] = {B, Hkv, Nk, D}, ls[] = {B, Hq, Nq},
-          ts[] = {Hq, 63}, ps[] = {B};
-  fa_tensor qT = fa_tensor_make(q.data(), FA_DTYPE_F32, 4, qs);
-  fa_tensor kT = fa_tensor_make(k.data(), FA_DTYPE_F32, 4, ks);
-  fa_tensor vT = fa_tensor_make(v.data(), FA_DTYPE_F32, 4, ks);
-  fa_tensor oT = fa_tensor_make(o.data(), FA_DTYPE_F32, 4, qs);
-  fa_tensor lT = fa_tensor_make(lse.data(), FA_DTYPE_F32, 3, ls);
-  fa_tensor tT = fa_tensor_make(bias.data(), FA_DTYPE_F32, 2, ts);
-  fa_tensor pT = fa_tensor_make(prefix.data(), FA_DTYPE_I32, 1, ps);
+  RegionsCase c;
+  const int64_t Hq = RegionsCase::Hq;
+  fa_tensor &qT = c.qT, &kT = c.kT, &vT = c.vT, &oT = c.oT, &lT = c.lT,
+            &tT = c.tT, &pT = c.pT;
+  std::vector<float> &bias = c.bias;
   const fa_tensor *modOperands[] = {&tT, &pT};
   ASSERT_EQ(fa_attention_launch_mods(kernel.get(), &qT, &kT, &vT, nullptr,
                                      nullptr, nullptr, modOperands, 2, &oT,
                                      &lT, nullptr),
             FA_SUCCESS)
       << fa_last_error();
-
-  // The reference: s = scale q.k + bias[h][k - q + 31], keys with
-  // k >= prefix[b] and k > q removed; query head h reads kv head h / 2.
-  double scale = 1.0 / std::sqrt(double(D));
-  int64_t bad = 0;
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < Hq; ++h)
-      for (int64_t i = 0; i < Nq; ++i) {
-        std::vector<double> s(Nk, -kInf);
-        double m = -kInf;
-        for (int64_t j = 0; j < Nk; ++j) {
-          if (!(j < prefix[b] || j <= i))
-            continue;
-          double dot = 0;
-          for (int64_t d = 0; d < D; ++d)
-            dot += double(q[((b * Hq + h) * Nq + i) * D + d]) *
-                   k[((b * Hkv + h / 2) * Nk + j) * D + d];
-          s[j] = scale * dot + bias[h * 63 + (j - i + 31)];
-          m = std::max(m, s[j]);
-        }
-        double l = 0;
-        std::vector<double> acc(D, 0.0);
-        for (int64_t j = 0; j < Nk; ++j) {
-          if (s[j] == -kInf)
-            continue;
-          double p = std::exp(s[j] - m);
-          l += p;
-          for (int64_t d = 0; d < D; ++d)
-            acc[d] += p * v[((b * Hkv + h / 2) * Nk + j) * D + d];
-        }
-        int64_t row = (b * Hq + h) * Nq + i;
-        if (!close(lse[row], m + std::log(l), 1e-4, 1e-4) && bad++ < 5)
-          ADD_FAILURE() << "LSE row " << row << ": " << lse[row] << " vs "
-                        << m + std::log(l);
-        for (int64_t d = 0; d < D; ++d)
-          if (!close(o[row * D + d], acc[d] / l, 1e-5, 1e-4) && bad++ < 5)
-            ADD_FAILURE() << "O[" << row << ", " << d << "] = "
-                          << o[row * D + d] << ", reference " << acc[d] / l;
-      }
-  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(c.countMismatches(), 0);
 
   // The mod operands are checked: a wrong shape, one missing, one too
   // many, and a kernel without regions given some.
@@ -757,6 +789,110 @@ TEST(CpuBackendTest, Regions) {
                                      nullptr, nullptr, nullptr, 2, &oT, &lT,
                                      nullptr),
             FA_ERROR_INVALID_ARGUMENT);
+}
+
+/// The keep function of RegionsCase's mask_mod, for fa_block_mask_build.
+static int regionsKeep(void *user, int64_t b, int64_t, int64_t q, int64_t k) {
+  return static_cast<const RegionsCase *>(user)->keep(b, q, k);
+}
+
+TEST(CpuBackendTest, BlockMask) {
+  Kernel kernel;
+  Status loaded =
+      Kernel::load(artifact("attn_block_mask"), FA_DEVICE_CPU, kernel);
+  ASSERT_TRUE(loaded.ok()) << loaded.toString();
+  int64_t tq = 0, tk = 0;
+  ASSERT_EQ(fa_kernel_get_block_tiles(kernel.get(), &tq, &tk), FA_SUCCESS);
+  EXPECT_EQ(tq, 8);
+  EXPECT_EQ(tk, 8);
+
+  // The block mask [B, 1, ceil(20 / 8), ceil(29 / 8)] from the host helper.
+  RegionsCase c;
+  const int64_t B = RegionsCase::B, Nq = RegionsCase::Nq,
+                Nk = RegionsCase::Nk;
+  int64_t size = fa_block_mask_size(B, 1, Nq, Nk, tq, tk);
+  ASSERT_EQ(size, B * 3 * 4);
+  std::vector<uint8_t> bm(size);
+  ASSERT_EQ(fa_block_mask_build(B, 1, Nq, Nk, tq, tk, regionsKeep, &c,
+                                bm.data()),
+            FA_SUCCESS);
+  int64_t bs[] = {B, 1, 3, 4};
+  fa_tensor bmT = fa_tensor_make(bm.data(), FA_DTYPE_I8, 4, bs);
+  const fa_tensor *modOperands[] = {&c.tT, &c.pT};
+  ASSERT_EQ(fa_attention_launch_sparse(kernel.get(), &c.qT, &c.kT, &c.vT,
+                                       nullptr, nullptr, nullptr, modOperands,
+                                       2, &bmT, &c.oT, &c.lT, nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  EXPECT_EQ(c.countMismatches(), 0);
+
+  // The kernel reads the block mask: with a partial tile marked empty
+  // (keys it keeps never visited), or marked full (its mask_mod skipped),
+  // the result differs from the reference.
+  auto partial = std::find(bm.begin(), bm.end(), 1);
+  ASSERT_NE(partial, bm.end());
+  for (uint8_t wrong : {0, 2}) {
+    std::vector<uint8_t> corrupt = bm;
+    corrupt[partial - bm.begin()] = wrong;
+    fa_tensor cT = fa_tensor_make(corrupt.data(), FA_DTYPE_I8, 4, bs);
+    ASSERT_EQ(fa_attention_launch_sparse(kernel.get(), &c.qT, &c.kT, &c.vT,
+                                         nullptr, nullptr, nullptr,
+                                         modOperands, 2, &cT, &c.oT, &c.lT,
+                                         nullptr),
+              FA_SUCCESS)
+        << fa_last_error();
+    EXPECT_GT(c.countMismatches(/*report=*/false), 0)
+        << "a partial tile marked " << int(wrong) << " went unnoticed";
+  }
+
+  // Checked: missing, the wrong number of tiles (named with the tiles),
+  // the wrong dtype, and a block mask for a kernel without one.
+  auto launch = [&](const fa_tensor *mask) {
+    return fa_attention_launch_sparse(kernel.get(), &c.qT, &c.kT, &c.vT,
+                                      nullptr, nullptr, nullptr, modOperands,
+                                      2, mask, &c.oT, &c.lT, nullptr);
+  };
+  EXPECT_EQ(launch(nullptr), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fa_last_error()).find("block_mask is NULL"),
+            std::string::npos)
+      << fa_last_error();
+  int64_t badTiles[] = {B, 1, 3, 3};
+  fa_tensor badT = fa_tensor_make(bm.data(), FA_DTYPE_I8, 4, badTiles);
+  EXPECT_EQ(launch(&badT), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fa_last_error()).find("in key tiles of 8"),
+            std::string::npos)
+      << fa_last_error();
+  fa_tensor f32T = fa_tensor_make(bm.data(), FA_DTYPE_F32, 4, bs);
+  EXPECT_EQ(launch(&f32T), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fa_last_error()).find("block mask of one byte"),
+            std::string::npos)
+      << fa_last_error();
+  Kernel plain;
+  ASSERT_TRUE(
+      Kernel::load(artifact("attn_regions"), FA_DEVICE_CPU, plain).ok());
+  EXPECT_EQ(fa_attention_launch_sparse(plain.get(), &c.qT, &c.kT, &c.vT,
+                                       nullptr, nullptr, nullptr, modOperands,
+                                       2, &bmT, &c.oT, &c.lT, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fa_last_error())
+                .find("block_mask was given, but kernel 'attn_regions' was "
+                      "compiled without it"),
+            std::string::npos)
+      << fa_last_error();
+
+  // The C++ API passes it too.
+  AttentionArgs args;
+  args.q = c.qT;
+  args.k = c.kT;
+  args.v = c.vT;
+  args.o = c.oT;
+  args.lse = &c.lT;
+  args.modOperands = {&c.tT, &c.pT};
+  args.blockMask = &bmT;
+  std::fill(c.o.begin(), c.o.end(), NAN);
+  Status status = kernel.attention(args);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  EXPECT_EQ(c.countMismatches(), 0);
 }
 
 TEST(CpuBackendTest, Softmax) {

@@ -728,6 +728,64 @@ TEST_F(FakeDriverTest, LaunchPassesModOperands) {
   fa_kernel_destroy(kernel);
 }
 
+/// A kernel with a mask_mod and its block mask: the block mask reaches the
+/// launch as a descriptor [B, 1, QT, KT] with QT and KT from the kernel's
+/// block_tiles; a block mask for other tiles, or none, is an error before
+/// any launch.
+TEST_F(FakeDriverTest, LaunchPassesBlockMask) {
+  md.modifiers.maskMod = true;
+  md.modifiers.blockTileQ = 64;
+  md.modifiers.blockTileKV = 32;
+  md.params = getCanonicalParams(md, DType::I8, false, false);
+  ParamInfo bm;
+  bm.name = "block_mask";
+  bm.role = ParamRole::BlockMask;
+  bm.dtype = DType::I8;
+  bm.shape = {ShapeDim::sym("B"), ShapeDim::fixed(1), ShapeDim::sym("QT"),
+              ShapeDim::sym("KT")};
+  md.params.push_back(bm);
+  fa_kernel *kernel = nullptr;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  int64_t tq = 0, tk = 0;
+  ASSERT_EQ(fa_kernel_get_block_tiles(kernel, &tq, &tk), FA_SUCCESS);
+  EXPECT_EQ(tq, 64);
+  EXPECT_EQ(tk, 32);
+  fake->paramsToRecord = 64;
+
+  const int64_t B = 2, Nq = 70, Nk = 90;
+  fa_tensor q = deviceTensor(0x100000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor k = deviceTensor(0x200000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor v = deviceTensor(0x300000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor o = deviceTensor(0x400000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor lse = deviceTensor(0x500000, FA_DTYPE_F32, {B, 8, Nq});
+  // ceil(70 / 64) = 2 query tiles, ceil(90 / 32) = 3 key tiles.
+  fa_tensor mask = deviceTensor(0x600000, FA_DTYPE_I8, {B, 1, 2, 3});
+  EXPECT_EQ(fa_attention_launch_mods(kernel, &q, &k, &v, nullptr, nullptr,
+                                     nullptr, nullptr, 0, &o, &lse, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("block_mask is NULL"));
+  fa_tensor wrong = deviceTensor(0x600000, FA_DTYPE_I8, {B, 1, 2, 4});
+  EXPECT_EQ(fa_attention_launch_sparse(kernel, &q, &k, &v, nullptr, nullptr,
+                                       nullptr, nullptr, 0, &wrong, &o, &lse,
+                                       nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("dim 3 (KT) is 4"));
+  EXPECT_THAT(fa_last_error(), HasSubstr("in key tiles of 32"));
+  EXPECT_EQ(fake->launches, 0);
+  ASSERT_EQ(fa_attention_launch_sparse(kernel, &q, &k, &v, nullptr, nullptr,
+                                       nullptr, nullptr, 0, &mask, &o, &lse,
+                                       nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  ASSERT_EQ(fake->launches, 1);
+  // q, k, v, o (11 values each), lse (9), then the block mask.
+  std::vector<int64_t> expected = {0x600000, 0x600000, 0, B, 1, 2, 3,
+                                   6,        6,        3, 1};
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(fake->params[53 + i], expected[i]) << "value " << 53 + i;
+  fa_kernel_destroy(kernel);
+}
+
 /// The grid follows the metadata's axis order.
 /// A kernel that copies Q, K and V with 16-byte cp.async (alignment 16 in
 /// its metadata): a pointer that is element- but not 16-byte aligned, or a

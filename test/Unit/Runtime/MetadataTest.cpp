@@ -489,6 +489,65 @@ TEST(MetadataTest, Semantics) {
               HasSubstr("2048 threads per block exceed CUDA's 1024"));
 }
 
+/// A mask_mod's block mask: block_tiles round-trips with its param, whose
+/// tile dims are the symbols QT and KT; it needs a mask_mod, positive tiles
+/// and a block_mask param of i8.
+TEST(MetadataTest, BlockMask) {
+  KernelMetadata md = makeCudaAttentionMetadata();
+  md.modifiers.maskMod = true;
+  md.modifiers.blockTileQ = 128;
+  md.modifiers.blockTileKV = 64;
+  ParamInfo bm;
+  bm.name = "block_mask";
+  bm.role = ParamRole::BlockMask;
+  bm.dtype = DType::I8;
+  bm.shape = {ShapeDim::sym("B"), ShapeDim::fixed(1), ShapeDim::sym("QT"),
+              ShapeDim::sym("KT")};
+  md.params.push_back(bm);
+  std::string error;
+  std::optional<KernelMetadata> back = parseKernelMetadata(toJson(md), error);
+  ASSERT_TRUE(back.has_value()) << error;
+  EXPECT_EQ(back->modifiers.blockTileQ, 128);
+  EXPECT_EQ(back->modifiers.blockTileKV, 64);
+  ASSERT_NE(back->findParam(ParamRole::BlockMask), nullptr);
+  EXPECT_EQ(back->findParam(ParamRole::BlockMask)->shape[2].symbol, "QT");
+  EXPECT_EQ(toJson(*back), toJson(md));
+
+  std::string base = toJson(md);
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["mask_mod"] = false; })),
+              HasSubstr("field 'block_tiles' belongs to kernels with a "
+                        "mask_mod"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      o["block_tiles"] = json::Array{0, 64};
+                                    })),
+              HasSubstr("field 'block_tiles' must hold two positive tile "
+                        "sizes, got [0, 64]"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o.erase("block_tiles"); })),
+              HasSubstr("role 'block_mask' does not belong to this attention "
+                        "kernel"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      o.getArray("params")->pop_back();
+                                    })),
+              HasSubstr("no parameter with role 'block_mask'"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*o.getArray("params")->back()
+                                            .getAsObject())["dtype"] = "i32";
+                                    })),
+              HasSubstr("dtype 'i32', expected i8"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*o.getArray("params")->back()
+                                            .getAsObject())["shape"] =
+                                          json::Array{"B", 1, "Nq", "KT"};
+                                    })),
+              HasSubstr("dim 2 must be 'QT'"));
+}
+
 /// The grid names what each dimension runs over; fa-kernel/1's expressions
 /// are gone.
 TEST(MetadataTest, LaunchGridAxes) {

@@ -88,7 +88,8 @@ using fa_test::TempDir;
 
 constexpr NpyDType kAllDTypes[] = {NpyDType::Float32, NpyDType::Float16,
                                    NpyDType::Bool,    NpyDType::Int32,
-                                   NpyDType::UInt16,  NpyDType::Void16};
+                                   NpyDType::UInt16,  NpyDType::Void16,
+                                   NpyDType::Int8};
 
 const std::vector<std::vector<int64_t>> kShapes = {
     {}, {0}, {1}, {7}, {2, 3}, {3, 0, 5}, {2, 3, 4, 5}, {1, 1, 1}};
@@ -104,18 +105,21 @@ TEST(NpyTest, DTypeNamesAndSizes) {
   EXPECT_EQ(getNpyDTypeName(NpyDType::Int32), "int32");
   EXPECT_EQ(getNpyDTypeName(NpyDType::UInt16), "uint16");
   EXPECT_EQ(getNpyDTypeName(NpyDType::Void16), "void16");
+  EXPECT_EQ(getNpyDTypeName(NpyDType::Int8), "int8");
   EXPECT_EQ(getNpyDTypeDescr(NpyDType::Float32), "<f4");
   EXPECT_EQ(getNpyDTypeDescr(NpyDType::Float16), "<f2");
   EXPECT_EQ(getNpyDTypeDescr(NpyDType::Bool), "|b1");
   EXPECT_EQ(getNpyDTypeDescr(NpyDType::Int32), "<i4");
   EXPECT_EQ(getNpyDTypeDescr(NpyDType::UInt16), "<u2");
   EXPECT_EQ(getNpyDTypeDescr(NpyDType::Void16), "<V2");
+  EXPECT_EQ(getNpyDTypeDescr(NpyDType::Int8), "|i1");
   EXPECT_EQ(getNpyDTypeSize(NpyDType::Float32), 4u);
   EXPECT_EQ(getNpyDTypeSize(NpyDType::Float16), 2u);
   EXPECT_EQ(getNpyDTypeSize(NpyDType::Bool), 1u);
   EXPECT_EQ(getNpyDTypeSize(NpyDType::Int32), 4u);
   EXPECT_EQ(getNpyDTypeSize(NpyDType::UInt16), 2u);
   EXPECT_EQ(getNpyDTypeSize(NpyDType::Void16), 2u);
+  EXPECT_EQ(getNpyDTypeSize(NpyDType::Int8), 1u);
 }
 
 TEST(NpyTest, FormatShapeLikeNumPy) {
@@ -406,22 +410,22 @@ TEST(NpyTest, RejectsUnsupportedDTypes) {
   };
   EXPECT_EQ(parseError(withDescr("<f8")),
             "x.npy: dtype '<f8' (float64) is not supported (expected "
-            "float32, float16, bool, int32, uint16 or void16)");
+            "float32, float16, bool, int32, uint16, void16 or int8)");
   EXPECT_EQ(parseError(withDescr("<i8")),
             "x.npy: dtype '<i8' (int64) is not supported (expected float32, "
-            "float16, bool, int32, uint16 or void16)");
+            "float16, bool, int32, uint16, void16 or int8)");
   EXPECT_EQ(parseError(withDescr("|u1")),
             "x.npy: dtype '|u1' (uint8) is not supported (expected float32, "
-            "float16, bool, int32, uint16 or void16)");
+            "float16, bool, int32, uint16, void16 or int8)");
   EXPECT_EQ(parseError(withDescr("<c8")),
             "x.npy: dtype '<c8' (complex64) is not supported (expected "
-            "float32, float16, bool, int32, uint16 or void16)");
+            "float32, float16, bool, int32, uint16, void16 or int8)");
   EXPECT_EQ(parseError(withDescr("<U3")),
             "x.npy: dtype '<U3' is not supported (expected float32, float16, "
-            "bool, int32, uint16 or void16)");
+            "bool, int32, uint16, void16 or int8)");
   EXPECT_EQ(parseError(withDescr("O")),
             "x.npy: dtype 'O' is not supported (expected float32, float16, "
-            "bool, int32, uint16 or void16)");
+            "bool, int32, uint16, void16 or int8)");
   EXPECT_EQ(parseError(withDescr(">f4")),
             "x.npy: dtype '>f4' is big-endian (only little-endian data is "
             "supported)");

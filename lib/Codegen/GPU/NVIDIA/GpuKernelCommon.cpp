@@ -55,6 +55,7 @@ gpukernel::collectKernelCandidates(ModuleOp module,
         !isArg(args->kvLens) || !isArg(args->mask) || !isArg(args->o) ||
         !isArg(args->lse) || !isArg(args->alibi) ||
         !isArg(args->qSegments) || !isArg(args->kSegments) ||
+        !isArg(args->blockMask) ||
         !(isArg(args->qOffset) ||
           matchPattern(args->qOffset, m_Constant())) ||
         !llvm::all_of(args->modOperands, isArg))
@@ -125,6 +126,7 @@ void gpukernel::outlineKernel(
                        remap(args.lse),       remap(args.alibi),
                        remap(args.qSegments), remap(args.kSegments),
                        remap(args.qOffset)};
+  kargs.blockMask = remap(args.blockMask);
   for (Value m : args.modOperands)
     kargs.modOperands.push_back(remap(m));
   buildBody(kernel, kargs);
@@ -263,6 +265,89 @@ void AttentionKernelBuilder::emitKeyRange(Value qTile) {
       b, loc, AttentionSemantics::visitedKeyCount(b, loc, begin, kvEnd),
       cIdx(tiles.blockKV));
   slope = AttentionSemantics::loadAlibiSlope(b, loc, args.alibi, batch, head);
+
+  // The block mask, when each kernel tile lies inside one of its tiles (the
+  // first visited key tile stays on the kernel's tile grid).
+  DenseI64ArrayAttr maskTiles = op.getBlockTilesAttr();
+  if (args.blockMask && sem.hasMaskMod() && maskTiles &&
+      maskTiles.size() == 2 && maskTiles[0] % tiles.blockQ == 0 &&
+      maskTiles[1] % tiles.blockKV == 0) {
+    auto type = cast<MemRefType>(args.blockMask.getType());
+    maskTileKV = maskTiles[1];
+    maskB = type.getDimSize(0) == 1 ? zeroIdx : batch;
+    maskH = type.getDimSize(1) == 1 ? zeroIdx : head;
+    maskQTile = arith::DivUIOp::create(b, loc, q0, cIdx(maskTiles[0]));
+    maskLastKTile = arith::SubIOp::create(
+        b, loc, memref::DimOp::create(b, loc, args.blockMask, 3), cIdx(1));
+  }
+  // Document masking: the id range of the block's rows.
+  if (args.qSegments)
+    qSegRange = segmentRange(args.qSegments, q0, qRows, tiles.blockQ);
+}
+
+AttentionSemantics::SegmentRange
+AttentionKernelBuilder::segmentRange(Value ids, Value first, Value count,
+                                     int64_t maxCount) {
+  Type i32 = b.getI32Type();
+  auto cI32 = [&](int32_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+  };
+  Value lo = cI32(std::numeric_limits<int32_t>::max());
+  Value hi = cI32(std::numeric_limits<int32_t>::min());
+  // Indices past the ids read the last one (their values are dropped).
+  Value lastId = arith::SubIOp::create(
+      b, loc, memref::DimOp::create(b, loc, ids, 1), cIdx(1));
+  for (int64_t i = 0; i < maxCount; i += kWarpSize) {
+    Value offset = addC(lane, i);
+    Value inside = cmp(arith::CmpIPredicate::slt, offset, count);
+    Value at = arith::MinSIOp::create(b, loc, add(first, offset), lastId);
+    Value id = memref::LoadOp::create(b, loc, ids, ValueRange{batch, at});
+    lo = arith::MinSIOp::create(
+        b, loc, lo,
+        arith::SelectOp::create(b, loc, inside, id,
+                                cI32(std::numeric_limits<int32_t>::max())));
+    hi = arith::MaxSIOp::create(
+        b, loc, hi,
+        arith::SelectOp::create(b, loc, inside, id,
+                                cI32(std::numeric_limits<int32_t>::min())));
+  }
+  for (int64_t offset = kWarpSize / 2; offset >= 1; offset /= 2) {
+    lo = arith::MinSIOp::create(b, loc, lo, shuffleXor(lo, offset));
+    hi = arith::MaxSIOp::create(b, loc, hi, shuffleXor(hi, offset));
+  }
+  return {lo, hi};
+}
+
+Value AttentionKernelBuilder::blockMaskEntry(Value k0) {
+  if (!maskTileKV)
+    return Value();
+  // Tiles past the keys (the copies run ahead of the loop) read the last
+  // entry; they are never computed.
+  Value kTile = arith::MinUIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, k0, cIdx(maskTileKV)),
+      maskLastKTile);
+  return memref::LoadOp::create(b, loc, args.blockMask,
+                                ValueRange{maskB, maskH, maskQTile, kTile});
+}
+
+Value AttentionKernelBuilder::tileVisited(Value k0) {
+  Value visited;
+  tileMaskModPartial = Value();
+  tileKSegRange.reset();
+  if (Value entry = blockMaskEntry(k0)) {
+    visited = cmp(arith::CmpIPredicate::ne, entry,
+                  arith::ConstantIntOp::create(b, loc, 0, 8));
+    tileMaskModPartial = cmp(arith::CmpIPredicate::eq, entry,
+                             arith::ConstantIntOp::create(b, loc, 1, 8));
+  }
+  if (qSegRange) {
+    Value cols = arith::SubIOp::create(b, loc, kvEnd, k0);
+    tileKSegRange = segmentRange(args.kSegments, k0, cols, tiles.blockKV);
+    Value docs = sem.segmentTileVisited(b, loc, *qSegRange, *tileKSegRange);
+    visited = visited ? Value(arith::AndIOp::create(b, loc, visited, docs))
+                      : docs;
+  }
+  return visited;
 }
 
 Value AttentionKernelBuilder::tileStart(Value j) {
@@ -381,9 +466,10 @@ AttentionKernelBuilder::maskScoresWhereNeeded(SmallVector<Value> x, Value k0) {
   // Only the tile holding kv_end, the tiles crossing the causal diagonal of
   // this warp's 16 rows and those the window or the chunk cut need masking
   // (with segments: every tile).
-  Value need = sem.tileNeedsElementMask(b, loc, k0, cIdx(tiles.blockKV),
-                                        kvEnd, add(q0, warpRow0), diag,
-                                        cIdx(16));
+  Value need = sem.tileNeedsElementMask(
+      b, loc, k0, cIdx(tiles.blockKV), kvEnd, add(q0, warpRow0), diag,
+      cIdx(16), qSegRange && tileKSegRange ? &*qSegRange : nullptr,
+      tileKSegRange ? &*tileKSegRange : nullptr, tileMaskModPartial);
   SmallVector<Type> types =
       llvm::to_vector(llvm::map_range(x, [](Value v) { return v.getType(); }));
   auto ifOp = scf::IfOp::create(b, loc, types, need, /*withElse=*/true);
@@ -416,6 +502,8 @@ AttentionKernelBuilder::clampCopyRow(Value row0, Value r, Value rowEnd,
                                      Value last, Value eight, Value zero) {
   Value row = add(row0, r);
   Value inside = cmp(arith::CmpIPredicate::slt, row, rowEnd);
+  if (copyKeep)
+    inside = arith::AndIOp::create(b, loc, inside, copyKeep);
   // Every address stays inside the tensor; rows past the end read 0
   // bytes and are zero-filled.
   Value rowC = arith::MinSIOp::create(b, loc, row, last);
@@ -437,10 +525,16 @@ Value AttentionKernelBuilder::copyKVTile(Value j, Value slot,
                                          SmallVector<Value> extraTokens) {
   Value k0 = tileStart(j);
   SmallVector<Value> tokens = std::move(extraTokens);
+  // A tile the block mask or the segment ids skip is zero-filled without
+  // reading K/V.
+  copyKeep = tileVisited(k0);
+  tileMaskModPartial = Value();
+  tileKSegRange.reset();
   copyTile(args.k, kvHead, k0, kvEnd, tiles.blockKV, tiles.headDim, ks, slot,
            tokens);
   copyTile(args.v, kvHead, k0, kvEnd, tiles.blockKV, tiles.valueDim, vs, slot,
            tokens);
+  copyKeep = Value();
   return nvgpu::DeviceAsyncCreateGroupOp::create(
       b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), tokens);
 }
@@ -478,8 +572,26 @@ ValueRange AttentionKernelBuilder::emitMainLoop(ValueRange init) {
         Value ahead = addC(j, tiles.stages - 1);
         copyKVTile(ahead,
                    arith::RemUIOp::create(b, loc, ahead, cIdx(tiles.stages)));
-        SmallVector<Value> next = tileUpdate(j, state, fromBarrier);
-        scf::YieldOp::create(b, loc, next);
+        // A tile the block mask marks empty or whose keys share no document
+        // with the block's rows is not computed (the condition is
+        // block-uniform); a full one skips the mask_mod.
+        Value visited = tileVisited(tileStart(j));
+        if (!visited) {
+          scf::YieldOp::create(b, loc, tileUpdate(j, state, fromBarrier));
+          return;
+        }
+        auto ifOp = scf::IfOp::create(b, loc, stateTypes, visited,
+                                      /*withElse=*/true);
+        {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+          scf::YieldOp::create(b, loc, tileUpdate(j, state, fromBarrier));
+          b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+          scf::YieldOp::create(b, loc, state);
+        }
+        tileMaskModPartial = Value();
+        tileKSegRange.reset();
+        scf::YieldOp::create(b, loc, ifOp.getResults());
       });
   // Drain the (zero-filling) copies still in flight.
   nvgpu::DeviceAsyncWaitOp::create(b, loc, first, b.getI32IntegerAttr(0));

@@ -131,6 +131,25 @@ protected:
   /// with a window or a chunk. Null when no key inside the range is ever
   /// removed.
   Value tileMayRemoveKeys(Value k0);
+  /// The block mask's entry (i8: 0 no key, 1 partial, 2 full) for this
+  /// block's query tile and the key tile holding `k0`, when the block mask
+  /// can be used: its tiles (block_tiles) are whole multiples of the
+  /// kernel's, so that each kernel tile lies in one block-mask tile. Null
+  /// otherwise (every tile is then visited and masked; the result is the
+  /// same).
+  Value blockMaskEntry(Value k0);
+  /// Whether the K/V tile from `k0` is visited (i1; null when every tile in
+  /// [kvBegin, kvEnd) is): the block mask does not mark it empty and, with
+  /// segment ids, some row of the block may share a document with some key
+  /// of the tile. Sets tileMaskModPartial and tileKSegRange for the tile.
+  Value tileVisited(Value k0);
+  /// The range of the segment ids `ids[batch, first .. first + count)`
+  /// (count <= maxCount; an empty range, min > max, when count <= 0):
+  /// every warp reads them 32 at a time and reduces with shuffles, so the
+  /// result is block-uniform.
+  AttentionSemantics::SegmentRange segmentRange(Value ids, Value first,
+                                                Value count,
+                                                int64_t maxCount);
   /// Whether the tile from key `k0` crosses the causal diagonal of the
   /// block's first row.
   Value tileCrossesBlockDiagonal(Value k0);
@@ -229,6 +248,20 @@ protected:
       kvEnd, numKV;
   /// The ALiBi slope of (batch, head) (f32; null without ALiBi).
   Value slope;
+  /// The block mask's tiles when the kernel uses it (0 otherwise), and the
+  /// block's indices into it: batch, head, query tile, last key tile.
+  int64_t maskTileKV = 0;
+  Value maskB, maskH, maskQTile, maskLastKTile;
+  /// While copyKVTile copies a tile: false where the tile is skipped (its
+  /// rows are zero-filled without a read); null when every tile is read.
+  Value copyKeep;
+  /// While tileUpdate runs: whether the block mask marks the tile partial
+  /// (i1), so that a full one skips the mask_mod; null without one.
+  Value tileMaskModPartial;
+  /// With segment ids: the id range of the block's query rows, and while
+  /// tileUpdate runs, of the tile's keys (document masking skips the tiles
+  /// they cannot share, and masks only those that mix documents).
+  std::optional<AttentionSemantics::SegmentRange> qSegRange, tileKSegRange;
   Value zeroIdx;
   Value qs, ks, vs;
   // Per-lane fragment coordinates.

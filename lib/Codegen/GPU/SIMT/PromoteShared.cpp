@@ -257,10 +257,32 @@ private:
     Value k0 = arith::MulIOp::create(b, loc, j, cIdx(b, cfg.blockKV));
     return kvBegin ? Value(arith::AddIOp::create(b, loc, kvBegin, k0)) : k0;
   }
+  /// Whether the K/V tile from `k0` is visited (i1): the block mask does
+  /// not mark it empty. Null without a block mask the kernel can use (its
+  /// tiles whole multiples of the kernel's; every tile is then visited and
+  /// masked, with the same result).
+  Value tileVisited(OpBuilder &b, Value k0);
   Value qTile, kTile, vTile, mState, lState, accState;
+  /// The block's indices into the block mask (batch, head, query tile, last
+  /// key tile) and its key tile; maskTileKV is 0 when it is not used.
+  Value maskB, maskH, maskQTile, maskLastKTile;
+  int64_t maskTileKV = 0;
 };
 
 } // namespace
+
+Value PromotedBuilder::tileVisited(OpBuilder &b, Value k0) {
+  if (!maskTileKV)
+    return Value();
+  // Tiles past the keys read the last entry; they are never computed.
+  Value kTile = arith::MinUIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, k0, cIdx(b, maskTileKV)),
+      maskLastKTile);
+  Value entry = memref::LoadOp::create(
+      b, loc, args.blockMask, ValueRange{maskB, maskH, maskQTile, kTile});
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, entry,
+                               arith::ConstantIntOp::create(b, loc, 0, 8));
+}
 
 void PromotedBuilder::copyTile(OpBuilder &b, Value t, Value src, Value bIdx,
                                Value hIdx, Value row0, Value rowEnd,
@@ -634,6 +656,21 @@ void PromotedBuilder::build(func::FuncOp func) {
     Value span = AttentionSemantics::visitedKeyCount(bb, loc, kvBegin, kvEnd);
     slope =
         AttentionSemantics::loadAlibiSlope(bb, loc, args.alibi, batch, head);
+    // The block mask, when each kernel tile lies inside one of its tiles
+    // (the first visited key tile stays on the kernel's tile grid).
+    DenseI64ArrayAttr maskTiles = op.getBlockTilesAttr();
+    if (args.blockMask && sem.hasMaskMod() && maskTiles &&
+        maskTiles.size() == 2 && maskTiles[0] % cfg.blockQ == 0 &&
+        maskTiles[1] % cfg.blockKV == 0) {
+      auto type = cast<MemRefType>(args.blockMask.getType());
+      maskTileKV = maskTiles[1];
+      maskB = type.getDimSize(0) == 1 ? cIdx(bb, 0) : batch;
+      maskH = type.getDimSize(1) == 1 ? cIdx(bb, 0) : head;
+      maskQTile = arith::DivUIOp::create(bb, loc, q0, cIdx(bb, maskTiles[0]));
+      maskLastKTile = arith::SubIOp::create(
+          bb, loc, memref::DimOp::create(bb, loc, args.blockMask, 3),
+          cIdx(bb, 1));
+    }
 
     auto threadMap = gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX);
     auto warpMap = gpu::GPUWarpMappingAttr::get(ctx, gpu::MappingId::DimX);
@@ -682,6 +719,20 @@ void PromotedBuilder::build(func::FuncOp func) {
         bb, loc, cIdx(bb, 0), numKV, cIdx(bb, 1), ValueRange{},
         [&](OpBuilder &lb, Location, Value j, ValueRange) {
           Value k0 = tileStart(lb, j);
+          // Tiles the block mask marks empty are neither copied nor
+          // computed (the condition is block-uniform).
+          Value visited = tileVisited(lb, k0);
+          auto ifVisited = [&](OpBuilder &ob, Value cond,
+                               function_ref<void(OpBuilder &)> body) {
+            if (!cond) {
+              body(ob);
+              return;
+            }
+            scf::IfOp::create(ob, loc, cond, [&](OpBuilder &ib, Location) {
+              body(ib);
+              scf::YieldOp::create(ib, loc);
+            });
+          };
           if (cfg.doubleBuffer) {
             // Copy tile j + 1 into the other slot in the same barrier
             // interval as the compute of tile j: the two touch different
@@ -689,6 +740,8 @@ void PromotedBuilder::build(func::FuncOp func) {
             Value next = arith::AddIOp::create(lb, loc, j, cIdx(lb, 1));
             Value more = arith::CmpIOp::create(
                 lb, loc, arith::CmpIPredicate::slt, next, numKV);
+            if (Value nextVisited = tileVisited(lb, tileStart(lb, next)))
+              more = arith::AndIOp::create(lb, loc, more, nextVisited);
             scf::IfOp::create(lb, loc, more, [&](OpBuilder &ib, Location) {
               forall(ib, cfg.numThreads(), threadMap,
                      [&](OpBuilder &tb, Value t) {
@@ -699,16 +752,18 @@ void PromotedBuilder::build(func::FuncOp func) {
                                                     ib.getUnitAttr());
               scf::YieldOp::create(ib, loc);
             });
-          } else {
-            forall(lb, cfg.numThreads(), threadMap,
-                   [&](OpBuilder &tb, Value t) {
-                     copyKVTile(tb, t, j, cIdx(tb, 0), cIdx(tb, 0));
-                   });
           }
-          forall(lb, cfg.numWarps, warpMap, [&](OpBuilder &wb, Value w) {
-            laneIds = vector::StepOp::create(wb, loc, lanes);
-            buildRowUpdates(wb, w, k0, slotBase(wb, j, kSlot),
-                            slotBase(wb, j, vSlot));
+          ifVisited(lb, visited, [&](OpBuilder &vb) {
+            if (!cfg.doubleBuffer)
+              forall(vb, cfg.numThreads(), threadMap,
+                     [&](OpBuilder &tb, Value t) {
+                       copyKVTile(tb, t, j, cIdx(tb, 0), cIdx(tb, 0));
+                     });
+            forall(vb, cfg.numWarps, warpMap, [&](OpBuilder &wb, Value w) {
+              laneIds = vector::StepOp::create(wb, loc, lanes);
+              buildRowUpdates(wb, w, k0, slotBase(wb, j, kSlot),
+                              slotBase(wb, j, vSlot));
+            });
           });
           scf::YieldOp::create(lb, loc);
         });

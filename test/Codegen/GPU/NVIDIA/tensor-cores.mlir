@@ -385,3 +385,43 @@ func.func @modifiers(%q: memref<?x4x?x64xf16>, %k: memref<?x2x?x64xf16>, %v: mem
   bufferization.materialize_in_destination %r in restrict writable %o : (tensor<?x4x?x64xf16>, memref<?x4x?x64xf16>) -> ()
   return
 }
+
+// -----
+
+// Document masking and a mask_mod's block mask: the block's query id range
+// (a warp reduction of the ids), then per key tile the block-mask entry and
+// the key id range decide whether the tile is copied (zero-filled without a
+// read otherwise) and computed.
+//       CHECK-LABEL: gpu.func @doc_block_mask
+//       CHECK:   memref.load %arg3
+//       CHECK:   gpu.shuffle  xor {{.*}} : i32
+//       CHECK:   scf.for
+//       CHECK:     memref.load %arg5[{{.*}}] : memref<?x1x?x?xi8>
+//       CHECK:     memref.load %arg4
+//       CHECK:     gpu.shuffle  xor {{.*}} : i32
+//       CHECK:     nvgpu.device_async_copy %arg1
+//       CHECK:     memref.load %arg5[{{.*}}] : memref<?x1x?x?xi8>
+//       CHECK:     memref.load %arg4
+//       CHECK:     scf.if %{{.*}} -> (vector<2x2xf32>
+//       CHECK:       nvgpu.mma.sync
+func.func @doc_block_mask(%q: memref<?x4x?x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>, %qs: memref<?x?xi32>, %ks: memref<?x?xi32>, %bm: memref<?x1x?x?xi8>, %o: memref<?x4x?x64xf16>) {
+  %qt = bufferization.to_tensor %q restrict : memref<?x4x?x64xf16> to tensor<?x4x?x64xf16>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %qst = bufferization.to_tensor %qs restrict : memref<?x?xi32> to tensor<?x?xi32>
+  %kst = bufferization.to_tensor %ks restrict : memref<?x?xi32> to tensor<?x?xi32>
+  %bmt = bufferization.to_tensor %bm restrict : memref<?x1x?x?xi8> to tensor<?x1x?x?xi8>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x4x?x64xf16> to tensor<?x4x?x64xf16>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<?x4x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>)
+         segments(%qst, %kst : tensor<?x?xi32>, tensor<?x?xi32>) block_mask(%bmt : tensor<?x1x?x?xi8>)
+         outs(%ot : tensor<?x4x?x64xf16>) block_tiles(128, 64) mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index):
+    %c3 = arith.constant 3 : index
+    %z = arith.constant 0 : index
+    %m = arith.remui %ki, %c3 : index
+    %keep = arith.cmpi ne, %m, %z : index
+    fa.yield %keep : i1
+  } -> tensor<?x4x?x64xf16>
+  bufferization.materialize_in_destination %r in restrict writable %o : (tensor<?x4x?x64xf16>, memref<?x4x?x64xf16>) -> ()
+  return
+}

@@ -264,3 +264,35 @@ func.func @captures(%q: memref<1x2x64x64xf16>, %k: memref<1x2x64x64xf16>, %v: me
   bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x2x64x64xf16>, memref<1x2x64x64xf16>) -> ()
   return
 }
+
+// -----
+
+// A mask_mod's block mask: per key tile, its entry decides whether the tile
+// is copied and computed.
+// CHECK-LABEL: func.func @doc_block_mask
+//       CHECK:   scf.for
+//       CHECK:     %[[E:.*]] = memref.load %arg5[{{.*}}] : memref<?x1x?x?xi8>
+//       CHECK:     %[[V:.*]] = arith.cmpi ne, %[[E]]
+//       CHECK:     scf.if %[[V]] {
+//       CHECK:       scf.forall
+func.func @doc_block_mask(%q: memref<?x4x?x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>, %qs: memref<?x?xi32>, %ks: memref<?x?xi32>, %bm: memref<?x1x?x?xi8>, %o: memref<?x4x?x64xf16>) {
+  %qt = bufferization.to_tensor %q restrict : memref<?x4x?x64xf16> to tensor<?x4x?x64xf16>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %qst = bufferization.to_tensor %qs restrict : memref<?x?xi32> to tensor<?x?xi32>
+  %kst = bufferization.to_tensor %ks restrict : memref<?x?xi32> to tensor<?x?xi32>
+  %bmt = bufferization.to_tensor %bm restrict : memref<?x1x?x?xi8> to tensor<?x1x?x?xi8>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x4x?x64xf16> to tensor<?x4x?x64xf16>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<?x4x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>)
+         block_mask(%bmt : tensor<?x1x?x?xi8>)
+         outs(%ot : tensor<?x4x?x64xf16>) block_tiles(128, 64) mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index):
+    %c3 = arith.constant 3 : index
+    %z = arith.constant 0 : index
+    %m = arith.remui %ki, %c3 : index
+    %keep = arith.cmpi ne, %m, %z : index
+    fa.yield %keep : i1
+  } -> tensor<?x4x?x64xf16>
+  bufferization.materialize_in_destination %r in restrict writable %o : (tensor<?x4x?x64xf16>, memref<?x4x?x64xf16>) -> ()
+  return
+}

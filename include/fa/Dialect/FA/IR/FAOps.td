@@ -141,7 +141,11 @@ def FA_AttentionOp : FA_Op<"attention", [
       skip the mask_mod on those marked 2, so the block mask must describe
       the op's mask_mod exactly; ops that do not use it (the reference)
       give the same result. The CPU vector kernel takes its tile sizes
-      from `block_tiles`.
+      from `block_tiles`; the GPU kernels (SIMT, mma.sync, wgmma) use the
+      block mask when `TQ` and `TK` are whole multiples of their query and
+      key tiles (a tile marked empty is neither loaded nor computed; the
+      SIMT kernel still applies the mask_mod on full tiles), and ignore it
+      otherwise.
     * Order of application, on every backend: scale, softcap, ALiBi, the
       additive mask, `score_mod`; then every removed key (causal, window,
       chunk, segments, key lengths, boolean mask, `mask_mod`) becomes
