@@ -53,8 +53,10 @@ struct CheckCPUOptionsPass
 
 void mlir::fa::buildLowerToCPUPipeline(OpPassManager &pm,
                                        const LowerToCPUOptions &options) {
-  // Block masks built in the module first (their results feed attention).
+  // Block masks built in the module first (their results feed attention);
+  // merges of partial results.
   pm.addPass(createFALowerBlockMaskPass());
+  pm.addPass(createFALowerMergePass());
   // fa ops -> tiled loops on tensors (or the naive reference, or the GPU
   // path's promoted form, which is already on memrefs).
   if (options.promoted)

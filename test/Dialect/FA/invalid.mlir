@@ -747,3 +747,67 @@ func.func @f(%n: index) {
   } -> tensor<?x?x?x?xi8>
   return
 }
+
+// -----
+
+func.func @f(%po: tensor<3x8xf16>, %pl: tensor<3xf32>, %o: tensor<8xf32>) {
+  // expected-error @+1 {{'fa.merge' op partial_output and partial_lse must be f32, got 'f16' and 'f32'}}
+  %r = fa.merge ins(%po, %pl : tensor<3x8xf16>, tensor<3xf32>) outs(%o : tensor<8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%po: tensor<8xf32>, %pl: tensor<f32>, %o: tensor<f32>) {
+  // expected-error @+1 {{'fa.merge' op partial_output must be [S, ..., Dv] (rank >= 2), got [8]}}
+  %r = fa.merge ins(%po, %pl : tensor<8xf32>, tensor<f32>) outs(%o : tensor<f32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f(%po: tensor<3x4x8xf32>, %pl: tensor<3x5xf32>, %o: tensor<4x8xf32>) {
+  // expected-error @+1 {{'fa.merge' op partial_lse shape [3, 5] must be partial_output's without its last dim, [3, 4]}}
+  %r = fa.merge ins(%po, %pl : tensor<3x4x8xf32>, tensor<3x5xf32>) outs(%o : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%po: tensor<3x4x8xf32>, %pl: tensor<3x4xf32>, %o: tensor<4x8xi32>) {
+  // expected-error @+1 {{'fa.merge' op output element type must be f32, f16 or bf16, got 'i32'}}
+  %r = fa.merge ins(%po, %pl : tensor<3x4x8xf32>, tensor<3x4xf32>) outs(%o : tensor<4x8xi32>) -> tensor<4x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%po: tensor<3x4x8xf32>, %pl: tensor<3x4xf32>, %o: tensor<3x4x8xf32>) {
+  // expected-error @+1 {{'fa.merge' op output shape [3, 4, 8] must be partial_output's without its first (split) dim, [4, 8]}}
+  %r = fa.merge ins(%po, %pl : tensor<3x4x8xf32>, tensor<3x4xf32>) outs(%o : tensor<3x4x8xf32>) -> tensor<3x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%po: tensor<3x4x8xf32>, %pl: tensor<3x4xf32>, %o: tensor<4x8xf32>, %l: tensor<3x4xf32>) {
+  // expected-error @+1 {{'fa.merge' op lse must be f32 [4] (partial_lse without its split dim), got 'tensor<3x4xf32>'}}
+  %r:2 = fa.merge ins(%po, %pl : tensor<3x4x8xf32>, tensor<3x4xf32>) outs(%o : tensor<4x8xf32>, %l : tensor<3x4xf32>) -> tensor<4x8xf32>, tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%po: tensor<3x4x8xf32>, %pl: tensor<3x4xf32>, %o: tensor<4x8xf32>, %l: tensor<4xf32>) {
+  // expected-error @+1 {{'fa.merge' op an lse destination needs an lse result of its type 'tensor<4xf32>'}}
+  %r = fa.merge ins(%po, %pl : tensor<3x4x8xf32>, tensor<3x4xf32>) outs(%o : tensor<4x8xf32>, %l : tensor<4xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%po: tensor<3x4x8xf32>, %pl: tensor<3x4xf32>, %o: tensor<4x8xf32>) {
+  // expected-error @+1 {{'fa.merge' op result type 'tensor<4x8xf16>' must be the output's, 'tensor<4x8xf32>'}}
+  %r = fa.merge ins(%po, %pl : tensor<3x4x8xf32>, tensor<3x4xf32>) outs(%o : tensor<4x8xf32>) -> tensor<4x8xf16>
+  return
+}

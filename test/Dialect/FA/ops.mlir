@@ -162,3 +162,17 @@ func.func @attention_block_mask(%q: tensor<2x4x?x16xf32>, %k: tensor<2x2x?x16xf3
   } -> tensor<2x4x?x16xf32>
   return %r : tensor<2x4x?x16xf32>
 }
+
+// -----
+
+// fa.merge: S partials (O [S, d..., Dv], LSE [S, d...]) into one result,
+// with or without its LSE, static or dynamic, any number of row dims.
+// CHECK-LABEL: func.func @merge
+// CHECK: fa.merge ins(%{{.*}}, %{{.*}} : tensor<3x2x4x1x64xf32>, tensor<3x2x4x1xf32>) outs(%{{.*}} : tensor<2x4x1x64xf16>, %{{.*}} : tensor<2x4x1xf32>) -> tensor<2x4x1x64xf16>, tensor<2x4x1xf32>
+// CHECK: fa.merge ins(%{{.*}}, %{{.*}} : tensor<?x?x8xf32>, tensor<?x?xf32>) outs(%{{.*}} : tensor<?x8xbf16>) -> tensor<?x8xbf16>
+func.func @merge(%po: tensor<3x2x4x1x64xf32>, %pl: tensor<3x2x4x1xf32>, %o: tensor<2x4x1x64xf16>, %l: tensor<2x4x1xf32>,
+                 %po2: tensor<?x?x8xf32>, %pl2: tensor<?x?xf32>, %o2: tensor<?x8xbf16>) -> (tensor<2x4x1x64xf16>, tensor<2x4x1xf32>, tensor<?x8xbf16>) {
+  %r:2 = fa.merge ins(%po, %pl : tensor<3x2x4x1x64xf32>, tensor<3x2x4x1xf32>) outs(%o : tensor<2x4x1x64xf16>, %l : tensor<2x4x1xf32>) -> tensor<2x4x1x64xf16>, tensor<2x4x1xf32>
+  %r2 = fa.merge ins(%po2, %pl2 : tensor<?x?x8xf32>, tensor<?x?xf32>) outs(%o2 : tensor<?x8xbf16>) -> tensor<?x8xbf16>
+  return %r#0, %r#1, %r2 : tensor<2x4x1x64xf16>, tensor<2x4x1xf32>, tensor<?x8xbf16>
+}

@@ -126,6 +126,70 @@ LogicalResult SoftmaxOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// MergeOp
+//===----------------------------------------------------------------------===//
+
+MutableOperandRange MergeOp::getDpsInitsMutable() {
+  // `output` and the optional `lse` are the trailing operands.
+  unsigned numInits = getLse() ? 2 : 1;
+  return MutableOperandRange(getOperation(),
+                             getOperation()->getNumOperands() - numInits,
+                             numInits);
+}
+
+LogicalResult MergeOp::verify() {
+  auto po = cast<RankedTensorType>(getPartialOutput().getType());
+  auto pl = cast<RankedTensorType>(getPartialLse().getType());
+  auto out = cast<RankedTensorType>(getOutput().getType());
+  if (po.getRank() < 2)
+    return emitOpError("partial_output must be [S, ..., Dv] (rank >= 2), got ")
+           << shapeStr(po.getShape());
+  if (!po.getElementType().isF32() || !pl.getElementType().isF32())
+    return emitOpError("partial_output and partial_lse must be f32, got ")
+           << po.getElementType() << " and " << pl.getElementType();
+  // partial_lse is partial_output without Dv; output without S.
+  bool lseOk = pl.getRank() == po.getRank() - 1;
+  for (int64_t d = 0; lseOk && d < pl.getRank(); ++d)
+    lseOk = dimsCompatible(pl.getDimSize(d), po.getDimSize(d));
+  if (!lseOk)
+    return emitOpError("partial_lse shape ")
+           << shapeStr(pl.getShape())
+           << " must be partial_output's without its last dim, "
+           << shapeStr(po.getShape().drop_back());
+  if (!isSupportedFloat(out.getElementType()))
+    return emitOpError("output element type must be f32, f16 or bf16, got ")
+           << out.getElementType();
+  bool outOk = out.getRank() == po.getRank() - 1;
+  for (int64_t d = 0; outOk && d < out.getRank(); ++d)
+    outOk = dimsCompatible(out.getDimSize(d), po.getDimSize(d + 1));
+  if (!outOk)
+    return emitOpError("output shape ")
+           << shapeStr(out.getShape())
+           << " must be partial_output's without its first (split) dim, "
+           << shapeStr(po.getShape().drop_front());
+  if (getResult().getType() != out)
+    return emitOpError("result type ")
+           << getResult().getType() << " must be the output's, " << out;
+  if (Value lse = getLse()) {
+    auto lt = cast<RankedTensorType>(lse.getType());
+    bool ok = lt.getElementType().isF32() && lt.getRank() == pl.getRank() - 1;
+    for (int64_t d = 0; ok && d < lt.getRank(); ++d)
+      ok = dimsCompatible(lt.getDimSize(d), pl.getDimSize(d + 1));
+    if (!ok)
+      return emitOpError("lse must be f32 ")
+             << shapeStr(pl.getShape().drop_front())
+             << " (partial_lse without its split dim), got " << lt;
+    if (!getLseResult() || getLseResult().getType() != lt)
+      return emitOpError("an lse destination needs an lse result of its "
+                         "type ")
+             << lt;
+  } else if (getLseResult()) {
+    return emitOpError("an lse result needs an lse destination");
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//
 

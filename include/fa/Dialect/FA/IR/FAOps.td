@@ -272,6 +272,55 @@ def FA_AttentionOp : FA_Op<"attention", [
 // YieldOp
 //===----------------------------------------------------------------------===//
 
+def FA_MergeOp : FA_Op<"merge", [Pure, DestinationStyleOpInterface]> {
+  let summary = "Combines partial attention results computed over disjoint "
+                "key ranges";
+  let description = [{
+    Merges `S` partial results of attention, each computed over its own
+    subset of the keys (split-KV / flash-decoding, cascade attention with a
+    shared prefix, context parallelism across devices), into the result of
+    attention over all of them. `partial_output` is `[S, d..., Dv]` and
+    `partial_lse` `[S, d...]` (f32; the natural-log LSE of each partial,
+    as fa.attention produces it); `output` is `[d..., Dv]` (f32, f16 or
+    bf16) and the optional `lse` `[d...]` (f32). For each position `d...`,
+    with `M = max_s LSE_s`:
+
+    * `O = sum_s exp(LSE_s - M) O_s / sum_s exp(LSE_s - M)` and
+      `LSE = M + log(sum_s exp(LSE_s - M))`: the rescaling of the online
+      softmax, so merging is exact (up to rounding) and associative;
+    * a partial with `LSE_s = -inf` (no attended key) contributes nothing,
+      whatever its `O_s` holds (NaN included);
+    * when every partial is empty: `O = 0`, `LSE = -inf`, as fa.attention
+      gives for a row with no attended key.
+
+    Example (two halves of the keys):
+
+    ```mlir
+    %o, %lse = fa.merge ins(%po, %pl : tensor<2x4x8x1x128xf32>,
+                                       tensor<2x4x8x1xf32>)
+                 outs(%o0 : tensor<4x8x1x128xf16>, %l0 : tensor<4x8x1xf32>)
+                 -> tensor<4x8x1x128xf16>, tensor<4x8x1xf32>
+    ```
+  }];
+
+  let arguments = (ins FA_Tensor:$partial_output, FA_Tensor:$partial_lse,
+                       FA_Tensor:$output, Optional<FA_Tensor>:$lse);
+  let results = (outs FA_Tensor:$result, Optional<FA_Tensor>:$lse_result);
+
+  let assemblyFormat = [{
+    `ins` `(` $partial_output `,` $partial_lse `:` type($partial_output) `,`
+        type($partial_lse) `)`
+    `outs` `(` $output `:` type($output) (`,` $lse^ `:` type($lse))? `)`
+    attr-dict `->` type($result) (`,` type($lse_result)^)?
+  }];
+
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable();
+  }];
+
+  let hasVerifier = 1;
+}
+
 def FA_CreateBlockMaskOp : FA_Op<"create_block_mask", [Pure]> {
   let summary = "Evaluates a mask_mod per tile pair: the block mask of "
                 "fa.attention";

@@ -118,6 +118,22 @@ def FALowerBlockMaskPass : Pass<"fa-lower-block-mask"> {
   ];
 }
 
+def FALowerMergePass : Pass<"fa-lower-merge"> {
+  let summary = "Lower fa.merge to linalg on tensors";
+  let description = [{
+    `fa.merge` becomes four `linalg.generic` ops over its rows: the maximum
+    LSE of the partials (a reduction over the split dim), the sum of their
+    weights `exp(LSE_s - max)` and the weighted sum of their O rows (a
+    partial with `LSE = -inf` adds nothing, even a NaN in its O), then the
+    merged O (0 for a row without any key, rounded to the output's type)
+    and LSE (-inf for such a row). The CPU pipeline runs it first.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def FARaiseAttentionPass : Pass<"fa-raise-attention"> {
   let summary = "Raise attention and softmax written in linalg on tensors to "
                 "fa.attention and fa.softmax";

@@ -40,6 +40,9 @@ void populateFADecomposeReferencePatterns(RewritePatternSet &patterns);
 /// fa.create_block_mask to linalg on tensors (fa-lower-block-mask).
 void populateFALowerBlockMaskPatterns(RewritePatternSet &patterns);
 
+/// fa.merge to linalg on tensors (fa-lower-merge).
+void populateFALowerMergePatterns(RewritePatternSet &patterns);
+
 /// Options of the raising patterns.
 struct RaiseAttentionOptions {
   /// Also raise chains with a mask. fa.attention gives O = 0 for a query row
