@@ -445,13 +445,8 @@ void CpuKernelBuilder::buildKVStep(OpBuilder &b, Value j) {
   // tiles): 0 skips the tile, 1 (partial) needs the mask_mod per element.
   Value visited, partial;
   if (args.blockMask) {
-    auto bmType = cast<MemRefType>(args.blockMask.getType());
-    Value bb = bmType.getDimSize(0) == 1 ? cIdx(b, 0) : batch;
-    Value bh = bmType.getDimSize(1) == 1 ? cIdx(b, 0) : head;
-    Value qTile = arith::DivUIOp::create(b, loc, q0, cIdx(b, cfg.blockQ));
-    Value kTile = arith::DivUIOp::create(b, loc, k0, cIdx(b, cfg.blockKV));
-    Value entry = memref::LoadOp::create(b, loc, args.blockMask,
-                                         ValueRange{bb, bh, qTile, kTile});
+    Value entry = sem.loadBlockMaskEntry(b, loc, args.blockMask, batch, head,
+                                         q0, k0);
     Type i8 = b.getI8Type();
     visited = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::ne, entry,

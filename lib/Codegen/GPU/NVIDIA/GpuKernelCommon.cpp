@@ -268,18 +268,8 @@ void AttentionKernelBuilder::emitKeyRange(Value qTile) {
 
   // The block mask, when each kernel tile lies inside one of its tiles (the
   // first visited key tile stays on the kernel's tile grid).
-  DenseI64ArrayAttr maskTiles = op.getBlockTilesAttr();
-  if (args.blockMask && sem.hasMaskMod() && maskTiles &&
-      maskTiles.size() == 2 && maskTiles[0] % tiles.blockQ == 0 &&
-      maskTiles[1] % tiles.blockKV == 0) {
-    auto type = cast<MemRefType>(args.blockMask.getType());
-    maskTileKV = maskTiles[1];
-    maskB = type.getDimSize(0) == 1 ? zeroIdx : batch;
-    maskH = type.getDimSize(1) == 1 ? zeroIdx : head;
-    maskQTile = arith::DivUIOp::create(b, loc, q0, cIdx(maskTiles[0]));
-    maskLastKTile = arith::SubIOp::create(
-        b, loc, memref::DimOp::create(b, loc, args.blockMask, 3), cIdx(1));
-  }
+  useBlockMask = args.blockMask &&
+                 sem.canUseBlockMask(tiles.blockQ, tiles.blockKV);
   // Document masking: the id range of the block's rows.
   if (args.qSegments)
     qSegRange = segmentRange(args.qSegments, q0, qRows, tiles.blockQ);
@@ -319,15 +309,9 @@ AttentionKernelBuilder::segmentRange(Value ids, Value first, Value count,
 }
 
 Value AttentionKernelBuilder::blockMaskEntry(Value k0) {
-  if (!maskTileKV)
+  if (!useBlockMask)
     return Value();
-  // Tiles past the keys (the copies run ahead of the loop) read the last
-  // entry; they are never computed.
-  Value kTile = arith::MinUIOp::create(
-      b, loc, arith::DivUIOp::create(b, loc, k0, cIdx(maskTileKV)),
-      maskLastKTile);
-  return memref::LoadOp::create(b, loc, args.blockMask,
-                                ValueRange{maskB, maskH, maskQTile, kTile});
+  return sem.loadBlockMaskEntry(b, loc, args.blockMask, batch, head, q0, k0);
 }
 
 Value AttentionKernelBuilder::tileVisited(Value k0) {

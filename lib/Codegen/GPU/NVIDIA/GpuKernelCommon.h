@@ -248,10 +248,8 @@ protected:
       kvEnd, numKV;
   /// The ALiBi slope of (batch, head) (f32; null without ALiBi).
   Value slope;
-  /// The block mask's tiles when the kernel uses it (0 otherwise), and the
-  /// block's indices into it: batch, head, query tile, last key tile.
-  int64_t maskTileKV = 0;
-  Value maskB, maskH, maskQTile, maskLastKTile;
+  /// Whether the kernel reads the op's block mask (its tiles line up).
+  bool useBlockMask = false;
   /// While copyKVTile copies a tile: false where the tile is skipped (its
   /// rows are zero-filled without a read); null when every tile is read.
   Value copyKeep;

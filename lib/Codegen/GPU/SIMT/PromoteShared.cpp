@@ -263,23 +263,17 @@ private:
   /// masked, with the same result).
   Value tileVisited(OpBuilder &b, Value k0);
   Value qTile, kTile, vTile, mState, lState, accState;
-  /// The block's indices into the block mask (batch, head, query tile, last
-  /// key tile) and its key tile; maskTileKV is 0 when it is not used.
-  Value maskB, maskH, maskQTile, maskLastKTile;
-  int64_t maskTileKV = 0;
+  /// Whether the kernel reads the op's block mask (its tiles line up).
+  bool useBlockMask = false;
 };
 
 } // namespace
 
 Value PromotedBuilder::tileVisited(OpBuilder &b, Value k0) {
-  if (!maskTileKV)
+  if (!useBlockMask)
     return Value();
-  // Tiles past the keys read the last entry; they are never computed.
-  Value kTile = arith::MinUIOp::create(
-      b, loc, arith::DivUIOp::create(b, loc, k0, cIdx(b, maskTileKV)),
-      maskLastKTile);
-  Value entry = memref::LoadOp::create(
-      b, loc, args.blockMask, ValueRange{maskB, maskH, maskQTile, kTile});
+  Value entry =
+      sem.loadBlockMaskEntry(b, loc, args.blockMask, batch, head, q0, k0);
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, entry,
                                arith::ConstantIntOp::create(b, loc, 0, 8));
 }
@@ -658,19 +652,8 @@ void PromotedBuilder::build(func::FuncOp func) {
         AttentionSemantics::loadAlibiSlope(bb, loc, args.alibi, batch, head);
     // The block mask, when each kernel tile lies inside one of its tiles
     // (the first visited key tile stays on the kernel's tile grid).
-    DenseI64ArrayAttr maskTiles = op.getBlockTilesAttr();
-    if (args.blockMask && sem.hasMaskMod() && maskTiles &&
-        maskTiles.size() == 2 && maskTiles[0] % cfg.blockQ == 0 &&
-        maskTiles[1] % cfg.blockKV == 0) {
-      auto type = cast<MemRefType>(args.blockMask.getType());
-      maskTileKV = maskTiles[1];
-      maskB = type.getDimSize(0) == 1 ? cIdx(bb, 0) : batch;
-      maskH = type.getDimSize(1) == 1 ? cIdx(bb, 0) : head;
-      maskQTile = arith::DivUIOp::create(bb, loc, q0, cIdx(bb, maskTiles[0]));
-      maskLastKTile = arith::SubIOp::create(
-          bb, loc, memref::DimOp::create(bb, loc, args.blockMask, 3),
-          cIdx(bb, 1));
-    }
+    useBlockMask = args.blockMask &&
+                   sem.canUseBlockMask(cfg.blockQ, cfg.blockKV);
 
     auto threadMap = gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX);
     auto warpMap = gpu::GPUWarpMappingAttr::get(ctx, gpu::MappingId::DimX);

@@ -167,6 +167,11 @@ AttentionSemantics AttentionSemantics::get(AttentionOp op) {
     mods.scoreMod = &op.getScoreMod();
   if (op.hasMaskMod())
     mods.maskMod = &op.getMaskMod();
+  if (DenseI64ArrayAttr tiles = op.getBlockTilesAttr();
+      tiles && op.getBlockMask() && tiles.size() == 2) {
+    mods.blockTileQ = tiles[0];
+    mods.blockTileKV = tiles[1];
+  }
   return get(op.getCausal(), static_cast<bool>(op.getKvLens()), maskElt, mods);
 }
 
@@ -212,6 +217,34 @@ Value AttentionSemantics::visitedKeyCount(OpBuilder &b, Location loc,
     return end;
   // end may lie below begin: nothing is visited.
   return maxS(b, loc, subI(b, loc, end, begin), cIndex(b, loc, 0));
+}
+
+bool AttentionSemantics::canUseBlockMask(int64_t blockQ,
+                                         int64_t blockKV) const {
+  return hasMaskMod() && mods.blockTileQ > 0 && mods.blockTileKV > 0 &&
+         blockQ > 0 && blockKV > 0 && mods.blockTileQ % blockQ == 0 &&
+         mods.blockTileKV % blockKV == 0;
+}
+
+Value AttentionSemantics::loadBlockMaskEntry(OpBuilder &b, Location loc,
+                                             Value blockMask, Value batch,
+                                             Value head, Value q0,
+                                             Value k0) const {
+  auto type = cast<MemRefType>(blockMask.getType());
+  Value zero = cIndex(b, loc, 0);
+  Value bb = type.getDimSize(0) == 1 ? zero : batch;
+  Value bh = type.getDimSize(1) == 1 ? zero : head;
+  Value qTile = arith::DivUIOp::create(b, loc, q0,
+                                       cIndex(b, loc, mods.blockTileQ));
+  Value lastKTile =
+      subI(b, loc, memref::DimOp::create(b, loc, blockMask, 3),
+           cIndex(b, loc, 1));
+  Value kTile = arith::MinUIOp::create(
+      b, loc,
+      arith::DivUIOp::create(b, loc, k0, cIndex(b, loc, mods.blockTileKV)),
+      lastKTile);
+  return memref::LoadOp::create(b, loc, blockMask,
+                                ValueRange{bb, bh, qTile, kTile});
 }
 
 Value AttentionSemantics::loadAlibiSlope(OpBuilder &b, Location loc,

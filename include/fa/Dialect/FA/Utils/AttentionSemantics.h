@@ -77,6 +77,9 @@ struct AttentionModifiers {
   /// General score_mod / mask_mod regions (the op's; null when absent).
   Region *scoreMod = nullptr;
   Region *maskMod = nullptr;
+  /// The tiles (TQ, TK) of a block_mask operand describing the mask_mod;
+  /// 0 without one.
+  int64_t blockTileQ = 0, blockTileKV = 0;
 
   bool any() const {
     return windowLeft >= 0 || windowRight >= 0 || softcap || chunk > 0 ||
@@ -155,6 +158,21 @@ public:
   /// when `begin` is null (0).
   static Value visitedKeyCount(OpBuilder &b, Location loc, Value begin,
                                Value end);
+
+  /// Whether a kernel whose query tiles hold `blockQ` rows and key tiles
+  /// `blockKV` keys (starting on that grid) can use the op's block mask:
+  /// there is one for a mask_mod, and its tiles are whole multiples of the
+  /// kernel's, so that each kernel tile lies inside one block-mask tile.
+  /// Otherwise a kernel visits and masks every tile (the same result).
+  bool canUseBlockMask(int64_t blockQ, int64_t blockKV) const;
+
+  /// The block mask's entry (i8: 0 no key kept, 1 some, 2 all) of the tile
+  /// pair holding query row `q0` and key `k0`, from the block mask memref
+  /// [B|1, Hq|1, QT, KT] (size-1 dims broadcast; key tiles past the last,
+  /// which pipelined kernels may look at before their loop ends, read the
+  /// last one).
+  Value loadBlockMaskEntry(OpBuilder &b, Location loc, Value blockMask,
+                           Value batch, Value head, Value q0, Value k0) const;
 
   /// The ALiBi slope of (batch, head) from the slopes memref ([Hq] or
   /// [B, Hq], f32); null without slopes.
