@@ -100,15 +100,21 @@ static void writeGpuHeader(const rt::KernelMetadata &md,
      << "_load(const char *metadata_path, fa_kernel **kernel) {\n"
      << "  return fa_kernel_load(metadata_path, FA_DEVICE_CUDA, kernel);\n"
      << "}\n\n";
-  if (md.op == rt::OpKind::Attention && md.modifiers.hasBlockMask()) {
+  if (md.op == rt::OpKind::Attention && md.modifiers.hasRegions()) {
+    // Regions take their tensors; a block mask (which needs a mask_mod)
+    // comes after them.
+    bool blockMask = md.modifiers.hasBlockMask();
     os << "/* Launches on `stream` (a CUstream; NULL = the default stream).\n"
        << " * Tensors hold device pointers; optional operands this kernel was\n"
        << " * not compiled with must be NULL. `extras` holds the ALiBi slopes\n"
        << " * and segment ids this kernel takes; `mod_operands` the tensors\n"
-       << " * its score_mod / mask_mod read (mod0, mod1, ... above);\n"
-       << " * `block_mask` its mask_mod's block mask (i8 [B|1, Hq|1,\n"
-       << " * ceil(Nq/" << md.modifiers.blockTileQ << "), ceil(Nk/"
-       << md.modifiers.blockTileKV << ")], fa_block_mask_build). */\n"
+       << " * its score_mod / mask_mod read (mod0, mod1, ... above)";
+    if (blockMask)
+      os << ";\n"
+         << " * `block_mask` its mask_mod's block mask (i8 [B|1, Hq|1,\n"
+         << " * ceil(Nq/" << md.modifiers.blockTileQ << "), ceil(Nk/"
+         << md.modifiers.blockTileKV << ")], fa_block_mask_build)";
+    os << ". */\n"
        << "static inline fa_status " << md.name
        << "_launch(fa_kernel *kernel, const fa_tensor *q, const fa_tensor "
           "*k,\n"
@@ -116,32 +122,20 @@ static void writeGpuHeader(const rt::KernelMetadata &md,
           "*mask,\n"
        << "    const fa_attention_extras *extras,\n"
        << "    const fa_tensor *const *mod_operands, int64_t "
-          "num_mod_operands,\n"
-       << "    const fa_tensor *block_mask, fa_tensor *o, fa_tensor *lse,\n"
-       << "    void *stream) {\n"
-       << "  return fa_attention_launch_sparse(kernel, q, k, v, kv_lens, mask, "
-          "extras,\n"
-       << "      mod_operands, num_mod_operands, block_mask, o, lse, stream);\n"
-       << "}\n\n";
-  } else if (md.op == rt::OpKind::Attention && md.modifiers.hasRegions()) {
-    os << "/* Launches on `stream` (a CUstream; NULL = the default stream).\n"
-       << " * Tensors hold device pointers; optional operands this kernel was\n"
-       << " * not compiled with must be NULL. `extras` holds the ALiBi slopes\n"
-       << " * and segment ids this kernel takes; `mod_operands` the tensors\n"
-       << " * its score_mod / mask_mod read (mod0, mod1, ... above). */\n"
-       << "static inline fa_status " << md.name
-       << "_launch(fa_kernel *kernel, const fa_tensor *q, const fa_tensor "
-          "*k,\n"
-       << "    const fa_tensor *v, const fa_tensor *kv_lens, const fa_tensor "
-          "*mask,\n"
-       << "    const fa_attention_extras *extras,\n"
-       << "    const fa_tensor *const *mod_operands, int64_t "
-          "num_mod_operands,\n"
-       << "    fa_tensor *o, fa_tensor *lse, void *stream) {\n"
-       << "  return fa_attention_launch_mods(kernel, q, k, v, kv_lens, mask, "
-          "extras,\n"
-       << "      mod_operands, num_mod_operands, o, lse, stream);\n"
-       << "}\n\n";
+          "num_mod_operands,\n";
+    if (blockMask)
+      os << "    const fa_tensor *block_mask, fa_tensor *o, fa_tensor *lse,\n"
+         << "    void *stream) {\n"
+         << "  return fa_attention_launch_sparse(kernel, q, k, v, kv_lens, "
+            "mask, extras,\n"
+         << "      mod_operands, num_mod_operands, block_mask, o, lse, "
+            "stream);\n";
+    else
+      os << "    fa_tensor *o, fa_tensor *lse, void *stream) {\n"
+         << "  return fa_attention_launch_mods(kernel, q, k, v, kv_lens, mask, "
+            "extras,\n"
+         << "      mod_operands, num_mod_operands, o, lse, stream);\n";
+    os << "}\n\n";
   } else if (md.op == rt::OpKind::Attention && md.modifiers.any()) {
     os << "/* Launches on `stream` (a CUstream; NULL = the default stream).\n"
        << " * Tensors hold device pointers; optional operands this kernel was\n"
