@@ -82,6 +82,21 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
     the K and V tiles, S^T and the mask tile fit in half the L2 (64 x 512
     at D = 64, 64 x 352 at D = 128 with 1 MiB).
 
+    **Decode.** When the query length is small, a tile of `block-q` query
+    rows of one head is mostly padding and every query head reads the K/V
+    rows of its kv head again. With `decode-tiles` (the default), an op
+    whose Nq x G rows (G = Hq / Hkv) fit one decode tile of
+    lcm(W, `pv-rows`) rows gets a second kernel: the `scf.forall` runs over
+    (batch, kv head, decode tile) and a tile's rows are the (query, head)
+    pairs of the G query heads that share the kv head, query-major (row r:
+    query r / G of head kv_head * G + r % G), so each K/V tile is read once
+    per group, as FlashAttention 3's `pack_gqa`. The lanes' positions,
+    heads and ALiBi slopes are vectors (slopes and segment ids gathered);
+    the key range and tile classes are those of the queries the tile
+    holds. A static Nq picks one kernel; a dynamic one gets both, chosen by
+    `Nq * G <= rows` at run time. Ops with a block mask keep the one kernel
+    on its tiles.
+
     Functions not in kernel form are left for `fa-tile-attention` unless
     `require-kernel-form` is set.
   }];
@@ -110,6 +125,11 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
            /*default=*/"false",
            "Fail on an fa.attention that is not in kernel form instead of "
            "leaving it">,
+    Option<"decodeTiles", "decode-tiles", "bool", /*default=*/"true",
+           "Decode kernels: when Nq x Hq/Hkv rows fit one decode tile "
+           "(lcm(vector-width, pv-rows) rows), a kernel whose query tile "
+           "packs the query heads sharing a kv head (chosen at run time "
+           "when Nq is dynamic)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -68,6 +68,14 @@ struct CpuKernelConfig {
   int64_t pvVectors = 4;
   /// The forall will run in parallel (scratch per iteration).
   bool parallel = false;
+  /// Decode tiles: the rows of a query tile are (query, head) pairs of the
+  /// Hq / Hkv query heads that share a key/value head, query-major (row r
+  /// of the packed sequence is query r / G of head kvHead * G + r % G), so
+  /// that each K/V tile is read once per group instead of once per query
+  /// head.
+  bool packGroup = false;
+  /// Independent partial sums over d per S^T accumulator.
+  int64_t dSplit = 1;
 };
 
 /// Builds the kernel for one fa.attention.
@@ -77,8 +85,8 @@ public:
                    const CpuKernelConfig &cfg)
       : op(op), args(args), cfg(cfg), loc(op.getLoc()) {}
 
-  /// Emits the kernel before `op`; the caller erases the tensor-level ops.
-  void build();
+  /// Emits the kernel at `b`; the caller erases the tensor-level ops.
+  void build(OpBuilder &b);
 
 private:
   // Small builders.
@@ -260,12 +268,33 @@ private:
   /// With segments: the id range of the tile's query rows.
   AttentionSemantics::SegmentRange qSegRange;
   Value qT, kP, vP, sT, mT, oAcc, mBuf, lBuf, aBuf;
+  /// The tile's first row and its row count; without packGroup the rows
+  /// are the queries [q0, q0 + qRows), with it [q0, q0 + qRows) is the
+  /// range of queries the rows hold.
+  Value r0, rows;
+  /// With packGroup: per vector of lanes, the query head of each lane
+  /// (vector of index) and its ALiBi slope (vector of f32).
+  SmallVector<Value> laneHead, laneSlope;
+
+  /// The query and query head of tile row `r` (an index).
+  Value rowQuery(OpBuilder &b, Value r) {
+    Value row = add(b, r0, r);
+    return cfg.packGroup ? Value(arith::DivUIOp::create(b, loc, row,
+                                                        cIdx(b, group)))
+                         : row;
+  }
+  Value rowHead(OpBuilder &b, Value r) {
+    if (!cfg.packGroup)
+      return head;
+    Value inGroup =
+        arith::RemUIOp::create(b, loc, add(b, r0, r), cIdx(b, group));
+    return add(b, mul(b, kvHead, cIdx(b, group)), inGroup);
+  }
 };
 
 } // namespace
 
-void CpuKernelBuilder::build() {
-  OpBuilder b(op);
+void CpuKernelBuilder::build(OpBuilder &b) {
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());
   elt = qType.getElementType();
@@ -280,7 +309,10 @@ void CpuKernelBuilder::build() {
   positionalMods = sem.hasWindowLeft() || sem.hasWindowRight() ||
                    sem.hasChunk() || sem.hasSegments() || sem.hasMaskMod();
   vecType = VectorType::get({cfg.vw}, b.getF32Type());
-  directK = elt.isF32();
+  // Decode tiles do too little arithmetic per key to hide the latency of
+  // reading K rows in place, eight rows at once along d: they copy the K
+  // tile first, row by row (a sequential stream).
+  directK = elt.isF32() && !cfg.packGroup;
   directV = elt.isF32() && valueDim % cfg.vw == 0;
   if (args.mask) {
     auto mType = cast<MemRefType>(args.mask.getType());
@@ -290,11 +322,17 @@ void CpuKernelBuilder::build() {
 
   Value gB = memref::DimOp::create(b, loc, args.q, 0);
   Value gNq = memref::DimOp::create(b, loc, args.q, 2);
-  Value tiles = arith::CeilDivUIOp::create(b, loc, gNq, cIdx(b, cfg.blockQ));
+  // With packGroup the rows of a (batch, kv head) are Nq x G (query, head)
+  // pairs.
+  Value packedRows = cfg.packGroup ? mul(b, gNq, cIdx(b, group)) : gNq;
+  int64_t heads = cfg.packGroup
+                      ? cast<ShapedType>(op.getKey().getType()).getDimSize(1)
+                      : qType.getDimSize(1);
+  Value tiles =
+      arith::CeilDivUIOp::create(b, loc, packedRows, cIdx(b, cfg.blockQ));
   numTiles = tiles;
   auto forall = scf::ForallOp::create(
-      b, loc,
-      ArrayRef<OpFoldResult>{gB, b.getIndexAttr(qType.getDimSize(1)), tiles},
+      b, loc, ArrayRef<OpFoldResult>{gB, b.getIndexAttr(heads), tiles},
       ValueRange{}, std::nullopt);
   OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
   // Scratch: for a sequential loop, one set before the loop; for a
@@ -329,10 +367,16 @@ void CpuKernelBuilder::allocScratch(OpBuilder &b) {
 
 void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
   batch = ivs[0];
-  head = ivs[1];
-  kvHead = group == 1 ? head
-                      : Value(arith::DivUIOp::create(b, loc, head,
-                                                     cIdx(b, group)));
+  if (cfg.packGroup) {
+    // The lanes' heads are per row (rowHead, laneHead).
+    kvHead = ivs[1];
+    head = Value();
+  } else {
+    head = ivs[1];
+    kvHead = group == 1 ? head
+                        : Value(arith::DivUIOp::create(b, loc, head,
+                                                       cIdx(b, group)));
+  }
   nq = memref::DimOp::create(b, loc, args.q, 2);
   nk = memref::DimOp::create(b, loc, args.k, 2);
   Value tile = ivs[2];
@@ -351,8 +395,22 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
     Value mirrored = sub(b, sub(b, numTiles, cIdx(b, 1)), half);
     tile = arith::SelectOp::create(b, loc, odd, mirrored, half);
   }
-  q0 = mul(b, tile, cIdx(b, cfg.blockQ));
-  qRows = minI(b, cIdx(b, cfg.blockQ), sub(b, nq, q0));
+  r0 = mul(b, tile, cIdx(b, cfg.blockQ));
+  if (cfg.packGroup) {
+    // Rows [r0, r0 + rows) of the packed sequence hold the queries
+    // [r0 / G, (r0 + rows - 1) / G]: the key range, the tile classes and
+    // the segment-id range below are those of these queries.
+    Value g = cIdx(b, group);
+    rows = minI(b, cIdx(b, cfg.blockQ), sub(b, mul(b, nq, g), r0));
+    q0 = arith::DivUIOp::create(b, loc, r0, g);
+    Value qLast = arith::DivUIOp::create(
+        b, loc, sub(b, add(b, r0, rows), cIdx(b, 1)), g);
+    qRows = add(b, sub(b, qLast, q0), cIdx(b, 1));
+  } else {
+    q0 = r0;
+    qRows = minI(b, cIdx(b, cfg.blockQ), sub(b, nq, q0));
+    rows = qRows;
+  }
   diagOffset = sem.diagonalOffset(b, loc, nq, nk, args.qOffset);
 
   // Only the keys [kvBegin, kvEnd) are visited: key lengths, causality, the
@@ -374,17 +432,62 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
 
   // The modifiers' per-tile operands: the head's ALiBi slope, the query
   // positions and segment ids of each vector of lanes.
-  slope = AttentionSemantics::loadAlibiSlope(b, loc, args.alibi, batch, head);
+  // With packGroup the lanes of a vector hold several heads and queries
+  // (the causal rule compares query positions too): the positions, heads
+  // and slopes are vectors, the segment ids gathered.
+  slope = cfg.packGroup ? Value()
+                        : AttentionSemantics::loadAlibiSlope(b, loc, args.alibi,
+                                                             batch, head);
   qPos.clear();
   qSeg.clear();
-  if (sem.hasModifiers() || sem.hasSegments()) {
+  laneHead.clear();
+  laneSlope.clear();
+  if (sem.hasModifiers() || sem.hasSegments() || cfg.packGroup) {
     auto idxVec = VectorType::get({cfg.vw}, b.getIndexType());
     for (int64_t v = 0; v < cfg.blockQ / cfg.vw; ++v) {
-      Value first = add(b, q0, cIdx(b, v * cfg.vw));
-      qPos.push_back(arith::AddIOp::create(
+      Value first = add(b, r0, cIdx(b, v * cfg.vw));
+      Value lanes = arith::AddIOp::create(
           b, loc, vector::StepOp::create(b, loc, idxVec),
-          vector::BroadcastOp::create(b, loc, idxVec, first)));
-      if (args.qSegments) {
+          vector::BroadcastOp::create(b, loc, idxVec, first));
+      if (!cfg.packGroup) {
+        qPos.push_back(lanes);
+      } else {
+        Value g = vector::BroadcastOp::create(b, loc, idxVec, cIdx(b, group));
+        qPos.push_back(arith::DivUIOp::create(b, loc, lanes, g));
+        laneHead.push_back(arith::AddIOp::create(
+            b, loc, arith::RemUIOp::create(b, loc, lanes, g),
+            vector::BroadcastOp::create(b, loc, idxVec,
+                                        mul(b, kvHead, cIdx(b, group)))));
+        if (args.alibi) {
+          // Every lane's head is in range (< Hq), its slope defined.
+          auto sType = cast<MemRefType>(args.alibi.getType());
+          SmallVector<Value> at;
+          if (sType.getRank() == 2)
+            at.push_back(batch);
+          at.push_back(cIdx(b, 0));
+          Value all = arith::ConstantOp::create(
+              b, loc,
+              DenseElementsAttr::get(
+                  VectorType::get({cfg.vw}, b.getI1Type()), true));
+          laneSlope.push_back(vector::GatherOp::create(
+              b, loc, vecType, args.alibi, at, laneHead.back(), all,
+              splatF32(b, 0.0f)));
+        }
+      }
+      if (args.qSegments && cfg.packGroup) {
+        // Lanes past the tile's rows read 0 (their results are dropped).
+        Type i32 = b.getI32Type();
+        auto vt = VectorType::get({cfg.vw}, i32);
+        Value left = sub(b, rows, cIdx(b, v * cfg.vw));
+        Value inRows = vector::CreateMaskOp::create(
+            b, loc, VectorType::get({cfg.vw}, b.getI1Type()),
+            ValueRange{left});
+        qSeg.push_back(vector::GatherOp::create(
+            b, loc, vt, args.qSegments, ValueRange{batch, cIdx(b, 0)},
+            qPos.back(), inRows,
+            arith::ConstantOp::create(
+                b, loc, DenseElementsAttr::get(vt, b.getI32IntegerAttr(0)))));
+      } else if (args.qSegments) {
         // Lanes past the query rows read 0 (their results are dropped).
         Type i32 = b.getI32Type();
         Value pad = arith::ConstantOp::create(b, loc, b.getZeroAttr(i32));
@@ -415,16 +518,17 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
 
   // Q^T, scaled; lanes past the query rows are 0.
   Value scaleC = cF32(b, scale);
-  loop(b, zero, qRows, [&](OpBuilder &lb, Value r) {
-    Value q = add(lb, q0, r);
+  loop(b, zero, rows, [&](OpBuilder &lb, Value r) {
+    Value q = rowQuery(lb, r);
+    Value h = rowHead(lb, r);
     loop(lb, cIdx(lb, 0), cIdx(lb, headDim), [&](OpBuilder &ib, Value d) {
-      Value x = memref::LoadOp::create(ib, loc, args.q,
-                                       ValueRange{batch, head, q, d});
+      Value x =
+          memref::LoadOp::create(ib, loc, args.q, ValueRange{batch, h, q, d});
       Value xs = arith::MulFOp::create(ib, loc, toF32(ib, x), scaleC);
       memref::StoreOp::create(ib, loc, xs, qT, ValueRange{d, r});
     });
   });
-  loop(b, qRows, cIdx(b, bq), [&](OpBuilder &lb, Value r) {
+  loop(b, rows, cIdx(b, bq), [&](OpBuilder &lb, Value r) {
     loop(lb, cIdx(lb, 0), cIdx(lb, headDim), [&](OpBuilder &ib, Value d) {
       memref::StoreOp::create(ib, loc, cF32(ib, 0.0f), qT, ValueRange{d, r});
     });
@@ -509,9 +613,9 @@ void CpuKernelBuilder::buildKVTile(
   // The mask tile, transposed, as an additive f32 (0 / -inf for booleans).
   if (mT) {
     Value mb = maskBroadcastsBatch ? zero : batch;
-    Value mh = maskBroadcastsHeads ? zero : head;
-    loop(b, zero, qRows, [&](OpBuilder &lb, Value r) {
-      Value q = add(lb, q0, r);
+    loop(b, zero, rows, [&](OpBuilder &lb, Value r) {
+      Value q = rowQuery(lb, r);
+      Value mh = maskBroadcastsHeads ? zero : rowHead(lb, r);
       loop(lb, cIdx(lb, 0), kCols, [&](OpBuilder &ib, Value jj) {
         Value x = memref::LoadOp::create(ib, loc, args.mask,
                                          ValueRange{mb, mh, q, add(ib, k0, jj)});
@@ -568,31 +672,52 @@ void CpuKernelBuilder::buildScores(OpBuilder &b, Value k0, Value kCols) {
         keyIdx.push_back(
             minI(lb, add(lb, add(lb, k0, j0), cIdx(lb, i)), last));
     }
-    SmallVector<Value> inits(kr * qVecs, splatF32(lb, 0.0f));
+    // cfg.dSplit independent partial sums over d per accumulator (d
+    // strided by dSplit), added at the end: with few accumulators the FMA
+    // chains would otherwise be latency-bound.
+    int64_t ds = cfg.dSplit;
+    int64_t dMain = headDim - headDim % ds;
+    auto accumulate = [&](OpBuilder &db, Value d, ValueRange acc,
+                          int64_t set) {
+      SmallVector<Value> next(acc);
+      SmallVector<Value> qv;
+      for (int64_t v = 0; v < qVecs; ++v)
+        qv.push_back(vload(db, qT, {d, cIdx(db, v * cfg.vw)}));
+      for (int64_t i = 0; i < kr; ++i) {
+        Value kx =
+            kP ? Value(memref::LoadOp::create(
+                     db, loc, kP, ValueRange{add(db, j0, cIdx(db, i)), d}))
+               : Value(memref::LoadOp::create(
+                     db, loc, args.k, ValueRange{batch, kvHead, keyIdx[i], d}));
+        Value kb2 = bcast(db, kx);
+        for (int64_t v = 0; v < qVecs; ++v) {
+          int64_t a = (set * kr + i) * qVecs + v;
+          next[a] = fma(db, kb2, qv[v], acc[a]);
+        }
+      }
+      return next;
+    };
+    SmallVector<Value> inits(ds * kr * qVecs, splatF32(lb, 0.0f));
     auto dLoop = scf::ForOp::create(
-        lb, loc, cIdx(lb, 0), cIdx(lb, headDim), cIdx(lb, 1), inits,
+        lb, loc, cIdx(lb, 0), cIdx(lb, dMain), cIdx(lb, ds), inits,
         [&](OpBuilder &db, Location, Value d, ValueRange acc) {
-          SmallVector<Value> qv;
-          for (int64_t v = 0; v < qVecs; ++v)
-            qv.push_back(vload(db, qT, {d, cIdx(db, v * cfg.vw)}));
-          SmallVector<Value> next;
-          for (int64_t i = 0; i < kr; ++i) {
-            Value kx =
-                kP ? Value(memref::LoadOp::create(
-                         db, loc, kP, ValueRange{add(db, j0, cIdx(db, i)), d}))
-                   : Value(memref::LoadOp::create(
-                         db, loc, args.k,
-                         ValueRange{batch, kvHead, keyIdx[i], d}));
-            Value kb2 = bcast(db, kx);
-            for (int64_t v = 0; v < qVecs; ++v)
-              next.push_back(fma(db, kb2, qv[v], acc[i * qVecs + v]));
-          }
+          SmallVector<Value> next(acc);
+          for (int64_t set = 0; set < ds; ++set)
+            next = accumulate(
+                db, set == 0 ? d : add(db, d, cIdx(db, set)), next, set);
           scf::YieldOp::create(db, loc, next);
         });
+    SmallVector<Value> acc(dLoop.getResults());
+    for (int64_t d = dMain; d < headDim; ++d)
+      acc = accumulate(lb, cIdx(lb, d), acc, 0);
     for (int64_t i = 0; i < kr; ++i)
-      for (int64_t v = 0; v < qVecs; ++v)
-        vstore(lb, dLoop.getResult(i * qVecs + v), sT,
-               {add(lb, j0, cIdx(lb, i)), cIdx(lb, v * cfg.vw)});
+      for (int64_t v = 0; v < qVecs; ++v) {
+        Value sum = acc[i * qVecs + v];
+        for (int64_t set = 1; set < ds; ++set)
+          sum = arith::AddFOp::create(lb, loc, sum,
+                                      acc[(set * kr + i) * qVecs + v]);
+        vstore(lb, sum, sT, {add(lb, j0, cIdx(lb, i)), cIdx(lb, v * cfg.vw)});
+      }
   });
 }
 
@@ -690,9 +815,11 @@ SmallVector<Value> CpuKernelBuilder::buildScoreModsAndMax(OpBuilder &b,
         Value threshold, kSeg;
         if (removeKeys && sem.isCausal() && !positionalMods) {
           // Lane r (query q0 + r) keeps key k0 + jj when q0 + r is at least
-          // the first query keeping it.
-          threshold =
-              sub(lb, sem.firstCausalQuery(lb, loc, key, diagOffset), q0);
+          // the first query keeping it; with packGroup, when the lane's
+          // query is.
+          threshold = sem.firstCausalQuery(lb, loc, key, diagOffset);
+          if (!cfg.packGroup)
+            threshold = sub(lb, threshold, q0);
         }
         if (removeKeys && args.kSegments)
           kSeg = memref::LoadOp::create(lb, loc, args.kSegments,
@@ -702,7 +829,8 @@ SmallVector<Value> CpuKernelBuilder::buildScoreModsAndMax(OpBuilder &b,
           Value s = vload(lb, sT, {jj, col});
           bool changed = false;
           if (scoreMods) {
-            s = sem.modifyScore(lb, loc, s, qPos[v], key, diagOffset, slope);
+            s = sem.modifyScore(lb, loc, s, qPos[v], key, diagOffset,
+                                laneSlope.empty() ? slope : laneSlope[v]);
             changed = true;
           }
           Value dropMask;
@@ -716,7 +844,8 @@ SmallVector<Value> CpuKernelBuilder::buildScoreModsAndMax(OpBuilder &b,
             changed = true;
           }
           AttentionSemantics::ModIndices idx{
-              batch, head, qPos.empty() ? Value() : qPos[v], key, nq, nk};
+              batch, laneHead.empty() ? head : laneHead[v],
+              qPos.empty() ? Value() : qPos[v], key, nq, nk};
           if (scoreRegion) {
             s = sem.applyScoreMod(lb, loc, s, idx, args.modOperands);
             changed = true;
@@ -734,10 +863,13 @@ SmallVector<Value> CpuKernelBuilder::buildScoreModsAndMax(OpBuilder &b,
             changed = true;
           }
           if (threshold) {
-            Value lanes = vector::StepOp::create(lb, loc, idxVec);
-            lanes = arith::AddIOp::create(
-                lb, loc, lanes,
-                vector::BroadcastOp::create(lb, loc, idxVec, col));
+            Value lanes = cfg.packGroup ? qPos[v]
+                                        : Value(vector::StepOp::create(
+                                              lb, loc, idxVec));
+            if (!cfg.packGroup)
+              lanes = arith::AddIOp::create(
+                  lb, loc, lanes,
+                  vector::BroadcastOp::create(lb, loc, idxVec, col));
             Value keep = arith::CmpIOp::create(
                 lb, loc, arith::CmpIPredicate::sge, lanes,
                 vector::BroadcastOp::create(lb, loc, idxVec, threshold));
@@ -759,7 +891,8 @@ void CpuKernelBuilder::buildPV(OpBuilder &b, Value k0, Value kCols,
   // pvRows query rows x pvVectors vectors of Dv, accumulated over the keys
   // (broadcast P^T[j][r], FMA with the V row j).
   int64_t rows = cfg.pvRows;
-  Value numBlocks = arith::CeilDivUIOp::create(b, loc, qRows, cIdx(b, rows));
+  Value numBlocks =
+      arith::CeilDivUIOp::create(b, loc, this->rows, cIdx(b, rows));
   int64_t dvVecs = valueDimPad / cfg.vw;
   loop(b, cIdx(b, 0), numBlocks, [&](OpBuilder &lb, Value rb) {
     Value r0 = mul(lb, rb, cIdx(lb, rows));
@@ -822,8 +955,9 @@ void CpuKernelBuilder::buildEpilogue(OpBuilder &b) {
   // O = acc / l and LSE = m + log(l); a row with nothing attended (l == 0)
   // gives O = 0 and LSE = -inf.
   float inf = std::numeric_limits<float>::infinity();
-  loop(b, cIdx(b, 0), qRows, [&](OpBuilder &lb, Value r) {
-    Value q = add(lb, q0, r);
+  loop(b, cIdx(b, 0), rows, [&](OpBuilder &lb, Value r) {
+    Value q = rowQuery(lb, r);
+    Value h = rowHead(lb, r);
     Value l = memref::LoadOp::create(lb, loc, lBuf, ValueRange{r});
     Value empty = arith::CmpFOp::create(lb, loc, arith::CmpFPredicate::OEQ, l,
                                         cF32(lb, 0.0f));
@@ -839,7 +973,7 @@ void CpuKernelBuilder::buildEpilogue(OpBuilder &b) {
         o = arith::TruncFOp::create(lb, loc, VectorType::get({cfg.vw}, elt), o);
       bool inBounds = c + cfg.vw <= valueDim;
       vector::TransferWriteOp::create(
-          lb, loc, o, args.o, ValueRange{batch, head, q, cIdx(lb, c)},
+          lb, loc, o, args.o, ValueRange{batch, h, q, cIdx(lb, c)},
           ArrayRef<bool>{inBounds});
     }
     if (args.lse) {
@@ -847,8 +981,7 @@ void CpuKernelBuilder::buildEpilogue(OpBuilder &b) {
       Value lse = arith::AddFOp::create(lb, loc, m,
                                         math::LogOp::create(lb, loc, l));
       lse = arith::SelectOp::create(lb, loc, empty, cF32(lb, -inf), lse);
-      memref::StoreOp::create(lb, loc, lse, args.lse,
-                              ValueRange{batch, head, q});
+      memref::StoreOp::create(lb, loc, lse, args.lse, ValueRange{batch, h, q});
     }
   });
 }
@@ -942,6 +1075,45 @@ static void eraseDeadTensorOps(Region &region) {
   }
 }
 
+/// Builds the kernel(s) of `op` before it: the general one on `cfg`'s
+/// tiles and, with `decode` (and no block mask), the decode kernel
+/// `decodeCfg` (packed query heads) for the shapes whose Nq x G rows fit
+/// its tile; a dynamic Nq gets both behind an `scf.if`.
+static void buildKernels(AttentionOp op, const KernelOperands &args,
+                         const CpuKernelConfig &cfg,
+                         const CpuKernelConfig &decodeCfg, bool decode) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  int64_t group = op.getGroupSize();
+  auto qType = cast<ShapedType>(op.getQuery().getType());
+  if (!decode || args.blockMask) {
+    CpuKernelBuilder(op, args, cfg).build(b);
+    return;
+  }
+  int64_t nq = qType.getDimSize(2);
+  if (!ShapedType::isDynamic(nq)) {
+    CpuKernelBuilder(op, args, nq * group <= decodeCfg.blockQ ? decodeCfg : cfg)
+        .build(b);
+    return;
+  }
+  Value rows = arith::MulIOp::create(
+      b, loc, memref::DimOp::create(b, loc, args.q, 2),
+      arith::ConstantIndexOp::create(b, loc, group));
+  Value fits = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ule, rows,
+      arith::ConstantIndexOp::create(b, loc, decodeCfg.blockQ));
+  scf::IfOp::create(
+      b, loc, fits,
+      [&](OpBuilder &tb, Location) {
+        CpuKernelBuilder(op, args, decodeCfg).build(tb);
+        scf::YieldOp::create(tb, loc);
+      },
+      [&](OpBuilder &eb, Location) {
+        CpuKernelBuilder(op, args, cfg).build(eb);
+        scf::YieldOp::create(eb, loc);
+      });
+}
+
 void FACpuAttentionPass::runOnOperation() {
   CpuKernelConfig cfg;
   cfg.vw = vectorWidth;
@@ -1009,14 +1181,24 @@ void FACpuAttentionPass::runOnOperation() {
       opCfg.blockQ = tiles[0];
       opCfg.blockKV = tiles[1];
     }
-    chooseTileSizes(opCfg,
-                    cast<ShapedType>(op.getQuery().getType()).getDimSize(3),
-                    cast<ShapedType>(op.getValue().getType()).getDimSize(3),
-                    static_cast<bool>(args->mask), l2);
+    int64_t d = cast<ShapedType>(op.getQuery().getType()).getDimSize(3);
+    int64_t dv = cast<ShapedType>(op.getValue().getType()).getDimSize(3);
+    chooseTileSizes(opCfg, d, dv, static_cast<bool>(args->mask), l2);
+    // The decode kernel: one tile of lcm(W, pv-rows) packed rows, block-kv
+    // as given or chosen for that tile. Its S^T micro-kernel has one query
+    // vector: key-rows x 2 partial sums over d keep the FMA chains from
+    // being latency-bound within the register file (16 vector registers
+    // below AVX-512: 3 x 2 accumulators; 32: 6 x 2).
+    CpuKernelConfig decodeCfg = cfg;
+    decodeCfg.packGroup = true;
+    decodeCfg.blockQ = std::lcm(cfg.vw, cfg.pvRows);
+    decodeCfg.keyRows = cfg.vw >= 16 ? 6 : 3;
+    decodeCfg.dSplit = 2;
+    chooseTileSizes(decodeCfg, d, dv, static_cast<bool>(args->mask), l2);
     Operation *anchor = op->getParentOp();
     llvm::SmallPtrSet<Operation *, 4> userTanhs;
     anchor->walk([&](math::TanhOp t) { userTanhs.insert(t); });
-    CpuKernelBuilder(op, *args, opCfg).build();
+    buildKernels(op, *args, opCfg, decodeCfg, decodeTiles);
     for (Operation *u : users)
       u->erase();
     Region *region = op->getParentRegion();

@@ -1,6 +1,7 @@
-// RUN: fa-opt %s -split-input-file -fa-cpu-attention="block-q=64 block-kv=64" -verify-diagnostics | FileCheck %s
-// RUN: fa-opt %s -split-input-file -fa-cpu-attention="parallel=true block-q=64 block-kv=64" -verify-diagnostics | FileCheck %s --check-prefix=PAR
-// RUN: fa-opt %s -split-input-file -fa-cpu-attention="vector-width=8 block-q=32 block-kv=64 key-rows=3 pv-rows=4 pv-vectors=2" -verify-diagnostics | FileCheck %s --check-prefix=AVX2
+// RUN: fa-opt %s -split-input-file -fa-cpu-attention="decode-tiles=false block-q=64 block-kv=64" -verify-diagnostics | FileCheck %s
+// RUN: fa-opt %s -split-input-file -fa-cpu-attention="decode-tiles=false parallel=true block-q=64 block-kv=64" -verify-diagnostics | FileCheck %s --check-prefix=PAR
+// RUN: fa-opt %s -split-input-file -fa-cpu-attention="decode-tiles=false vector-width=8 block-q=32 block-kv=64 key-rows=3 pv-rows=4 pv-vectors=2" -verify-diagnostics | FileCheck %s --check-prefix=AVX2
+// RUN: fa-opt %s -split-input-file -fa-cpu-attention="block-q=64 block-kv=64" -verify-diagnostics | FileCheck %s --check-prefix=DECODE
 
 // A kernel function with f16 inputs, GQA (Hq = 4, Hkv = 2), key lengths, a
 // boolean mask (i8 bytes, as fa-run passes it), bottom-right causality,
@@ -261,6 +262,27 @@ func.func @causal(%q: memref<1x2x?x32xf32>, %k: memref<1x2x?x32xf32>, %v: memref
 // begin. A tile that needs no element mask (every key kept for every row)
 // takes the else branch: the score modifiers, no key masks, and the
 // unguarded P V. The softcap's tanh is a rational approximation.
+// With decode tiles (the default), a dynamic Nq gets the decode kernel
+// behind Nq x G <= 16 (G = 2 query heads per kv head): its forall runs over
+// the kv heads, each lane's query is row / G and its head
+// kv_head x G + row % G, the slopes are gathered per lane; the general
+// kernel (over the query heads) is the else branch.
+// DECODE-LABEL: func.func @modifiers
+//  DECODE-SAME:   %[[Q:[a-z0-9]+]]: memref<1x4x?x32xf32>
+//  DECODE-SAME:   %[[AL:[a-z0-9]+]]: memref<4xf32>
+//       DECODE:   %[[NQ:.*]] = memref.dim %[[Q]], %{{.*}} : memref<1x4x?x32xf32>
+//       DECODE:   %[[ROWS:.*]] = arith.muli %[[NQ]], %c2
+//       DECODE:   %[[FITS:.*]] = arith.cmpi ule, %[[ROWS]], %c16
+//       DECODE:   scf.if %[[FITS]] {
+//       DECODE:     scf.forall (%{{.*}}, %[[KVH:.*]], %{{.*}}) in (%{{.*}}, 2, %{{.*}})
+//       DECODE:       %[[LANES:.*]] = arith.addi %{{.*}} : vector<16xindex>
+//       DECODE:       arith.divui %[[LANES]], %{{.*}} : vector<16xindex>
+//       DECODE:       %[[INGROUP:.*]] = arith.remui %[[LANES]], %{{.*}} : vector<16xindex>
+//       DECODE:       %[[HEADS:.*]] = arith.addi %[[INGROUP]], %{{.*}} : vector<16xindex>
+//       DECODE:       vector.gather %[[AL]][%{{.*}}] [%[[HEADS]]]
+//       DECODE:   } else {
+//       DECODE:     scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 4, %{{.*}})
+//       DECODE:   return
 // CHECK-LABEL: func.func @modifiers
 //  CHECK-SAME:   %[[AL:[a-z0-9]+]]: memref<4xf32>
 //   CHECK-NOT:   math.tanh
@@ -370,5 +392,35 @@ func.func @regions(%q: memref<1x2x64x64xf16>, %k: memref<1x2x64x64xf16>, %v: mem
     fa.yield %keep : i1
   } -> tensor<1x2x64x64xf16>
   bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x2x64x64xf16>, memref<1x2x64x64xf16>) -> ()
+  return
+}
+
+// -----
+
+// A static Nq whose Nq x G rows fit one decode tile (1 x 4 <= 16) gets the
+// decode kernel alone: the forall over (batch, kv head, tile), the f32 K
+// tile copied row by row, the S^T micro-kernel on one query vector with two
+// partial sums over d (stride 2) per key row, added at the end; Q and O
+// rows at (row % G + kv_head x G, row / G).
+// DECODE-LABEL: func.func @decode_static
+//   DECODE-NOT:   scf.if
+//       DECODE:   scf.forall (%[[B:.*]], %[[KVH:.*]], %{{.*}}) in (%{{.*}}, 2, %{{.*}})
+//       DECODE:     vector.transfer_read %{{.*}}[%[[B]], %[[KVH]],
+//       DECODE:     scf.for %{{.*}} = %{{.*}} to %c32{{.*}} step %c2{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+//       DECODE:     arith.addf %{{.*}} : vector<16xf32>
+//       DECODE:     %[[QROW:.*]] = arith.divui %{{.*}}, %c4{{.*}}
+//       DECODE:     %[[HG:.*]] = arith.remui %{{.*}}, %c4{{.*}}
+//       DECODE:     %[[H:.*]] = arith.addi %{{.*}}, %[[HG]]
+//       DECODE:     vector.transfer_write %{{.*}}, %{{.*}}[%[[B]], %[[H]], %[[QROW]], %{{.*}}]
+// CHECK-LABEL: func.func @decode_static
+//       CHECK:   scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 8, %{{.*}})
+func.func @decode_static(%q: memref<1x8x1x32xf32>, %k: memref<1x2x?x32xf32>, %v: memref<1x2x?x32xf32>, %o: memref<1x8x1x32xf32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<1x8x1x32xf32> to tensor<1x8x1x32xf32>
+  %kt = bufferization.to_tensor %k restrict : memref<1x2x?x32xf32> to tensor<1x2x?x32xf32>
+  %vt = bufferization.to_tensor %v restrict : memref<1x2x?x32xf32> to tensor<1x2x?x32xf32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<1x8x1x32xf32> to tensor<1x8x1x32xf32>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<1x8x1x32xf32>, tensor<1x2x?x32xf32>, tensor<1x2x?x32xf32>)
+           outs(%ot : tensor<1x8x1x32xf32>) causal(bottom_right) -> tensor<1x8x1x32xf32>
+  bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x8x1x32xf32>, memref<1x8x1x32xf32>) -> ()
   return
 }

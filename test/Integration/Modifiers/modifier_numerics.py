@@ -43,7 +43,10 @@ and must then fail it:
                    its q index (tiling way): it reads another row's bias;
   block_partial_full (prefix-LM mask_mod with a block mask) the block
                    mask marks partial tiles full, so the vector kernel
-                   skips the mask_mod on them.
+                   skips the mask_mod on them;
+  decode_row_head  (GQA decode with a window) the decode kernel reads the
+                   Q rows of a packed tile from head kv_head * G + row / G
+                   instead of kv_head * G + row % G.
 
 General score_mod / mask_mod regions (test/lib/modifier_regions.py) run
 through the same five ways, against numpy versions of the regions.
@@ -408,6 +411,17 @@ CASES = [
     # not read past Nk.
     case("regions_tl_padded_keys", Nq=40, Nk=24, causal="top-left",
          regions="both"),
+    # Decode shapes: Nq x Hq/Hkv rows fit one decode tile (8 rows for
+    # vector8, 16 for vector), so the vector ways run the decode kernel
+    # (query heads packed per kv head; per-lane heads, slopes, positions
+    # and segment ids).
+    case("decode_gqa_window", B=2, Hq=8, Hkv=2, Nq=2, Nk=45,
+         causal="bottom-right", window=(20, 0), lens=[45, 30]),
+    case("decode_mods_regions", B=2, Hq=4, Hkv=1, Nq=2, Nk=37,
+         causal="bottom-right", softcap=3.0, alibi="h", segments="sorted",
+         mag=3.0, regions="both"),
+    case("decode_mask_q_offset", Hq=4, Hkv=2, Nq=3, Nk=40,
+         causal="top-left", mask="float", q_offset=5),
 ]
 
 
@@ -447,8 +461,20 @@ def mutate_segments(kernel):
     return mutants
 
 
+def mutate_decode(kernel):
+    # The decode kernel's row head kv_head * G + row % G: the first scalar
+    # remui (the Q rows' heads) becomes a divui (the row's query index).
+    mutants = {}
+    m = re.search(r"arith\.remui (%[\w]+, %[\w]+ : index)", kernel)
+    if m:
+        mutants["decode_row_head"] = (kernel[:m.start()] + "arith.divui " +
+                                      m.group(1) + kernel[m.end():])
+    return mutants
+
+
 MUTATIONS = [("window_both_none", mutate_window,
               ("full_tiles", "window_off_by_1")),
+             ("decode_gqa_window", mutate_decode, ("decode_row_head",)),
              ("segments_sorted_tiles", mutate_segments,
               ("segment_full", "segment_skip"))]
 

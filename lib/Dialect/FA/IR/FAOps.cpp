@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -218,6 +219,55 @@ float AttentionOp::getEffectiveScale() {
     return s.getValueAsDouble();
   int64_t d = cast<RankedTensorType>(getQuery().getType()).getDimSize(3);
   return static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+}
+
+namespace {
+/// Folds `tensor.cast`s that erase static shape information into
+/// fa.attention (its results take the static shapes of the new outs, cast
+/// back for the old users), as tensor's FoldTensorCastProducerOp does for
+/// every destination-style op. fa.attention needs its own: that pattern
+/// rebuilds the op with mlir::clone, which under a rewriter's listener
+/// dereferences the first block of every region, and the op's
+/// score_mod / mask_mod regions are empty when absent (a crash after
+/// tiling into single-iteration loops, whose slices become static). With
+/// a higher benefit this pattern folds the casts first.
+struct FoldTensorCastIntoAttention final : OpRewritePattern<AttentionOp> {
+  FoldTensorCastIntoAttention(MLIRContext *ctx)
+      : OpRewritePattern<AttentionOp>(ctx, /*benefit=*/2) {}
+
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!tensor::hasFoldableTensorCastOperand(op))
+      return failure();
+    SmallVector<Type> newResultTypes(op->getResultTypes());
+    SmallVector<Value> newOperands =
+        tensor::getUpdatedOperandsAfterCastOpFolding(
+            cast<DestinationStyleOpInterface>(op.getOperation()),
+            newResultTypes);
+    Operation *newOp = rewriter.clone(*op);
+    rewriter.modifyOpInPlace(newOp, [&] {
+      newOp->setOperands(newOperands);
+      for (auto [result, type] : llvm::zip(newOp->getResults(), newResultTypes))
+        result.setType(type);
+    });
+    SmallVector<Value> replacements;
+    for (auto [oldResult, newResult] :
+         llvm::zip(op->getResults(), newOp->getResults())) {
+      Value v = newResult;
+      if (v.getType() != oldResult.getType())
+        v = tensor::CastOp::create(rewriter, op.getLoc(), oldResult.getType(),
+                                   v);
+      replacements.push_back(v);
+    }
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+};
+} // namespace
+
+void AttentionOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<FoldTensorCastIntoAttention>(context);
 }
 
 LogicalResult AttentionOp::verify() {

@@ -266,6 +266,7 @@ def FA_AttentionOp : FA_Op<"attention", [
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,204 @@
+# RUN: %python %s %fa_run
+# RUN: env OMP_NUM_THREADS=2 %python %s %fa_run --parallel
+#
+# Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""Numerics of the CPU decode kernels (fa-cpu-attention's decode tiles:
+the query heads that share a kv head packed into one tile) against the
+float64 reference of test/lib/fa_reference.py.
+
+fa-run builds kernels with a dynamic Nq, so each carries both kernels and
+picks one at run time: Nq x Hq/Hkv rows within one decode tile (8 rows with
+AVX2, 16 with AVX-512) take the decode kernel, more take the general one.
+The cases sweep Nq = 1..16 with MHA, GQA and MQA groups, so both kernels
+and the boundary between them run on every host, with bottom-right
+causality (the serving alignment), ragged key lengths (Nk not a multiple
+of a tile, key lengths of 0: empty rows), and every modifier whose value
+differs per lane in a packed tile: windows, softcap, ALiBi slopes per head
+(gathered), masks per head and broadcast, segment ids (gathered per
+query), chunks, and score_mod / mask_mod regions that read the head index.
+Pass criteria: relative Frobenius error of O and LSE below 2e-5; empty
+rows exactly O = 0 and LSE = -inf; no NaN.
+
+The comparison can fail: two cases are compared again against a reference
+whose query heads of group 0 read kv head 1, and must fail (a packed
+kernel reading the wrong kv head for some lanes is caught). Mutations of
+the decode kernel itself are in test/Integration/Modifiers.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
+from fa_reference import reference, seed_of  # noqa: E402
+from modifier_regions import mods_file, region_case  # noqa: E402
+
+FA_RUN = sys.argv[1]
+EXTRA = sys.argv[2:]
+
+
+def case(name, **kw):
+    c = dict(name=name, B=2, Hq=8, Hkv=2, Nq=1, Nk=203, D=32,
+             causal="bottom-right", lens=None, mask=None, window=None,
+             softcap=None, alibi=None, chunk=None, segments=False,
+             regions=None, mag=1.0)
+    c.update(kw)
+    return c
+
+
+CASES = []
+# Every Nq 1..16 against groups 1 (MHA), 4 and 8 (GQA) and 8 with one kv
+# head (MQA): Nq x G crosses the decode tile (8 or 16 rows) in each.
+for g, hkv in ((1, 4), (4, 2), (8, 1)):
+    for nq in (1, 2, 3, 5, 8, 16):
+        CASES.append(case(f"nq{nq}_g{g}", Hq=g * hkv, Hkv=hkv, Nq=nq,
+                          Nk=77 + 31 * nq, lens=[77 + 31 * nq, 40 + nq]))
+CASES += [
+    # Key lengths of 0 empty every row of batch 1; top-left and none too.
+    case("empty_rows", Nq=3, lens=[150, 0]),
+    case("top_left", Nq=4, causal="top-left", Nk=30),
+    case("not_causal", Nq=2, causal="none", Nk=50),
+    # The window and chunk bounds per query of the packed rows.
+    case("window", Nq=4, window=(37, 0), Nk=300),
+    case("window_right", Nq=2, causal="none", window=(20, 3), Nk=120),
+    case("chunk", Nq=3, chunk=64, Nk=250),
+    # Softcap on large scores; ALiBi slopes [Hq] and [B, Hq].
+    case("softcap", Nq=2, softcap=2.0, mag=4.0),
+    case("alibi_h", Nq=2, alibi="h"),
+    case("alibi_bh", Hq=16, Hkv=2, Nq=1, alibi="bh", softcap=5.0),
+    # Boolean masks per (batch, head) and broadcast; an additive one.
+    case("bool_mask_per_head", Nq=2, mask="bool_bh"),
+    case("bool_mask_broadcast", Nq=1, mask="bool_b1"),
+    case("float_mask_per_head", Nq=3, mask="float_1h", Hq=4, Hkv=1),
+    # Segment ids: the query ids of the packed rows are gathered.
+    case("segments", Nq=4, segments=True, Nk=160),
+    # Regions that read the head: a per-head offset and a mask for odd
+    # heads; a [Nq, Hq] table read at (q, h).
+    case("regions_both", Nq=2, regions="both"),
+    case("regions_row_bias", Nq=3, regions="row_bias", Hq=4, Hkv=1),
+]
+
+
+def run_case(c, tmp, mutate=False):
+    rng = np.random.default_rng(seed_of("decode." + c["name"]))
+    B, Hq, Hkv, Nq, Nk, D = c["B"], c["Hq"], c["Hkv"], c["Nq"], c["Nk"], c["D"]
+    q = rng.standard_normal((B, Hq, Nq, D), dtype=np.float32) * c["mag"]
+    k = rng.standard_normal((B, Hkv, Nk, D), dtype=np.float32)
+    v = rng.standard_normal((B, Hkv, Nk, D), dtype=np.float32)
+    p = {n: os.path.join(tmp, f"{c['name']}.{n}.npy")
+         for n in ("q", "k", "v", "o", "lse", "lens", "mask", "alibi",
+                   "qs", "ks", "mods", "m0")}
+    np.save(p["q"], q)
+    np.save(p["k"], k)
+    np.save(p["v"], v)
+    cmd = [FA_RUN, "attention", "--q", p["q"], "--k", p["k"], "--v", p["v"],
+           "-o", p["o"], "--lse", p["lse"], "--causal", c["causal"],
+           "--quiet"] + EXTRA
+    kw = {}
+    lens = mask = None
+    if c["lens"] is not None:
+        lens = np.array(c["lens"], dtype=np.int32)
+        np.save(p["lens"], lens)
+        cmd += ["--kv-lens", p["lens"]]
+    if c["mask"]:
+        kind, shape = c["mask"].split("_")
+        mb = B if "b" in shape else 1
+        mh = Hq if "h" in shape else 1
+        if kind == "bool":
+            mask = rng.random((mb, mh, Nq, Nk)) < 0.7
+        else:
+            mask = rng.standard_normal((mb, mh, Nq, Nk), dtype=np.float32)
+        np.save(p["mask"], mask)
+        cmd += ["--mask", p["mask"]]
+    if c["window"]:
+        kw["window"] = c["window"]
+        cmd += ["--window", "{},{}".format(*c["window"])]
+    if c["softcap"]:
+        kw["softcap"] = c["softcap"]
+        cmd += ["--softcap", repr(c["softcap"])]
+    if c["chunk"]:
+        kw["chunk"] = c["chunk"]
+        cmd += ["--chunk", str(c["chunk"])]
+    if c["alibi"]:
+        shape = (Hq,) if c["alibi"] == "h" else (B, Hq)
+        slopes = (rng.random(shape, dtype=np.float32) * 0.3).astype(np.float32)
+        np.save(p["alibi"], slopes)
+        kw["alibi"] = slopes
+        cmd += ["--alibi", p["alibi"]]
+    if c["segments"]:
+        qs = np.sort(rng.integers(0, 3, size=(B, Nq))).astype(np.int32)
+        ks = np.sort(rng.integers(0, 3, size=(B, Nk))).astype(np.int32)
+        np.save(p["qs"], qs)
+        np.save(p["ks"], ks)
+        kw["segments"] = (qs, ks)
+        cmd += ["--q-segments", p["qs"], "--k-segments", p["ks"]]
+    if c["regions"]:
+        ops, _, _, score, maskfn = region_case(c["regions"], rng, B, Hq, Nq,
+                                               Nk)
+        arrays = list(ops.values())
+        with open(p["mods"] + ".mlir", "w") as f:
+            f.write(mods_file(c["regions"], arrays, Nq, Nk))
+        cmd += ["--mods", p["mods"] + ".mlir"]
+        for i, a in enumerate(arrays):
+            path = os.path.join(tmp, f"{c['name']}.mod{i}.npy")
+            np.save(path, a)
+            cmd += ["--mod-operand", path]
+        kw["score_mod"], kw["mask_mod"] = score, maskfn
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return [f"{c['name']}: fa-run failed: {proc.stderr.strip()}"]
+    o, lse = np.load(p["o"]), np.load(p["lse"])
+    kref, vref = k, v
+    if mutate:
+        # The reference reads kv head 1 for the query heads of group 0.
+        g = Hq // Hkv
+        kref, vref = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+        kref[:, :g] = k[:, 1:2]
+        vref[:, :g] = v[:, 1:2]
+    ref_o, ref_l, empty = reference(q, kref, vref, 1.0 / np.sqrt(D),
+                                    c["causal"], lens, mask, np.float64, **kw)
+    full = ~empty
+    failures = []
+    err_o = np.linalg.norm(o[full] - ref_o[full]) / max(
+        np.linalg.norm(ref_o[full]), 1e-30)
+    err_l = np.linalg.norm(lse[full] - ref_l[full]) / max(
+        np.linalg.norm(ref_l[full]), 1e-30)
+    print(f"{c['name']}{' (mutant)' if mutate else ''}: B={B} Hq={Hq} "
+          f"Hkv={Hkv} Nq={Nq} Nk={Nk}: O rel err {err_o:.2e}, LSE rel err "
+          f"{err_l:.2e}, {int(empty.sum())} empty rows")
+    if not err_o < 2e-5:
+        failures.append(f"{c['name']}: O rel err {err_o:.2e}")
+    if not err_l < 2e-5:
+        failures.append(f"{c['name']}: LSE rel err {err_l:.2e}")
+    if not (np.all(o[empty] == 0) and np.all(lse[empty] == -np.inf)):
+        failures.append(f"{c['name']}: empty rows are not O = 0, LSE = -inf")
+    if np.isnan(o).any() or np.isnan(lse).any():
+        failures.append(f"{c['name']}: NaN in the output")
+    return failures
+
+
+def main():
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for c in CASES:
+            failures += run_case(c, tmp)
+        # The mutation: a wrong kv head for one group must fail.
+        for name in ("nq1_g4", "nq3_g1"):
+            c = next(x for x in CASES if x["name"] == name)
+            if not run_case(c, tmp, mutate=True):
+                failures.append(f"mutation not caught: {name} with the "
+                                "reference's kv head of group 0 changed")
+            else:
+                print(f"{name}: mutation (wrong kv head for group 0) caught")
+    if failures:
+        print("FAILED:\n  " + "\n  ".join(failures))
+        sys.exit(1)
+    print(f"all {len(CASES)} decode cases passed")
+
+
+main()
