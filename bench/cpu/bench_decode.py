@@ -29,7 +29,6 @@ Benchmarks are not tests: this is not run by check-fa.
 import argparse
 import datetime
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -38,16 +37,8 @@ import time
 
 import numpy as np
 
-
-def machine():
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        model = re.search(r"Model name:\s*(.*)", out).group(1).strip()
-    except Exception:  # noqa: BLE001
-        model = platform.processor()
-    flags = open("/proc/cpuinfo").read()
-    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "?"
-    return f"{model} ({isa}), {os.cpu_count()} CPUs"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import machine  # noqa: E402
 
 
 def read_bandwidth(torch, threads):

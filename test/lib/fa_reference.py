@@ -166,3 +166,29 @@ def modifier_inputs(rng, B, Hq, Nq, Nk, alibi, segments):
         mods["qs"] = rng.integers(0, 3, size=(B, Nq), dtype=np.int32)
         mods["ks"] = rng.integers(0, 3, size=(B, Nk), dtype=np.int32)
     return mods
+
+
+def compare_outputs(tag, o, lse, ref_o, ref_l, empty, tol=2e-5):
+    """Judges a kernel's O and LSE against the reference: relative
+    Frobenius errors below `tol` on the rows with attended keys, the empty
+    rows exactly O = 0 and LSE = -inf, no NaN. Prints one line; returns
+    the failures (strings)."""
+    full = ~empty
+
+    def rel(x, ref):
+        den = np.linalg.norm(ref)
+        return np.linalg.norm(x - ref) / (den if den > 0 else 1.0)
+
+    err_o, err_l = rel(o[full], ref_o[full]), rel(lse[full], ref_l[full])
+    print(f"{tag}: O rel err {err_o:.2e}, LSE rel err {err_l:.2e}, "
+          f"{int(empty.sum())} empty rows")
+    failures = []
+    if not err_o < tol:
+        failures.append(f"{tag}: O rel err {err_o:.2e}")
+    if not err_l < tol:
+        failures.append(f"{tag}: LSE rel err {err_l:.2e}")
+    if not (np.all(o[empty] == 0) and np.all(lse[empty] == -np.inf)):
+        failures.append(f"{tag}: empty rows are not O = 0, LSE = -inf")
+    if np.isnan(o).any() or np.isnan(lse).any():
+        failures.append(f"{tag}: NaN in the output")
+    return failures

@@ -35,7 +35,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
-from fa_reference import reference, seed_of  # noqa: E402
+from fa_reference import compare_outputs, reference, seed_of  # noqa: E402
 from modifier_regions import mods_file, region_case  # noqa: E402
 
 FA_RUN = sys.argv[1]
@@ -162,24 +162,9 @@ def run_case(c, tmp, mutate=False):
         vref[:, :g] = v[:, 1:2]
     ref_o, ref_l, empty = reference(q, kref, vref, 1.0 / np.sqrt(D),
                                     c["causal"], lens, mask, np.float64, **kw)
-    full = ~empty
-    failures = []
-    err_o = np.linalg.norm(o[full] - ref_o[full]) / max(
-        np.linalg.norm(ref_o[full]), 1e-30)
-    err_l = np.linalg.norm(lse[full] - ref_l[full]) / max(
-        np.linalg.norm(ref_l[full]), 1e-30)
-    print(f"{c['name']}{' (mutant)' if mutate else ''}: B={B} Hq={Hq} "
-          f"Hkv={Hkv} Nq={Nq} Nk={Nk}: O rel err {err_o:.2e}, LSE rel err "
-          f"{err_l:.2e}, {int(empty.sum())} empty rows")
-    if not err_o < 2e-5:
-        failures.append(f"{c['name']}: O rel err {err_o:.2e}")
-    if not err_l < 2e-5:
-        failures.append(f"{c['name']}: LSE rel err {err_l:.2e}")
-    if not (np.all(o[empty] == 0) and np.all(lse[empty] == -np.inf)):
-        failures.append(f"{c['name']}: empty rows are not O = 0, LSE = -inf")
-    if np.isnan(o).any() or np.isnan(lse).any():
-        failures.append(f"{c['name']}: NaN in the output")
-    return failures
+    tag = (f"{c['name']}{' (mutant)' if mutate else ''}: B={B} Hq={Hq} "
+           f"Hkv={Hkv} Nq={Nq} Nk={Nk}")
+    return compare_outputs(tag, o, lse, ref_o, ref_l, empty)
 
 
 def main():

@@ -61,7 +61,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
-from fa_reference import modifier_inputs, reference, seed_of  # noqa: E402
+from fa_reference import (compare_outputs, modifier_inputs,  # noqa: E402
+                          reference, seed_of)
 from modifier_regions import block_mask_text, region_case  # noqa: E402
 from mlir_exec import (MLIR_TYPES, PRINT_DECL, constant,  # noqa: E402
                        execute, fa_opt, finish, print_call, rel_err,
@@ -310,20 +311,8 @@ def run_case(c, workdir):
         segments=segs, q_offset=c["q_offset"], **refmods)
     failures = []
     for way, (o, lse) in run_ways(c["name"], text, kernel_text, workdir).items():
-        full = ~empty
-        err_o = rel_err(o[full], ref_o[full])
-        err_l = rel_err(lse[full], ref_l[full])
-        print(f"{c['name']} [{way}]: O rel err {err_o:.2e}, LSE rel err "
-              f"{err_l:.2e}, {int(empty.sum())} empty rows")
-        tag = f"{c['name']} [{way}]"
-        if not err_o < 2e-5:
-            failures.append(f"{tag}: O rel err {err_o:.2e}")
-        if not err_l < 2e-5:
-            failures.append(f"{tag}: LSE rel err {err_l:.2e}")
-        if not (np.all(o[empty] == 0) and np.all(lse[empty] == -np.inf)):
-            failures.append(f"{tag}: empty rows are not O = 0, LSE = -inf")
-        if np.isnan(o).any() or np.isnan(lse).any():
-            failures.append(f"{tag}: NaN in the output")
+        failures += compare_outputs(f"{c['name']} [{way}]", o, lse, ref_o,
+                                    ref_l, empty)
     return failures
 
 
