@@ -242,7 +242,7 @@ mlir::fa::compile::buildKernelModule(MLIRContext &ctx,
     auto attention = AttentionOp::create(
         b, loc, resultTypes, get(rt::ParamRole::Query), get(rt::ParamRole::Key),
         get(rt::ParamRole::Value), get(rt::ParamRole::KvLens),
-        get(rt::ParamRole::Mask), get(rt::ParamRole::Alibi),
+        /*block_table=*/Value(), get(rt::ParamRole::Mask), get(rt::ParamRole::Alibi),
         get(rt::ParamRole::QSegments), get(rt::ParamRole::KSegments),
         /*q_offset=*/Value(), /*block_mask=*/Value(),
         /*mod_operands=*/ValueRange(), oInit, lseInit, scale,
@@ -740,6 +740,54 @@ compile::attachModifierFunctions(ModuleOp kernel, ModuleOp mods) {
   if (maskMod)
     attach(maskMod, op.getMaskMod());
   return tensors;
+}
+
+llvm::Error compile::attachBlockTable(ModuleOp kernel, int64_t pageSize) {
+  auto error = [](const Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   message.str());
+  };
+  AttentionOp op;
+  kernel.walk([&](AttentionOp found) { op = found; });
+  if (!op || !op.getKvLens())
+    return error("a paged cache needs the sequences' lengths (kv_lens)");
+  if (pageSize <= 0)
+    return error("the page size must be positive, got " + Twine(pageSize));
+  FailureOr<KernelOperands> args = matchKernelForm(op);
+  if (failed(args))
+    return error("internal error: the attention is not in the kernel form");
+  auto func = op->getParentOfType<func::FuncOp>();
+  Location loc = func.getLoc();
+  MLIRContext *ctx = kernel.getContext();
+  int64_t dyn = ShapedType::kDynamic;
+  // K and V: [B, Hkv, Nk, D] arguments -> [P, S, Hkv, D], with the
+  // to_tensor reads retyped (the op verifies once it has its table).
+  for (Value arg : {args->k, args->v}) {
+    auto dense = cast<MemRefType>(arg.getType());
+    auto paged = MemRefType::get(
+        {dyn, pageSize, dense.getDimSize(1), dense.getDimSize(3)},
+        dense.getElementType());
+    arg.setType(paged);
+    for (Operation *user : arg.getUsers())
+      if (auto read = dyn_cast<bufferization::ToTensorOp>(user))
+        cast<Value>(read.getResult())
+            .setType(RankedTensorType::get(paged.getShape(),
+                                           paged.getElementType()));
+  }
+  auto table = MemRefType::get({dyn, dyn}, IntegerType::get(ctx, 32));
+  unsigned at = func.getNumArguments();
+  if (failed(func.insertArgument(at, table, {}, loc)))
+    return error("internal error: cannot add a kernel argument");
+  SmallVector<Type> inputs;
+  for (BlockArgument a : func.getArguments())
+    inputs.push_back(a.getType());
+  func.setType(FunctionType::get(ctx, inputs, func.getResultTypes()));
+  OpBuilder b(op);
+  op.getBlockTableMutable().assign(
+      toTensor(b, loc, func.getArgument(at), /*writable=*/false));
+  if (failed(verify(func)))
+    return error("internal error: the paged kernel does not verify");
+  return llvm::Error::success();
 }
 
 llvm::Error compile::attachBlockMask(ModuleOp kernel, int64_t tq, int64_t tk,

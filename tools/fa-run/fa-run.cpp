@@ -234,6 +234,14 @@ cl::opt<std::string> lsePath(
 cl::opt<std::string> kvLensPath(
     "kv-lens", cl::desc("Key lengths [B], int32 (keys k < len are kept)"),
     cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<std::string> blockTablePath(
+    "block-table",
+    cl::desc("A paged K/V cache: block table [B, M], int32; -k and -v are "
+             "then pages [P, S, Hkv, D] / [P, S, Hkv, Dv] and --kv-lens the "
+             "sequences' lengths (key k of sequence b is row k % S of page "
+             "table[b, k / S]; bottom-right causality per sequence; checked "
+             "before the run; --device cpu)"),
+    cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
 cl::opt<std::string> maskPath(
     "mask",
     cl::desc("Mask [B|1, Hq|1, Nq, Nk]: bool (true = attend) or float32 "
@@ -1155,6 +1163,13 @@ static Error runAttention(MLIRContext &ctx) {
       return in.takeError();
     lens = std::move(*in);
   }
+  std::optional<Input> table;
+  if (!blockTablePath.empty()) {
+    Expected<Input> in = loadInput(blockTablePath, {NpyDType::Int32});
+    if (!in)
+      return in.takeError();
+    table = std::move(*in);
+  }
   if (!maskPath.empty()) {
     Expected<Input> in =
         loadInput(maskPath, {NpyDType::Bool, NpyDType::Float32});
@@ -1240,18 +1255,49 @@ static Error runAttention(MLIRContext &ctx) {
   auto dimError = [](const Input &in, const Twine &message) {
     return makeError(in.path + ": " + message);
   };
+  // A paged cache: K/V [P, S, Hkv, D], Nk = M x S.
+  int64_t pageSize = 0;
+  if (table) {
+    if (*device != Device::Cpu || referenceLowering || promotedLowering ||
+        cpuKernel != "vector")
+      return makeError("--block-table: paged caches run on --device cpu "
+                       "with the vector kernel only (no GPU kernel, "
+                       "reference or promoted lowering reads them yet)");
+    if (!lens)
+      return makeError("--block-table needs --kv-lens: the number of keys "
+                       "of each sequence");
+    if (qSegments || !blockMaskTiles.empty())
+      return makeError("--block-table: segment ids and block masks are not "
+                       "available with a paged cache");
+    ArrayRef<int64_t> t = table->shape(), ks = k->shape(), vs = v->shape();
+    if (t.size() != 2 || t[0] != B)
+      return dimError(*table, formatv("expected a block table of shape ({0}, "
+                                      "M) (B from the query {1}), got {2}",
+                                      B, q->describe(), formatNpyShape(t)));
+    if (ks[0] != vs[0] || ks[1] != vs[1] || ks[2] != vs[2])
+      return dimError(*v, formatv("pages [P, S, Hkv] of {0} do not match "
+                                  "those of the key {1}",
+                                  v->describe(), k->describe()));
+    if (ks[1] <= 0)
+      return dimError(*k, formatv("the page size S (dim 1 of {0}) must be "
+                                  "positive",
+                                  k->describe()));
+    pageSize = ks[1];
+    Hkv = ks[2];
+    Nk = t[1] * pageSize;
+  }
   for (Input *in : {&*k, &*v})
-    if (in->shape()[0] != B)
+    if (!table && in->shape()[0] != B)
       return dimError(*in, formatv("batch B = {0} of {1} does not match B = "
                                    "{2} of the query {3}",
                                    in->shape()[0], in->describe(), B,
                                    q->describe()));
-  if (v->shape()[1] != Hkv)
+  if (!table && v->shape()[1] != Hkv)
     return dimError(*v,
                     formatv("heads Hkv = {0} of {1} do not match Hkv = "
                             "{2} of the key {3}",
                             v->shape()[1], v->describe(), Hkv, k->describe()));
-  if (v->shape()[2] != Nk)
+  if (!table && v->shape()[2] != Nk)
     return dimError(*v,
                     formatv("key length Nk = {0} of {1} does not match "
                             "Nk = {2} of the key {3}",
@@ -1280,6 +1326,33 @@ static Error runAttention(MLIRContext &ctx) {
                     formatv("expected key lengths of shape ({0},) "
                             "(B from the query {1}), got {2}",
                             B, q->describe(), formatNpyShape(lens->shape())));
+  if (table) {
+    // The table and lengths, checked before any kernel reads through them:
+    // every page a sequence's keys need is a page of the cache.
+    ArrayRef<int32_t> len = lens->array.getElements<int32_t>();
+    ArrayRef<int32_t> entries = table->array.getElements<int32_t>();
+    int64_t M = table->shape()[1], P = k->shape()[0];
+    for (int64_t b = 0; b < B; ++b) {
+      if (len[b] < 0 || len[b] > Nk)
+        return dimError(*lens,
+                        formatv("sequence {0} has {1} keys, but its {2} "
+                                "block table entries of {3}-row pages hold "
+                                "0 to {4} ({5})",
+                                b, len[b], M, pageSize, Nk,
+                                table->describe()));
+      for (int64_t j = 0, e = (len[b] + pageSize - 1) / pageSize; j < e; ++j)
+        if (int32_t page = entries[b * M + j]; page < 0 || page >= P)
+          return dimError(*table,
+                          formatv("entry [{0}, {1}] = {2} is not a page of "
+                                  "the cache (P = {3} pages in {4}); "
+                                  "sequence {0} reads it for its keys {5} "
+                                  "to {6}",
+                                  b, j, page, P, k->describe(),
+                                  j * pageSize,
+                                  std::min<int64_t>((j + 1) * pageSize,
+                                                    len[b]) - 1));
+    }
+  }
   if (mask) {
     ArrayRef<int64_t> m = mask->shape();
     bool ok = m.size() == 4 && (m[0] == B || m[0] == 1) &&
@@ -1346,6 +1419,10 @@ static Error runAttention(MLIRContext &ctx) {
             .str();
     if (lens)
       summary += " kv-lens";
+    if (table)
+      summary += formatv(" paged(P={0} S={1} M={2})", k->shape()[0],
+                         pageSize, table->shape()[1])
+                     .str();
     if (mask)
       summary += (" mask=" + getNpyDTypeName(mask->array.getDType()) +
                   formatNpyShape(mask->shape()))
@@ -1428,6 +1505,9 @@ static Error runAttention(MLIRContext &ctx) {
   if (!modsPath.empty())
     if (Error err = attachMods(ctx, **module, modOperands))
       return err;
+  if (table)
+    if (Error err = compile::attachBlockTable(**module, pageSize))
+      return makeError("--block-table: " + llvm::toString(std::move(err)));
   if (*device == Device::Emulate) {
     Expected<std::string> where =
         runOnEmulator(**module, md, arrays, modOperands, compileMs, runMs);
@@ -1444,6 +1524,8 @@ static Error runAttention(MLIRContext &ctx) {
   }
   for (Input &in : modOperands)
     descriptors.emplace_back(in.array.getData(), in.shape());
+  if (table)
+    descriptors.emplace_back(table->array.getData(), table->shape());
   if (!bmTiles) {
     if (Error err = lowerAndRun(**module, pipelineText(blockQ, blockKV, 256),
                                 descriptors, compileMs, runMs))

@@ -96,6 +96,14 @@ OwningOpRef<ModuleOp> buildKernelModule(MLIRContext &ctx,
 llvm::Expected<llvm::SmallVector<RankedTensorType>>
 attachModifierFunctions(ModuleOp kernel, ModuleOp mods);
 
+/// Makes the attention of `kernel` (in the kernel form, with kv_lens) read
+/// a paged K/V cache: its key and value arguments become
+/// `[P, pageSize, Hkv, D]` / `[P, pageSize, Hkv, Dv]` memrefs (P dynamic)
+/// and an i32 block table `[B, M]` is appended to the kernel function's
+/// arguments (fa.attention's `block_table`). Fails with an error when the
+/// attention has no kv_lens or the page size is not positive.
+llvm::Error attachBlockTable(ModuleOp kernel, int64_t pageSize);
+
 /// Gives the attention of `kernel` (with a mask_mod, after
 /// attachModifierFunctions) a block mask of `tiles` (TQ, TK): an i8 memref
 /// `[B, Hq, ceil(Nq / TQ), ceil(Nk / TK)]` (B or Hq 1 when the mask_mod

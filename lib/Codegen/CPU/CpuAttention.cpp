@@ -276,6 +276,26 @@ private:
   /// (vector of index) and its ALiBi slope (vector of f32).
   SmallVector<Value> laneHead, laneSlope;
 
+  /// The leading indices of key `key`'s K and V rows: (batch, kv head,
+  /// key), or in a paged cache (page, row of the page, kv head) with the
+  /// page block_table[batch, key / S] clamped to [0, P - 1] (a bad table
+  /// cannot make the kernel read outside the cache).
+  SmallVector<Value> kvRow(OpBuilder &b, Value key) {
+    if (!args.blockTable)
+      return {batch, kvHead, key};
+    Value s = cIdx(b, op.getPageSize());
+    Value entry = memref::LoadOp::create(
+        b, loc, args.blockTable,
+        ValueRange{batch, arith::DivUIOp::create(b, loc, key, s)});
+    Value page =
+        arith::IndexCastOp::create(b, loc, b.getIndexType(), entry);
+    Value lastPage = maxI(
+        b, sub(b, memref::DimOp::create(b, loc, args.k, 0), cIdx(b, 1)),
+        cIdx(b, 0));
+    page = minI(b, maxI(b, page, cIdx(b, 0)), lastPage);
+    return {page, arith::RemUIOp::create(b, loc, key, s), kvHead};
+  }
+
   /// The query and query head of tile row `r` (an index).
   Value rowQuery(OpBuilder &b, Value r) {
     Value row = add(b, r0, r);
@@ -312,8 +332,10 @@ void CpuKernelBuilder::build(OpBuilder &b) {
   // Decode tiles do too little arithmetic per key to hide the latency of
   // reading K rows in place, eight rows at once along d: they copy the K
   // tile first, row by row (a sequential stream).
-  directK = elt.isF32() && !cfg.packGroup;
-  directV = elt.isF32() && valueDim % cfg.vw == 0;
+  directK = elt.isF32() && !cfg.packGroup && !args.blockTable;
+  // A paged cache is only read by the packing copies (through the block
+  // table).
+  directV = elt.isF32() && valueDim % cfg.vw == 0 && !args.blockTable;
   if (args.mask) {
     auto mType = cast<MemRefType>(args.mask.getType());
     maskBroadcastsBatch = mType.getDimSize(0) == 1;
@@ -325,9 +347,7 @@ void CpuKernelBuilder::build(OpBuilder &b) {
   // With packGroup the rows of a (batch, kv head) are Nq x G (query, head)
   // pairs.
   Value packedRows = cfg.packGroup ? mul(b, gNq, cIdx(b, group)) : gNq;
-  int64_t heads = cfg.packGroup
-                      ? cast<ShapedType>(op.getKey().getType()).getDimSize(1)
-                      : qType.getDimSize(1);
+  int64_t heads = cfg.packGroup ? op.getKvHeads() : qType.getDimSize(1);
   Value tiles =
       arith::CeilDivUIOp::create(b, loc, packedRows, cIdx(b, cfg.blockQ));
   numTiles = tiles;
@@ -378,7 +398,11 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
                                                        cIdx(b, group)));
   }
   nq = memref::DimOp::create(b, loc, args.q, 2);
-  nk = memref::DimOp::create(b, loc, args.k, 2);
+  // A paged cache stands for Nk = M x S keys.
+  nk = args.blockTable
+           ? mul(b, memref::DimOp::create(b, loc, args.blockTable, 1),
+                 cIdx(b, op.getPageSize()))
+           : Value(memref::DimOp::create(b, loc, args.k, 2));
   Value tile = ivs[2];
   if (cfg.parallel && sem.isCausal()) {
     // Causal work grows along the query tiles of a head. Iteration t takes
@@ -411,14 +435,23 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
     qRows = minI(b, cIdx(b, cfg.blockQ), sub(b, nq, q0));
     rows = qRows;
   }
-  diagOffset = sem.diagonalOffset(b, loc, nq, nk, args.qOffset);
-
   // Only the keys [kvBegin, kvEnd) are visited: key lengths, causality, the
   // window and the chunk remove every other key for every row of the tile.
   Value zero = cIdx(b, 0);
   Value len;
   if (args.kvLens)
     len = memref::LoadOp::create(b, loc, args.kvLens, ValueRange{batch});
+  Value keyEnd = sem.keyLengthEnd(b, loc, len, nk);
+  if (args.blockTable) {
+    // A paged cache aligns causality per sequence (its len_b keys); with
+    // no pages at all no key can be read.
+    Value noPages = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        memref::DimOp::create(b, loc, args.k, 0), zero);
+    keyEnd = arith::SelectOp::create(b, loc, noPages, zero, keyEnd);
+  }
+  diagOffset = sem.diagonalOffset(b, loc, nq, args.blockTable ? keyEnd : nk,
+                                  args.qOffset);
   // Null: the keys begin at 0. With a block mask the key tiles stay on its
   // grid.
   if (args.blockMask)
@@ -427,8 +460,7 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
     kvBegin = sem.hasWindowLeft() || sem.hasChunk()
                   ? sem.visitedKeyBegin(b, loc, q0, diagOffset)
                   : Value();
-  kvEnd = sem.visitedKeyEnd(b, loc, sem.keyLengthEnd(b, loc, len, nk), q0,
-                            qRows, diagOffset);
+  kvEnd = sem.visitedKeyEnd(b, loc, keyEnd, q0, qRows, diagOffset);
 
   // The modifiers' per-tile operands: the head's ALiBi slope, the query
   // positions and segment ids of each vector of lanes.
@@ -599,15 +631,15 @@ void CpuKernelBuilder::buildKVTile(
   // are read in place.
   if (kP || vP)
     loop(b, zero, kCols, [&](OpBuilder &lb, Value jj) {
-      Value key = add(lb, k0, jj);
+      SmallVector<Value> row = kvRow(lb, add(lb, k0, jj));
       if (kP)
         for (int64_t c = 0; c < headDimPad; c += cfg.vw)
-          vstore(lb, readRow(lb, args.k, {batch, kvHead, key}, c, headDim),
-                 kP, {jj, cIdx(lb, c)});
+          vstore(lb, readRow(lb, args.k, row, c, headDim), kP,
+                 {jj, cIdx(lb, c)});
       if (vP)
         for (int64_t c = 0; c < valueDimPad; c += cfg.vw)
-          vstore(lb, readRow(lb, args.v, {batch, kvHead, key}, c, valueDim),
-                 vP, {jj, cIdx(lb, c)});
+          vstore(lb, readRow(lb, args.v, row, c, valueDim), vP,
+                 {jj, cIdx(lb, c)});
     });
 
   // The mask tile, transposed, as an additive f32 (0 / -inf for booleans).

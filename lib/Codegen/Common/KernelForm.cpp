@@ -81,6 +81,11 @@ FailureOr<KernelOperands> fa::matchKernelForm(AttentionOp op) {
     k.kSegments = traceToMemref(op.getKSegments());
   }
   k.qOffset = op.getQOffset();
+  if (Value table = op.getBlockTable()) {
+    k.blockTable = traceToMemref(table);
+    if (!k.blockTable)
+      return failure();
+  }
   if (Value bm = op.getBlockMask()) {
     k.blockMask = traceToMemref(bm);
     if (!k.blockMask)

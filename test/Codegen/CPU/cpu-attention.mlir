@@ -424,3 +424,40 @@ func.func @decode_static(%q: memref<1x8x1x32xf32>, %k: memref<1x2x?x32xf32>, %v:
   bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x8x1x32xf32>, memref<1x8x1x32xf32>) -> ()
   return
 }
+
+// -----
+
+// A paged cache (block_table): Nk = M x 16; the causal alignment uses the
+// sequence's own length (0 when there are no pages); K and V rows are only
+// read by the packing copies, at (page, row of the page, kv head) with the
+// page block_table[b, key / 16] clamped to [0, P - 1].
+// DECODE-LABEL: func.func @paged
+//  DECODE-SAME:   %[[KC:[a-z0-9]+]]: memref<?x16x2x32xf32>, %[[VC:[a-z0-9]+]]: memref<?x16x2x32xf32>, %[[LENS:[a-z0-9]+]]: memref<?xi32>, %[[BT:[a-z0-9]+]]: memref<?x?xi32>
+//       DECODE:   scf.forall (%[[B:.*]], %[[KVH:.*]], %{{.*}}) in (%{{.*}}, 2, %{{.*}})
+//       DECODE:     %[[M:.*]] = memref.dim %[[BT]], %c1
+//       DECODE:     %[[NK:.*]] = arith.muli %[[M]], %c16
+//       DECODE:     memref.load %[[LENS]][%[[B]]]
+//       DECODE:     %[[P:.*]] = memref.dim %[[KC]], %c0
+//       DECODE:     %[[NOPAGES:.*]] = arith.cmpi eq, %[[P]], %c0
+//       DECODE:     arith.select %[[NOPAGES]], %c0
+//       DECODE:     %[[E:.*]] = memref.load %[[BT]][%[[B]], %{{.*}}] : memref<?x?xi32>
+//       DECODE:     %[[PG:.*]] = arith.index_cast %[[E]] : i32 to index
+//       DECODE:     %[[LAST:.*]] = arith.maxsi %{{.*}}, %c0
+//       DECODE:     %[[LOW:.*]] = arith.maxsi %[[PG]], %c0
+//       DECODE:     %[[PAGE:.*]] = arith.minsi %[[LOW]], %[[LAST]]
+//       DECODE:     %[[ROW:.*]] = arith.remui %{{.*}}, %c16
+//       DECODE:     vector.transfer_read %[[KC]][%[[PAGE]], %[[ROW]], %[[KVH]], %c0{{.*}}]
+//       DECODE:     vector.transfer_read %[[VC]][%[[PAGE]], %[[ROW]], %[[KVH]], %c0{{.*}}]
+func.func @paged(%q: memref<?x8x?x32xf32>, %kc: memref<?x16x2x32xf32>, %vc: memref<?x16x2x32xf32>, %lens: memref<?xi32>, %bt: memref<?x?xi32>, %o: memref<?x8x?x32xf32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<?x8x?x32xf32> to tensor<?x8x?x32xf32>
+  %kt = bufferization.to_tensor %kc restrict : memref<?x16x2x32xf32> to tensor<?x16x2x32xf32>
+  %vt = bufferization.to_tensor %vc restrict : memref<?x16x2x32xf32> to tensor<?x16x2x32xf32>
+  %lt = bufferization.to_tensor %lens restrict : memref<?xi32> to tensor<?xi32>
+  %btt = bufferization.to_tensor %bt restrict : memref<?x?xi32> to tensor<?x?xi32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x8x?x32xf32> to tensor<?x8x?x32xf32>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<?x8x?x32xf32>, tensor<?x16x2x32xf32>, tensor<?x16x2x32xf32>)
+           kv_lens(%lt : tensor<?xi32>) block_table(%btt : tensor<?x?xi32>)
+           outs(%ot : tensor<?x8x?x32xf32>) causal(bottom_right) -> tensor<?x8x?x32xf32>
+  bufferization.materialize_in_destination %r in restrict writable %o : (tensor<?x8x?x32xf32>, memref<?x8x?x32xf32>) -> ()
+  return
+}

@@ -311,7 +311,7 @@ func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x
 // An LSE result without an LSE destination.
 func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
   // expected-error @+1 {{'fa.attention' op an lse result requires an lse destination and vice versa}}
-  %r:2 = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4xf32>)
+  %r:2 = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4xf32>)
   return
 }
 
@@ -330,7 +330,7 @@ func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
 func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
   // expected-error @+2 {{expected ::mlir::fa::CausalKind to be one of: none, top_left, bottom_right}}
   // expected-error @+1 {{failed to parse FA_CausalAttr parameter 'value'}}
-  %r = "fa.attention"(%q, %q, %q, %o) <{causal = #fa.causal<diagonal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  %r = "fa.attention"(%q, %q, %q, %o) <{causal = #fa.causal<diagonal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
   return
 }
 
@@ -339,7 +339,7 @@ func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
 // Memrefs are not accepted: the op is on tensors.
 func.func @f(%q: memref<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
   // expected-error @+1 {{'fa.attention' op operand #0 must be ranked tensor of any type values, but got 'memref<1x1x4x8xf32>'}}
-  %r = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  %r = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
   return
 }
 
@@ -492,7 +492,7 @@ func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x
 // Segment ids for the queries only.
 func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %x: tensor<1x16xi32>, %o: tensor<1x4x16x64xf32>) {
   // expected-error @+1 {{'fa.attention' op segments need both query and key segment ids}}
-  %r = "fa.attention"(%q, %k, %v, %x, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x16xi32>, tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  %r = "fa.attention"(%q, %k, %v, %x, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x16xi32>, tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
   return
 }
 
@@ -809,5 +809,68 @@ func.func @f(%po: tensor<3x4x8xf32>, %pl: tensor<3x4xf32>, %o: tensor<4x8xf32>, 
 func.func @f(%po: tensor<3x4x8xf32>, %pl: tensor<3x4xf32>, %o: tensor<4x8xf32>) {
   // expected-error @+1 {{'fa.merge' op result type 'tensor<4x8xf16>' must be the output's, 'tensor<4x8xf32>'}}
   %r = fa.merge ins(%po, %pl : tensor<3x4x8xf32>, tensor<3x4xf32>) outs(%o : tensor<4x8xf32>) -> tensor<4x8xf16>
+  return
+}
+
+// -----
+
+// Paged K/V: the block table must be i32 [B, M].
+func.func @f(%q: tensor<2x4x1x8xf32>, %k: tensor<5x16x2x8xf32>, %v: tensor<5x16x2x8xf32>, %l: tensor<2xi32>, %bt: tensor<2x3xi64>, %o: tensor<2x4x1x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op block_table must be an i32 tensor [B, M], got 'tensor<2x3xi64>'}}
+  %r = fa.attention ins(%q, %k, %v : tensor<2x4x1x8xf32>, tensor<5x16x2x8xf32>, tensor<5x16x2x8xf32>) kv_lens(%l : tensor<2xi32>) block_table(%bt : tensor<2x3xi64>) outs(%o : tensor<2x4x1x8xf32>) -> tensor<2x4x1x8xf32>
+  return
+}
+
+// -----
+
+// Paged K/V: the page size must be static.
+func.func @f(%q: tensor<2x4x1x8xf32>, %k: tensor<5x?x2x8xf32>, %v: tensor<5x?x2x8xf32>, %l: tensor<2xi32>, %bt: tensor<2x3xi32>, %o: tensor<2x4x1x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op the page size S (key dim 1) must be static and positive, got key [5, ?, 2, 8]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<2x4x1x8xf32>, tensor<5x?x2x8xf32>, tensor<5x?x2x8xf32>) kv_lens(%l : tensor<2xi32>) block_table(%bt : tensor<2x3xi32>) outs(%o : tensor<2x4x1x8xf32>) -> tensor<2x4x1x8xf32>
+  return
+}
+
+// -----
+
+// Paged K/V: key and value share their pages.
+func.func @f(%q: tensor<2x4x1x8xf32>, %k: tensor<5x16x2x8xf32>, %v: tensor<5x32x2x8xf32>, %l: tensor<2xi32>, %bt: tensor<2x3xi32>, %o: tensor<2x4x1x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op key and value must have the same pages [P, S], got key [5, 16, 2, 8] and value [5, 32, 2, 8]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<2x4x1x8xf32>, tensor<5x16x2x8xf32>, tensor<5x32x2x8xf32>) kv_lens(%l : tensor<2xi32>) block_table(%bt : tensor<2x3xi32>) outs(%o : tensor<2x4x1x8xf32>) -> tensor<2x4x1x8xf32>
+  return
+}
+
+// -----
+
+// Paged K/V: the sequences' lengths are required.
+func.func @f(%q: tensor<2x4x1x8xf32>, %k: tensor<5x16x2x8xf32>, %v: tensor<5x16x2x8xf32>, %bt: tensor<2x3xi32>, %o: tensor<2x4x1x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op a paged cache needs kv_lens: the number of keys of each sequence}}
+  %r = fa.attention ins(%q, %k, %v : tensor<2x4x1x8xf32>, tensor<5x16x2x8xf32>, tensor<5x16x2x8xf32>) block_table(%bt : tensor<2x3xi32>) outs(%o : tensor<2x4x1x8xf32>) -> tensor<2x4x1x8xf32>
+  return
+}
+
+// -----
+
+// Paged K/V: no segment ids.
+func.func @f(%q: tensor<2x4x1x8xf32>, %k: tensor<5x16x2x8xf32>, %v: tensor<5x16x2x8xf32>, %l: tensor<2xi32>, %bt: tensor<2x3xi32>, %qs: tensor<2x1xi32>, %ks: tensor<2x48xi32>, %o: tensor<2x4x1x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op segment ids and block masks are not available with a block_table}}
+  %r = fa.attention ins(%q, %k, %v : tensor<2x4x1x8xf32>, tensor<5x16x2x8xf32>, tensor<5x16x2x8xf32>) kv_lens(%l : tensor<2xi32>) block_table(%bt : tensor<2x3xi32>) segments(%qs, %ks : tensor<2x1xi32>, tensor<2x48xi32>) outs(%o : tensor<2x4x1x8xf32>) -> tensor<2x4x1x8xf32>
+  return
+}
+
+// -----
+
+// Paged K/V: the table's B is the query's.
+func.func @f(%q: tensor<2x4x1x8xf32>, %k: tensor<5x16x2x8xf32>, %v: tensor<5x16x2x8xf32>, %l: tensor<2xi32>, %bt: tensor<3x3xi32>, %o: tensor<2x4x1x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op block_table must have shape [B, M] with B from query [2, 4, 1, 8], got [3, 3]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<2x4x1x8xf32>, tensor<5x16x2x8xf32>, tensor<5x16x2x8xf32>) kv_lens(%l : tensor<2xi32>) block_table(%bt : tensor<3x3xi32>) outs(%o : tensor<2x4x1x8xf32>) -> tensor<2x4x1x8xf32>
+  return
+}
+
+// -----
+
+// Paged K/V: a mask spans Nk = M x S = 48 keys.
+func.func @f(%q: tensor<2x4x1x8xf32>, %k: tensor<5x16x2x8xf32>, %v: tensor<5x16x2x8xf32>, %l: tensor<2xi32>, %bt: tensor<2x3xi32>, %m: tensor<2x1x1x40xi1>, %o: tensor<2x4x1x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op mask shape [2, 1, 1, 40] is not broadcastable to [B|1, Hq|1, Nq, Nk] with query [2, 4, 1, 8] and key [2, 2, 48, 8]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<2x4x1x8xf32>, tensor<5x16x2x8xf32>, tensor<5x16x2x8xf32>) kv_lens(%l : tensor<2xi32>) block_table(%bt : tensor<2x3xi32>) mask(%m : tensor<2x1x1x40xi1>) outs(%o : tensor<2x4x1x8xf32>) -> tensor<2x4x1x8xf32>
   return
 }

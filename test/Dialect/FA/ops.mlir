@@ -176,3 +176,14 @@ func.func @merge(%po: tensor<3x2x4x1x64xf32>, %pl: tensor<3x2x4x1xf32>, %o: tens
   %r2 = fa.merge ins(%po2, %pl2 : tensor<?x?x8xf32>, tensor<?x?xf32>) outs(%o2 : tensor<?x8xbf16>) -> tensor<?x8xbf16>
   return %r#0, %r#1, %r2 : tensor<2x4x1x64xf16>, tensor<2x4x1xf32>, tensor<?x8xbf16>
 }
+
+// -----
+
+// A paged K/V cache [P, S, Hkv, D] read through a block table [B, M]
+// with the sequences' lengths.
+// CHECK-LABEL: func.func @paged
+// CHECK: fa.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x8x1x64xf16>, tensor<?x16x2x64xf16>, tensor<?x16x2x64xf16>) kv_lens(%{{.*}} : tensor<?xi32>) block_table(%{{.*}} : tensor<?x?xi32>) outs(%{{.*}} : tensor<?x8x1x64xf16>) causal(bottom_right) window(128, 0) -> tensor<?x8x1x64xf16>
+func.func @paged(%q: tensor<?x8x1x64xf16>, %kc: tensor<?x16x2x64xf16>, %vc: tensor<?x16x2x64xf16>, %lens: tensor<?xi32>, %bt: tensor<?x?xi32>, %o: tensor<?x8x1x64xf16>) -> tensor<?x8x1x64xf16> {
+  %r = fa.attention ins(%q, %kc, %vc : tensor<?x8x1x64xf16>, tensor<?x16x2x64xf16>, tensor<?x16x2x64xf16>) kv_lens(%lens : tensor<?xi32>) block_table(%bt : tensor<?x?xi32>) outs(%o : tensor<?x8x1x64xf16>) causal(bottom_right) window(128, 0) -> tensor<?x8x1x64xf16>
+  return %r : tensor<?x8x1x64xf16>
+}

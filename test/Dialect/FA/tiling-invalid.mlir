@@ -40,3 +40,22 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }
+
+// -----
+
+// Paged K/V (a block_table) cannot be tiled yet.
+
+func.func @paged(%q: tensor<2x4x1x8xf32>, %kc: tensor<5x16x2x8xf32>, %vc: tensor<5x16x2x8xf32>, %lens: tensor<2xi32>, %bt: tensor<2x3xi32>) -> tensor<2x4x1x8xf32> {
+  %o0 = tensor.empty() : tensor<2x4x1x8xf32>
+  // expected-error @+1 {{'fa.attention' op with a block_table (paged K/V) cannot be tiled yet}}
+  %r = fa.attention ins(%q, %kc, %vc : tensor<2x4x1x8xf32>, tensor<5x16x2x8xf32>, tensor<5x16x2x8xf32>) kv_lens(%lens : tensor<2xi32>) block_table(%bt : tensor<2x3xi32>) outs(%o0 : tensor<2x4x1x8xf32>) -> tensor<2x4x1x8xf32>
+  return %r : tensor<2x4x1x8xf32>
+}
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["fa.attention"]} in %root : (!transform.any_op) -> !transform.any_op
+    // expected-error @+1 {{failed to apply}}
+    %t, %f = transform.structured.tile_using_forall %op tile_sizes [1, 2] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}

@@ -46,7 +46,7 @@ def case(name, **kw):
     c = dict(name=name, B=2, Hq=8, Hkv=2, Nq=1, Nk=203, D=32,
              causal="bottom-right", lens=None, mask=None, window=None,
              softcap=None, alibi=None, chunk=None, segments=False,
-             regions=None, mag=1.0)
+             regions=None, mag=1.0, paged=0)
     c.update(kw)
     return c
 
@@ -81,6 +81,15 @@ CASES += [
     # heads; a [Nq, Hq] table read at (q, h).
     case("regions_both", Nq=2, regions="both"),
     case("regions_row_bias", Nq=3, regions="row_bias", Hq=4, Hkv=1),
+    # Paged caches through fa-run --block-table (shuffled pages, partly
+    # filled last pages, a shared first page, per-sequence bottom-right
+    # alignment with Nq > 1, an empty sequence).
+    case("paged_s16", Nq=1, paged=16, lens=[203, 150]),
+    case("paged_s1_nq3", Nq=3, paged=1, Nk=40, lens=[40, 7]),
+    case("paged_s256_window", Nq=2, paged=256, Nk=600, lens=[600, 0],
+         window=(300, 0), softcap=4.0),
+    case("paged_s32_general", Nq=5, Hq=8, Hkv=2, paged=32, Nk=100,
+         lens=[100, 33]),
 ]
 
 
@@ -99,6 +108,30 @@ def run_case(c, tmp, mutate=False):
     cmd = [FA_RUN, "attention", "--q", p["q"], "--k", p["k"], "--v", p["v"],
            "-o", p["o"], "--lse", p["lse"], "--causal", c["causal"],
            "--quiet"] + EXTRA
+    if c["paged"]:
+        # The same keys as pages in shuffled order (sequence 1 shares
+        # sequence 0's first page; entries past a sequence's pages point
+        # at other pages).
+        S = c["paged"]
+        M = -(-Nk // S)
+        order = rng.permutation(B * M)
+        table = order.reshape(B, M).astype(np.int32)
+        kc = np.zeros((B * M, S, Hkv, D), dtype=np.float32)
+        vc = np.zeros_like(kc)
+        for b in range(B):
+            for j in range(M):
+                blk = slice(j * S, min((j + 1) * S, Nk))
+                n = blk.stop - blk.start
+                kc[table[b, j], :n] = k[b, :, blk].transpose(1, 0, 2)
+                vc[table[b, j], :n] = v[b, :, blk].transpose(1, 0, 2)
+        table[1, 0] = table[0, 0]
+        k[1, :, :S] = k[0, :, :S]
+        v[1, :, :S] = v[0, :, :S]
+        np.save(p["k"], kc)
+        np.save(p["v"], vc)
+        p["bt"] = os.path.join(tmp, c["name"] + ".bt.npy")
+        np.save(p["bt"], table)
+        cmd += ["--block-table", p["bt"]]
     kw = {}
     lens = mask = None
     if c["lens"] is not None:
@@ -160,8 +193,18 @@ def run_case(c, tmp, mutate=False):
         kref, vref = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
         kref[:, :g] = k[:, 1:2]
         vref[:, :g] = v[:, 1:2]
-    ref_o, ref_l, empty = reference(q, kref, vref, 1.0 / np.sqrt(D),
-                                    c["causal"], lens, mask, np.float64, **kw)
+    if c["paged"]:
+        # Per sequence: its keys alone (bottom-right aligned to them).
+        parts = [reference(q[b:b + 1], k[b:b + 1, :, :lens[b]],
+                           v[b:b + 1, :, :lens[b]], 1.0 / np.sqrt(D),
+                           c["causal"], None, None, np.float64, **kw)
+                 for b in range(B)]
+        ref_o, ref_l, empty = (np.concatenate([x[i] for x in parts])
+                               for i in range(3))
+    else:
+        ref_o, ref_l, empty = reference(q, kref, vref, 1.0 / np.sqrt(D),
+                                        c["causal"], lens, mask, np.float64,
+                                        **kw)
     tag = (f"{c['name']}{' (mutant)' if mutate else ''}: B={B} Hq={Hq} "
            f"Hkv={Hkv} Nq={Nq} Nk={Nk}")
     return compare_outputs(tag, o, lse, ref_o, ref_l, empty)

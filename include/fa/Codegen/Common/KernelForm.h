@@ -28,6 +28,9 @@ struct KernelOperands {
   Value alibi, qSegments, kSegments, qOffset;
   /// The block mask (i8 memref; null when absent).
   Value blockMask;
+  /// The block table of a paged K/V cache (i32 memref [B, M]; null when K
+  /// and V are dense).
+  Value blockTable;
   /// The memrefs the score_mod / mask_mod regions read (the op's
   /// mod_operands, in order).
   SmallVector<Value> modOperands;

@@ -790,6 +790,11 @@ void FAPromoteSharedPass::runOnOperation() {
     return signalPassFailure();
   }
   AttentionOp op = ops.front();
+  std::string reason;
+  if (op.isPaged() && !isEligible(KernelFamily::Simt, op, &reason)) {
+    op.emitError() << "fa-promote-shared: " << reason;
+    return signalPassFailure();
+  }
   FailureOr<KernelOperands> args = matchKernelForm(op);
   if (failed(args)) {
     (void)emitNotInKernelFormError(op, getArgument());

@@ -210,8 +210,17 @@ bool AttentionOp::hasModifiers() {
 
 int64_t AttentionOp::getGroupSize() {
   int64_t hq = cast<RankedTensorType>(getQuery().getType()).getDimSize(1);
-  int64_t hkv = cast<RankedTensorType>(getKey().getType()).getDimSize(1);
-  return hq / hkv;
+  return hq / getKvHeads();
+}
+
+int64_t AttentionOp::getKvHeads() {
+  return cast<RankedTensorType>(getKey().getType())
+      .getDimSize(isPaged() ? 2 : 1);
+}
+
+int64_t AttentionOp::getPageSize() {
+  return isPaged() ? cast<RankedTensorType>(getKey().getType()).getDimSize(1)
+                   : 0;
 }
 
 float AttentionOp::getEffectiveScale() {
@@ -311,6 +320,45 @@ LogicalResult AttentionOp::verify() {
 
   ArrayRef<int64_t> q = qType.getShape(), k = kType.getShape(),
                     v = vType.getShape(), o = oType.getShape();
+
+  // A paged cache [P, S, Hkv, D] is checked as the logical [B, Hkv, M * S,
+  // D] it stands for (B and M from the block table).
+  SmallVector<int64_t> kLogical, vLogical;
+  if (Value table = getBlockTable()) {
+    auto tType = cast<RankedTensorType>(table.getType());
+    if (!tType.getElementType().isSignlessInteger(32) || tType.getRank() != 2)
+      return emitOpError("block_table must be an i32 tensor [B, M], got ")
+             << tType;
+    if (kType.getRank() != 4 || vType.getRank() != 4)
+      return emitOpError("with a block_table, key and value must be paged "
+                         "caches [P, S, Hkv, D] and [P, S, Hkv, Dv], got ")
+             << shapeStr(k) << " and " << shapeStr(v);
+    if (ShapedType::isDynamic(k[1]) || k[1] <= 0)
+      return emitOpError("the page size S (key dim 1) must be static and "
+                         "positive, got key ")
+             << shapeStr(k);
+    if (!dimsCompatible(k[0], v[0]) || k[1] != v[1])
+      return emitOpError("key and value must have the same pages [P, S], "
+                         "got key ")
+             << shapeStr(k) << " and value " << shapeStr(v);
+    if (!getKvLens())
+      return emitOpError("a paged cache needs kv_lens: the number of keys "
+                         "of each sequence");
+    if (getQSegments() || getBlockMask())
+      return emitOpError("segment ids and block masks are not available "
+                         "with a block_table");
+    int64_t m = tType.getDimSize(1);
+    int64_t nk = ShapedType::isDynamic(m) ? ShapedType::kDynamic : m * k[1];
+    int64_t b = tType.getDimSize(0);
+    if (!dimsCompatible(b, q[0]))
+      return emitOpError("block_table must have shape [B, M] with B from "
+                         "query ")
+             << shapeStr(q) << ", got " << shapeStr(tType.getShape());
+    kLogical = {b, k[2], nk, k[3]};
+    vLogical = {b, v[2], nk, v[3]};
+    k = kLogical;
+    v = vLogical;
+  }
 
   // Static head counts and head dims.
   if (ShapedType::isDynamic(q[1]) || ShapedType::isDynamic(k[1]) ||

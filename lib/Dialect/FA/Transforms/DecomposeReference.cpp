@@ -62,6 +62,8 @@ struct DecomposeSoftmax final : OpRewritePattern<SoftmaxOp> {
 LogicalResult
 DecomposeAttention::matchAndRewrite(AttentionOp op,
                                     PatternRewriter &rewriter) const {
+  if (op.isPaged())
+    return rewriter.notifyMatchFailure(op, "paged K/V");
   Location loc = op.getLoc();
   MLIRContext *ctx = rewriter.getContext();
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
@@ -304,6 +306,16 @@ struct FADecomposeReferencePass final
     : fa::impl::FADecomposeReferencePassBase<FADecomposeReferencePass> {
   using Base::Base;
   void runOnOperation() override {
+    WalkResult paged = getOperation()->walk([](AttentionOp op) {
+      if (!op.isPaged())
+        return WalkResult::advance();
+      op.emitOpError("with a block_table (paged K/V): fa-decompose-reference "
+                     "does not read paged caches; only the CPU vector "
+                     "kernel (fa-cpu-attention, kernel form) does");
+      return WalkResult::interrupt();
+    });
+    if (paged.wasInterrupted())
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateFADecomposeReferencePatterns(patterns);
     walkAndApplyPatterns(getOperation(), std::move(patterns));

@@ -294,6 +294,8 @@ SmallVector<Value> TileAttentionPattern::buildKVStep(
 LogicalResult
 TileAttentionPattern::matchAndRewrite(AttentionOp op,
                                       PatternRewriter &rewriter) const {
+  if (op.isPaged())
+    return rewriter.notifyMatchFailure(op, "paged K/V");
   Location loc = op.getLoc();
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());
@@ -488,6 +490,16 @@ void FATileAttentionPass::runOnOperation() {
         << " block-kv=" << static_cast<int64_t>(blockKV);
     return signalPassFailure();
   }
+  WalkResult paged = getOperation()->walk([](AttentionOp op) {
+    if (!op.isPaged())
+      return WalkResult::advance();
+    op.emitOpError("with a block_table (paged K/V): fa-tile-attention does "
+                   "not read paged caches; only the CPU vector kernel "
+                   "(fa-cpu-attention, kernel form) does");
+    return WalkResult::interrupt();
+  });
+  if (paged.wasInterrupted())
+    return signalPassFailure();
   RewritePatternSet patterns(&getContext());
   populateFATileAttentionPatterns(patterns, {blockQ, blockKV});
   walkAndApplyPatterns(getOperation(), std::move(patterns));

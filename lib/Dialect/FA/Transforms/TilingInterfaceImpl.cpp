@@ -183,6 +183,9 @@ FailureOr<TilingResult> AttentionTilingModel::getTiledImplementation(
     Operation *op, OpBuilder &b, ArrayRef<OpFoldResult> offsets,
     ArrayRef<OpFoldResult> sizes) const {
   auto attention = cast<AttentionOp>(op);
+  if (attention.isPaged())
+    return op->emitOpError("with a block_table (paged K/V) cannot be tiled "
+                           "yet");
   Location loc = op->getLoc();
   Slicer s{b, loc, {}};
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
@@ -393,7 +396,8 @@ FailureOr<TilingResult> AttentionTilingModel::getTiledImplementation(
                getValueOrCreateConstantIndexOp(b, loc, q0)};
   }
   auto tiled = AttentionOp::create(
-      b, loc, resultTypes, q, k, v, lens, mask, alibi, qSegments, kSegments,
+      b, loc, resultTypes, q, k, v, lens, /*block_table=*/Value(), mask,
+      alibi, qSegments, kSegments,
       qOffset, /*block_mask=*/Value(), attention.getModOperands(), o, lse,
       attention.getScaleAttr(), CausalKindAttr::get(b.getContext(), causal),
       attention.getWindowAttr(), attention.getSoftcapAttr(),

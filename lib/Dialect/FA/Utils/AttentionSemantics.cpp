@@ -821,6 +821,9 @@ bool fa::isEligible(KernelFamily family, AttentionOp op,
   };
   if (std::optional<std::string> why = getOutlinedRegionProblem(op))
     return fail(*why);
+  if (op.isPaged())
+    return fail("paged K/V (a block_table) has no GPU kernel yet; the CPU "
+                "vector kernel lowers it");
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto kType = cast<RankedTensorType>(op.getKey().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());

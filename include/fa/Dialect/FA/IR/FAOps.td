@@ -74,6 +74,7 @@ def FA_AttentionOp : FA_Op<"attention", [
     | `key`      | `[B, Hkv, Nk, D]`     | same as `query`               |
     | `value`    | `[B, Hkv, Nk, Dv]`    | same as `query`               |
     | `kv_lens`  | `[B]` (optional)      | i32                           |
+    | `block_table` | `[B, M]` (optional) | i32                           |
     | `mask`     | `[B or 1, Hq or 1, Nq, Nk]` (optional) | i1, or f32, f16, bf16 |
     | `alibi`    | `[Hq]` or `[B, Hq]` (optional) | f32                  |
     | `segments` | `[B, Nq]` and `[B, Nk]` (optional) | i32              |
@@ -86,6 +87,22 @@ def FA_AttentionOp : FA_Op<"attention", [
     `B`, `Nq` and `Nk` may be dynamic; `Hq`, `Hkv`, `D` and `Dv` are static,
     and `Hq % Hkv == 0`: query head `h` reads key/value head
     `h / (Hq / Hkv)`.
+
+    **Paged K/V.** With a `block_table`, `key` and `value` are a paged
+    cache, `[P, S, Hkv, D]` and `[P, S, Hkv, Dv]` (P pages of S rows, the
+    vLLM / FlashAttention layout; S static), and sequence `b` holds
+    `kv_lens[b]` keys (`kv_lens` is then required): key `k` of batch `b`
+    is row `k % S` of page `block_table[b, k / S]`. The key length of the
+    op is `Nk = M * S`, clamping `kv_lens` and sizing a mask; the causal
+    alignment is per sequence: `bottom_right` keeps `k <= q + len_b - Nq`
+    with `len_b = clamp(kv_lens[b], 0, Nk)` (the last query is the newest
+    token of its sequence), and `off` below is `len_b - Nq`. Entries read
+    (those below `ceil(len_b / S)`) must be in `[0, P)`; kernels clamp
+    them, so a bad table gives wrong values, never an out-of-bounds read
+    (`fa-run` checks tables before it runs). Pages may be shared between
+    sequences. Segment ids and block masks are not available with a block
+    table. The CPU vector kernel (`fa-cpu-attention`, kernel form) lowers
+    paged ops; the other lowerings reject them.
 
     * `scale` multiplies `Q K^T`; it defaults to `1/sqrt(D)`.
     * `causal` is `none` (default), `top_left` (key `k` is kept when
@@ -176,6 +193,7 @@ def FA_AttentionOp : FA_Op<"attention", [
     FA_Tensor:$key,
     FA_Tensor:$value,
     Optional<FA_Tensor>:$kv_lens,
+    Optional<FA_Tensor>:$block_table,
     Optional<FA_Tensor>:$mask,
     Optional<FA_Tensor>:$alibi,
     Optional<FA_Tensor>:$q_segments,
@@ -201,6 +219,7 @@ def FA_AttentionOp : FA_Op<"attention", [
     `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,`
         type($value) `)`
     (`kv_lens` `(` $kv_lens^ `:` type($kv_lens) `)`)?
+    (`block_table` `(` $block_table^ `:` type($block_table) `)`)?
     (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
     (`segments` `(` $q_segments^ `,` $k_segments `:` type($q_segments) `,`
@@ -227,7 +246,7 @@ def FA_AttentionOp : FA_Op<"attention", [
       "::mlir::Value":$mask, "::mlir::Value":$output, "::mlir::Value":$lse,
       "::mlir::FloatAttr":$scale, "::mlir::fa::CausalKindAttr":$causal), [{
       build($_builder, $_state, resultTypes, query, key, value, kv_lens,
-            mask, /*alibi=*/::mlir::Value(), /*q_segments=*/::mlir::Value(),
+            /*block_table=*/::mlir::Value(), mask, /*alibi=*/::mlir::Value(), /*q_segments=*/::mlir::Value(),
             /*k_segments=*/::mlir::Value(), /*q_offset=*/::mlir::Value(),
             /*block_mask=*/::mlir::Value(),
             /*mod_operands=*/::mlir::ValueRange(), output, lse, scale, causal,
@@ -263,6 +282,13 @@ def FA_AttentionOp : FA_Op<"attention", [
 
     /// Number of query heads per key/value head (Hq / Hkv).
     int64_t getGroupSize();
+
+    /// Whether K/V are a paged cache read through a block table.
+    bool isPaged() { return static_cast<bool>(getBlockTable()); }
+    /// The key/value heads Hkv (K's dim 1, or 2 when paged).
+    int64_t getKvHeads();
+    /// The rows per page S of a paged cache (K's dim 1); 0 when not paged.
+    int64_t getPageSize();
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
