@@ -78,6 +78,7 @@ void mlir::fa::buildLowerToCPUPipeline(OpPassManager &pm,
     cpuOpts.vectorWidth = options.vectorWidth;
     cpuOpts.blockQ = options.cpuBlockQ;
     cpuOpts.blockKV = options.cpuBlockKV;
+    cpuOpts.kvSplits = options.cpuKvSplits;
     cpuOpts.l2CacheSize = options.cpuL2CacheSize;
     cpuOpts.parallel = options.parallel;
     // Register blocks sized for the register file: 32 vector registers with

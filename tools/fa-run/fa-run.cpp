@@ -203,6 +203,14 @@ cl::opt<bool> printTimes("time",
                          cl::desc("Print compile and run times (to stderr)"),
                          cl::sub(attentionCmd), cl::sub(softmaxCmd),
                          cl::cat(runCategory));
+cl::opt<unsigned> kvSplitsOpt(
+    "kv-splits",
+    cl::desc("CPU decode kernels: split the key range of each (batch, kv "
+             "head) into N parts run in parallel and combined by fa.merge "
+             "(default 0: chosen at run time with --parallel from the "
+             "threads and the parallel work; 1: no split)"),
+    cl::value_desc("N"), cl::init(0), cl::sub(attentionCmd),
+    cl::cat(runCategory));
 cl::opt<unsigned> repeatRuns(
     "repeat",
     cl::desc("CPU: run the compiled kernel N times (the same inputs and "
@@ -685,7 +693,8 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
                        "gpu-block-q={5} gpu-block-kv={6} "
                        "gpu-double-buffer={7} parallel={8} "
                        "cpu-kernel={9} cpu-block-q={10} cpu-block-kv={11} "
-                       "cpu-l2-cache-size={12} vector-width={13}}",
+                       "cpu-l2-cache-size={12} vector-width={13} "
+                       "cpu-kv-splits={14}}",
                        bq, bkv, tile, referenceLowering ? "true" : "false",
                        promotedLowering ? "true" : "false",
                        // The promoted form picks its own tile sizes unless
@@ -699,7 +708,8 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
                        blockKV.getNumOccurrences() ? bkv : 0,
                        compile::getHostL2CacheSize(),
                        // The host's widest f32 vectors (16 or 8 lanes).
-                       compile::getHostVectorWidth())
+                       compile::getHostVectorWidth(),
+                       static_cast<unsigned>(kvSplitsOpt))
       .str();
 }
 

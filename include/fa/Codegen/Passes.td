@@ -97,6 +97,18 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
     `Nq * G <= rows` at run time. Ops with a block mask keep the one kernel
     on its tiles.
 
+    **Split-KV.** A decode step of few sequences and kv heads leaves
+    threads idle. With `kv-splits` N > 1 the decode kernel's forall gets a
+    fourth dim over N runs of equal length of each tile's visited key
+    tiles (runs past the end visit nothing); each writes its partial O
+    (f32) and LSE to a workspace `[N, B, Hq, Nq, Dv]` / `[N, B, Hq, Nq]`
+    (`memref.alloc`, freed by the pipeline's buffer deallocation), and an
+    `fa.merge` of the partials, lowered here by fa-lower-merge's patterns,
+    writes the outputs. With `kv-splits=0` (the default) and `parallel`, N
+    is chosen at run time: `ceil(2 T / (B Hkv tiles))` for T =
+    `omp_get_max_threads()`, at most one run per two key tiles of Nk, at
+    least 1.
+
     Functions not in kernel form are left for `fa-tile-attention` unless
     `require-kernel-form` is set.
   }];
@@ -130,11 +142,18 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
            "(lcm(vector-width, pv-rows) rows), a kernel whose query tile "
            "packs the query heads sharing a kv head (chosen at run time "
            "when Nq is dynamic)">,
+    Option<"kvSplits", "kv-splits", "int64_t", /*default=*/"0",
+           "Split-KV for the decode kernels: the key range of each (batch, "
+           "kv head) in this many parts, combined by fa.merge (0: chosen "
+           "at run time with parallel, from the OpenMP threads and the "
+           "parallel work; 1: no split)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
-    "::mlir::vector::VectorDialect"
+    "::mlir::vector::VectorDialect", "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::bufferization::BufferizationDialect"
   ];
 }
 

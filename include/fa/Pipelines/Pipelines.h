@@ -67,6 +67,12 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::desc("fa-cpu-attention keys per tile (0: automatic, from "
                      "cpu-l2-cache-size)"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> cpuKvSplits{
+      *this, "cpu-kv-splits",
+      llvm::cl::desc("fa-cpu-attention kv-splits: split-KV parts of the "
+                     "decode kernels (0: chosen at run time with parallel; "
+                     "1: none)"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> cpuL2CacheSize{
       *this, "cpu-l2-cache-size",
       llvm::cl::desc("fa-cpu-attention l2-cache-size: L2 bytes per core "

@@ -21,6 +21,7 @@
 
 #include "fa/Codegen/Common/KernelForm.h"
 #include "fa/Dialect/FA/Utils/LoweringUtils.h"
+#include "fa/Dialect/FA/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -30,6 +31,7 @@
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Iterators.h"
 #include "mlir/IR/Matchers.h"
@@ -78,12 +80,19 @@ struct CpuKernelConfig {
   int64_t dSplit = 1;
 };
 
+/// Split-KV: the workspace the splits of a decode kernel write their
+/// partial (O, LSE) to, [S, B, Hq, Nq, Dv] and [S, B, Hq, Nq] f32, and the
+/// number of splits S (an index).
+struct KVSplits {
+  Value o, lse, count;
+};
+
 /// Builds the kernel for one fa.attention.
 class CpuKernelBuilder {
 public:
   CpuKernelBuilder(AttentionOp op, const KernelOperands &args,
-                   const CpuKernelConfig &cfg)
-      : op(op), args(args), cfg(cfg), loc(op.getLoc()) {}
+                   const CpuKernelConfig &cfg, KVSplits splits = {})
+      : op(op), args(args), cfg(cfg), loc(op.getLoc()), splits(splits) {}
 
   /// Emits the kernel at `b`; the caller erases the tensor-level ops.
   void build(OpBuilder &b);
@@ -243,6 +252,11 @@ private:
   KernelOperands args;
   CpuKernelConfig cfg;
   Location loc;
+  /// Split-KV (null members without): iteration `split` of the forall's
+  /// fourth dim visits the split-th of `splits.count` runs of the tile's
+  /// key tiles and writes its partial result to the workspace.
+  KVSplits splits;
+  Value split;
   VectorType vecType;
   Type elt;
   int64_t headDim = 0, valueDim = 0, headDimPad = 0, valueDimPad = 0;
@@ -351,9 +365,11 @@ void CpuKernelBuilder::build(OpBuilder &b) {
   Value tiles =
       arith::CeilDivUIOp::create(b, loc, packedRows, cIdx(b, cfg.blockQ));
   numTiles = tiles;
-  auto forall = scf::ForallOp::create(
-      b, loc, ArrayRef<OpFoldResult>{gB, b.getIndexAttr(heads), tiles},
-      ValueRange{}, std::nullopt);
+  SmallVector<OpFoldResult> bounds = {gB, b.getIndexAttr(heads), tiles};
+  if (splits.count)
+    bounds.push_back(splits.count);
+  auto forall =
+      scf::ForallOp::create(b, loc, bounds, ValueRange{}, std::nullopt);
   OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
   // Scratch: for a sequential loop, one set before the loop; for a
   // parallel one, a set per iteration (each OpenMP iteration body becomes
@@ -387,6 +403,7 @@ void CpuKernelBuilder::allocScratch(OpBuilder &b) {
 
 void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
   batch = ivs[0];
+  split = splits.count ? ivs[3] : Value();
   if (cfg.packGroup) {
     // The lanes' heads are per row (rowHead, laneHead).
     kvHead = ivs[1];
@@ -461,6 +478,19 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
                   ? sem.visitedKeyBegin(b, loc, q0, diagOffset)
                   : Value();
   kvEnd = sem.visitedKeyEnd(b, loc, keyEnd, q0, qRows, diagOffset);
+  if (split) {
+    // Split-KV: the visited key tiles in splits.count runs of equal
+    // length; this iteration visits run `split` (none past the end).
+    Value begin = kvBegin ? kvBegin : zero;
+    Value tilesTotal = arith::CeilDivUIOp::create(
+        b, loc, AttentionSemantics::visitedKeyCount(b, loc, begin, kvEnd),
+        cIdx(b, cfg.blockKV));
+    Value run = mul(b,
+                    arith::CeilDivUIOp::create(b, loc, tilesTotal, splits.count),
+                    cIdx(b, cfg.blockKV));
+    kvBegin = add(b, begin, mul(b, split, run));
+    kvEnd = minI(b, add(b, kvBegin, run), kvEnd);
+  }
 
   // The modifiers' per-tile operands: the head's ALiBi slope, the query
   // positions and segment ids of each vector of lanes.
@@ -1001,19 +1031,31 @@ void CpuKernelBuilder::buildEpilogue(OpBuilder &b) {
       Value a = vload(lb, oAcc, {r, cIdx(lb, c)});
       Value o = arith::SelectOp::create(lb, loc, emptyB, splatF32(lb, 0.0f),
                                         arith::MulFOp::create(lb, loc, a, invB));
+      bool inBounds = c + cfg.vw <= valueDim;
+      if (split) {
+        // The partial result, in f32, for fa.merge.
+        vector::TransferWriteOp::create(
+            lb, loc, o, splits.o, ValueRange{split, batch, h, q, cIdx(lb, c)},
+            ArrayRef<bool>{inBounds});
+        continue;
+      }
       if (!elt.isF32())
         o = arith::TruncFOp::create(lb, loc, VectorType::get({cfg.vw}, elt), o);
-      bool inBounds = c + cfg.vw <= valueDim;
       vector::TransferWriteOp::create(
           lb, loc, o, args.o, ValueRange{batch, h, q, cIdx(lb, c)},
           ArrayRef<bool>{inBounds});
     }
-    if (args.lse) {
+    if (args.lse || split) {
       Value m = memref::LoadOp::create(lb, loc, mBuf, ValueRange{r});
       Value lse = arith::AddFOp::create(lb, loc, m,
                                         math::LogOp::create(lb, loc, l));
       lse = arith::SelectOp::create(lb, loc, empty, cF32(lb, -inf), lse);
-      memref::StoreOp::create(lb, loc, lse, args.lse, ValueRange{batch, h, q});
+      if (split)
+        memref::StoreOp::create(lb, loc, lse, splits.lse,
+                                ValueRange{split, batch, h, q});
+      else
+        memref::StoreOp::create(lb, loc, lse, args.lse,
+                                ValueRange{batch, h, q});
     }
   });
 }
@@ -1107,13 +1149,119 @@ static void eraseDeadTensorOps(Region &region) {
   }
 }
 
+/// The tensor type of a memref.
+static RankedTensorType tensorTypeOf(Value memref) {
+  auto t = cast<MemRefType>(memref.getType());
+  return RankedTensorType::get(t.getShape(), t.getElementType());
+}
+
+/// Builds the decode kernel at `b`, with split-KV when `kvSplits` asks for
+/// it: the splits write partial (O, LSE) to a workspace and `fa.merge`
+/// combines them into the outputs (lowered by the caller). `kvSplits` > 1
+/// forces that many splits; 0 chooses at run time with `parallel`: enough
+/// splits for B x Hkv x query tiles x splits to reach twice the OpenMP
+/// threads (omp_get_max_threads), at most one per two key tiles of Nk.
+/// 1, or 0 without `parallel`, builds the kernel without splits.
+static void buildDecodeKernel(OpBuilder &b, AttentionOp op,
+                              const KernelOperands &args,
+                              const CpuKernelConfig &cfg, int64_t kvSplits) {
+  if (kvSplits == 1 || (kvSplits == 0 && !cfg.parallel)) {
+    CpuKernelBuilder(op, args, cfg).build(b);
+    return;
+  }
+  Location loc = op.getLoc();
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value batch = memref::DimOp::create(b, loc, args.q, 0);
+  Value nq = memref::DimOp::create(b, loc, args.q, 2);
+  Value count;
+  if (kvSplits > 1) {
+    count = idx(kvSplits);
+  } else {
+    auto module = op->getParentOfType<ModuleOp>();
+    StringRef name = "omp_get_max_threads";
+    auto fnType = b.getFunctionType({}, {b.getI32Type()});
+    if (!module.lookupSymbol<func::FuncOp>(name)) {
+      OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+      func::FuncOp::create(mb, loc, name, fnType).setPrivate();
+    }
+    Value threads = arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        func::CallOp::create(b, loc, name, TypeRange{b.getI32Type()},
+                             ValueRange{})
+            .getResult(0));
+    Value rows = arith::MulIOp::create(b, loc, nq, idx(op.getGroupSize()));
+    Value items = arith::MulIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, batch, idx(op.getKvHeads())),
+        arith::CeilDivUIOp::create(b, loc, rows, idx(cfg.blockQ)));
+    items = arith::MaxUIOp::create(b, loc, items, idx(1));
+    Value want = arith::CeilDivUIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, threads, idx(2)), items);
+    Value nk = args.blockTable
+                   ? Value(arith::MulIOp::create(
+                         b, loc, memref::DimOp::create(b, loc, args.blockTable, 1),
+                         idx(op.getPageSize())))
+                   : Value(memref::DimOp::create(b, loc, args.k, 2));
+    Value cap = arith::CeilDivUIOp::create(b, loc, nk, idx(2 * cfg.blockKV));
+    count = arith::MaxUIOp::create(
+        b, loc, arith::MinUIOp::create(b, loc, want, cap), idx(1));
+  }
+  auto oType = cast<MemRefType>(args.o.getType());
+  int64_t hq = oType.getDimSize(1), dv = oType.getDimSize(3);
+  int64_t dyn = ShapedType::kDynamic;
+  Type f32 = b.getF32Type();
+  auto wsO = memref::AllocOp::create(
+      b, loc, MemRefType::get({dyn, dyn, hq, dyn, dv}, f32),
+      ValueRange{count, batch, nq}, b.getI64IntegerAttr(64));
+  auto wsL = memref::AllocOp::create(
+      b, loc, MemRefType::get({dyn, dyn, hq, dyn}, f32),
+      ValueRange{count, batch, nq}, b.getI64IntegerAttr(64));
+  CpuKernelBuilder(op, args, cfg, KVSplits{wsO, wsL, count}).build(b);
+  // fa.merge of the partials into the outputs.
+  auto read = [&](Value m) -> Value {
+    return bufferization::ToTensorOp::create(b, loc, tensorTypeOf(m), m,
+                                             /*restrict=*/true,
+                                             /*writable=*/false);
+  };
+  // Empty outs of the outputs' types (their dynamic dims among B and Nq).
+  auto empty = [&](Value out) -> Value {
+    RankedTensorType t = tensorTypeOf(out);
+    SmallVector<Value> sizes;
+    for (auto [i, size] : llvm::enumerate(t.getShape()))
+      if (ShapedType::isDynamic(size))
+        sizes.push_back(memref::DimOp::create(b, loc, out, i));
+    return tensor::EmptyOp::create(b, loc, t.getShape(), t.getElementType(),
+                                   sizes);
+  };
+  Value initO = empty(args.o);
+  Value initL;
+  SmallVector<Type> results = {initO.getType()};
+  if (args.lse) {
+    initL = empty(args.lse);
+    results.push_back(initL.getType());
+  }
+  auto merge =
+      MergeOp::create(b, loc, results, read(wsO), read(wsL), initO, initL);
+  bufferization::MaterializeInDestinationOp::create(
+      b, loc, /*result=*/Type(), merge.getResult(), args.o,
+      /*restrict=*/false, /*writable=*/true);
+  if (args.lse)
+    bufferization::MaterializeInDestinationOp::create(
+        b, loc, /*result=*/Type(), merge.getLseResult(), args.lse,
+        /*restrict=*/false, /*writable=*/true);
+  // The pipeline's buffer deallocation frees the workspace (one-shot
+  // bufferization does not accept a dealloc of a buffer read as a tensor).
+}
+
 /// Builds the kernel(s) of `op` before it: the general one on `cfg`'s
 /// tiles and, with `decode` (and no block mask), the decode kernel
 /// `decodeCfg` (packed query heads) for the shapes whose Nq x G rows fit
 /// its tile; a dynamic Nq gets both behind an `scf.if`.
 static void buildKernels(AttentionOp op, const KernelOperands &args,
                          const CpuKernelConfig &cfg,
-                         const CpuKernelConfig &decodeCfg, bool decode) {
+                         const CpuKernelConfig &decodeCfg, bool decode,
+                         int64_t kvSplits) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   int64_t group = op.getGroupSize();
@@ -1124,8 +1272,10 @@ static void buildKernels(AttentionOp op, const KernelOperands &args,
   }
   int64_t nq = qType.getDimSize(2);
   if (!ShapedType::isDynamic(nq)) {
-    CpuKernelBuilder(op, args, nq * group <= decodeCfg.blockQ ? decodeCfg : cfg)
-        .build(b);
+    if (nq * group <= decodeCfg.blockQ)
+      buildDecodeKernel(b, op, args, decodeCfg, kvSplits);
+    else
+      CpuKernelBuilder(op, args, cfg).build(b);
     return;
   }
   Value rows = arith::MulIOp::create(
@@ -1137,7 +1287,7 @@ static void buildKernels(AttentionOp op, const KernelOperands &args,
   scf::IfOp::create(
       b, loc, fits,
       [&](OpBuilder &tb, Location) {
-        CpuKernelBuilder(op, args, decodeCfg).build(tb);
+        buildDecodeKernel(tb, op, args, decodeCfg, kvSplits);
         scf::YieldOp::create(tb, loc);
       },
       [&](OpBuilder &eb, Location) {
@@ -1162,6 +1312,12 @@ void FACpuAttentionPass::runOnOperation() {
                             "pv-rows and pv-vectors must be positive";
     return signalPassFailure();
   }
+  if (kvSplits < 0) {
+    mlir::emitError(loc) << "fa-cpu-attention: kv-splits must be 0 "
+                            "(automatic) or positive, got "
+                         << static_cast<int64_t>(kvSplits);
+    return signalPassFailure();
+  }
   if (cfg.blockKV < 0 || l2CacheSize < 0) {
     mlir::emitError(loc) << "fa-cpu-attention: block-kv and l2-cache-size "
                             "must not be negative (0: automatic), got "
@@ -1183,6 +1339,10 @@ void FACpuAttentionPass::runOnOperation() {
 
   SmallVector<AttentionOp> ops;
   getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
+  // The fa.merge ops split-KV kernels create are lowered here (the
+  // pipeline's fa-lower-merge has run); the user's are left alone.
+  llvm::SmallPtrSet<Operation *, 4> userMerges;
+  getOperation()->walk([&](MergeOp m) { userMerges.insert(m); });
   for (AttentionOp op : ops) {
     FailureOr<KernelOperands> args = matchKernelForm(op);
     if (failed(args)) {
@@ -1230,7 +1390,7 @@ void FACpuAttentionPass::runOnOperation() {
     Operation *anchor = op->getParentOp();
     llvm::SmallPtrSet<Operation *, 4> userTanhs;
     anchor->walk([&](math::TanhOp t) { userTanhs.insert(t); });
-    buildKernels(op, *args, opCfg, decodeCfg, decodeTiles);
+    buildKernels(op, *args, opCfg, decodeCfg, decodeTiles, kvSplits);
     for (Operation *u : users)
       u->erase();
     Region *region = op->getParentRegion();
@@ -1246,4 +1406,15 @@ void FACpuAttentionPass::runOnOperation() {
     if (failed(lowering::approximateTanh(tanhs)))
       return signalPassFailure();
   }
+  SmallVector<Operation *> merges;
+  getOperation()->walk([&](MergeOp m) {
+    if (!userMerges.contains(m))
+      merges.push_back(m);
+  });
+  if (merges.empty())
+    return;
+  RewritePatternSet patterns(&getContext());
+  populateFALowerMergePatterns(patterns);
+  if (failed(applyOpPatternsGreedily(merges, std::move(patterns))))
+    return signalPassFailure();
 }

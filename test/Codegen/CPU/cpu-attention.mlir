@@ -2,6 +2,7 @@
 // RUN: fa-opt %s -split-input-file -fa-cpu-attention="decode-tiles=false parallel=true block-q=64 block-kv=64" -verify-diagnostics | FileCheck %s --check-prefix=PAR
 // RUN: fa-opt %s -split-input-file -fa-cpu-attention="decode-tiles=false vector-width=8 block-q=32 block-kv=64 key-rows=3 pv-rows=4 pv-vectors=2" -verify-diagnostics | FileCheck %s --check-prefix=AVX2
 // RUN: fa-opt %s -split-input-file -fa-cpu-attention="block-q=64 block-kv=64" -verify-diagnostics | FileCheck %s --check-prefix=DECODE
+// RUN: fa-opt %s -split-input-file -fa-cpu-attention="block-q=64 block-kv=64 kv-splits=3" -verify-diagnostics | FileCheck %s --check-prefix=SPLIT
 
 // A kernel function with f16 inputs, GQA (Hq = 4, Hkv = 2), key lengths, a
 // boolean mask (i8 bytes, as fa-run passes it), bottom-right causality,
@@ -412,6 +413,18 @@ func.func @regions(%q: memref<1x2x64x64xf16>, %k: memref<1x2x64x64xf16>, %v: mem
 //       DECODE:     %[[HG:.*]] = arith.remui %{{.*}}, %c4{{.*}}
 //       DECODE:     %[[H:.*]] = arith.addi %{{.*}}, %[[HG]]
 //       DECODE:     vector.transfer_write %{{.*}}, %{{.*}}[%[[B]], %[[H]], %[[QROW]], %{{.*}}]
+// Split-KV (kv-splits=3): the workspace of partial results, the forall's
+// fourth dim over the splits, the partials written at [split, ...], and
+// fa.merge lowered to linalg into the output.
+// SPLIT-LABEL: func.func @decode_static
+//       SPLIT:   %[[WO:.*]] = memref.alloc({{.*}}) {alignment = 64 : i64} : memref<?x?x8x?x32xf32>
+//       SPLIT:   %[[WL:.*]] = memref.alloc({{.*}}) {alignment = 64 : i64} : memref<?x?x8x?xf32>
+//       SPLIT:   scf.forall (%{{.*}}, %{{.*}}, %{{.*}}, %[[S:.*]]) in (%{{.*}}, 2, %{{.*}}, %c3)
+//       SPLIT:     vector.transfer_write %{{.*}}, %[[WO]][%[[S]],
+//       SPLIT:     memref.store %{{.*}}, %[[WL]][%[[S]],
+//       SPLIT:   bufferization.to_tensor %[[WO]]
+//       SPLIT:   linalg.generic
+//       SPLIT:   bufferization.materialize_in_destination
 // CHECK-LABEL: func.func @decode_static
 //       CHECK:   scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 8, %{{.*}})
 func.func @decode_static(%q: memref<1x8x1x32xf32>, %k: memref<1x2x?x32xf32>, %v: memref<1x2x?x32xf32>, %o: memref<1x8x1x32xf32>) {

@@ -46,7 +46,7 @@ def case(name, **kw):
     c = dict(name=name, B=2, Hq=8, Hkv=2, Nq=1, Nk=203, D=32,
              causal="bottom-right", lens=None, mask=None, window=None,
              softcap=None, alibi=None, chunk=None, segments=False,
-             regions=None, mag=1.0, paged=0)
+             regions=None, mag=1.0, paged=0, splits=0)
     c.update(kw)
     return c
 
@@ -90,6 +90,14 @@ CASES += [
          window=(300, 0), softcap=4.0),
     case("paged_s32_general", Nq=5, Hq=8, Hkv=2, paged=32, Nk=100,
          lens=[100, 33]),
+    # Split-KV (--kv-splits): the key tiles of each (batch, kv head) in
+    # parts combined by fa.merge; 64 parts leave most of them without keys,
+    # 3 split a window's range; with a paged cache; an empty sequence.
+    case("split2", Nq=1, splits=2, Nk=300, lens=[300, 0]),
+    case("split3_window", Nq=2, splits=3, Nk=500, window=(200, 0),
+         softcap=5.0),
+    case("split64_more_than_tiles", Nq=1, splits=64, Nk=100),
+    case("split5_paged", Nq=3, splits=5, paged=16, Nk=250, lens=[250, 97]),
 ]
 
 
@@ -108,6 +116,8 @@ def run_case(c, tmp, mutate=False):
     cmd = [FA_RUN, "attention", "--q", p["q"], "--k", p["k"], "--v", p["v"],
            "-o", p["o"], "--lse", p["lse"], "--causal", c["causal"],
            "--quiet"] + EXTRA
+    if c["splits"]:
+        cmd += ["--kv-splits", str(c["splits"])]
     if c["paged"]:
         # The same keys as pages in shuffled order (sequence 1 shares
         # sequence 0's first page; entries past a sequence's pages point
