@@ -11,9 +11,10 @@ causality aligned to the sequence's own length).
 Each case embeds seeded random inputs in a module whose @attn is in the
 kernel form with a dynamic Nq (as fa-compile builds kernels, so the decode
 and the general kernels are both compiled and one is chosen at run time),
-lowered by fa-cpu-attention two ways: 16 lanes with key tiles of 8 and 8
+lowered by fa-cpu-attention three ways: 16 lanes with key tiles of 8, 8
 lanes with key tiles of 16 (tiles smaller than, equal to and larger than
-the pages), then run with mlir-runner. Block tables are shuffled, last pages
+the pages), and split-KV in 3 runs (kv-splits=3: partial results merged
+by fa.merge), then run with mlir-runner. Block tables are shuffled, last pages
 partly filled, entries past a sequence's pages point at other valid pages
 (a kernel reading them would give other values), some sequences share
 their first pages, one is empty.
@@ -21,9 +22,12 @@ their first pages, one is empty.
 Pass criteria: relative Frobenius error of O and LSE below 2e-5; empty
 rows exactly O = 0 and LSE = -inf; no NaN.
 
-Mutation (the comparison can fail): page_past, the kernel reads each key's
-page from the block table one entry further on (block_table[b, k / S + 1]),
-must fail.
+Mutations (the comparison can fail), which must fail:
+  page_past   the kernel reads each key's page from the block table one
+              entry further on (block_table[b, k / S + 1]);
+  split_short the split-KV runs are a third of the key tiles rounded up
+              with 4 instead of 3 parts: the last keys of long sequences
+              are in no run.
 """
 
 import os
@@ -44,6 +48,8 @@ WAYS = {
     "vector": "vector-width=16 block-q=16 block-kv=8",
     "vector8": "vector-width=8 block-q=8 block-kv=16 key-rows=3 pv-rows=4 "
                "pv-vectors=1",
+    # Split-KV: each sequence's key tiles in 3 runs merged by fa.merge.
+    "split3": "vector-width=16 block-q=16 block-kv=8 kv-splits=3",
 }
 
 
@@ -257,6 +263,17 @@ def mutate_page_past(kernel):
     return out if count else None
 
 
+def mutate_split_short(kernel):
+    """The split-KV run length ceil(tiles / 3) -> ceil(tiles / 4)."""
+    m = re.search(r"(?P<r>%[\w]+) = arith\.ceildivui (?P<t>%[\w]+), "
+                  r"%c3(?:_\d+)? : index", kernel)
+    if not m:
+        return None
+    return (kernel[:m.start()] + "%mutant_four = arith.constant 4 : index\n"
+            f"    {m['r']} = arith.ceildivui {m['t']}, %mutant_four : index" +
+            kernel[m.end():])
+
+
 def main():
     failures = []
     with tempfile.TemporaryDirectory() as workdir:
@@ -287,6 +304,17 @@ def main():
             if not compare_outputs("mutation page_past (must fail)", o, lse,
                                    ref_o, ref_l, empty):
                 failures.append("mutation page_past was not caught")
+        mutant = mutate_split_short(lower(kernel_module(c, a), "split3",
+                                          workdir, "mutant.split"))
+        if mutant is None:
+            failures.append("mutation split_short: the pattern to edit is "
+                            "gone")
+        else:
+            o, lse = execute(FA_OPT, mutant, workdir, "mutant.split.run",
+                             ["--fa-lower-to-cpu"])
+            if not compare_outputs("mutation split_short (must fail)", o,
+                                   lse, ref_o, ref_l, empty):
+                failures.append("mutation split_short was not caught")
     finish(failures)
 
 
