@@ -29,8 +29,6 @@ Benchmarks are not tests: this is not run by check-fa.
 import argparse
 import datetime
 import os
-import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +36,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from machine import machine  # noqa: E402
+from bench_common import fa_run_ms, machine  # noqa: E402
 
 
 def read_bandwidth(torch, threads):
@@ -54,18 +52,9 @@ def read_bandwidth(torch, threads):
 
 
 def run_fa(fa_run, paths, threads, repeats, runs):
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    cmd = [fa_run, "attention", "--q", paths["q"], "--k", paths["k"],
-           "--v", paths["v"], "-o", paths["o"], "--causal", "bottom-right",
-           "--parallel", "--time", "--quiet", "--repeat", str(runs)]
-    best = float("inf")
-    for _ in range(repeats):
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if proc.returncode != 0:
-            raise RuntimeError(proc.stderr)
-        m = re.search(r"run: ([0-9.]+) ms", proc.stderr)
-        best = min(best, float(m.group(1)))
-    return best
+    return fa_run_ms(fa_run, ["--q", paths["q"], "--k", paths["k"], "--v",
+                              paths["v"], "-o", paths["o"], "--causal",
+                              "bottom-right"], threads, repeats, runs)
 
 
 def bench(args, torch, tmp):

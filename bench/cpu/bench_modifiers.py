@@ -47,7 +47,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from machine import machine  # noqa: E402
+from bench_common import machine  # noqa: E402
 
 
 def run_fa(cmd, out_path, repeats, env):

@@ -22,30 +22,20 @@ Benchmarks are not tests: this is not run by check-fa.
 
 import argparse
 import os
-import re
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from machine import machine  # noqa: E402
+from bench_common import fa_run_ms, machine  # noqa: E402
 
 
 def run_fa(fa_run, files, extra, threads, repeats):
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    cmd = [fa_run, "attention", "--q", files["q"], "--k", files["k"],
-           "--v", files["v"], "-o", files["o"], "--kv-lens", files["lens"],
-           "--causal", "bottom-right", "--parallel", "--time", "--quiet",
-           "--repeat", "10"] + extra
-    best = float("inf")
-    for _ in range(repeats):
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if p.returncode:
-            raise RuntimeError(p.stderr)
-        best = min(best, float(re.search(r"run: ([0-9.]+)", p.stderr).group(1)))
-    return best
+    return fa_run_ms(fa_run, ["--q", files["q"], "--k", files["k"], "--v",
+                              files["v"], "-o", files["o"], "--kv-lens",
+                              files["lens"], "--causal", "bottom-right"] +
+                     extra, threads, repeats)
 
 
 def main():

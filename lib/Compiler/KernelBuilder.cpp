@@ -637,12 +637,13 @@ mlir::fa::compile::extractKernelJobs(ModuleOp module,
 // General modifiers from a file
 //===----------------------------------------------------------------------===//
 
+/// An llvm::Error holding `message`.
+static llvm::Error error(const Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
+}
+
 llvm::Expected<SmallVector<RankedTensorType>>
 compile::attachModifierFunctions(ModuleOp kernel, ModuleOp mods) {
-  auto error = [](const Twine &message) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   message.str());
-  };
   auto scoreMod = mods.lookupSymbol<func::FuncOp>("score_mod");
   auto maskMod = mods.lookupSymbol<func::FuncOp>("mask_mod");
   if (!scoreMod && !maskMod)
@@ -743,10 +744,6 @@ compile::attachModifierFunctions(ModuleOp kernel, ModuleOp mods) {
 }
 
 llvm::Error compile::attachBlockTable(ModuleOp kernel, int64_t pageSize) {
-  auto error = [](const Twine &message) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   message.str());
-  };
   AttentionOp op;
   kernel.walk([&](AttentionOp found) { op = found; });
   if (!op || !op.getKvLens())
@@ -792,10 +789,6 @@ llvm::Error compile::attachBlockTable(ModuleOp kernel, int64_t pageSize) {
 
 llvm::Error compile::attachBlockMask(ModuleOp kernel, int64_t tq, int64_t tk,
                                      StringRef name) {
-  auto error = [](const Twine &message) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   message.str());
-  };
   AttentionOp op;
   kernel.walk([&](AttentionOp found) { op = found; });
   if (!op || !op.hasMaskMod())

@@ -306,15 +306,7 @@ struct FADecomposeReferencePass final
     : fa::impl::FADecomposeReferencePassBase<FADecomposeReferencePass> {
   using Base::Base;
   void runOnOperation() override {
-    WalkResult paged = getOperation()->walk([](AttentionOp op) {
-      if (!op.isPaged())
-        return WalkResult::advance();
-      op.emitOpError("with a block_table (paged K/V): fa-decompose-reference "
-                     "does not read paged caches; only the CPU vector "
-                     "kernel (fa-cpu-attention, kernel form) does");
-      return WalkResult::interrupt();
-    });
-    if (paged.wasInterrupted())
+    if (failed(rejectPagedAttention(getOperation(), getArgument())))
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateFADecomposeReferencePatterns(patterns);

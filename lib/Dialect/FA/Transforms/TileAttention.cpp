@@ -490,15 +490,7 @@ void FATileAttentionPass::runOnOperation() {
         << " block-kv=" << static_cast<int64_t>(blockKV);
     return signalPassFailure();
   }
-  WalkResult paged = getOperation()->walk([](AttentionOp op) {
-    if (!op.isPaged())
-      return WalkResult::advance();
-    op.emitOpError("with a block_table (paged K/V): fa-tile-attention does "
-                   "not read paged caches; only the CPU vector kernel "
-                   "(fa-cpu-attention, kernel form) does");
-    return WalkResult::interrupt();
-  });
-  if (paged.wasInterrupted())
+  if (failed(rejectPagedAttention(getOperation(), getArgument())))
     return signalPassFailure();
   RewritePatternSet patterns(&getContext());
   populateFATileAttentionPatterns(patterns, {blockQ, blockKV});

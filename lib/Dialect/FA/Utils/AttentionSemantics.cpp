@@ -812,6 +812,18 @@ std::optional<std::string> fa::getOutlinedRegionProblem(AttentionOp op) {
   return std::nullopt;
 }
 
+LogicalResult fa::rejectPagedAttention(Operation *root, StringRef pass) {
+  WalkResult paged = root->walk([&](AttentionOp op) {
+    if (!op.isPaged())
+      return WalkResult::advance();
+    op.emitOpError() << "with a block_table (paged K/V): " << pass
+                     << " does not read paged caches; only the CPU vector "
+                        "kernel (fa-cpu-attention, kernel form) does";
+    return WalkResult::interrupt();
+  });
+  return failure(paged.wasInterrupted());
+}
+
 bool fa::isEligible(KernelFamily family, AttentionOp op,
                     std::string *reason) {
   auto fail = [&](const std::string &why) {

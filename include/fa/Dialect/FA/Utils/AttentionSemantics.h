@@ -369,6 +369,12 @@ bool isSupportedHeadDim(KernelFamily family, int64_t dim);
 /// nullopt.
 std::optional<std::string> getOutlinedRegionProblem(AttentionOp op);
 
+/// For a lowering that does not read paged caches: emits its error on the
+/// first fa.attention with a block_table under `root` ("`pass` does not
+/// read paged caches; ...") and returns failure; success when there is
+/// none.
+LogicalResult rejectPagedAttention(Operation *root, StringRef pass);
+
 /// Whether `family` accepts the types and head dims of `op`; otherwise
 /// `reason` (when non-null) says why in a phrase such as "head dims must be
 /// multiples of 16 up to 256".
