@@ -1265,6 +1265,12 @@ static Error runAttention(MLIRContext &ctx) {
   auto dimError = [](const Input &in, const Twine &message) {
     return makeError(in.path + ": " + message);
   };
+  if (kvSplitsOpt.getNumOccurrences() &&
+      (*device != Device::Cpu || referenceLowering || promotedLowering ||
+       cpuKernel != "vector"))
+    return makeError("--kv-splits applies to the CPU vector kernel's decode "
+                     "kernels (--device cpu, --cpu-kernel vector, no "
+                     "--reference or --promoted)");
   // A paged cache: K/V [P, S, Hkv, D], Nk = M x S.
   int64_t pageSize = 0;
   if (table) {
@@ -1343,7 +1349,11 @@ static Error runAttention(MLIRContext &ctx) {
     ArrayRef<int32_t> entries = table->array.getElements<int32_t>();
     int64_t M = table->shape()[1], P = k->shape()[0];
     for (int64_t b = 0; b < B; ++b) {
-      if (len[b] < 0 || len[b] > Nk)
+      if (len[b] < 0)
+        return dimError(*lens, formatv("sequence {0} has a negative length "
+                                       "{1}",
+                                       b, len[b]));
+      if (len[b] > Nk)
         return dimError(*lens,
                         formatv("sequence {0} has {1} keys, but its {2} "
                                 "block table entries of {3}-row pages hold "

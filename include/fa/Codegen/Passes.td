@@ -100,7 +100,8 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
     **Split-KV.** A decode step of few sequences and kv heads leaves
     threads idle. With `kv-splits` N > 1 the decode kernel's forall gets a
     fourth dim over N runs of equal length of each tile's visited key
-    tiles (runs past the end visit nothing); each writes its partial O
+    tiles (N at most the key tiles of Nk; runs past the end visit
+    nothing); each writes its partial O
     (f32) and LSE to a workspace `[N, B, Hq, Nq, Dv]` / `[N, B, Hq, Nq]`
     (`memref.alloc`, freed by the pipeline's buffer deallocation), and an
     `fa.merge` of the partials, lowered here by fa-lower-merge's patterns,

@@ -1158,7 +1158,8 @@ static RankedTensorType tensorTypeOf(Value memref) {
 /// Builds the decode kernel at `b`, with split-KV when `kvSplits` asks for
 /// it: the splits write partial (O, LSE) to a workspace and `fa.merge`
 /// combines them into the outputs (lowered by the caller). `kvSplits` > 1
-/// forces that many splits; 0 chooses at run time with `parallel`: enough
+/// forces that many splits, at most one per key tile of Nk; 0 chooses at
+/// run time with `parallel`: enough
 /// splits for B x Hkv x query tiles x splits to reach twice the OpenMP
 /// threads (omp_get_max_threads), at most one per two key tiles of Nk.
 /// 1, or 0 without `parallel`, builds the kernel without splits.
@@ -1175,9 +1176,19 @@ static void buildDecodeKernel(OpBuilder &b, AttentionOp op,
   };
   Value batch = memref::DimOp::create(b, loc, args.q, 0);
   Value nq = memref::DimOp::create(b, loc, args.q, 2);
+  Value nk = args.blockTable
+                 ? Value(arith::MulIOp::create(
+                       b, loc, memref::DimOp::create(b, loc, args.blockTable, 1),
+                       idx(op.getPageSize())))
+                 : Value(memref::DimOp::create(b, loc, args.k, 2));
   Value count;
   if (kvSplits > 1) {
-    count = idx(kvSplits);
+    // At most one run per key tile of Nk (more would only add empty runs
+    // and workspace).
+    Value keyTiles = arith::MaxUIOp::create(
+        b, loc, arith::CeilDivUIOp::create(b, loc, nk, idx(cfg.blockKV)),
+        idx(1));
+    count = arith::MinUIOp::create(b, loc, idx(kvSplits), keyTiles);
   } else {
     auto module = op->getParentOfType<ModuleOp>();
     StringRef name = "omp_get_max_threads";
@@ -1198,11 +1209,6 @@ static void buildDecodeKernel(OpBuilder &b, AttentionOp op,
     items = arith::MaxUIOp::create(b, loc, items, idx(1));
     Value want = arith::CeilDivUIOp::create(
         b, loc, arith::MulIOp::create(b, loc, threads, idx(2)), items);
-    Value nk = args.blockTable
-                   ? Value(arith::MulIOp::create(
-                         b, loc, memref::DimOp::create(b, loc, args.blockTable, 1),
-                         idx(op.getPageSize())))
-                   : Value(memref::DimOp::create(b, loc, args.k, 2));
     Value cap = arith::CeilDivUIOp::create(b, loc, nk, idx(2 * cfg.blockKV));
     count = arith::MaxUIOp::create(
         b, loc, arith::MinUIOp::create(b, loc, want, cap), idx(1));

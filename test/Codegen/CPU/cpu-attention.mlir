@@ -413,13 +413,15 @@ func.func @regions(%q: memref<1x2x64x64xf16>, %k: memref<1x2x64x64xf16>, %v: mem
 //       DECODE:     %[[HG:.*]] = arith.remui %{{.*}}, %c4{{.*}}
 //       DECODE:     %[[H:.*]] = arith.addi %{{.*}}, %[[HG]]
 //       DECODE:     vector.transfer_write %{{.*}}, %{{.*}}[%[[B]], %[[H]], %[[QROW]], %{{.*}}]
-// Split-KV (kv-splits=3): the workspace of partial results, the forall's
-// fourth dim over the splits, the partials written at [split, ...], and
-// fa.merge lowered to linalg into the output.
+// Split-KV (kv-splits=3): min(3, key tiles of Nk) splits, the workspace
+// of partial results, the forall's fourth dim over the splits, the
+// partials written at [split, ...], and fa.merge lowered to linalg into
+// the output.
 // SPLIT-LABEL: func.func @decode_static
-//       SPLIT:   %[[WO:.*]] = memref.alloc({{.*}}) {alignment = 64 : i64} : memref<?x?x8x?x32xf32>
-//       SPLIT:   %[[WL:.*]] = memref.alloc({{.*}}) {alignment = 64 : i64} : memref<?x?x8x?xf32>
-//       SPLIT:   scf.forall (%{{.*}}, %{{.*}}, %{{.*}}, %[[S:.*]]) in (%{{.*}}, 2, %{{.*}}, %c3)
+//       SPLIT:   %[[N:.*]] = arith.minui %c3, %{{.*}} : index
+//       SPLIT:   %[[WO:.*]] = memref.alloc(%[[N]], {{.*}}) {alignment = 64 : i64} : memref<?x?x8x?x32xf32>
+//       SPLIT:   %[[WL:.*]] = memref.alloc(%[[N]], {{.*}}) {alignment = 64 : i64} : memref<?x?x8x?xf32>
+//       SPLIT:   scf.forall (%{{.*}}, %{{.*}}, %{{.*}}, %[[S:.*]]) in (%{{.*}}, 2, %{{.*}}, %[[N]])
 //       SPLIT:     vector.transfer_write %{{.*}}, %[[WO]][%[[S]],
 //       SPLIT:     memref.store %{{.*}}, %[[WL]][%[[S]],
 //       SPLIT:   bufferization.to_tensor %[[WO]]

@@ -166,7 +166,7 @@ func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x
 
 // Output shape must be [B, Hq, Nq, Dv].
 func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %o: tensor<1x4x16x32xf32>) {
-  // expected-error @+1 {{'fa.attention' op output shape [1, 4, 16, 32] must be [B, Hq, Nq, Dv]}}
+  // expected-error @+1 {{'fa.attention' op output shape [1, 4, 16, 32] must be [B, Hq, Nq, Dv] = [1, 4, 16, 64] from query [1, 4, 16, 64] and value [1, 2, 32, 64]}}
   %r = fa.attention ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) outs(%o : tensor<1x4x16x32xf32>) -> tensor<1x4x16x32xf32>
   return
 }
@@ -872,5 +872,14 @@ func.func @f(%q: tensor<2x4x1x8xf32>, %k: tensor<5x16x2x8xf32>, %v: tensor<5x16x
 func.func @f(%q: tensor<2x4x1x8xf32>, %k: tensor<5x16x2x8xf32>, %v: tensor<5x16x2x8xf32>, %l: tensor<2xi32>, %bt: tensor<2x3xi32>, %m: tensor<2x1x1x40xi1>, %o: tensor<2x4x1x8xf32>) {
   // expected-error @+1 {{'fa.attention' op mask shape [2, 1, 1, 40] is not broadcastable to [B|1, Hq|1, Nq, Nk] with query [2, 4, 1, 8] and key [2, 2, 48, 8]}}
   %r = fa.attention ins(%q, %k, %v : tensor<2x4x1x8xf32>, tensor<5x16x2x8xf32>, tensor<5x16x2x8xf32>) kv_lens(%l : tensor<2xi32>) block_table(%bt : tensor<2x3xi32>) mask(%m : tensor<2x1x1x40xi1>) outs(%o : tensor<2x4x1x8xf32>) -> tensor<2x4x1x8xf32>
+  return
+}
+
+// -----
+
+// Paged K/V: M x S must not overflow.
+func.func @f(%q: tensor<1x4x1x8xf32>, %k: tensor<2x4611686018427387904x2x8xf32>, %v: tensor<2x4611686018427387904x2x8xf32>, %l: tensor<1xi32>, %bt: tensor<1x4xi32>, %o: tensor<1x4x1x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op the key length M x S of block_table [1, 4] and key [2, 4611686018427387904, 2, 8] overflows}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x4x1x8xf32>, tensor<2x4611686018427387904x2x8xf32>, tensor<2x4611686018427387904x2x8xf32>) kv_lens(%l : tensor<1xi32>) block_table(%bt : tensor<1x4xi32>) outs(%o : tensor<1x4x1x8xf32>) -> tensor<1x4x1x8xf32>
   return
 }

@@ -264,9 +264,14 @@ def mutate_page_past(kernel):
 
 
 def mutate_split_short(kernel):
-    """The split-KV run length ceil(tiles / 3) -> ceil(tiles / 4)."""
-    m = re.search(r"(?P<r>%[\w]+) = arith\.ceildivui (?P<t>%[\w]+), "
-                  r"%c3(?:_\d+)? : index", kernel)
+    """The split-KV run length ceil(tiles / N) -> ceil(tiles / 4), N the
+    split count min(3, key tiles of Nk)."""
+    count = re.search(r"(?P<n>%[\w]+) = arith\.minui %c3(?:_\d+)?, "
+                      r"%[\w]+ : index", kernel)
+    if not count:
+        return None
+    m = re.search(r"(?P<r>%[\w]+) = arith\.ceildivui (?P<t>%[\w]+), " +
+                  re.escape(count["n"]) + r" : index", kernel)
     if not m:
         return None
     return (kernel[:m.start()] + "%mutant_four = arith.constant 4 : index\n"

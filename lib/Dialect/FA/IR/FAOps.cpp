@@ -16,6 +16,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -348,6 +349,11 @@ LogicalResult AttentionOp::verify() {
       return emitOpError("segment ids and block masks are not available "
                          "with a block_table");
     int64_t m = tType.getDimSize(1);
+    if (!ShapedType::isDynamic(m) && m > 0 &&
+        k[1] > std::numeric_limits<int64_t>::max() / m)
+      return emitOpError("the key length M x S of block_table ")
+             << shapeStr(tType.getShape()) << " and key " << shapeStr(k)
+             << " overflows";
     int64_t nk = ShapedType::isDynamic(m) ? ShapedType::kDynamic : m * k[1];
     int64_t b = tType.getDimSize(0);
     if (!dimsCompatible(b, q[0]))
@@ -438,8 +444,10 @@ LogicalResult AttentionOp::verify() {
   if (!dimsCompatible(o[0], B) || o[1] != q[1] || !dimsCompatible(o[2], Nq) ||
       o[3] != v[3])
     return emitOpError("output shape ")
-           << shapeStr(o) << " must be [B, Hq, Nq, Dv] = [" << shapeStr(q)
-           << "[0..2], " << v[3] << "] from query " << shapeStr(q)
+           << shapeStr(o) << " must be [B, Hq, Nq, Dv] = "
+           << shapeStr(SmallVector<int64_t>{q[0], q[1], q[2], v[3]})
+           << " from query "
+           << shapeStr(q)
            << " and value " << shapeStr(v);
 
   // Key lengths.
