@@ -82,6 +82,30 @@ struct VerifyFAPasses : public PassInstrumentation {
 };
 } // namespace
 
+/// Whether `text` starts with what DenseI64ArrayAttr::parse accepts
+/// without fail: a closed list of decimal integers that fit in int64
+/// (spaces and line breaks between them).
+static bool startsWithPlainI64List(llvm::StringRef text) {
+  constexpr llvm::StringLiteral kSpace = " \t\r\n";
+  if (!text.consume_front("["))
+    return false;
+  text = text.ltrim(kSpace);
+  if (text.consume_front("]"))
+    return true;
+  while (true) {
+    text.consume_front("-");
+    size_t digits = text.find_first_not_of("0123456789");
+    if (digits == 0 || digits == llvm::StringRef::npos || digits > 18)
+      return false;
+    text = text.drop_front(digits).ltrim(kSpace);
+    if (text.consume_front("]"))
+      return true;
+    if (!text.consume_front(","))
+      return false;
+    text = text.ltrim(kSpace);
+  }
+}
+
 /// Inputs that crash upstream MLIR 22's own parser or printer (plain
 /// mlir-opt too), kept as `not --crash` tests in test/Tools/fa-opt/
 /// upstream-crash-*.mlir: skipped, so that a bounded run finds fa's bugs.
@@ -94,18 +118,22 @@ static bool hitsKnownUpstreamCrash(llvm::StringRef text) {
   // value.
   if (text.contains("9223372036854775808"))
     return true;
-  // linalg.transpose with a `permutation` list that is not a closed list
-  // of integers (`[0,` then another line).
-  if (text.contains("linalg.transpose")) {
-    for (size_t pos = text.find("permutation"); pos != llvm::StringRef::npos;
-         pos = text.find("permutation", pos + 1)) {
-      llvm::StringRef rest = text.drop_front(pos + 11).ltrim(" \t\n=");
-      if (!rest.consume_front("["))
-        return true;
-      size_t close = rest.find(']');
-      if (close == llvm::StringRef::npos ||
-          rest.take_front(close).find_first_not_of("0123456789, -") !=
-              llvm::StringRef::npos)
+  // The custom parsers of linalg.transpose, linalg.broadcast and
+  // linalg.reduce store whatever DenseI64ArrayAttr::parse returns for
+  // `permutation = [...]` / `dimensions = [...]`, a null attribute when the
+  // list is malformed (cut off, `[1 0]`, `[-]`, a number past int64, a
+  // float), and crash on it. Any of these ops with such a keyword followed
+  // by anything but a plain list is skipped.
+  if (!text.contains("linalg.transpose") && !text.contains("linalg.broadcast") &&
+      !text.contains("linalg.reduce"))
+    return false;
+  for (llvm::StringRef keyword : {"permutation", "dimensions"}) {
+    for (size_t pos = text.find(keyword); pos != llvm::StringRef::npos;
+         pos = text.find(keyword, pos + 1)) {
+      llvm::StringRef rest = text.drop_front(pos + keyword.size()).ltrim();
+      if (!rest.consume_front("="))
+        continue; // not `keyword =`: the parser fails before the list
+      if (!startsWithPlainI64List(rest.ltrim()))
         return true;
     }
   }
