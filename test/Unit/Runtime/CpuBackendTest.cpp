@@ -803,20 +803,21 @@ TEST(CpuBackendTest, BlockMask) {
   ASSERT_TRUE(loaded.ok()) << loaded.toString();
   int64_t tq = 0, tk = 0;
   ASSERT_EQ(fa_kernel_get_block_tiles(kernel.get(), &tq, &tk), FA_SUCCESS);
-  EXPECT_EQ(tq, 8);
+  EXPECT_EQ(tq, 16);
   EXPECT_EQ(tk, 8);
 
-  // The block mask [B, 1, ceil(20 / 8), ceil(29 / 8)] from the host helper.
+  // The block mask [B, 1, ceil(20 / 16), ceil(29 / 8)] from the host
+  // helper.
   RegionsCase c;
   const int64_t B = RegionsCase::B, Nq = RegionsCase::Nq,
                 Nk = RegionsCase::Nk;
   int64_t size = fa_block_mask_size(B, 1, Nq, Nk, tq, tk);
-  ASSERT_EQ(size, B * 3 * 4);
+  ASSERT_EQ(size, B * 2 * 4);
   std::vector<uint8_t> bm(size);
   ASSERT_EQ(fa_block_mask_build(B, 1, Nq, Nk, tq, tk, regionsKeep, &c,
                                 bm.data()),
             FA_SUCCESS);
-  int64_t bs[] = {B, 1, 3, 4};
+  int64_t bs[] = {B, 1, 2, 4};
   fa_tensor bmT = fa_tensor_make(bm.data(), FA_DTYPE_I8, 4, bs);
   const fa_tensor *modOperands[] = {&c.tT, &c.pT};
   ASSERT_EQ(fa_attention_launch_sparse(kernel.get(), &c.qT, &c.kT, &c.vT,
@@ -856,7 +857,7 @@ TEST(CpuBackendTest, BlockMask) {
   EXPECT_NE(std::string(fa_last_error()).find("block_mask is NULL"),
             std::string::npos)
       << fa_last_error();
-  int64_t badTiles[] = {B, 1, 3, 3};
+  int64_t badTiles[] = {B, 1, 2, 3};
   fa_tensor badT = fa_tensor_make(bm.data(), FA_DTYPE_I8, 4, badTiles);
   EXPECT_EQ(launch(&badT), FA_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(fa_last_error()).find("in key tiles of 8"),
