@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-"""CPU benchmark of variable-length prefill (issue 16) in the form fa runs
-today: the sequences packed along one batch row with sorted segment ids
-(document masking, causal top-left, which inside one document is each
-sequence's own causality), against a dense batch of the same sequences
-padded to the longest and one of equal-length sequences, all through
-`fa-run` in the same run.
+"""CPU benchmark of variable-length prefill (issue 16) in the two forms fa
+runs: token-major with `cu_seqlens` (FlashAttention 2's varlen layout,
+causal bottom-right per sequence) and the sequences packed along one batch
+row with sorted segment ids (document masking, causal top-left, which
+inside one document is each sequence's own causality), against a dense
+batch of the same sequences padded to the longest and one of equal-length
+sequences, all through `fa-run` in the same run.
 
 --lengths gives the sequences (default: 8 ragged lengths summing to
 16384). GFLOP/s count the useful work, 2 L (L + 1) D per head per sequence
@@ -56,6 +57,23 @@ def check(o, q, k, v, qs, causal_rows):
                 raise RuntimeError(f"row {r}: rel err {err}")
 
 
+def check_token_major(o, q, k, v, cu):
+    """Float64 reference on sampled rows of the first sequences and the
+    last one (causal inside each sequence)."""
+    d = q.shape[-1]
+    for b in (0, 1, len(cu) - 2):
+        s0, s1 = int(cu[b]), int(cu[b + 1])
+        for r in (s0, s0 + 7, s1 - 1):
+            for h in (0, q.shape[1] - 1):
+                kk = k[s0:r + 1, h].astype(np.float64)
+                s = kk @ q[r, h].astype(np.float64) / np.sqrt(d)
+                p = np.exp(s - s.max())
+                ref = (p / p.sum()) @ v[s0:r + 1, h].astype(np.float64)
+                err = np.linalg.norm(o[r, h] - ref) / np.linalg.norm(ref)
+                if not err < 1e-4:
+                    raise RuntimeError(f"token-major row {r}: rel err {err}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("fa_run")
@@ -79,6 +97,21 @@ def main():
             for n, a in (("q", q), ("k", k), ("v", v)):
                 np.save(f[n], a)
 
+        # Token-major: Q, K, V [T, H, D] and the offsets of the sequences.
+        q = rng.standard_normal((T, H, D), dtype=np.float32)
+        k = rng.standard_normal((T, H, D), dtype=np.float32)
+        v = rng.standard_normal((T, H, D), dtype=np.float32)
+        cu = np.concatenate([[0], np.cumsum(L)]).astype(np.int32)
+        np.save(f["qs"], cu)
+        save(q, k, v)
+        ms = run(args.fa_run, f, ["--causal", "bottom-right",
+                                  "--cu-seqlens-q", f["qs"],
+                                  "--cu-seqlens-k", f["qs"]],
+                 args.threads, args.repeats)
+        check_token_major(np.load(f["o"]), q, k, v, cu)
+        work = sum(2 * x * (x + 1) * D for x in L) * H
+        rows.append(("token-major cu_seqlens, causal bottom-right", T, ms,
+                     work))
         # Packed: one row of T tokens, segment ids per sequence.
         q = rng.standard_normal((1, H, T, D), dtype=np.float32)
         k = rng.standard_normal((1, H, T, D), dtype=np.float32)

@@ -242,7 +242,8 @@ mlir::fa::compile::buildKernelModule(MLIRContext &ctx,
     auto attention = AttentionOp::create(
         b, loc, resultTypes, get(rt::ParamRole::Query), get(rt::ParamRole::Key),
         get(rt::ParamRole::Value), get(rt::ParamRole::KvLens),
-        /*block_table=*/Value(), get(rt::ParamRole::Mask), get(rt::ParamRole::Alibi),
+        /*block_table=*/Value(), /*cu_seqlens_q=*/Value(),
+        /*cu_seqlens_k=*/Value(), get(rt::ParamRole::Mask), get(rt::ParamRole::Alibi),
         get(rt::ParamRole::QSegments), get(rt::ParamRole::KSegments),
         /*q_offset=*/Value(), /*block_mask=*/Value(),
         /*mod_operands=*/ValueRange(), oInit, lseInit, scale,
@@ -784,6 +785,63 @@ llvm::Error compile::attachBlockTable(ModuleOp kernel, int64_t pageSize) {
       toTensor(b, loc, func.getArgument(at), /*writable=*/false));
   if (failed(verify(func)))
     return error("internal error: the paged kernel does not verify");
+  return llvm::Error::success();
+}
+
+llvm::Error compile::attachCuSeqlens(ModuleOp kernel) {
+  AttentionOp op;
+  kernel.walk([&](AttentionOp found) { op = found; });
+  if (!op)
+    return error("the kernel has no attention");
+  if (op.getKvLens() || op.getMask() || op.getQSegments() ||
+      op.getBlockTable() || op.getBlockMask())
+    return error("key lengths, masks, segment ids, block tables and block "
+                 "masks are not available with cu_seqlens");
+  FailureOr<KernelOperands> args = matchKernelForm(op);
+  if (failed(args))
+    return error("internal error: the attention is not in the kernel form");
+  auto func = op->getParentOfType<func::FuncOp>();
+  Location loc = func.getLoc();
+  MLIRContext *ctx = kernel.getContext();
+  int64_t dyn = ShapedType::kDynamic;
+  // [B, H, N, D] -> [T, H, D]; LSE [B, Hq, Nq] -> [Hq, Tq]. The to_tensor
+  // reads and the results follow (the op verifies once it has its offsets).
+  auto retype = [&](Value arg, ArrayRef<int64_t> shape) {
+    auto dense = cast<MemRefType>(arg.getType());
+    arg.setType(MemRefType::get(shape, dense.getElementType()));
+    auto tensorType = RankedTensorType::get(shape, dense.getElementType());
+    for (Operation *user : arg.getUsers())
+      if (auto read = dyn_cast<bufferization::ToTensorOp>(user))
+        cast<Value>(read.getResult()).setType(tensorType);
+    return tensorType;
+  };
+  for (Value arg : {args->q, args->k, args->v}) {
+    auto t = cast<MemRefType>(arg.getType());
+    retype(arg, {dyn, t.getDimSize(1), t.getDimSize(3)});
+  }
+  auto oType = cast<MemRefType>(args->o.getType());
+  op.getResult().setType(
+      retype(args->o, {dyn, oType.getDimSize(1), oType.getDimSize(3)}));
+  if (args->lse)
+    op.getLseResult().setType(retype(
+        args->lse, {cast<MemRefType>(args->lse.getType()).getDimSize(1), dyn}));
+  auto offsets = MemRefType::get({dyn}, IntegerType::get(ctx, 32));
+  unsigned at = func.getNumArguments();
+  if (failed(func.insertArgument(at, offsets, {}, loc)) ||
+      failed(func.insertArgument(at + 1, offsets, {}, loc)))
+    return error("internal error: cannot add a kernel argument");
+  SmallVector<Type> inputs;
+  for (BlockArgument a : func.getArguments())
+    inputs.push_back(a.getType());
+  func.setType(FunctionType::get(ctx, inputs, func.getResultTypes()));
+  OpBuilder b(op);
+  op.getCuSeqlensQMutable().assign(
+      toTensor(b, loc, func.getArgument(at), /*writable=*/false));
+  op.getCuSeqlensKMutable().assign(
+      toTensor(b, loc, func.getArgument(at + 1), /*writable=*/false));
+  if (failed(verify(func)))
+    return error("internal error: the variable-length kernel does not "
+                 "verify");
   return llvm::Error::success();
 }
 

@@ -250,6 +250,19 @@ cl::opt<std::string> blockTablePath(
              "table[b, k / S]; bottom-right causality per sequence; checked "
              "before the run; --device cpu)"),
     cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<std::string> cuSeqlensQPath(
+    "cu-seqlens-q",
+    cl::desc("A token-major variable-length batch: query offsets [B + 1], "
+             "int32 (with --cu-seqlens-k; -q is then [Tq, Hq, D], -k and -v "
+             "[Tk, Hkv, D] / [Tk, Hkv, Dv], -o [Tq, Hq, Dv], --lse [Hq, Tq]; "
+             "sequence b is rows cu_q[b] .. cu_q[b + 1] - 1, bottom-right "
+             "causality per sequence; checked before the run; --device cpu)"),
+    cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<std::string> cuSeqlensKPath(
+    "cu-seqlens-k",
+    cl::desc("Key offsets [B + 1], int32, of a variable-length batch (with "
+             "--cu-seqlens-q)"),
+    cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
 cl::opt<std::string> maskPath(
     "mask",
     cl::desc("Mask [B|1, Hq|1, Nq, Nk]: bool (true = attend) or float32 "
@@ -1180,6 +1193,20 @@ static Error runAttention(MLIRContext &ctx) {
       return in.takeError();
     table = std::move(*in);
   }
+  std::optional<Input> cuQ, cuK;
+  if (cuSeqlensQPath.empty() != cuSeqlensKPath.empty())
+    return makeError("--cu-seqlens-q and --cu-seqlens-k go together");
+  if (!cuSeqlensQPath.empty()) {
+    Expected<Input> inQ = loadInput(cuSeqlensQPath, {NpyDType::Int32});
+    if (!inQ)
+      return inQ.takeError();
+    cuQ = std::move(*inQ);
+    Expected<Input> inK = loadInput(cuSeqlensKPath, {NpyDType::Int32});
+    if (!inK)
+      return inK.takeError();
+    cuK = std::move(*inK);
+  }
+  bool varlen = cuQ.has_value();
   if (!maskPath.empty()) {
     Expected<Input> in =
         loadInput(maskPath, {NpyDType::Bool, NpyDType::Float32});
@@ -1245,13 +1272,16 @@ static Error runAttention(MLIRContext &ctx) {
     modOperands.push_back(std::move(*in));
   }
 
-  for (auto [in, what] :
-       {std::pair<Input *, StringRef>{&*q, "the query [B, Hq, Nq, D]"},
-        {&*k, "the key [B, Hkv, Nk, D]"},
-        {&*v, "the value [B, Hkv, Nk, Dv]"}})
-    if (in->array.getRank() != 4)
-      return makeError(in->path + ": expected rank 4 for " + what +
-                       ", got shape " + formatNpyShape(in->shape()));
+  for (auto [in, what, varlenWhat] :
+       {std::tuple<Input *, StringRef, StringRef>{
+            &*q, "the query [B, Hq, Nq, D]", "the query [Tq, Hq, D]"},
+        {&*k, "the key [B, Hkv, Nk, D]", "the key [Tk, Hkv, D]"},
+        {&*v, "the value [B, Hkv, Nk, Dv]", "the value [Tk, Hkv, Dv]"}})
+    if (in->array.getRank() != (varlen ? 3 : 4))
+      return makeError(in->path + ": expected rank " + (varlen ? "3" : "4") +
+                       " for " + (varlen ? varlenWhat : what) +
+                       (varlen ? " (--cu-seqlens-q)" : "") + ", got shape " +
+                       formatNpyShape(in->shape()));
   NpyDType dtype = q->array.getDType();
   for (Input *in : {&*k, &*v})
     if (in->array.getDType() != dtype)
@@ -1259,9 +1289,25 @@ static Error runAttention(MLIRContext &ctx) {
                        getNpyDTypeName(in->array.getDType()) +
                        " does not match the query's " + getNpyDTypeName(dtype) +
                        " (" + q->path + ")");
-  int64_t B = q->shape()[0], Hq = q->shape()[1], Nq = q->shape()[2],
-          D = q->shape()[3];
-  int64_t Hkv = k->shape()[1], Nk = k->shape()[2], Dv = v->shape()[3];
+  int64_t B, Hq, Nq, D, Hkv, Nk, Dv;
+  if (varlen) {
+    // Token-major: Nq and Nk are the packed lengths Tq and Tk.
+    B = cuQ->array.getRank() == 1 ? cuQ->shape()[0] - 1 : 0;
+    Nq = q->shape()[0];
+    Hq = q->shape()[1];
+    D = q->shape()[2];
+    Nk = k->shape()[0];
+    Hkv = k->shape()[1];
+    Dv = v->shape()[2];
+  } else {
+    B = q->shape()[0];
+    Hq = q->shape()[1];
+    Nq = q->shape()[2];
+    D = q->shape()[3];
+    Hkv = k->shape()[1];
+    Nk = k->shape()[2];
+    Dv = v->shape()[3];
+  }
   auto dimError = [](const Input &in, const Twine &message) {
     return makeError(in.path + ": " + message);
   };
@@ -1271,6 +1317,52 @@ static Error runAttention(MLIRContext &ctx) {
     return makeError("--kv-splits applies to the CPU vector kernel's decode "
                      "kernels (--device cpu, --cpu-kernel vector, no "
                      "--reference or --promoted)");
+  if (varlen) {
+    if (*device != Device::Cpu || referenceLowering || promotedLowering ||
+        cpuKernel != "vector")
+      return makeError("--cu-seqlens-q: variable-length batches run on "
+                       "--device cpu with the vector kernel only (no GPU "
+                       "kernel, reference or promoted lowering reads them "
+                       "yet)");
+    if (lens || table || mask || qSegments || !blockMaskTiles.empty() ||
+        kvSplitsOpt.getNumOccurrences())
+      return makeError("--cu-seqlens-q: --kv-lens, --block-table, --mask, "
+                       "segment ids, --block-mask and --kv-splits are not "
+                       "available with a variable-length batch");
+    // The offsets, checked before any kernel reads through them.
+    for (auto [cu, total, tokens, side] :
+         {std::tuple<Input *, int64_t, Input *, StringRef>{&*cuQ, Nq, &*q,
+                                                           "query"},
+          {&*cuK, Nk, &*k, "key"}}) {
+      ArrayRef<int64_t> sh = cu->shape();
+      if (sh.size() != 1 || sh[0] < 1 || sh[0] != cuQ->shape()[0])
+        return dimError(*cu, formatv("expected {0} offsets of shape (B + 1,) "
+                                     "with B + 1 >= 1 entries, as many as "
+                                     "{1}, got {2}",
+                                     side, cuQ->describe(),
+                                     formatNpyShape(sh)));
+      ArrayRef<int32_t> off = cu->array.getElements<int32_t>();
+      if (off[0] < 0)
+        return dimError(*cu, formatv("the first offset is negative ({0})",
+                                     off[0]));
+      for (int64_t b = 0; b + 1 < sh[0]; ++b)
+        if (off[b + 1] < off[b])
+          return dimError(*cu, formatv("offsets must not decrease: entry "
+                                       "{0} = {1} is below entry {2} = {3} "
+                                       "(sequence {2} would have a negative "
+                                       "length)",
+                                       b + 1, off[b + 1], b, off[b]));
+      if (off.back() > total)
+        return dimError(*cu, formatv("the last offset {0} is past the {1} "
+                                     "{2} rows of {3}",
+                                     off.back(), total, side,
+                                     tokens->describe()));
+    }
+    if (v->shape()[0] != Nk || v->shape()[1] != Hkv)
+      return dimError(*v, formatv("tokens and heads [Tk, Hkv] of {0} do "
+                                  "not match those of the key {1}",
+                                  v->describe(), k->describe()));
+  }
   // A paged cache: K/V [P, S, Hkv, D], Nk = M x S.
   int64_t pageSize = 0;
   if (table) {
@@ -1303,26 +1395,27 @@ static Error runAttention(MLIRContext &ctx) {
     Nk = t[1] * pageSize;
   }
   for (Input *in : {&*k, &*v})
-    if (!table && in->shape()[0] != B)
+    if (!table && !varlen && in->shape()[0] != B)
       return dimError(*in, formatv("batch B = {0} of {1} does not match B = "
                                    "{2} of the query {3}",
                                    in->shape()[0], in->describe(), B,
                                    q->describe()));
-  if (!table && v->shape()[1] != Hkv)
+  if (!table && !varlen && v->shape()[1] != Hkv)
     return dimError(*v,
                     formatv("heads Hkv = {0} of {1} do not match Hkv = "
                             "{2} of the key {3}",
                             v->shape()[1], v->describe(), Hkv, k->describe()));
-  if (!table && v->shape()[2] != Nk)
+  if (!table && !varlen && v->shape()[2] != Nk)
     return dimError(*v,
                     formatv("key length Nk = {0} of {1} does not match "
                             "Nk = {2} of the key {3}",
                             v->shape()[2], v->describe(), Nk, k->describe()));
-  if (k->shape()[3] != D)
+  if (k->shape().back() != D)
     return dimError(*k,
                     formatv("head dim D = {0} of {1} does not match D = "
                             "{2} of the query {3}",
-                            k->shape()[3], k->describe(), D, q->describe()));
+                            k->shape().back(), k->describe(), D,
+                            q->describe()));
   if (Hq == 0 || Hkv == 0)
     return dimError(Hq == 0 ? *q : *k,
                     formatv("head counts must be positive, got Hq = {0} "
@@ -1413,11 +1506,15 @@ static Error runAttention(MLIRContext &ctx) {
   }
 
   // The outputs, poisoned.
-  NpyArray out(dtype, {B, Hq, Nq, Dv});
+  NpyArray out = varlen ? NpyArray(dtype, {Nq, Hq, Dv})
+                        : NpyArray(dtype, {B, Hq, Nq, Dv});
   poison(out);
   std::optional<NpyArray> lse;
   if (!lsePath.empty()) {
-    lse.emplace(NpyDType::Float32, ArrayRef<int64_t>{B, Hq, Nq});
+    if (varlen)
+      lse.emplace(NpyDType::Float32, ArrayRef<int64_t>{Hq, Nq});
+    else
+      lse.emplace(NpyDType::Float32, ArrayRef<int64_t>{B, Hq, Nq});
     poison(*lse);
   }
 
@@ -1439,6 +1536,8 @@ static Error runAttention(MLIRContext &ctx) {
             .str();
     if (lens)
       summary += " kv-lens";
+    if (varlen)
+      summary += formatv(" varlen(Tq={0} Tk={1})", Nq, Nk).str();
     if (table)
       summary += formatv(" paged(P={0} S={1} M={2})", k->shape()[0],
                          pageSize, table->shape()[1])
@@ -1528,6 +1627,9 @@ static Error runAttention(MLIRContext &ctx) {
   if (table)
     if (Error err = compile::attachBlockTable(**module, pageSize))
       return makeError("--block-table: " + llvm::toString(std::move(err)));
+  if (varlen)
+    if (Error err = compile::attachCuSeqlens(**module))
+      return makeError("--cu-seqlens-q: " + llvm::toString(std::move(err)));
   if (*device == Device::Emulate) {
     Expected<std::string> where =
         runOnEmulator(**module, md, arrays, modOperands, compileMs, runMs);
@@ -1546,6 +1648,10 @@ static Error runAttention(MLIRContext &ctx) {
     descriptors.emplace_back(in.array.getData(), in.shape());
   if (table)
     descriptors.emplace_back(table->array.getData(), table->shape());
+  if (varlen) {
+    descriptors.emplace_back(cuQ->array.getData(), cuQ->shape());
+    descriptors.emplace_back(cuK->array.getData(), cuK->shape());
+  }
   if (!bmTiles) {
     if (Error err = lowerAndRun(**module, pipelineText(blockQ, blockKV, 256),
                                 descriptors, compileMs, runMs))

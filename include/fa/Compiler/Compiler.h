@@ -104,6 +104,15 @@ attachModifierFunctions(ModuleOp kernel, ModuleOp mods);
 /// attention has no kv_lens or the page size is not positive.
 llvm::Error attachBlockTable(ModuleOp kernel, int64_t pageSize);
 
+/// Makes the attention of `kernel` (in the kernel form, built by
+/// buildKernelModule) the token-major variable-length form: its query,
+/// key, value and output arguments become `[T, H, D]` memrefs (T dynamic),
+/// its LSE argument `[Hq, Tq]`, and two i32 offsets `[B + 1]` (cu_seqlens
+/// of the queries, then of the keys) are appended to the kernel function's
+/// arguments. Fails with an error when the attention has key lengths, a
+/// mask, segment ids, a block table or a block mask.
+llvm::Error attachCuSeqlens(ModuleOp kernel);
+
 /// Gives the attention of `kernel` (with a mask_mod, after
 /// attachModifierFunctions) a block mask of `tiles` (TQ, TK): an i8 memref
 /// `[B, Hq, ceil(Nq / TQ), ceil(Nk / TK)]` (B or Hq 1 when the mask_mod

@@ -235,6 +235,9 @@ private:
   // Kernel stages.
   void allocScratch(OpBuilder &b);
   void buildTile(OpBuilder &b, ValueRange ivs);
+  void buildTileBody(OpBuilder &b, Value tile);
+  /// The longest query sequence of a variable-length batch of B sequences.
+  Value longestQuerySequence(OpBuilder &b, Value numSeqs);
   void buildKVStep(OpBuilder &b, Value j);
   /// `maskModPartial` (i1, null without a block mask): the block mask
   /// marks the tile partial for the mask_mod.
@@ -264,6 +267,11 @@ private:
   /// f32 K (and V with Dv a multiple of the vector width) are read in place
   /// instead of being packed per tile.
   bool directK = false, directV = false;
+  /// The token-major variable-length form (cu_seqlens): Q, O [Tq, Hq, D],
+  /// K, V [Tk, Hkv, D], LSE [Hq, Tq]; per tile, the first query row and
+  /// key of the tile's sequence.
+  bool varlen = false;
+  Value qStart, kStart;
   float scale = 1.0f;
   AttentionSemantics sem;
   bool maskBroadcastsBatch = false, maskBroadcastsHeads = false;
@@ -295,6 +303,8 @@ private:
   /// page block_table[batch, key / S] clamped to [0, P - 1] (a bad table
   /// cannot make the kernel read outside the cache).
   SmallVector<Value> kvRow(OpBuilder &b, Value key) {
+    if (varlen)
+      return {add(b, kStart, key), kvHead};
     if (!args.blockTable)
       return {batch, kvHead, key};
     Value s = cIdx(b, op.getPageSize());
@@ -308,6 +318,26 @@ private:
         cIdx(b, 0));
     page = minI(b, maxI(b, page, cIdx(b, 0)), lastPage);
     return {page, arith::RemUIOp::create(b, loc, key, s), kvHead};
+  }
+
+  /// The leading indices of query `q` of head `h` in Q and O (the
+  /// innermost index, d, follows), and its index in LSE.
+  SmallVector<Value> qRow(OpBuilder &b, Value h, Value q) {
+    if (varlen)
+      return {add(b, qStart, q), h};
+    return {batch, h, q};
+  }
+  SmallVector<Value> lseIndex(OpBuilder &b, Value h, Value q) {
+    if (varlen)
+      return {h, add(b, qStart, q)};
+    return {batch, h, q};
+  }
+
+  /// `lead` followed by `last`.
+  static SmallVector<Value> withLast(ArrayRef<Value> lead, Value last) {
+    SmallVector<Value> at(lead);
+    at.push_back(last);
+    return at;
   }
 
   /// The query and query head of tile row `r` (an index).
@@ -332,8 +362,10 @@ void CpuKernelBuilder::build(OpBuilder &b) {
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());
   elt = qType.getElementType();
-  headDim = qType.getDimSize(3);
-  valueDim = vType.getDimSize(3);
+  (void)vType;
+  headDim = op.getHeadDim();
+  valueDim = op.getValueHeadDim();
+  varlen = static_cast<bool>(args.cuSeqlensQ);
   headDimPad = llvm::divideCeil(headDim, cfg.vw) * cfg.vw;
   valueDimPad = llvm::divideCeil(valueDim, cfg.vw) * cfg.vw;
   keyRowsPad = llvm::divideCeil(cfg.blockKV, cfg.keyRows) * cfg.keyRows;
@@ -356,8 +388,18 @@ void CpuKernelBuilder::build(OpBuilder &b) {
     maskBroadcastsHeads = mType.getDimSize(1) == 1;
   }
 
-  Value gB = memref::DimOp::create(b, loc, args.q, 0);
-  Value gNq = memref::DimOp::create(b, loc, args.q, 2);
+  Value gB, gNq;
+  if (varlen) {
+    // B sequences (the offsets have B + 1 entries); the query tiles cover
+    // the longest one, the tiles past a shorter one's end are skipped.
+    gB = maxI(b, sub(b, memref::DimOp::create(b, loc, args.cuSeqlensQ, 0),
+                     cIdx(b, 1)),
+              cIdx(b, 0));
+    gNq = longestQuerySequence(b, gB);
+  } else {
+    gB = memref::DimOp::create(b, loc, args.q, 0);
+    gNq = memref::DimOp::create(b, loc, args.q, 2);
+  }
   // With packGroup the rows of a (batch, kv head) are Nq x G (query, head)
   // pairs.
   Value packedRows = cfg.packGroup ? mul(b, gNq, cIdx(b, group)) : gNq;
@@ -365,7 +407,12 @@ void CpuKernelBuilder::build(OpBuilder &b) {
   Value tiles =
       arith::CeilDivUIOp::create(b, loc, packedRows, cIdx(b, cfg.blockQ));
   numTiles = tiles;
-  SmallVector<OpFoldResult> bounds = {gB, b.getIndexAttr(heads), tiles};
+  // Variable lengths: heads outermost, so that the static schedule of a
+  // parallel forall gives each thread whole heads (the same work each)
+  // however ragged the sequences are.
+  SmallVector<OpFoldResult> bounds =
+      varlen ? SmallVector<OpFoldResult>{b.getIndexAttr(heads), gB, tiles}
+             : SmallVector<OpFoldResult>{gB, b.getIndexAttr(heads), tiles};
   if (splits.count)
     bounds.push_back(splits.count);
   auto forall =
@@ -385,6 +432,18 @@ void CpuKernelBuilder::build(OpBuilder &b) {
   buildTile(fb, forall.getInductionVars());
 }
 
+Value CpuKernelBuilder::longestQuerySequence(OpBuilder &b, Value numSeqs) {
+  Value total = memref::DimOp::create(b, loc, args.q, 0);
+  auto loop = scf::ForOp::create(
+      b, loc, cIdx(b, 0), numSeqs, cIdx(b, 1), ValueRange{cIdx(b, 0)},
+      [&](OpBuilder &lb, Location, Value s, ValueRange longest) {
+        AttentionSemantics::Sequence seq = AttentionSemantics::loadSequence(
+            lb, loc, args.cuSeqlensQ, s, total);
+        scf::YieldOp::create(lb, loc, maxI(lb, longest[0], seq.length));
+      });
+  return loop.getResult(0);
+}
+
 void CpuKernelBuilder::allocScratch(OpBuilder &b) {
   int64_t bq = cfg.blockQ;
   qT = scratch(b, {headDim, bq});
@@ -402,17 +461,39 @@ void CpuKernelBuilder::allocScratch(OpBuilder &b) {
 }
 
 void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
-  batch = ivs[0];
+  batch = varlen ? ivs[1] : ivs[0];
   split = splits.count ? ivs[3] : Value();
   if (cfg.packGroup) {
     // The lanes' heads are per row (rowHead, laneHead).
     kvHead = ivs[1];
     head = Value();
   } else {
-    head = ivs[1];
+    head = varlen ? ivs[0] : ivs[1];
     kvHead = group == 1 ? head
                         : Value(arith::DivUIOp::create(b, loc, head,
                                                        cIdx(b, group)));
+  }
+  if (varlen) {
+    // The tile's sequence: its rows and keys are Nq and Nk of every rule;
+    // the query tiles past its rows are empty.
+    AttentionSemantics::Sequence qs = AttentionSemantics::loadSequence(
+        b, loc, args.cuSeqlensQ, batch,
+        memref::DimOp::create(b, loc, args.q, 0));
+    AttentionSemantics::Sequence ks = AttentionSemantics::loadSequence(
+        b, loc, args.cuSeqlensK, batch,
+        memref::DimOp::create(b, loc, args.k, 0));
+    qStart = qs.start;
+    nq = qs.length;
+    kStart = ks.start;
+    nk = ks.length;
+    numTiles = arith::CeilDivUIOp::create(b, loc, nq, cIdx(b, cfg.blockQ));
+    Value inSequence = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                             ivs[2], numTiles);
+    scf::IfOp::create(b, loc, inSequence, [&](OpBuilder &tb, Location) {
+      buildTileBody(tb, ivs[2]);
+      scf::YieldOp::create(tb, loc);
+    });
+    return;
   }
   nq = memref::DimOp::create(b, loc, args.q, 2);
   // A paged cache stands for Nk = M x S keys.
@@ -420,7 +501,10 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
            ? mul(b, memref::DimOp::create(b, loc, args.blockTable, 1),
                  cIdx(b, op.getPageSize()))
            : Value(memref::DimOp::create(b, loc, args.k, 2));
-  Value tile = ivs[2];
+  buildTileBody(b, ivs[2]);
+}
+
+void CpuKernelBuilder::buildTileBody(OpBuilder &b, Value tile) {
   if (cfg.parallel && sem.isCausal()) {
     // Causal work grows along the query tiles of a head. Iteration t takes
     // tile t / 2 when t is even and T - 1 - t / 2 when odd (0, T-1, 1,
@@ -584,8 +668,9 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
     Value q = rowQuery(lb, r);
     Value h = rowHead(lb, r);
     loop(lb, cIdx(lb, 0), cIdx(lb, headDim), [&](OpBuilder &ib, Value d) {
-      Value x =
-          memref::LoadOp::create(ib, loc, args.q, ValueRange{batch, h, q, d});
+      SmallVector<Value> at = qRow(ib, h, q);
+      at.push_back(d);
+      Value x = memref::LoadOp::create(ib, loc, args.q, at);
       Value xs = arith::MulFOp::create(ib, loc, toF32(ib, x), scaleC);
       memref::StoreOp::create(ib, loc, xs, qT, ValueRange{d, r});
     });
@@ -727,12 +812,12 @@ void CpuKernelBuilder::buildScores(OpBuilder &b, Value k0, Value kCols) {
     Value j0 = mul(lb, kb, cIdx(lb, kr));
     // In place: the key rows of the block, clamped to the last key (rows
     // past kCols are computed but never used).
-    SmallVector<Value> keyIdx;
+    SmallVector<SmallVector<Value>> keyIdx;
     if (!kP) {
       Value last = sub(lb, kvEnd, cIdx(lb, 1));
       for (int64_t i = 0; i < kr; ++i)
         keyIdx.push_back(
-            minI(lb, add(lb, add(lb, k0, j0), cIdx(lb, i)), last));
+            kvRow(lb, minI(lb, add(lb, add(lb, k0, j0), cIdx(lb, i)), last)));
     }
     // cfg.dSplit independent partial sums over d per accumulator (d
     // strided by dSplit), added at the end: with few accumulators the FMA
@@ -749,8 +834,8 @@ void CpuKernelBuilder::buildScores(OpBuilder &b, Value k0, Value kCols) {
         Value kx =
             kP ? Value(memref::LoadOp::create(
                      db, loc, kP, ValueRange{add(db, j0, cIdx(db, i)), d}))
-               : Value(memref::LoadOp::create(
-                     db, loc, args.k, ValueRange{batch, kvHead, keyIdx[i], d}));
+               : Value(memref::LoadOp::create(db, loc, args.k,
+                                              withLast(keyIdx[i], d)));
         Value kb2 = bcast(db, kx);
         for (int64_t v = 0; v < qVecs; ++v) {
           int64_t a = (set * kr + i) * qVecs + v;
@@ -977,11 +1062,18 @@ void CpuKernelBuilder::buildPV(OpBuilder &b, Value k0, Value kCols,
           lb, loc, cIdx(lb, 0), kCols, cIdx(lb, 1), inits,
           [&](OpBuilder &kb, Location, Value jj, ValueRange acc) {
             SmallVector<Value> vv;
-            Value key = vP ? Value() : add(kb, k0, jj);
+            SmallVector<Value> vRow;
+            if (!vP)
+              vRow = kvRow(kb, add(kb, k0, jj));
             for (int64_t v = 0; v < nv; ++v) {
               Value col = cIdx(kb, (g0 + v) * cfg.vw);
-              vv.push_back(vP ? vload(kb, vP, {jj, col})
-                              : vload(kb, args.v, {batch, kvHead, key, col}));
+              if (vP) {
+                vv.push_back(vload(kb, vP, {jj, col}));
+                continue;
+              }
+              SmallVector<Value> at(vRow);
+              at.push_back(col);
+              vv.push_back(vload(kb, args.v, at));
             }
             SmallVector<Value> next;
             for (int64_t i = 0; i < rows; ++i) {
@@ -1041,9 +1133,10 @@ void CpuKernelBuilder::buildEpilogue(OpBuilder &b) {
       }
       if (!elt.isF32())
         o = arith::TruncFOp::create(lb, loc, VectorType::get({cfg.vw}, elt), o);
-      vector::TransferWriteOp::create(
-          lb, loc, o, args.o, ValueRange{batch, h, q, cIdx(lb, c)},
-          ArrayRef<bool>{inBounds});
+      SmallVector<Value> at = qRow(lb, h, q);
+      at.push_back(cIdx(lb, c));
+      vector::TransferWriteOp::create(lb, loc, o, args.o, at,
+                                      ArrayRef<bool>{inBounds});
     }
     if (args.lse || split) {
       Value m = memref::LoadOp::create(lb, loc, mBuf, ValueRange{r});
@@ -1054,8 +1147,7 @@ void CpuKernelBuilder::buildEpilogue(OpBuilder &b) {
         memref::StoreOp::create(lb, loc, lse, splits.lse,
                                 ValueRange{split, batch, h, q});
       else
-        memref::StoreOp::create(lb, loc, lse, args.lse,
-                                ValueRange{batch, h, q});
+        memref::StoreOp::create(lb, loc, lse, args.lse, lseIndex(lb, h, q));
     }
   });
 }
@@ -1272,7 +1364,9 @@ static void buildKernels(AttentionOp op, const KernelOperands &args,
   Location loc = op.getLoc();
   int64_t group = op.getGroupSize();
   auto qType = cast<ShapedType>(op.getQuery().getType());
-  if (!decode || args.blockMask) {
+  // Token-major variable-length batches take the general kernel (its
+  // query tiles are per sequence).
+  if (!decode || args.blockMask || args.cuSeqlensQ) {
     CpuKernelBuilder(op, args, cfg).build(b);
     return;
   }
@@ -1379,8 +1473,8 @@ void FACpuAttentionPass::runOnOperation() {
       opCfg.blockQ = tiles[0];
       opCfg.blockKV = tiles[1];
     }
-    int64_t d = cast<ShapedType>(op.getQuery().getType()).getDimSize(3);
-    int64_t dv = cast<ShapedType>(op.getValue().getType()).getDimSize(3);
+    int64_t d = op.getHeadDim();
+    int64_t dv = op.getValueHeadDim();
     chooseTileSizes(opCfg, d, dv, static_cast<bool>(args->mask), l2);
     // The decode kernel: one tile of lcm(W, pv-rows) packed rows, block-kv
     // as given or chosen for that tile. Its S^T micro-kernel has one query

@@ -86,6 +86,12 @@ FailureOr<KernelOperands> fa::matchKernelForm(AttentionOp op) {
     if (!k.blockTable)
       return failure();
   }
+  if (op.isVarlen()) {
+    k.cuSeqlensQ = traceToMemref(op.getCuSeqlensQ());
+    k.cuSeqlensK = traceToMemref(op.getCuSeqlensK());
+    if (!k.cuSeqlensQ || !k.cuSeqlensK)
+      return failure();
+  }
   if (Value bm = op.getBlockMask()) {
     k.blockMask = traceToMemref(bm);
     if (!k.blockMask)

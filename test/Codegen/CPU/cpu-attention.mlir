@@ -476,3 +476,58 @@ func.func @paged(%q: memref<?x8x?x32xf32>, %kc: memref<?x16x2x32xf32>, %vc: memr
   bufferization.materialize_in_destination %r in restrict writable %o : (tensor<?x8x?x32xf32>, memref<?x8x?x32xf32>) -> ()
   return
 }
+
+// -----
+
+// The token-major variable-length form (cu_seqlens): the forall runs over
+// (query head, sequence, query tile of the longest sequence), heads
+// outermost; each sequence's start and length come from its offsets,
+// clamped to the packed rows (start to [0, T], end to [start, T]); tiles
+// past a sequence's rows do nothing; Q rows are read at (start + q, head),
+// K rows at (key start + k, kv head), LSE written at (head, start + q).
+// With decode tiles on (DECODE), the same general kernel.
+// CHECK-LABEL: func.func @varlen
+//  CHECK-SAME:   %[[Q:[a-z0-9]+]]: memref<?x8x32xf32>, %[[K:[a-z0-9]+]]: memref<?x2x32xf32>, %{{[a-z0-9]+}}: memref<?x2x32xf32>, %[[CQ:[a-z0-9]+]]: memref<?xi32>, %[[CK:[a-z0-9]+]]: memref<?xi32>, %{{[a-z0-9]+}}: memref<?x8x32xf32>, %[[L:[a-z0-9]+]]: memref<8x?xf32>
+//       CHECK:   %[[NCU:.*]] = memref.dim %[[CQ]], %c0
+//       CHECK:   %[[B1:.*]] = arith.subi %[[NCU]], %c1
+//       CHECK:   %[[B:.*]] = arith.maxsi %[[B1]], %c0
+//       CHECK:   %[[LONGEST:.*]] = scf.for %{{.*}} = %{{.*}} to %[[B]]
+//       CHECK:   %[[TILES:.*]] = arith.ceildivui %[[LONGEST]], %c64
+//       CHECK:   scf.forall (%[[H:.*]], %[[S:.*]], %[[T:.*]]) in (8, %[[B]], %[[TILES]])
+//       CHECK:     %[[TQ:.*]] = memref.dim %[[Q]], %c0
+//       CHECK:     %[[C0:.*]] = memref.load %[[CQ]][%[[S]]] : memref<?xi32>
+//       CHECK:     %[[C0I:.*]] = arith.index_cast %[[C0]] : i32 to index
+//       CHECK:     %[[LO:.*]] = arith.maxsi %[[C0I]], %c0
+//       CHECK:     %[[START:.*]] = arith.minsi %[[LO]], %[[TQ]]
+//       CHECK:     %[[NEXT:.*]] = arith.addi %[[S]], %c1
+//       CHECK:     %[[C1:.*]] = memref.load %[[CQ]][%[[NEXT]]] : memref<?xi32>
+//       CHECK:     %[[C1I:.*]] = arith.index_cast %[[C1]] : i32 to index
+//       CHECK:     %[[HI:.*]] = arith.maxsi %[[C1I]], %[[START]]
+//       CHECK:     %[[END:.*]] = arith.minsi %[[HI]], %[[TQ]]
+//       CHECK:     %[[LQ:.*]] = arith.subi %[[END]], %[[START]]
+//       CHECK:     memref.load %[[CK]][%[[S]]] : memref<?xi32>
+//       CHECK:     %[[MY:.*]] = arith.ceildivui %[[LQ]], %c64
+//       CHECK:     %[[IN:.*]] = arith.cmpi ult, %[[T]], %[[MY]]
+//       CHECK:     scf.if %[[IN]] {
+//       CHECK:       %[[ROW:.*]] = arith.addi %[[START]], %{{.*}}
+//       CHECK:       memref.load %[[Q]][%[[ROW]], %[[H]], %{{.*}}] : memref<?x8x32xf32>
+//       CHECK:       memref.load %[[K]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<?x2x32xf32>
+//       CHECK:       memref.store %{{.*}}, %[[L]][%[[H]], %{{.*}}] : memref<8x?xf32>
+// DECODE-LABEL: func.func @varlen
+//       DECODE:   scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (8, %{{.*}}, %{{.*}})
+//   DECODE-NOT:   scf.forall
+func.func @varlen(%q: memref<?x8x32xf32>, %k: memref<?x2x32xf32>, %v: memref<?x2x32xf32>, %cq: memref<?xi32>, %ck: memref<?xi32>, %o: memref<?x8x32xf32>, %l: memref<8x?xf32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<?x8x32xf32> to tensor<?x8x32xf32>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x32xf32> to tensor<?x2x32xf32>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x32xf32> to tensor<?x2x32xf32>
+  %cqt = bufferization.to_tensor %cq restrict : memref<?xi32> to tensor<?xi32>
+  %ckt = bufferization.to_tensor %ck restrict : memref<?xi32> to tensor<?xi32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x8x32xf32> to tensor<?x8x32xf32>
+  %lt = bufferization.to_tensor %l restrict writable : memref<8x?xf32> to tensor<8x?xf32>
+  %r:2 = fa.attention ins(%qt, %kt, %vt : tensor<?x8x32xf32>, tensor<?x2x32xf32>, tensor<?x2x32xf32>)
+           cu_seqlens(%cqt, %ckt : tensor<?xi32>, tensor<?xi32>)
+           outs(%ot : tensor<?x8x32xf32>, %lt : tensor<8x?xf32>) causal(bottom_right) -> tensor<?x8x32xf32>, tensor<8x?xf32>
+  bufferization.materialize_in_destination %r#0 in restrict writable %o : (tensor<?x8x32xf32>, memref<?x8x32xf32>) -> ()
+  bufferization.materialize_in_destination %r#1 in restrict writable %l : (tensor<8x?xf32>, memref<8x?xf32>) -> ()
+  return
+}

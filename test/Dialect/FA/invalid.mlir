@@ -311,7 +311,7 @@ func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x
 // An LSE result without an LSE destination.
 func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
   // expected-error @+1 {{'fa.attention' op an lse result requires an lse destination and vice versa}}
-  %r:2 = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4xf32>)
+  %r:2 = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4xf32>)
   return
 }
 
@@ -330,7 +330,7 @@ func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
 func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
   // expected-error @+2 {{expected ::mlir::fa::CausalKind to be one of: none, top_left, bottom_right}}
   // expected-error @+1 {{failed to parse FA_CausalAttr parameter 'value'}}
-  %r = "fa.attention"(%q, %q, %q, %o) <{causal = #fa.causal<diagonal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  %r = "fa.attention"(%q, %q, %q, %o) <{causal = #fa.causal<diagonal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
   return
 }
 
@@ -339,7 +339,7 @@ func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
 // Memrefs are not accepted: the op is on tensors.
 func.func @f(%q: memref<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
   // expected-error @+1 {{'fa.attention' op operand #0 must be ranked tensor of any type values, but got 'memref<1x1x4x8xf32>'}}
-  %r = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  %r = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
   return
 }
 
@@ -492,7 +492,7 @@ func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x
 // Segment ids for the queries only.
 func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x64xf32>, %x: tensor<1x16xi32>, %o: tensor<1x4x16x64xf32>) {
   // expected-error @+1 {{'fa.attention' op segments need both query and key segment ids}}
-  %r = "fa.attention"(%q, %k, %v, %x, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x16xi32>, tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
+  %r = "fa.attention"(%q, %k, %v, %x, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x16xi32>, tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32>
   return
 }
 
@@ -881,5 +881,95 @@ func.func @f(%q: tensor<2x4x1x8xf32>, %k: tensor<5x16x2x8xf32>, %v: tensor<5x16x
 func.func @f(%q: tensor<1x4x1x8xf32>, %k: tensor<2x4611686018427387904x2x8xf32>, %v: tensor<2x4611686018427387904x2x8xf32>, %l: tensor<1xi32>, %bt: tensor<1x4xi32>, %o: tensor<1x4x1x8xf32>) {
   // expected-error @+1 {{'fa.attention' op the key length M x S of block_table [1, 4] and key [2, 4611686018427387904, 2, 8] overflows}}
   %r = fa.attention ins(%q, %k, %v : tensor<1x4x1x8xf32>, tensor<2x4611686018427387904x2x8xf32>, tensor<2x4611686018427387904x2x8xf32>) kv_lens(%l : tensor<1xi32>) block_table(%bt : tensor<1x4xi32>) outs(%o : tensor<1x4x1x8xf32>) -> tensor<1x4x1x8xf32>
+  return
+}
+
+// -----
+
+// cu_seqlens: the query is [Tq, Hq, D].
+func.func @f(%q: tensor<1x10x4x8xf32>, %k: tensor<12x2x8xf32>, %v: tensor<12x2x8xf32>, %cq: tensor<3xi32>, %ck: tensor<3xi32>, %o: tensor<10x4x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op with cu_seqlens, query must have rank 3 [Tq, Hq, D], got rank 4 [1, 10, 4, 8]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<1x10x4x8xf32>, tensor<12x2x8xf32>, tensor<12x2x8xf32>) cu_seqlens(%cq, %ck : tensor<3xi32>, tensor<3xi32>) outs(%o : tensor<10x4x8xf32>) -> tensor<10x4x8xf32>
+  return
+}
+
+// -----
+
+// cu_seqlens: the offsets are i32 [B + 1].
+func.func @f(%q: tensor<10x4x8xf32>, %k: tensor<12x2x8xf32>, %v: tensor<12x2x8xf32>, %cq: tensor<3xi32>, %ck: tensor<3xi64>, %o: tensor<10x4x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op cu_seqlens must be i32 tensors [B + 1], got 'tensor<3xi64>' for the key offsets}}
+  %r = fa.attention ins(%q, %k, %v : tensor<10x4x8xf32>, tensor<12x2x8xf32>, tensor<12x2x8xf32>) cu_seqlens(%cq, %ck : tensor<3xi32>, tensor<3xi64>) outs(%o : tensor<10x4x8xf32>) -> tensor<10x4x8xf32>
+  return
+}
+
+// -----
+
+// cu_seqlens: as many query as key offsets.
+func.func @f(%q: tensor<10x4x8xf32>, %k: tensor<12x2x8xf32>, %v: tensor<12x2x8xf32>, %cq: tensor<3xi32>, %ck: tensor<4xi32>, %o: tensor<10x4x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op the query and key cu_seqlens must have the same B + 1 entries, got [3] and [4]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<10x4x8xf32>, tensor<12x2x8xf32>, tensor<12x2x8xf32>) cu_seqlens(%cq, %ck : tensor<3xi32>, tensor<4xi32>) outs(%o : tensor<10x4x8xf32>) -> tensor<10x4x8xf32>
+  return
+}
+
+// -----
+
+// cu_seqlens: B + 1 is at least 1.
+func.func @f(%q: tensor<10x4x8xf32>, %k: tensor<12x2x8xf32>, %v: tensor<12x2x8xf32>, %cq: tensor<0xi32>, %ck: tensor<0xi32>, %o: tensor<10x4x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op cu_seqlens must have B + 1 >= 1 entries, got 0 for the query offsets}}
+  %r = fa.attention ins(%q, %k, %v : tensor<10x4x8xf32>, tensor<12x2x8xf32>, tensor<12x2x8xf32>) cu_seqlens(%cq, %ck : tensor<0xi32>, tensor<0xi32>) outs(%o : tensor<10x4x8xf32>) -> tensor<10x4x8xf32>
+  return
+}
+
+// -----
+
+// cu_seqlens: the output is [Tq, Hq, Dv].
+func.func @f(%q: tensor<10x4x8xf32>, %k: tensor<12x2x8xf32>, %v: tensor<12x2x8xf32>, %cq: tensor<3xi32>, %ck: tensor<3xi32>, %o: tensor<12x4x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op with cu_seqlens, output shape [12, 4, 8] must be [Tq, Hq, Dv] = [10, 4, 8] from query [10, 4, 8] and value [12, 2, 8]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<10x4x8xf32>, tensor<12x2x8xf32>, tensor<12x2x8xf32>) cu_seqlens(%cq, %ck : tensor<3xi32>, tensor<3xi32>) outs(%o : tensor<12x4x8xf32>) -> tensor<12x4x8xf32>
+  return
+}
+
+// -----
+
+// cu_seqlens: key and value have the same tokens.
+func.func @f(%q: tensor<10x4x8xf32>, %k: tensor<12x2x8xf32>, %v: tensor<11x2x8xf32>, %cq: tensor<3xi32>, %ck: tensor<3xi32>, %o: tensor<10x4x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op with cu_seqlens, key [12, 2, 8] and value [11, 2, 8] must have the same tokens Tk and heads Hkv}}
+  %r = fa.attention ins(%q, %k, %v : tensor<10x4x8xf32>, tensor<12x2x8xf32>, tensor<11x2x8xf32>) cu_seqlens(%cq, %ck : tensor<3xi32>, tensor<3xi32>) outs(%o : tensor<10x4x8xf32>) -> tensor<10x4x8xf32>
+  return
+}
+
+// -----
+
+// cu_seqlens: the LSE is [Hq, Tq].
+func.func @f(%q: tensor<10x4x8xf32>, %k: tensor<12x2x8xf32>, %v: tensor<12x2x8xf32>, %cq: tensor<3xi32>, %ck: tensor<3xi32>, %o: tensor<10x4x8xf32>, %l: tensor<10x4xf32>) {
+  // expected-error @+1 {{'fa.attention' op with cu_seqlens, lse shape [10, 4] must be [Hq, Tq] from query [10, 4, 8]}}
+  %r, %lr = fa.attention ins(%q, %k, %v : tensor<10x4x8xf32>, tensor<12x2x8xf32>, tensor<12x2x8xf32>) cu_seqlens(%cq, %ck : tensor<3xi32>, tensor<3xi32>) outs(%o : tensor<10x4x8xf32>, %l : tensor<10x4xf32>) -> tensor<10x4x8xf32>, tensor<10x4xf32>
+  return
+}
+
+// -----
+
+// cu_seqlens: no key lengths.
+func.func @f(%q: tensor<10x4x8xf32>, %k: tensor<12x2x8xf32>, %v: tensor<12x2x8xf32>, %cq: tensor<3xi32>, %ck: tensor<3xi32>, %o: tensor<10x4x8xf32>, %kl: tensor<2xi32>) {
+  // expected-error @+1 {{'fa.attention' op kv_lens, a block_table, a mask, segment ids and a block_mask are not available with cu_seqlens}}
+  %r = fa.attention ins(%q, %k, %v : tensor<10x4x8xf32>, tensor<12x2x8xf32>, tensor<12x2x8xf32>) kv_lens(%kl : tensor<2xi32>) cu_seqlens(%cq, %ck : tensor<3xi32>, tensor<3xi32>) outs(%o : tensor<10x4x8xf32>) -> tensor<10x4x8xf32>
+  return
+}
+
+// -----
+
+// cu_seqlens: ALiBi slopes [B, Hq] with B from the offsets.
+func.func @f(%q: tensor<10x4x8xf32>, %k: tensor<12x2x8xf32>, %v: tensor<12x2x8xf32>, %cq: tensor<3xi32>, %ck: tensor<3xi32>, %o: tensor<10x4x8xf32>, %al: tensor<3x4xf32>) {
+  // expected-error @+1 {{'fa.attention' op alibi slopes must have shape [Hq] or [B, Hq] = [2, 4] from query [10, 4, 8], got [3, 4]}}
+  %r = fa.attention ins(%q, %k, %v : tensor<10x4x8xf32>, tensor<12x2x8xf32>, tensor<12x2x8xf32>) cu_seqlens(%cq, %ck : tensor<3xi32>, tensor<3xi32>) alibi(%al : tensor<3x4xf32>) outs(%o : tensor<10x4x8xf32>) -> tensor<10x4x8xf32>
+  return
+}
+
+// -----
+
+// cu_seqlens: the query and the key offsets go together (generic form).
+func.func @f(%q: tensor<10x4x8xf32>, %k: tensor<12x2x8xf32>, %cq: tensor<3xi32>, %o: tensor<10x4x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op cu_seqlens needs both the query and the key offsets}}
+  %r = "fa.attention"(%q, %k, %k, %cq, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (tensor<10x4x8xf32>, tensor<12x2x8xf32>, tensor<12x2x8xf32>, tensor<3xi32>, tensor<10x4x8xf32>) -> tensor<10x4x8xf32>
   return
 }

@@ -179,6 +179,15 @@ func.func @merge(%po: tensor<3x2x4x1x64xf32>, %pl: tensor<3x2x4x1xf32>, %o: tens
 
 // -----
 
+// A token-major variable-length batch: Q [Tq, Hq, D], K/V [Tk, Hkv, D],
+// O [Tq, Hq, Dv], LSE [Hq, Tq] and the offsets cu_seqlens [B + 1].
+// CHECK-LABEL: func.func @varlen
+// CHECK: fa.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x8x64xf16>, tensor<?x2x64xf16>, tensor<?x2x64xf16>) cu_seqlens(%{{.*}}, %{{.*}} : tensor<?xi32>, tensor<?xi32>) alibi(%{{.*}} : tensor<8xf32>) outs(%{{.*}} : tensor<?x8x64xf16>, %{{.*}} : tensor<8x?xf32>) causal(bottom_right) window(128, 0) -> tensor<?x8x64xf16>, tensor<8x?xf32>
+func.func @varlen(%q: tensor<?x8x64xf16>, %k: tensor<?x2x64xf16>, %v: tensor<?x2x64xf16>, %cq: tensor<?xi32>, %ck: tensor<?xi32>, %s: tensor<8xf32>, %o: tensor<?x8x64xf16>, %l: tensor<8x?xf32>) -> tensor<?x8x64xf16> {
+  %r, %lse = fa.attention ins(%q, %k, %v : tensor<?x8x64xf16>, tensor<?x2x64xf16>, tensor<?x2x64xf16>) cu_seqlens(%cq, %ck : tensor<?xi32>, tensor<?xi32>) alibi(%s : tensor<8xf32>) outs(%o : tensor<?x8x64xf16>, %l : tensor<8x?xf32>) causal(bottom_right) window(128, 0) -> tensor<?x8x64xf16>, tensor<8x?xf32>
+  return %r : tensor<?x8x64xf16>
+}
+
 // A paged K/V cache [P, S, Hkv, D] read through a block table [B, M]
 // with the sequences' lengths.
 // CHECK-LABEL: func.func @paged

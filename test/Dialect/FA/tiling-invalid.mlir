@@ -59,3 +59,22 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }
+
+// -----
+
+// The token-major variable-length form cannot be tiled (yet).
+
+func.func @varlen(%q: tensor<9x4x8xf32>, %k: tensor<12x2x8xf32>, %v: tensor<12x2x8xf32>, %cq: tensor<3xi32>, %ck: tensor<3xi32>) -> tensor<9x4x8xf32> {
+  %o0 = tensor.empty() : tensor<9x4x8xf32>
+  // expected-error @+1 {{'fa.attention' op with cu_seqlens (token-major variable-length batches) cannot be tiled yet}}
+  %r = fa.attention ins(%q, %k, %v : tensor<9x4x8xf32>, tensor<12x2x8xf32>, tensor<12x2x8xf32>) cu_seqlens(%cq, %ck : tensor<3xi32>, tensor<3xi32>) outs(%o0 : tensor<9x4x8xf32>) -> tensor<9x4x8xf32>
+  return %r : tensor<9x4x8xf32>
+}
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["fa.attention"]} in %root : (!transform.any_op) -> !transform.any_op
+    // expected-error @+1 {{failed to apply}}
+    %t, %f = transform.structured.tile_using_forall %op tile_sizes [1, 2] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}

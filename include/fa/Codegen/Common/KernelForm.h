@@ -31,6 +31,9 @@ struct KernelOperands {
   /// The block table of a paged K/V cache (i32 memref [B, M]; null when K
   /// and V are dense).
   Value blockTable;
+  /// The offsets of a token-major variable-length batch (i32 memrefs
+  /// [B + 1]; null for the [B, H, N, D] form).
+  Value cuSeqlensQ, cuSeqlensK;
   /// The memrefs the score_mod / mask_mod regions read (the op's
   /// mod_operands, in order).
   SmallVector<Value> modOperands;

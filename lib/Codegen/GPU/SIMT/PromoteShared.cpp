@@ -791,7 +791,7 @@ void FAPromoteSharedPass::runOnOperation() {
   }
   AttentionOp op = ops.front();
   std::string reason;
-  if (op.isPaged() && !isEligible(KernelFamily::Simt, op, &reason)) {
+  if ((op.isPaged() || op.isVarlen()) && !isEligible(KernelFamily::Simt, op, &reason)) {
     op.emitError() << "fa-promote-shared: " << reason;
     return signalPassFailure();
   }

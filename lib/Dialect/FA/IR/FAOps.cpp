@@ -224,10 +224,24 @@ int64_t AttentionOp::getPageSize() {
                    : 0;
 }
 
+int64_t AttentionOp::getHeadDim() {
+  auto t = cast<RankedTensorType>(getQuery().getType());
+  return t.getDimSize(t.getRank() - 1);
+}
+
+int64_t AttentionOp::getValueHeadDim() {
+  auto t = cast<RankedTensorType>(getValue().getType());
+  return t.getDimSize(t.getRank() - 1);
+}
+
+int64_t AttentionOp::getQueryHeads() {
+  return cast<RankedTensorType>(getQuery().getType()).getDimSize(1);
+}
+
 float AttentionOp::getEffectiveScale() {
   if (auto s = getScaleAttr())
     return s.getValueAsDouble();
-  int64_t d = cast<RankedTensorType>(getQuery().getType()).getDimSize(3);
+  int64_t d = getHeadDim();
   return static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
 }
 
@@ -295,11 +309,30 @@ LogicalResult AttentionOp::verify() {
                            << shapeStr(t.getShape());
     return success();
   };
-  if (failed(checkRank(qType, "query", 4, "[B, Hq, Nq, D]")) ||
-      failed(checkRank(kType, "key", 4, "[B, Hkv, Nk, D]")) ||
-      failed(checkRank(vType, "value", 4, "[B, Hkv, Nk, Dv]")) ||
-      failed(checkRank(oType, "output", 4, "[B, Hq, Nq, Dv]")))
+  // The token-major variable-length form is checked as the logical
+  // [B, H, T, D] operands it stands for (below).
+  if (static_cast<bool>(getCuSeqlensQ()) !=
+      static_cast<bool>(getCuSeqlensK()))
+    return emitOpError("cu_seqlens needs both the query and the key offsets");
+  bool varlen = isVarlen();
+  if (varlen) {
+    if (failed(checkRank(qType, "with cu_seqlens, query", 3, "[Tq, Hq, D]")) ||
+        failed(checkRank(kType, "with cu_seqlens, key", 3, "[Tk, Hkv, D]")) ||
+        failed(checkRank(vType, "with cu_seqlens, value", 3,
+                         "[Tk, Hkv, Dv]")) ||
+        failed(checkRank(oType, "with cu_seqlens, output", 3,
+                         "[Tq, Hq, Dv]")))
+      return failure();
+    if (getKvLens() || getBlockTable() || getMask() || getQSegments() ||
+        getBlockMask())
+      return emitOpError("kv_lens, a block_table, a mask, segment ids and a "
+                         "block_mask are not available with cu_seqlens");
+  } else if (failed(checkRank(qType, "query", 4, "[B, Hq, Nq, D]")) ||
+             failed(checkRank(kType, "key", 4, "[B, Hkv, Nk, D]")) ||
+             failed(checkRank(vType, "value", 4, "[B, Hkv, Nk, Dv]")) ||
+             failed(checkRank(oType, "output", 4, "[B, Hq, Nq, Dv]"))) {
     return failure();
+  }
 
   // Element types.
   Type elt = qType.getElementType();
@@ -321,6 +354,48 @@ LogicalResult AttentionOp::verify() {
 
   ArrayRef<int64_t> q = qType.getShape(), k = kType.getShape(),
                     v = vType.getShape(), o = oType.getShape();
+
+  // cu_seqlens: [Tq, H, D] operands are checked as [B, H, Tq, D] with B
+  // from the offsets.
+  SmallVector<int64_t> qVar, kVar, vVar, oVar;
+  if (varlen) {
+    int64_t batch = ShapedType::kDynamic;
+    for (auto [cu, name] : {std::pair<Value, StringRef>{getCuSeqlensQ(), "query"},
+                            {getCuSeqlensK(), "key"}}) {
+      auto cType = cast<RankedTensorType>(cu.getType());
+      if (!cType.getElementType().isSignlessInteger(32) ||
+          cType.getRank() != 1)
+        return emitOpError("cu_seqlens must be i32 tensors [B + 1], got ")
+               << cType << " for the " << name << " offsets";
+      int64_t n = cType.getDimSize(0);
+      if (n == 0)
+        return emitOpError("cu_seqlens must have B + 1 >= 1 entries, got 0 "
+                           "for the ")
+               << name << " offsets";
+      int64_t b = ShapedType::isDynamic(n) ? n : n - 1;
+      if (!dimsCompatible(batch, b))
+        return emitOpError("the query and key cu_seqlens must have the same "
+                           "B + 1 entries, got ")
+               << shapeStr(cast<RankedTensorType>(getCuSeqlensQ().getType())
+                               .getShape())
+               << " and " << shapeStr(cType.getShape());
+      if (ShapedType::isDynamic(batch))
+        batch = b;
+    }
+    qVar = {batch, q[1], q[0], q[2]};
+    kVar = {batch, k[1], k[0], k[2]};
+    vVar = {batch, v[1], v[0], v[2]};
+    oVar = {batch, o[1], o[0], o[2]};
+    q = qVar;
+    k = kVar;
+    v = vVar;
+    o = oVar;
+  }
+  if (varlen && (!dimsCompatible(k[2], v[2]) || k[1] != v[1]))
+    return emitOpError("with cu_seqlens, key ")
+           << shapeStr(kType.getShape()) << " and value "
+           << shapeStr(vType.getShape())
+           << " must have the same tokens Tk and heads Hkv";
 
   // A paged cache [P, S, Hkv, D] is checked as the logical [B, Hkv, M * S,
   // D] it stands for (B and M from the block table).
@@ -418,9 +493,11 @@ LogicalResult AttentionOp::verify() {
     learn(B, s[0]);
     learn(Nk, s[1]);
   }
-  if (ArrayRef<int64_t> s = shapeOf(getLse()); s.size() == 3) {
+  if (ArrayRef<int64_t> s = shapeOf(getLse()); !varlen && s.size() == 3) {
     learn(B, s[0]);
     learn(Nq, s[2]);
+  } else if (varlen && s.size() == 2) {
+    learn(Nq, s[1]);
   }
 
   // Matching dims.
@@ -441,6 +518,12 @@ LogicalResult AttentionOp::verify() {
   if (!dimsCompatible(Nk, v[2]))
     return emitOpError("key length Nk of key ")
            << shapeStr(k) << " and value " << shapeStr(v) << " must match";
+  if (varlen && (!dimsCompatible(o[2], Nq) || o[1] != q[1] || o[3] != v[3]))
+    return emitOpError("with cu_seqlens, output shape ")
+           << shapeStr(oType.getShape()) << " must be [Tq, Hq, Dv] = "
+           << shapeStr(SmallVector<int64_t>{Nq, q[1], v[3]})
+           << " from query " << shapeStr(qType.getShape()) << " and value "
+           << shapeStr(vType.getShape());
   if (!dimsCompatible(o[0], B) || o[1] != q[1] || !dimsCompatible(o[2], Nq) ||
       o[3] != v[3])
     return emitOpError("output shape ")
@@ -496,8 +579,8 @@ LogicalResult AttentionOp::verify() {
       return emitOpError("alibi slopes must have shape [Hq] or [B, Hq] = [")
              << (ShapedType::isDynamic(B) ? std::string("?")
                                           : std::to_string(B))
-             << ", " << q[1] << "] from query " << shapeStr(q) << ", got "
-             << shapeStr(a);
+             << ", " << q[1] << "] from query "
+             << shapeStr(qType.getShape()) << ", got " << shapeStr(a);
   }
 
   // Segment ids.
@@ -609,8 +692,12 @@ LogicalResult AttentionOp::verify() {
       return emitOpError("lse element type must be f32, got ")
              << lType.getElementType();
     ArrayRef<int64_t> l = lType.getShape();
-    if (l.size() != 3 || !dimsCompatible(l[0], B) || l[1] != q[1] ||
-        !dimsCompatible(l[2], Nq))
+    if (varlen && (l.size() != 2 || l[0] != q[1] || !dimsCompatible(l[1], Nq)))
+      return emitOpError("with cu_seqlens, lse shape ")
+             << shapeStr(l) << " must be [Hq, Tq] from query "
+             << shapeStr(qType.getShape());
+    if (!varlen && (l.size() != 3 || !dimsCompatible(l[0], B) ||
+                    l[1] != q[1] || !dimsCompatible(l[2], Nq)))
       return emitOpError("lse shape ")
              << shapeStr(l) << " must be [B, Hq, Nq] from query "
              << shapeStr(q);

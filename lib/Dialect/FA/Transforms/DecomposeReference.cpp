@@ -62,8 +62,8 @@ struct DecomposeSoftmax final : OpRewritePattern<SoftmaxOp> {
 LogicalResult
 DecomposeAttention::matchAndRewrite(AttentionOp op,
                                     PatternRewriter &rewriter) const {
-  if (op.isPaged())
-    return rewriter.notifyMatchFailure(op, "paged K/V");
+  if (op.isPaged() || op.isVarlen())
+    return rewriter.notifyMatchFailure(op, "paged K/V or cu_seqlens");
   Location loc = op.getLoc();
   MLIRContext *ctx = rewriter.getContext();
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
@@ -306,7 +306,7 @@ struct FADecomposeReferencePass final
     : fa::impl::FADecomposeReferencePassBase<FADecomposeReferencePass> {
   using Base::Base;
   void runOnOperation() override {
-    if (failed(rejectPagedAttention(getOperation(), getArgument())))
+    if (failed(rejectCpuKernelOnlyForms(getOperation(), getArgument())))
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateFADecomposeReferencePatterns(patterns);

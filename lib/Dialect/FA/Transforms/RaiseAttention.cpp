@@ -1719,7 +1719,8 @@ void AttentionMatcher::rewrite(RewriterBase &rewriter) {
   Value init = tensor::EmptyOp::create(rewriter, loc, outSizes, elt);
   auto attention = AttentionOp::create(
       rewriter, loc, TypeRange{init.getType()}, q, k, v, /*kv_lens=*/Value(),
-      /*block_table=*/Value(), mask, slopes, /*q_segments=*/Value(), /*k_segments=*/Value(),
+      /*block_table=*/Value(), /*cu_seqlens_q=*/Value(),
+      /*cu_seqlens_k=*/Value(), mask, slopes, /*q_segments=*/Value(), /*k_segments=*/Value(),
       qOffsetValue, /*block_mask=*/Value(), /*mod_operands=*/ValueRange(),
       init, /*lse=*/Value(),
       rewriter.getF32FloatAttr(static_cast<float>(form.scale)), causal,

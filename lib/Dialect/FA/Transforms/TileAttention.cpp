@@ -294,8 +294,8 @@ SmallVector<Value> TileAttentionPattern::buildKVStep(
 LogicalResult
 TileAttentionPattern::matchAndRewrite(AttentionOp op,
                                       PatternRewriter &rewriter) const {
-  if (op.isPaged())
-    return rewriter.notifyMatchFailure(op, "paged K/V");
+  if (op.isPaged() || op.isVarlen())
+    return rewriter.notifyMatchFailure(op, "paged K/V or cu_seqlens");
   Location loc = op.getLoc();
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());
@@ -490,7 +490,7 @@ void FATileAttentionPass::runOnOperation() {
         << " block-kv=" << static_cast<int64_t>(blockKV);
     return signalPassFailure();
   }
-  if (failed(rejectPagedAttention(getOperation(), getArgument())))
+  if (failed(rejectCpuKernelOnlyForms(getOperation(), getArgument())))
     return signalPassFailure();
   RewritePatternSet patterns(&getContext());
   populateFATileAttentionPatterns(patterns, {blockQ, blockKV});

@@ -154,6 +154,8 @@ struct AttentionTilingModel final
                         SmallVector<OpFoldResult> &resultOffsets,
                         SmallVector<OpFoldResult> &resultSizes) const {
     auto attention = cast<AttentionOp>(op);
+    if (attention.isVarlen())
+      return failure();
     resultOffsets.assign(offsets.begin(), offsets.begin() + 3);
     resultSizes.assign(sizes.begin(), sizes.begin() + 3);
     if (resultNumber == 0) {
@@ -186,6 +188,9 @@ FailureOr<TilingResult> AttentionTilingModel::getTiledImplementation(
   if (attention.isPaged())
     return op->emitOpError("with a block_table (paged K/V) cannot be tiled "
                            "yet");
+  if (attention.isVarlen())
+    return op->emitOpError("with cu_seqlens (token-major variable-length "
+                           "batches) cannot be tiled yet");
   Location loc = op->getLoc();
   Slicer s{b, loc, {}};
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
@@ -396,7 +401,8 @@ FailureOr<TilingResult> AttentionTilingModel::getTiledImplementation(
                getValueOrCreateConstantIndexOp(b, loc, q0)};
   }
   auto tiled = AttentionOp::create(
-      b, loc, resultTypes, q, k, v, lens, /*block_table=*/Value(), mask,
+      b, loc, resultTypes, q, k, v, lens, /*block_table=*/Value(),
+      /*cu_seqlens_q=*/Value(), /*cu_seqlens_k=*/Value(), mask,
       alibi, qSegments, kSegments,
       qOffset, /*block_mask=*/Value(), attention.getModOperands(), o, lse,
       attention.getScaleAttr(), CausalKindAttr::get(b.getContext(), causal),

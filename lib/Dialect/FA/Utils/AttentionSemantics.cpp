@@ -259,6 +259,20 @@ Value AttentionSemantics::loadAlibiSlope(OpBuilder &b, Location loc,
   return memref::LoadOp::create(b, loc, slopes, at);
 }
 
+AttentionSemantics::Sequence
+AttentionSemantics::loadSequence(OpBuilder &b, Location loc, Value cu,
+                                 Value batch, Value total) {
+  auto at = [&](Value i) -> Value {
+    return arith::IndexCastOp::create(
+        b, loc, b.getIndexType(), memref::LoadOp::create(b, loc, cu, i));
+  };
+  Value zero = cIndex(b, loc, 0);
+  Value start = minS(b, loc, maxS(b, loc, at(batch), zero), total);
+  Value next = arith::AddIOp::create(b, loc, batch, cIndex(b, loc, 1));
+  Value end = minS(b, loc, maxS(b, loc, at(next), start), total);
+  return {start, arith::SubIOp::create(b, loc, end, start)};
+}
+
 Value AttentionSemantics::keyLengthEnd(OpBuilder &b, Location loc, Value len,
                                        Value nk) const {
   if (!len)
@@ -812,16 +826,25 @@ std::optional<std::string> fa::getOutlinedRegionProblem(AttentionOp op) {
   return std::nullopt;
 }
 
-LogicalResult fa::rejectPagedAttention(Operation *root, StringRef pass) {
-  WalkResult paged = root->walk([&](AttentionOp op) {
-    if (!op.isPaged())
-      return WalkResult::advance();
-    op.emitOpError() << "with a block_table (paged K/V): " << pass
-                     << " does not read paged caches; only the CPU vector "
-                        "kernel (fa-cpu-attention, kernel form) does";
-    return WalkResult::interrupt();
+LogicalResult fa::rejectCpuKernelOnlyForms(Operation *root, StringRef pass) {
+  WalkResult found = root->walk([&](AttentionOp op) {
+    if (op.isPaged()) {
+      op.emitOpError() << "with a block_table (paged K/V): " << pass
+                       << " does not read paged caches; only the CPU vector "
+                          "kernel (fa-cpu-attention, kernel form) does";
+      return WalkResult::interrupt();
+    }
+    if (op.isVarlen()) {
+      op.emitOpError() << "with cu_seqlens (token-major variable-length "
+                          "batches): "
+                       << pass
+                       << " does not read this form; only the CPU vector "
+                          "kernel (fa-cpu-attention, kernel form) does";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
   });
-  return failure(paged.wasInterrupted());
+  return failure(found.wasInterrupted());
 }
 
 bool fa::isEligible(KernelFamily family, AttentionOp op,
@@ -836,6 +859,9 @@ bool fa::isEligible(KernelFamily family, AttentionOp op,
   if (op.isPaged())
     return fail("paged K/V (a block_table) has no GPU kernel yet; the CPU "
                 "vector kernel lowers it");
+  if (op.isVarlen())
+    return fail("the token-major variable-length form (cu_seqlens) has no "
+                "GPU kernel yet; the CPU vector kernel lowers it");
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto kType = cast<RankedTensorType>(op.getKey().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());

@@ -75,6 +75,7 @@ def FA_AttentionOp : FA_Op<"attention", [
     | `value`    | `[B, Hkv, Nk, Dv]`    | same as `query`               |
     | `kv_lens`  | `[B]` (optional)      | i32                           |
     | `block_table` | `[B, M]` (optional) | i32                           |
+    | `cu_seqlens` | `[B + 1]` twice (optional) | i32                     |
     | `mask`     | `[B or 1, Hq or 1, Nq, Nk]` (optional) | i1, or f32, f16, bf16 |
     | `alibi`    | `[Hq]` or `[B, Hq]` (optional) | f32                  |
     | `segments` | `[B, Nq]` and `[B, Nk]` (optional) | i32              |
@@ -103,6 +104,26 @@ def FA_AttentionOp : FA_Op<"attention", [
     sequences. Segment ids and block masks are not available with a block
     table. The CPU vector kernel (`fa-cpu-attention`, kernel form) lowers
     paged ops; the other lowerings reject them.
+
+    **Variable-length batches (token-major).** With `cu_seqlens(cu_q,
+    cu_k)`, two i32 `[B + 1]` offsets (FlashAttention 2's varlen layout),
+    `query` is `[Tq, Hq, D]`, `key` and `value` `[Tk, Hkv, D]` and
+    `[Tk, Hkv, Dv]`, `output` `[Tq, Hq, Dv]` and `lse` `[Hq, Tq]`: sequence
+    `b` is the query rows `cu_q[b] .. cu_q[b + 1] - 1` and the keys
+    `cu_k[b] .. cu_k[b + 1] - 1`. Inside a sequence positions count from 0
+    and its lengths `Lq_b`, `Lk_b` are the `Nq` and `Nk` of every rule
+    below: `bottom_right` keeps `k <= q + Lk_b - Lq_b`, `off` is
+    `Lk_b - Lq_b`, the regions get in-sequence `q < Lq_b` and `k < Lk_b`.
+    A sequence with no keys gives its rows `O = 0` and `LSE = -inf`; one
+    with no queries has no rows; rows outside every sequence (before
+    `cu_q[0]`, from `cu_q[B]`) are not written. The offsets must be
+    non-decreasing and within `[0, Tq]` / `[0, Tk]`; kernels clamp them
+    (each start to `[0, T]`, each end to `[start, T]`), so bad offsets give
+    wrong values, never an out-of-bounds access (`fa-run` checks them
+    before it runs). `kv_lens`, a block table, a mask, segment ids and a
+    block mask are not available with `cu_seqlens`; ALiBi slopes are
+    `[Hq]` or `[B, Hq]`. The CPU vector kernel (`fa-cpu-attention`, kernel
+    form) lowers this form; the other lowerings reject it.
 
     * `scale` multiplies `Q K^T`; it defaults to `1/sqrt(D)`.
     * `causal` is `none` (default), `top_left` (key `k` is kept when
@@ -194,6 +215,8 @@ def FA_AttentionOp : FA_Op<"attention", [
     FA_Tensor:$value,
     Optional<FA_Tensor>:$kv_lens,
     Optional<FA_Tensor>:$block_table,
+    Optional<FA_Tensor>:$cu_seqlens_q,
+    Optional<FA_Tensor>:$cu_seqlens_k,
     Optional<FA_Tensor>:$mask,
     Optional<FA_Tensor>:$alibi,
     Optional<FA_Tensor>:$q_segments,
@@ -220,6 +243,8 @@ def FA_AttentionOp : FA_Op<"attention", [
         type($value) `)`
     (`kv_lens` `(` $kv_lens^ `:` type($kv_lens) `)`)?
     (`block_table` `(` $block_table^ `:` type($block_table) `)`)?
+    (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:`
+        type($cu_seqlens_q) `,` type($cu_seqlens_k) `)`)?
     (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
     (`segments` `(` $q_segments^ `,` $k_segments `:` type($q_segments) `,`
@@ -246,7 +271,9 @@ def FA_AttentionOp : FA_Op<"attention", [
       "::mlir::Value":$mask, "::mlir::Value":$output, "::mlir::Value":$lse,
       "::mlir::FloatAttr":$scale, "::mlir::fa::CausalKindAttr":$causal), [{
       build($_builder, $_state, resultTypes, query, key, value, kv_lens,
-            /*block_table=*/::mlir::Value(), mask, /*alibi=*/::mlir::Value(), /*q_segments=*/::mlir::Value(),
+            /*block_table=*/::mlir::Value(),
+            /*cu_seqlens_q=*/::mlir::Value(), /*cu_seqlens_k=*/::mlir::Value(),
+            mask, /*alibi=*/::mlir::Value(), /*q_segments=*/::mlir::Value(),
             /*k_segments=*/::mlir::Value(), /*q_offset=*/::mlir::Value(),
             /*block_mask=*/::mlir::Value(),
             /*mod_operands=*/::mlir::ValueRange(), output, lse, scale, causal,
@@ -285,6 +312,15 @@ def FA_AttentionOp : FA_Op<"attention", [
 
     /// Whether K/V are a paged cache read through a block table.
     bool isPaged() { return static_cast<bool>(getBlockTable()); }
+    /// Whether the op is in the token-major variable-length form (with
+    /// cu_seqlens): Q [Tq, Hq, D], K/V [Tk, Hkv, D], O [Tq, Hq, Dv],
+    /// LSE [Hq, Tq].
+    bool isVarlen() { return static_cast<bool>(getCuSeqlensQ()); }
+    /// The head dim of Q (its last dim) and the value head dim Dv.
+    int64_t getHeadDim();
+    int64_t getValueHeadDim();
+    /// The query heads Hq (Q's dim 1).
+    int64_t getQueryHeads();
     /// The key/value heads Hkv (K's dim 1, or 2 when paged).
     int64_t getKvHeads();
     /// The rows per page S of a paged cache (K's dim 1); 0 when not paged.

@@ -179,6 +179,17 @@ public:
   static Value loadAlibiSlope(OpBuilder &b, Location loc, Value slopes,
                               Value batch, Value head);
 
+  /// A sequence of a token-major variable-length batch: its first row and
+  /// its length, from the i32 offsets `cu` ([B + 1] memref) of the
+  /// `total` rows. The start is cu[batch] clamped to [0, total] and the
+  /// end cu[batch + 1] clamped to [start, total], so that any offsets keep
+  /// every row read inside the tensor.
+  struct Sequence {
+    Value start, length;
+  };
+  static Sequence loadSequence(OpBuilder &b, Location loc, Value cu,
+                               Value batch, Value total);
+
   /// The keys of a batch: min(max(len, 0), nk) for an integer key length
   /// `len` (any integer type; null = none), else nk.
   Value keyLengthEnd(OpBuilder &b, Location loc, Value len, Value nk) const;
@@ -369,11 +380,12 @@ bool isSupportedHeadDim(KernelFamily family, int64_t dim);
 /// nullopt.
 std::optional<std::string> getOutlinedRegionProblem(AttentionOp op);
 
-/// For a lowering that does not read paged caches: emits its error on the
-/// first fa.attention with a block_table under `root` ("`pass` does not
-/// read paged caches; ...") and returns failure; success when there is
+/// For a lowering that reads neither paged caches nor the token-major
+/// variable-length form (only the CPU vector kernel does): emits its error
+/// on the first fa.attention with a block_table or cu_seqlens under `root`
+/// ("`pass` does not read ...") and returns failure; success when there is
 /// none.
-LogicalResult rejectPagedAttention(Operation *root, StringRef pass);
+LogicalResult rejectCpuKernelOnlyForms(Operation *root, StringRef pass);
 
 /// Whether `family` accepts the types and head dims of `op`; otherwise
 /// `reason` (when non-null) says why in a phrase such as "head dims must be
