@@ -202,6 +202,17 @@ void mlir::fa::compile::printKernelSummary(const rt::KernelMetadata &md,
                       mods.blockTileKV);
       os << prefix << "  modifiers:" << text << "\n";
     }
+    if (md.pageSize > 0)
+      os << prefix
+         << formatv("  paged K/V cache: pages of S = {0} rows, read through "
+                    "block_table (launch with fa_attention_launch_paged)",
+                    md.pageSize)
+         << "\n";
+    if (md.varlen)
+      os << prefix
+         << "  variable-length batch: token-major tensors, sequence b in "
+            "rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1 (launch with "
+            "fa_attention_launch_varlen)\n";
     os << prefix
        << formatv("  tiles: block_q = {0}, block_kv = {1}", md.blockQ,
                   md.blockKV)
@@ -220,7 +231,13 @@ void mlir::fa::compile::printKernelSummary(const rt::KernelMetadata &md,
                   rt::getRoleName(param.role))
        << "\n";
   if (md.op == rt::OpKind::Attention)
-    os << prefix << "B, Nq and Nk are free; Hq, Hkv, D and Dv are fixed"
+    os << prefix
+       << (md.varlen ? "Tq, Tk and B+1 (sequences + 1) are free; Hq, Hkv, D "
+                       "and Dv are fixed"
+           : md.pageSize > 0
+               ? "B, Nq, P and M are free (Nk = M x S); S, Hq, Hkv, D and Dv "
+                 "are fixed"
+               : "B, Nq and Nk are free; Hq, Hkv, D and Dv are fixed")
        << (md.mask != rt::MaskKind::None ? "; a fixed 1 in the mask broadcasts"
                                          : "")
        << ".\n";

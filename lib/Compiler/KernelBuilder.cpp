@@ -308,47 +308,6 @@ static rt::DType getDType(Type type, bool &ok) {
   return rt::DType::F32;
 }
 
-/// The canonical symbol of each dim of a `role` param (see KernelMetadata).
-static llvm::SmallVector<std::string, 4>
-getCanonicalSymbols(rt::OpKind op, rt::ParamRole role, int64_t rank) {
-  llvm::SmallVector<std::string, 4> symbols;
-  if (op == rt::OpKind::Softmax) {
-    for (int64_t d = 0; d < rank; ++d)
-      symbols.push_back("N" + std::to_string(d));
-    return symbols;
-  }
-  switch (role) {
-  case rt::ParamRole::Query:
-    return {"B", "Hq", "Nq", "D"};
-  case rt::ParamRole::Key:
-    return {"B", "Hkv", "Nk", "D"};
-  case rt::ParamRole::Value:
-    return {"B", "Hkv", "Nk", "Dv"};
-  case rt::ParamRole::KvLens:
-    return {"B"};
-  case rt::ParamRole::Mask:
-    return {"B", "Hq", "Nq", "Nk"};
-  case rt::ParamRole::Output:
-    return {"B", "Hq", "Nq", "Dv"};
-  case rt::ParamRole::Lse:
-    return {"B", "Hq", "Nq"};
-  case rt::ParamRole::Alibi:
-    if (rank == 2)
-      return {"B", "Hq"};
-    return {"Hq"};
-  case rt::ParamRole::QSegments:
-    return {"B", "Nq"};
-  case rt::ParamRole::KSegments:
-    return {"B", "Nk"};
-  case rt::ParamRole::BlockMask:
-    return {"B", "Hq", "QT", "KT"};
-  case rt::ParamRole::Input:
-  case rt::ParamRole::ModOperand: // fixed sizes (extractJob)
-    break;
-  }
-  return symbols;
-}
-
 /// Derives the job of one function.
 static Expected<std::optional<KernelJob>>
 extractJob(func::FuncOp func, const CompileOptions &options) {
@@ -427,13 +386,13 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     md.op = rt::OpKind::Attention;
     auto qType = cast<RankedTensorType>(attention.getQuery().getType());
-    auto vType = cast<RankedTensorType>(attention.getValue().getType());
-    auto kType = cast<RankedTensorType>(attention.getKey().getType());
     elementType = qType.getElementType();
-    md.heads = qType.getDimSize(1);
-    md.kvHeads = kType.getDimSize(1);
-    md.headDim = qType.getDimSize(3);
-    md.valueHeadDim = vType.getDimSize(3);
+    // Through the op's accessors: the paged and varlen forms have other
+    // ranks and dims.
+    md.heads = attention.getQueryHeads();
+    md.kvHeads = attention.getKvHeads();
+    md.headDim = attention.getHeadDim();
+    md.valueHeadDim = attention.getValueHeadDim();
     md.causal = toRuntimeCausal(attention.getCausal());
     md.scale = attention.getEffectiveScale();
     md.hasKvLens = static_cast<bool>(attention.getKvLens());
@@ -447,6 +406,15 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
     if (attention.getQOffset())
       return err("the fa op has a q_offset, which kernels do not take yet "
                  "(kernel arguments are memrefs)");
+    // The serving forms: a paged cache [P, S, Hkv, D] or token-major
+    // [T, H, D] tensors (the verifier checked their shapes).
+    md.pageSize = attention.getPageSize();
+    md.varlen = attention.isVarlen();
+    if ((md.pageSize > 0 || md.varlen) && !attention.getModOperands().empty())
+      return err("a score_mod / mask_mod that reads tensors cannot be "
+                 "combined with a block_table or cu_seqlens in a kernel yet "
+                 "(the launcher's paged and varlen entries take no mod "
+                 "operands)");
     // The regions are compiled into the kernel (the job module is this
     // function); the metadata records them and their operands.
     rt::ModifierInfo &mods = md.modifiers;
@@ -510,6 +478,18 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
     if (mods.hasBlockMask())
       if (Error e = assign(attention.getBlockMask(), rt::ParamRole::BlockMask))
         return std::move(e);
+    if (md.pageSize > 0)
+      if (Error e =
+              assign(attention.getBlockTable(), rt::ParamRole::BlockTable))
+        return std::move(e);
+    if (md.varlen) {
+      if (Error e =
+              assign(attention.getCuSeqlensQ(), rt::ParamRole::CuSeqlensQ))
+        return std::move(e);
+      if (Error e =
+              assign(attention.getCuSeqlensK(), rt::ParamRole::CuSeqlensK))
+        return std::move(e);
+    }
   } else {
     auto softmax = cast<SoftmaxOp>(op);
     md.op = rt::OpKind::Softmax;
@@ -582,19 +562,20 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
     static const char *const canonicalNames[] = {
         "q",          "k",          "v",   "kv_lens", "mask",
         "o",          "lse",        "x",   "alibi",   "q_segments",
-        "k_segments", "mod_operand", "block_mask"};
+        "k_segments", "mod_operand", "block_mask", "block_table",
+        "cu_seqlens_q", "cu_seqlens_k"};
     param.name = md.op == rt::OpKind::Softmax
                      ? (param.role == rt::ParamRole::Input ? "x" : "y")
                      : canonicalNames[static_cast<unsigned>(param.role)];
-    llvm::SmallVector<std::string, 4> symbols =
-        getCanonicalSymbols(md.op, param.role, memref.getRank());
+    std::vector<std::string> symbols = rt::getCanonicalShape(md, param.role);
     for (int64_t d = 0; d < memref.getRank(); ++d) {
       // A rank the op does not allow fails verifyKernelMetadata below.
       std::string symbol =
           d < static_cast<int64_t>(symbols.size()) ? symbols[d] : "?";
       int64_t size = memref.getDimSize(d);
       bool isStaticSymbol = symbol == "Hq" || symbol == "Hkv" ||
-                            symbol == "D" || symbol == "Dv";
+                            symbol == "D" || symbol == "Dv" ||
+                            (symbol == "S" && md.pageSize > 0);
       bool broadcast = (param.role == rt::ParamRole::Mask ||
                         param.role == rt::ParamRole::BlockMask) &&
                        d < 2 && size == 1;

@@ -11,12 +11,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Runtime/FARuntime.h"
+#include "fa/Runtime/InputChecks.h"
 
 #include "RuntimeInternal.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <tuple>
 
 using namespace fa::runtime;
 
@@ -513,10 +515,20 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
   for (size_t i = 0; i < md.params.size(); ++i) {
     const ParamInfo &param = md.params[i];
     const fa_tensor *t = lookupParam(tensors, i);
-    if (!t)
+    if (!t) {
+      const char *hint =
+          param.role == ParamRole::BlockTable
+              ? " (a paged-cache kernel: launch it with "
+                "fa_attention_launch_paged)"
+          : param.role == ParamRole::CuSeqlensQ ||
+                  param.role == ParamRole::CuSeqlensK
+              ? " (a variable-length kernel: launch it with "
+                "fa_attention_launch_varlen)"
+              : "";
       return error(cat(param.name, " is NULL, but kernel '", md.name,
                        "' takes ", getDTypeName(param.dtype), " ",
-                       formatShape(param)));
+                       formatShape(param), hint));
+    }
     if (MaybeFailure err = checkBasics(param, *t))
       return err;
   }
@@ -537,6 +549,9 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
           : role == ParamRole::BlockMask
               ? " (compile a kernel function whose fa.attention has a "
                 "block_mask)"
+          : role == ParamRole::BlockTable ? " (compile with --page-size)"
+          : role == ParamRole::CuSeqlensQ || role == ParamRole::CuSeqlensK
+              ? " (compile with --varlen)"
               : "";
       return error(cat(getRoleName(role), " was given, but kernel '", md.name,
                        "' was compiled without it", hint, "; pass NULL"));
@@ -556,9 +571,33 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
     const fa_tensor &k = *lookup(tensors, ParamRole::Key);
     std::string qName = md.findParam(ParamRole::Query)->name;
     std::string kName = md.findParam(ParamRole::Key)->name;
-    set("B", q.sizes[0], qName + " " + formatSizes(q));
-    set("Nq", q.sizes[2], qName + " " + formatSizes(q));
-    set("Nk", k.sizes[2], kName + " " + formatSizes(k));
+    if (md.varlen) {
+      // Token-major: B from the offsets, Nq and Nk per sequence.
+      const ParamInfo &cuParam = *md.findParam(ParamRole::CuSeqlensQ);
+      const fa_tensor &cu = *lookup(tensors, ParamRole::CuSeqlensQ);
+      set("B+1", cu.sizes[0], cuParam.name + " " + formatSizes(cu));
+      set("Tq", q.sizes[0], qName + " " + formatSizes(q));
+      set("Tk", k.sizes[0], kName + " " + formatSizes(k));
+    } else {
+      set("B", q.sizes[0], qName + " " + formatSizes(q));
+      set("Nq", q.sizes[2], qName + " " + formatSizes(q));
+    }
+    if (md.pageSize > 0) {
+      // Pages [P, S, Hkv, D]; the logical key length is M x S.
+      const ParamInfo &tParam = *md.findParam(ParamRole::BlockTable);
+      const fa_tensor &table = *lookup(tensors, ParamRole::BlockTable);
+      std::string source = tParam.name + " " + formatSizes(table);
+      set("P", k.sizes[0], kName + " " + formatSizes(k));
+      set("S", md.pageSize, "");
+      if (table.rank == 2) {
+        set("M", table.sizes[1], source);
+        int64_t nk = 0;
+        if (!__builtin_mul_overflow(table.sizes[1], md.pageSize, &nk))
+          set("Nk", nk, source + " in pages of " + std::to_string(md.pageSize));
+      }
+    } else if (!md.varlen) {
+      set("Nk", k.sizes[2], kName + " " + formatSizes(k));
+    }
     set("Hq", md.heads, "");
     set("Hkv", md.kvHeads, "");
     set("D", md.headDim, "");
@@ -592,6 +631,35 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
     if (MaybeFailure err = checkLayout(param, t, bound))
       return err;
     args.params.push_back(bound);
+  }
+
+  // The tables a kernel reads memory through, checked on the host before
+  // it runs (the loader refuses these kernels on CUDA, so the tensors are
+  // host memory).
+  auto paramOf = [&](ParamRole role) -> const BoundParam & {
+    return args.params[md.findParam(role) - md.params.data()];
+  };
+  if (md.pageSize > 0) {
+    const BoundParam &lens = paramOf(ParamRole::KvLens);
+    const BoundParam &table = paramOf(ParamRole::BlockTable);
+    const BoundParam &key = paramOf(ParamRole::Key);
+    if (std::optional<InputProblem> problem = checkBlockTable(
+            static_cast<const int32_t *>(lens.data),
+            static_cast<const int32_t *>(table.data), lens.sizes[0],
+            table.sizes[1], key.sizes[0], md.pageSize))
+      return error(cat(md.findParam(problem->role)->name, ": ",
+                       problem->message));
+  }
+  if (md.varlen) {
+    for (auto [role, tokensRole, side] :
+         {std::tuple{ParamRole::CuSeqlensQ, ParamRole::Query, "query"},
+          std::tuple{ParamRole::CuSeqlensK, ParamRole::Key, "key"}}) {
+      const BoundParam &cu = paramOf(role);
+      if (std::optional<std::string> problem = checkCuSeqlens(
+              static_cast<const int32_t *>(cu.data), cu.sizes[0],
+              paramOf(tokensRole).sizes[0], side))
+        return error(cat(md.findParam(role)->name, ": ", *problem));
+    }
   }
 
   // Outputs must not overlap any other operand.
@@ -730,6 +798,44 @@ extern "C" fa_status fa_attention_launch_sparse(
                 attentionTensors(q, k, v, kvLens, mask, extras, modOperands,
                                  numModOperands, blockMask, o, lse),
                 cudaStream);
+}
+
+extern "C" fa_status fa_attention_launch_paged(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *kPages,
+    const fa_tensor *vPages, const fa_tensor *blockTable,
+    const fa_tensor *kvLens, const fa_tensor *mask,
+    const fa_attention_extras *extras, fa_tensor *o, fa_tensor *lse,
+    void *cudaStream) {
+  TensorList tensors = attentionTensors(q, kPages, vPages, kvLens, mask,
+                                        extras, nullptr, 0, nullptr, o, lse);
+  tensors.emplace_back(ParamRole::BlockTable, blockTable);
+  return launch(kernel, OpKind::Attention, "fa_attention_launch_paged",
+                tensors, cudaStream);
+}
+
+extern "C" fa_status fa_attention_launch_varlen(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *cuSeqlensQ,
+    const fa_tensor *cuSeqlensK, const fa_attention_extras *extras,
+    fa_tensor *o, fa_tensor *lse, void *cudaStream) {
+  TensorList tensors = attentionTensors(q, k, v, nullptr, nullptr, extras,
+                                        nullptr, 0, nullptr, o, lse);
+  tensors.emplace_back(ParamRole::CuSeqlensQ, cuSeqlensQ);
+  tensors.emplace_back(ParamRole::CuSeqlensK, cuSeqlensK);
+  return launch(kernel, OpKind::Attention, "fa_attention_launch_varlen",
+                tensors, cudaStream);
+}
+
+extern "C" fa_status fa_kernel_get_serving(const fa_kernel *kernel,
+                                           int64_t *pageSize,
+                                           int32_t *varlen) {
+  if (!kernel || !pageSize || !varlen)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                "fa_kernel_get_serving: kernel, page_size and varlen must "
+                "not be NULL");
+  *pageSize = kernel->metadata.pageSize;
+  *varlen = kernel->metadata.varlen ? 1 : 0;
+  return succeed();
 }
 
 extern "C" fa_status fa_kernel_get_block_tiles(const fa_kernel *kernel,

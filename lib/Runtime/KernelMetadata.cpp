@@ -131,6 +131,12 @@ std::string fa::runtime::getRoleName(ParamRole role) {
     return "mod_operand";
   case ParamRole::BlockMask:
     return "block_mask";
+  case ParamRole::BlockTable:
+    return "block_table";
+  case ParamRole::CuSeqlensQ:
+    return "cu_seqlens_q";
+  case ParamRole::CuSeqlensK:
+    return "cu_seqlens_k";
   }
   return "?";
 }
@@ -188,10 +194,17 @@ static bool isVersion(std::string_view text) {
 //===----------------------------------------------------------------------===//
 
 std::vector<std::string> KernelMetadata::getSymbols() const {
-  if (op == OpKind::Attention && modifiers.hasBlockMask())
-    return {"B", "Hq", "Hkv", "Nq", "Nk", "D", "Dv", "QT", "KT"};
-  if (op == OpKind::Attention)
-    return {"B", "Hq", "Hkv", "Nq", "Nk", "D", "Dv"};
+  if (op == OpKind::Attention) {
+    std::vector<std::string> symbols = {"B",  "Hq", "Hkv", "Nq",
+                                        "Nk", "D",  "Dv"};
+    if (modifiers.hasBlockMask())
+      symbols.insert(symbols.end(), {"QT", "KT"});
+    if (pageSize > 0)
+      symbols.insert(symbols.end(), {"P", "S", "M"});
+    if (varlen)
+      symbols.insert(symbols.end(), {"Tq", "Tk", "B+1"});
+    return symbols;
+  }
   std::vector<std::string> symbols;
   for (int64_t i = 0; i < rank; ++i)
     symbols.push_back("N" + std::to_string(i));
@@ -205,15 +218,35 @@ const ParamInfo *KernelMetadata::findParam(ParamRole role) const {
   return nullptr;
 }
 
-/// The canonical shape of `role`, as symbols.
-static std::vector<std::string> getCanonicalShape(const KernelMetadata &md,
-                                                  ParamRole role) {
+std::vector<std::string>
+fa::runtime::getCanonicalShape(const KernelMetadata &md, ParamRole role) {
+  if (md.op == OpKind::Attention && md.varlen) {
+    // Token-major: the batch and sequence dims are the packed tokens.
+    switch (role) {
+    case ParamRole::Query:
+      return {"Tq", "Hq", "D"};
+    case ParamRole::Key:
+      return {"Tk", "Hkv", "D"};
+    case ParamRole::Value:
+      return {"Tk", "Hkv", "Dv"};
+    case ParamRole::Output:
+      return {"Tq", "Hq", "Dv"};
+    case ParamRole::Lse:
+      return {"Hq", "Tq"};
+    default:
+      break;
+    }
+  }
   switch (role) {
   case ParamRole::Query:
     return {"B", "Hq", "Nq", "D"};
   case ParamRole::Key:
+    if (md.pageSize > 0)
+      return {"P", "S", "Hkv", "D"};
     return {"B", "Hkv", "Nk", "D"};
   case ParamRole::Value:
+    if (md.pageSize > 0)
+      return {"P", "S", "Hkv", "Dv"};
     return {"B", "Hkv", "Nk", "Dv"};
   case ParamRole::KvLens:
     return {"B"};
@@ -244,6 +277,11 @@ static std::vector<std::string> getCanonicalShape(const KernelMetadata &md,
     return {};
   case ParamRole::BlockMask:
     return {"B", "Hq", "QT", "KT"};
+  case ParamRole::BlockTable:
+    return {"B", "M"};
+  case ParamRole::CuSeqlensQ:
+  case ParamRole::CuSeqlensK:
+    return {"B+1"};
   }
   return {};
 }
@@ -259,6 +297,8 @@ static std::optional<int64_t> getStaticSymbolValue(const KernelMetadata &md,
     return md.headDim;
   if (symbol == "Dv")
     return md.valueHeadDim;
+  if (symbol == "S" && md.pageSize > 0)
+    return md.pageSize;
   return std::nullopt;
 }
 
@@ -303,6 +343,14 @@ fa::runtime::getCanonicalParams(const KernelMetadata &md, DType maskDType,
   add("o", ParamRole::Output, md.dtype);
   if (md.hasLse)
     add("lse", ParamRole::Lse, DType::F32);
+  // fa-compile appends these to the kernel function (attachBlockTable,
+  // attachCuSeqlens).
+  if (md.pageSize > 0)
+    add("block_table", ParamRole::BlockTable, DType::I32);
+  if (md.varlen) {
+    add("cu_seqlens_q", ParamRole::CuSeqlensQ, DType::I32);
+    add("cu_seqlens_k", ParamRole::CuSeqlensK, DType::I32);
+  }
   return params;
 }
 
@@ -330,22 +378,6 @@ std::array<int64_t, 3> fa::runtime::getLaunchGrid(const KernelMetadata &md,
 // Semantic checks
 //===----------------------------------------------------------------------===//
 
-/// Expected rank of each attention role.
-static int64_t getAttentionRank(const KernelMetadata &md, ParamRole role) {
-  switch (role) {
-  case ParamRole::KvLens:
-    return 1;
-  case ParamRole::Alibi:
-    return md.modifiers.alibi == AlibiKind::BatchHeads ? 2 : 1;
-  case ParamRole::QSegments:
-  case ParamRole::KSegments:
-    return 2;
-  case ParamRole::Lse:
-    return 3;
-  default:
-    return 4;
-  }
-}
 
 static std::string formatShape(const std::vector<ShapeDim> &shape) {
   std::string text = "[";
@@ -393,6 +425,10 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
       return "field 'op': cuda kernels compute attention (their grid tiles "
              "the queries), got '" +
              getOpName(md.op) + "'";
+    if (md.pageSize > 0 || md.varlen)
+      return cat("field '", md.pageSize > 0 ? "page_size" : "varlen",
+                 "': paged caches and variable-length batches run on cpu "
+                 "targets only (no GPU kernel reads them yet)");
     if (!md.kernel.empty() && md.kernel != "simt" && md.kernel != "mma" &&
         md.kernel != "wgmma")
       return "field 'kernel': expected one of simt, mma, wgmma, got '" +
@@ -476,7 +512,29 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
       return std::string("field 'softcap' must be positive and finite");
     if (mods.chunk < 0 || mods.chunk > kMaxPosition)
       return cat("field 'chunk' must be in [1, 2^31 - 1], got ", mods.chunk);
+    // The serving forms, with fa.attention's rules (docs/serving.md).
+    if (md.pageSize < 0 || md.pageSize > kMaxPosition)
+      return cat("field 'page_size' must be in [1, 2^31 - 1], got ",
+                 md.pageSize);
+    if (md.pageSize > 0) {
+      if (!md.hasKvLens)
+        return std::string("field 'page_size': a paged cache needs kv_lens "
+                           "(has_kv_lens), the number of keys of each "
+                           "sequence");
+      if (mods.segments || mods.hasBlockMask() || md.varlen)
+        return std::string("field 'page_size': segment ids, block masks "
+                           "and the varlen form are not available with a "
+                           "paged cache");
+    }
+    if (md.varlen && (md.hasKvLens || md.mask != MaskKind::None ||
+                      mods.segments || mods.hasBlockMask()))
+      return std::string("field 'varlen': key lengths, masks, segment ids "
+                         "and block masks are not available with the "
+                         "variable-length form");
   } else {
+    if (md.pageSize != 0 || md.varlen)
+      return std::string("fields 'page_size' and 'varlen' belong to "
+                         "attention kernels");
     if (md.rank < 1 || md.rank > 4)
       return cat("field 'rank' must be in [1, 4], got ", md.rank);
     if (md.dimension < 0 || md.dimension >= md.rank)
@@ -503,6 +561,12 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
     }
     if (md.modifiers.hasBlockMask())
       expected.push_back(ParamRole::BlockMask);
+    if (md.pageSize > 0)
+      expected.push_back(ParamRole::BlockTable);
+    if (md.varlen) {
+      expected.push_back(ParamRole::CuSeqlensQ);
+      expected.push_back(ParamRole::CuSeqlensK);
+    }
   } else {
     expected = {ParamRole::Input, ParamRole::Output};
   }
@@ -534,7 +598,7 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
       return where + ": role '" + getRoleName(param.role) +
              "' does not belong to this " + getOpName(md.op) +
              " kernel (check has_kv_lens, mask, has_lse, alibi, "
-             "has_segments, block_tiles)";
+             "has_segments, block_tiles, page_size, varlen)";
     for (size_t j = 0; j < i; ++j)
       if (md.params[j].role == param.role)
         return where + ": role '" + getRoleName(param.role) +
@@ -547,6 +611,9 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
     case ParamRole::KvLens:
     case ParamRole::QSegments:
     case ParamRole::KSegments:
+    case ParamRole::BlockTable:
+    case ParamRole::CuSeqlensQ:
+    case ParamRole::CuSeqlensK:
       dtypeOk = param.dtype == DType::I32;
       wanted = "i32";
       break;
@@ -592,7 +659,9 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
 
     // Rank and shape.
     int64_t rank =
-        md.op == OpKind::Attention ? getAttentionRank(md, param.role) : md.rank;
+        md.op == OpKind::Attention
+            ? static_cast<int64_t>(getCanonicalShape(md, param.role).size())
+            : md.rank;
     if (param.getRank() != rank)
       return cat(where, ": rank ", param.getRank(), ", expected ", rank);
     std::vector<std::string> canonical = getCanonicalShape(md, param.role);
@@ -965,7 +1034,10 @@ static MaybeError readParam(const Json &value, size_t index, ParamInfo &param) {
       {"q_segments", ParamRole::QSegments},
       {"k_segments", ParamRole::KSegments},
       {"mod_operand", ParamRole::ModOperand},
-      {"block_mask", ParamRole::BlockMask}};
+      {"block_mask", ParamRole::BlockMask},
+      {"block_table", ParamRole::BlockTable},
+      {"cu_seqlens_q", ParamRole::CuSeqlensQ},
+      {"cu_seqlens_k", ParamRole::CuSeqlensK}};
   if (MaybeError err = reader.getEnum("role", param.role, roles))
     return err;
   if (MaybeError err = reader.getEnum("dtype", param.dtype, kDTypeChoices))
@@ -1078,6 +1150,14 @@ static MaybeError readMetadata(const Json &root, KernelMetadata &md) {
     if (MaybeError err = reader.getBool("has_lse", md.hasLse, false))
       return err;
     if (MaybeError err = readModifiers(reader, md.modifiers))
+      return err;
+    if (reader.has("page_size")) {
+      if (MaybeError err = reader.getInt("page_size", md.pageSize))
+        return err;
+      if (md.pageSize <= 0)
+        return cat("field 'page_size' must be positive, got ", md.pageSize);
+    }
+    if (MaybeError err = reader.getBool("varlen", md.varlen, false))
       return err;
   } else {
     if (MaybeError err = reader.getInt("rank", md.rank))
@@ -1253,6 +1333,10 @@ std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
       j["mask_mod"] = true;
     if (mods.hasBlockMask())
       j["block_tiles"] = {mods.blockTileQ, mods.blockTileKV};
+    if (md.pageSize > 0)
+      j["page_size"] = md.pageSize;
+    if (md.varlen)
+      j["varlen"] = true;
   } else {
     j["rank"] = md.rank;
     j["dimension"] = md.dimension;

@@ -82,6 +82,10 @@ std::string fa::runtime::getKernelSignature(const KernelMetadata &md) {
       add("mask_mod", "true");
     if (mods.hasBlockMask())
       add("block_tiles", cat(mods.blockTileQ, ",", mods.blockTileKV));
+    if (md.pageSize > 0)
+      add("page_size", std::to_string(md.pageSize));
+    if (md.varlen)
+      add("varlen", "true");
   } else {
     add("rank", std::to_string(md.rank));
     add("dimension", std::to_string(md.dimension));

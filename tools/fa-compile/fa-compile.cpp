@@ -46,6 +46,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstdint>
 #include <optional>
 
 using namespace mlir;
@@ -188,6 +189,18 @@ cl::opt<bool> segments("segments",
                        cl::desc("Document masking: take query and key "
                                 "segment ids (i32 [B, Nq], [B, Nk])"),
                        cl::cat(specCategory));
+cl::opt<int64_t> pageSize(
+    "page-size",
+    cl::desc("Read K/V from a paged cache of S-row pages ([P, S, Hkv, D]) "
+             "through a block table (i32 [B, M]); needs --kv-lens; cpu "
+             "target"),
+    cl::value_desc("S"), cl::cat(specCategory));
+cl::opt<bool> varlen("varlen",
+                     cl::desc("Token-major variable-length batch: Q [Tq, "
+                              "Hq, D], K/V [Tk, Hkv, D], O [Tq, Hq, Dv], "
+                              "LSE [Hq, Tq] and cu_seqlens_q/k (i32 [B+1]); "
+                              "cpu target"),
+                     cl::cat(specCategory));
 cl::opt<int64_t> softmaxRank("rank", cl::desc("Softmax: rank (1 to 4)"),
                              cl::value_desc("R"), cl::cat(specCategory));
 cl::opt<int64_t> softmaxDim("dim",
@@ -320,6 +333,10 @@ static std::string getDefaultName(const rt::KernelMetadata &md,
       os << "_alibi";
     if (mods.segments)
       os << "_seg";
+    if (md.pageSize > 0)
+      os << "_paged" << md.pageSize;
+    if (md.varlen)
+      os << "_varlen";
   }
   os << "_" << target;
   return name;
@@ -434,6 +451,32 @@ static Expected<KernelJob> buildJobFromSpec(MLIRContext &ctx,
                          scaleText + "'");
       md.scale = static_cast<float>(value);
     }
+    // The serving forms (docs/serving.md), with fa.attention's rules.
+    if (pageSize.getNumOccurrences()) {
+      if (pageSize <= 0 || pageSize > INT32_MAX)
+        return makeError(formatv("--page-size must be in [1, 2^31 - 1], got "
+                                 "{0}",
+                                 pageSize.getValue()));
+      if (!md.hasKvLens)
+        return makeError("--page-size needs --kv-lens: the number of keys of "
+                         "each sequence");
+      if (md.modifiers.segments || varlen)
+        return makeError("--page-size cannot be combined with --segments or "
+                         "--varlen");
+      md.pageSize = pageSize;
+    }
+    if (varlen) {
+      if (md.hasKvLens || md.mask != rt::MaskKind::None ||
+          md.modifiers.segments)
+        return makeError("--varlen cannot be combined with --kv-lens, --mask "
+                         "or --segments (each sequence's keys are its own)");
+      md.varlen = true;
+    }
+    if ((md.pageSize > 0 || md.varlen) && options.target != "cpu")
+      return makeError(std::string(md.varlen ? "--varlen" : "--page-size") +
+                       ": paged caches and variable-length batches compile "
+                       "for --target cpu only (no GPU kernel reads them "
+                       "yet)");
   } else {
     llvm::SmallVector<StringRef> misplaced = getGivenOptions(
         {{"--head-dim", &headDim},
@@ -450,7 +493,9 @@ static Expected<KernelJob> buildJobFromSpec(MLIRContext &ctx,
          {"--softcap", &softcapText},
          {"--chunk", &chunkSize},
          {"--alibi", &alibiName},
-         {"--segments", &segments}});
+         {"--segments", &segments},
+         {"--page-size", &pageSize},
+         {"--varlen", &varlen}});
     if (!misplaced.empty())
       return makeError(llvm::join(misplaced, ", ") +
                        (misplaced.size() == 1 ? " applies" : " apply") +
@@ -483,7 +528,20 @@ static Expected<KernelJob> buildJobFromSpec(MLIRContext &ctx,
     return makeError("internal error: " + *err);
 
   KernelJob job;
-  job.module = buildKernelModule(ctx, md);
+  // The serving forms: the dense kernel, then its paged cache or offsets
+  // (appended arguments, as getCanonicalParams orders them).
+  rt::KernelMetadata dense = md;
+  dense.pageSize = 0;
+  dense.varlen = false;
+  dense.params = rt::getCanonicalParams(dense, maskDType, broadcastBatch,
+                                        broadcastHeads);
+  job.module = buildKernelModule(ctx, dense);
+  if (md.pageSize > 0)
+    if (Error err = compile::attachBlockTable(*job.module, md.pageSize))
+      return makeError("internal error: " + llvm::toString(std::move(err)));
+  if (md.varlen)
+    if (Error err = compile::attachCuSeqlens(*job.module))
+      return makeError("internal error: " + llvm::toString(std::move(err)));
   job.metadata = std::move(md);
   if (failed(verify(*job.module)))
     return makeError("internal error: the kernel module does not verify");
@@ -512,6 +570,8 @@ buildJobsFromFile(MLIRContext &ctx, const CompileOptions &options) {
        {"--chunk", &chunkSize},
        {"--alibi", &alibiName},
        {"--segments", &segments},
+       {"--page-size", &pageSize},
+       {"--varlen", &varlen},
        {"--rank", &softmaxRank},
        {"--dim", &softmaxDim}});
   if (!misplaced.empty())

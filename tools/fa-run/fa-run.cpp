@@ -42,6 +42,7 @@
 #include "fa/Emulate/Emulate.h"
 #include "fa/InitAll.h"
 #include "fa/Runtime/FARuntime.h"
+#include "fa/Runtime/InputChecks.h"
 #include "fa/Runtime/KernelMetadata.h"
 #include "fa/Support/Npy.h"
 #include "fa/Target/Chips.h"
@@ -1342,21 +1343,9 @@ static Error runAttention(MLIRContext &ctx) {
                                      side, cuQ->describe(),
                                      formatNpyShape(sh)));
       ArrayRef<int32_t> off = cu->array.getElements<int32_t>();
-      if (off[0] < 0)
-        return dimError(*cu, formatv("the first offset is negative ({0})",
-                                     off[0]));
-      for (int64_t b = 0; b + 1 < sh[0]; ++b)
-        if (off[b + 1] < off[b])
-          return dimError(*cu, formatv("offsets must not decrease: entry "
-                                       "{0} = {1} is below entry {2} = {3} "
-                                       "(sequence {2} would have a negative "
-                                       "length)",
-                                       b + 1, off[b + 1], b, off[b]));
-      if (off.back() > total)
-        return dimError(*cu, formatv("the last offset {0} is past the {1} "
-                                     "{2} rows of {3}",
-                                     off.back(), total, side,
-                                     tokens->describe()));
+      if (std::optional<std::string> problem = rt::checkCuSeqlens(
+              off.data(), sh[0], total, side))
+        return dimError(*cu, *problem + " of " + tokens->describe());
     }
     if (v->shape()[0] != Nk || v->shape()[1] != Hkv)
       return dimError(*v, formatv("tokens and heads [Tk, Hkv] of {0} do "
@@ -1440,31 +1429,14 @@ static Error runAttention(MLIRContext &ctx) {
     // every page a sequence's keys need is a page of the cache.
     ArrayRef<int32_t> len = lens->array.getElements<int32_t>();
     ArrayRef<int32_t> entries = table->array.getElements<int32_t>();
-    int64_t M = table->shape()[1], P = k->shape()[0];
-    for (int64_t b = 0; b < B; ++b) {
-      if (len[b] < 0)
-        return dimError(*lens, formatv("sequence {0} has a negative length "
-                                       "{1}",
-                                       b, len[b]));
-      if (len[b] > Nk)
-        return dimError(*lens,
-                        formatv("sequence {0} has {1} keys, but its {2} "
-                                "block table entries of {3}-row pages hold "
-                                "0 to {4} ({5})",
-                                b, len[b], M, pageSize, Nk,
-                                table->describe()));
-      for (int64_t j = 0, e = (len[b] + pageSize - 1) / pageSize; j < e; ++j)
-        if (int32_t page = entries[b * M + j]; page < 0 || page >= P)
-          return dimError(*table,
-                          formatv("entry [{0}, {1}] = {2} is not a page of "
-                                  "the cache (P = {3} pages in {4}); "
-                                  "sequence {0} reads it for its keys {5} "
-                                  "to {6}",
-                                  b, j, page, P, k->describe(),
-                                  j * pageSize,
-                                  std::min<int64_t>((j + 1) * pageSize,
-                                                    len[b]) - 1));
-    }
+    if (std::optional<rt::InputProblem> problem = rt::checkBlockTable(
+            len.data(), entries.data(), B, table->shape()[1], k->shape()[0],
+            pageSize))
+      return problem->role == rt::ParamRole::KvLens
+                 ? dimError(*lens, problem->message + " (" +
+                                       table->describe() + ")")
+                 : dimError(*table, problem->message + " (the cache: " +
+                                        k->describe() + ")");
   }
   if (mask) {
     ArrayRef<int64_t> m = mask->shape();

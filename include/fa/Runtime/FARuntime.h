@@ -372,6 +372,65 @@ FA_RUNTIME_API fa_status fa_attention_launch_sparse(
     int64_t num_mod_operands, const fa_tensor *block_mask, fa_tensor *o,
     fa_tensor *lse, void *cuda_stream);
 
+/* The serving form an attention kernel was compiled for: *page_size the
+ * rows S of a paged K/V cache's pages (fa-compile --page-size; 0 for a
+ * contiguous cache), *varlen 1 for the token-major variable-length form
+ * (fa-compile --varlen), else 0. Kernels of either form run through
+ * fa_attention_launch_paged / fa_attention_launch_varlen, on the CPU. */
+FA_RUNTIME_API fa_status fa_kernel_get_serving(const fa_kernel *kernel,
+                                               int64_t *page_size,
+                                               int32_t *varlen);
+
+/* Runs an attention kernel over a paged K/V cache (the vLLM /
+ * FlashAttention layout; docs/serving.md):
+ *
+ *   q           [B, Hq, Nq, D]    the kernel's dtype
+ *   k_pages     [P, S, Hkv, D]    the kernel's dtype, S its page size
+ *   v_pages     [P, S, Hkv, Dv]   the kernel's dtype
+ *   block_table [B, M] int32      entry [b, j]: the page holding keys
+ *                                 j*S .. j*S + S - 1 of sequence b
+ *   kv_lens     [B] int32         the keys of each sequence (required)
+ *   mask        [B|1, Hq|1, Nq, M*S] iff the kernel has a mask, else NULL
+ *   extras      as fa_attention_launch_ex (NULL: none)
+ *   o, lse      as fa_attention_launch
+ *
+ * Before the kernel runs, every length must be in [0, M*S] and every
+ * entry a sequence reads (j < ceil(kv_lens[b] / S)) a page in [0, P):
+ * else FA_ERROR_INVALID_ARGUMENT naming the sequence and entry, and
+ * nothing is read or written. Entries past a sequence's pages are never
+ * read (any value, e.g. -1 padding). Pages may be shared between
+ * sequences. CPU kernels only (the loader refuses paged CUDA kernels). */
+FA_RUNTIME_API fa_status fa_attention_launch_paged(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k_pages,
+    const fa_tensor *v_pages, const fa_tensor *block_table,
+    const fa_tensor *kv_lens, const fa_tensor *mask,
+    const fa_attention_extras *extras, fa_tensor *o, fa_tensor *lse,
+    void *cuda_stream);
+
+/* Runs a token-major variable-length attention kernel (FlashAttention 2's
+ * varlen layout; docs/serving.md): sequence b's queries are rows
+ * cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1 of q and its keys rows
+ * cu_seqlens_k[b] .. cu_seqlens_k[b + 1] - 1 of k and v, each sequence
+ * with its own causal alignment.
+ *
+ *   q            [Tq, Hq, D]    the kernel's dtype
+ *   k            [Tk, Hkv, D]   the kernel's dtype
+ *   v            [Tk, Hkv, Dv]  the kernel's dtype
+ *   cu_seqlens_q [B + 1] int32  non-decreasing, first >= 0, last <= Tq
+ *   cu_seqlens_k [B + 1] int32  non-decreasing, first >= 0, last <= Tk
+ *   extras       as fa_attention_launch_ex (NULL: none)
+ *   o            [Tq, Hq, Dv]   (written for the rows of the sequences)
+ *   lse          [Hq, Tq] f32   iff the kernel has LSE, else NULL
+ *
+ * Offsets that break the rules above are FA_ERROR_INVALID_ARGUMENT before
+ * the kernel runs. Empty sequences are allowed (a sequence with queries
+ * but no keys gives O = 0 and LSE = -inf). CPU kernels only. */
+FA_RUNTIME_API fa_status fa_attention_launch_varlen(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *cu_seqlens_q,
+    const fa_tensor *cu_seqlens_k, const fa_attention_extras *extras,
+    fa_tensor *o, fa_tensor *lse, void *cuda_stream);
+
 /* Runs a softmax kernel along the kernel's dimension: y = softmax(x). x and
  * y have the kernel's rank and dtype and the same sizes and must not
  * overlap. Empty tensors are a no-op. */

@@ -103,6 +103,11 @@ struct AttentionArgs {
   /// The block mask of a kernel compiled with one
   /// (fa_kernel_get_block_tiles).
   const fa_tensor *blockMask = nullptr;
+  /// The block table of a paged-cache kernel (k and v are then its pages;
+  /// fa_attention_launch_paged).
+  const fa_tensor *blockTable = nullptr;
+  /// The offsets of a variable-length kernel (fa_attention_launch_varlen).
+  const fa_tensor *cuSeqlensQ = nullptr, *cuSeqlensK = nullptr;
 };
 
 /// An owned, loaded kernel (move-only).
@@ -130,8 +135,18 @@ public:
     return status;
   }
 
-  /// Launches an attention kernel (see fa_attention_launch_sparse).
+  /// Launches an attention kernel (see fa_attention_launch_sparse, or
+  /// fa_attention_launch_paged / _varlen when `args` has a block table or
+  /// offsets).
   Status attention(AttentionArgs &args, void *cudaStream = nullptr) {
+    if (args.blockTable)
+      return Status::fromCode(fa_attention_launch_paged(
+          kernel_, &args.q, &args.k, &args.v, args.blockTable, args.kvLens,
+          args.mask, &args.extras, &args.o, args.lse, cudaStream));
+    if (args.cuSeqlensQ || args.cuSeqlensK)
+      return Status::fromCode(fa_attention_launch_varlen(
+          kernel_, &args.q, &args.k, &args.v, args.cuSeqlensQ,
+          args.cuSeqlensK, &args.extras, &args.o, args.lse, cudaStream));
     return Status::fromCode(fa_attention_launch_sparse(
         kernel_, &args.q, &args.k, &args.v, args.kvLens, args.mask,
         &args.extras, args.modOperands.data(),

@@ -61,6 +61,13 @@ enum class ParamRole {
   /// The block mask of a mask_mod: i8 [B|1, Hq|1, QT, KT], QT and KT the
   /// numbers of query and key tiles of the kernel's block_tiles.
   BlockMask,
+  /// A paged K/V cache's block table: i32 [B, M], entry [b, j] the page
+  /// that holds keys j*S .. j*S + S - 1 of sequence b.
+  BlockTable,
+  /// A variable-length batch's offsets into the packed tokens: i32 [B+1],
+  /// sequence b's queries (keys) are rows cu[b] .. cu[b + 1] - 1.
+  CuSeqlensQ,
+  CuSeqlensK,
 };
 
 /// The shape of an attention kernel's ALiBi slopes.
@@ -198,6 +205,14 @@ struct KernelMetadata {
   MaskKind mask = MaskKind::None;
   bool hasKvLens = false, hasLse = false;
   int64_t blockQ = 0, blockKV = 0;
+  /// A paged K/V cache (the optional `page_size` field): K and V are pages
+  /// `[P, S, Hkv, D|Dv]` of `pageSize` = S rows, read through a BlockTable
+  /// param (needs kv_lens); 0 for a contiguous cache.
+  int64_t pageSize = 0;
+  /// The token-major variable-length form (the optional `varlen` field):
+  /// Q `[Tq, Hq, D]`, K/V `[Tk, Hkv, D|Dv]`, O `[Tq, Hq, Dv]`, LSE
+  /// `[Hq, Tq]` and the CuSeqlensQ/K params `[B+1]`.
+  bool varlen = false;
   /// The optional `window`, `softcap`, `chunk`, `alibi` and `has_segments`
   /// fields.
   ModifierInfo modifiers;
@@ -214,15 +229,24 @@ struct KernelMetadata {
   std::string signature;
 
   /// The symbols shapes may use, in a fixed order: attention
-  /// `B Hq Hkv Nq Nk D Dv`, softmax `N0 ...`.
+  /// `B Hq Hkv Nq Nk D Dv` (then `QT KT` with a block mask, `P S M` for a
+  /// paged cache: pages, page size, block-table entries per sequence;
+  /// `Tq Tk B+1` for the varlen form: packed query and key tokens, offsets),
+  /// softmax `N0 ...`.
   std::vector<std::string> getSymbols() const;
   /// The param with `role`, or null.
   const ParamInfo *findParam(ParamRole role) const;
 };
 
+/// The canonical shape of a `role` param of `metadata`'s kernel, as
+/// symbols (empty for mod operands, whose sizes are fixed).
+std::vector<std::string> getCanonicalShape(const KernelMetadata &metadata,
+                                           ParamRole role);
+
 /// The canonical parameters of an attention or softmax kernel as fa-compile
 /// emits them (q, k, v, [kv_lens], [mask], [alibi], [q_segments,
-/// k_segments], o, [lse]; or x, y), with the
+/// k_segments], o, [lse], [block_table | cu_seqlens_q, cu_seqlens_k]; or
+/// x, y), with the
 /// canonical symbolic shapes. `maskBroadcastBatch`/`Heads` make the mask's
 /// dims 0/1 a fixed 1.
 std::vector<ParamInfo> getCanonicalParams(const KernelMetadata &metadata,

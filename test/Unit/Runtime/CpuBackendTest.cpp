@@ -896,6 +896,354 @@ TEST(CpuBackendTest, BlockMask) {
   EXPECT_EQ(c.countMismatches(), 0);
 }
 
+//===----------------------------------------------------------------------===//
+// Serving forms: paged K/V caches and variable-length batches
+//===----------------------------------------------------------------------===//
+
+/// The float64 reference of `info`'s attention for one dense problem of
+/// the given buffers (referenceAttention without modifiers).
+void referenceDense(const fa_kernel_info &info, const AttentionCase &c,
+                    const Buffer &q, const Buffer &k, const Buffer &v,
+                    std::vector<double> &o, std::vector<double> &lse) {
+  fa_attention_modifiers none{};
+  none.window_left = none.window_right = -1;
+  referenceAttention(info, none, c, q, k, v, o, lse);
+}
+
+/// Runs a paged-cache artifact on `lens` keys per sequence through a
+/// shuffled block table of M entries (unused entries -1, one page shared
+/// by two sequences) and compares each sequence with the reference of its
+/// keys gathered into a contiguous cache.
+void checkPaged(llvm::StringRef name, int64_t Nq, std::vector<int32_t> lens,
+                int64_t M, uint32_t seed) {
+  Kernel kernel;
+  Status status = Kernel::load(artifact(name), FA_DEVICE_CPU, kernel);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  fa_kernel_info info = kernel.info();
+  int64_t S = 0;
+  int32_t varlen = 1;
+  ASSERT_EQ(fa_kernel_get_serving(kernel.get(), &S, &varlen), FA_SUCCESS);
+  ASSERT_GT(S, 0);
+  EXPECT_EQ(varlen, 0);
+  const int64_t B = lens.size(), Hq = info.heads, Hkv = info.kv_heads,
+                D = info.head_dim, Dv = info.value_head_dim;
+  std::mt19937 rng(seed);
+  // Pages: each sequence's pages at shuffled places, plus spare pages; the
+  // first page of sequence 0 is also the first page of the last sequence
+  // (prefix sharing), whose keys there are then the same.
+  std::vector<int32_t> table(B * M, -1);
+  int64_t P = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < (lens[b] + S - 1) / S; ++j)
+      table[b * M + j] = static_cast<int32_t>(P++);
+  bool share = B > 1 && lens[0] > 0 && lens[B - 1] > 0;
+  if (share)
+    table[(B - 1) * M] = table[0];
+  P += 3;
+  std::vector<int32_t> perm(P);
+  for (int64_t p = 0; p < P; ++p)
+    perm[p] = static_cast<int32_t>(p);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  for (int32_t &entry : table)
+    if (entry >= 0)
+      entry = perm[entry];
+
+  Buffer q(info.dtype, {B, Hq, Nq, D}), o(info.dtype, {B, Hq, Nq, Dv});
+  Buffer kp(info.dtype, {P, S, Hkv, D}), vp(info.dtype, {P, S, Hkv, Dv});
+  Buffer lse(FA_DTYPE_F32, {B, Hq, Nq});
+  Buffer tableT(FA_DTYPE_I32, {B, M}), lensT(FA_DTYPE_I32, {B});
+  fillRandom(q, rng);
+  fillRandom(kp, rng);
+  fillRandom(vp, rng);
+  o.poison();
+  lse.poison();
+  for (int64_t i = 0; i < B * M; ++i)
+    tableT.set(i, table[i]);
+  for (int64_t b = 0; b < B; ++b)
+    lensT.set(b, lens[b]);
+
+  fa_tensor qT = q.tensor(), kT = kp.tensor(), vT = vp.tensor(),
+            tT = tableT.tensor(), lT = lensT.tensor(), oT = o.tensor(),
+            lseT = lse.tensor();
+  ASSERT_EQ(fa_attention_launch_paged(kernel.get(), &qT, &kT, &vT, &tT, &lT,
+                                      nullptr, nullptr, &oT, &lseT, nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+
+  // Each sequence as its own dense problem of kv_lens[b] keys (the paged
+  // form aligns bottom-right causality to each sequence's length): logical
+  // key j of sequence b is row j % S of page table[b, j / S].
+  int64_t bad = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t len = lens[b];
+    Buffer qb(info.dtype, {1, Hq, Nq, D}), kb(info.dtype, {1, Hkv, len, D}),
+        vb(info.dtype, {1, Hkv, len, Dv});
+    for (int64_t i = 0; i < Hq * Nq * D; ++i)
+      qb.set(i, q.get(b * Hq * Nq * D + i));
+    for (int64_t j = 0; j < len; ++j) {
+      int64_t page = table[b * M + j / S], row = j % S;
+      for (int64_t h = 0; h < Hkv; ++h) {
+        for (int64_t d = 0; d < D; ++d)
+          kb.set((h * len + j) * D + d,
+                 kp.get(((page * S + row) * Hkv + h) * D + d));
+        for (int64_t d = 0; d < Dv; ++d)
+          vb.set((h * len + j) * Dv + d,
+                 vp.get(((page * S + row) * Hkv + h) * Dv + d));
+      }
+    }
+    AttentionCase c;
+    c.Nq = Nq;
+    c.Nk = len;
+    std::vector<double> oRef, lseRef;
+    referenceDense(info, c, qb, kb, vb, oRef, lseRef);
+    for (int64_t i = 0; i < Hq * Nq * Dv; ++i)
+      if (!close(o.get(b * Hq * Nq * Dv + i), oRef[i], 1e-5, 1e-4) &&
+          bad++ < 5)
+        ADD_FAILURE() << name.str() << ": sequence " << b << " O[" << i
+                      << "] = " << o.get(b * Hq * Nq * Dv + i)
+                      << ", reference " << oRef[i];
+    for (int64_t r = 0; r < Hq * Nq; ++r)
+      if (!close(lse.get(b * Hq * Nq + r), lseRef[r], 1e-4, 1e-4) &&
+          bad++ < 5)
+        ADD_FAILURE() << name.str() << ": sequence " << b << " LSE[" << r
+                      << "] = " << lse.get(b * Hq * Nq + r) << ", reference "
+                      << lseRef[r];
+  }
+  EXPECT_EQ(bad, 0) << name.str() << " Nq = " << Nq;
+}
+
+// attn_paged16 / attn_paged1: f32, D = 16, Hq = 4, Hkv = 2, bottom-right
+// causal, LSE; pages of 16 and 1 rows. Decode (Nq = 1, 3: the packed-head
+// decode kernel) and prefill (Nq = 21) query lengths; an empty sequence;
+// lengths that end inside a page.
+TEST(CpuBackendTest, PagedCache) {
+  checkPaged("attn_paged16", 1, {40, 0, 17, 33}, 4, 21);
+  checkPaged("attn_paged16", 3, {40, 0, 17, 33}, 3, 22);
+  checkPaged("attn_paged16", 21, {64, 5, 30}, 4, 23);
+  checkPaged("attn_paged1", 1, {9, 0, 4}, 12, 24);
+  checkPaged("attn_paged1", 6, {9, 7, 12}, 12, 25);
+}
+
+// Bad tables are errors before the kernel runs: nothing is written.
+TEST(CpuBackendTest, PagedCacheBadTables) {
+  Kernel kernel;
+  Status status = Kernel::load(artifact("attn_paged16"), FA_DEVICE_CPU, kernel);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  const int64_t B = 2, M = 2, P = 3, S = 16;
+  Buffer q(FA_DTYPE_F32, {B, 4, 1, 16}), o(FA_DTYPE_F32, {B, 4, 1, 16});
+  Buffer kp(FA_DTYPE_F32, {P, S, 2, 16}), vp(FA_DTYPE_F32, {P, S, 2, 16});
+  Buffer lse(FA_DTYPE_F32, {B, 4, 1});
+  Buffer table(FA_DTYPE_I32, {B, M}), lens(FA_DTYPE_I32, {B});
+  std::mt19937 rng(26);
+  fillRandom(q, rng);
+  fillRandom(kp, rng);
+  fillRandom(vp, rng);
+  fa_tensor qT = q.tensor(), kT = kp.tensor(), vT = vp.tensor(),
+            tT = table.tensor(), lT = lens.tensor(), oT = o.tensor(),
+            lseT = lse.tensor();
+  auto launch = [&](std::vector<int32_t> entries, std::vector<int32_t> len) {
+    for (size_t i = 0; i < entries.size(); ++i)
+      table.set(i, entries[i]);
+    for (size_t i = 0; i < len.size(); ++i)
+      lens.set(i, len[i]);
+    o.poison();
+    fa_status s = fa_attention_launch_paged(kernel.get(), &qT, &kT, &vT, &tT,
+                                            &lT, nullptr, nullptr, &oT, &lseT,
+                                            nullptr);
+    return std::make_pair(s, std::string(fa_last_error()));
+  };
+  // Valid: the entry past sequence 1's pages is never read.
+  EXPECT_EQ(launch({0, 1, 2, 99}, {20, 16}).first, FA_SUCCESS);
+  auto [s1, e1] = launch({0, 1, 2, 3}, {20, 17});
+  EXPECT_EQ(s1, FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(e1, HasSubstr("block_table: entry [1, 1] = 3 is not a page of "
+                            "the cache (P = 3 pages); sequence 1 reads it "
+                            "for its keys 16 to 16"));
+  EXPECT_TRUE(std::isnan(o.get(0))) << "written despite the error";
+  auto [s2, e2] = launch({0, -1, 2, 1}, {17, 3});
+  EXPECT_EQ(s2, FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(e2, HasSubstr("entry [0, 1] = -1 is not a page"));
+  auto [s3, e3] = launch({0, 1, 2, 1}, {20, 33});
+  EXPECT_EQ(s3, FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(e3, HasSubstr("kv_lens: sequence 1 has 33 keys, but its 2 "
+                            "block table entries of 16-row pages hold 0 to "
+                            "32"));
+  auto [s4, e4] = launch({0, 1, 2, 1}, {-2, 3});
+  EXPECT_EQ(s4, FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(e4, HasSubstr("kv_lens: sequence 0 has a negative length -2"));
+  EXPECT_TRUE(std::isnan(o.get(0))) << "written despite the error";
+
+  // The wrong launch function, a table of another B, pages of another S.
+  EXPECT_EQ(fa_attention_launch(kernel.get(), &qT, &kT, &vT, &lT, nullptr,
+                                &oT, &lseT, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("fa_attention_launch_paged"));
+  Buffer table3(FA_DTYPE_I32, {3, M});
+  fa_tensor t3 = table3.tensor();
+  EXPECT_EQ(fa_attention_launch_paged(kernel.get(), &qT, &kT, &vT, &t3, &lT,
+                                      nullptr, nullptr, &oT, &lseT, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("(B) is 3"));
+  Buffer k8(FA_DTYPE_F32, {P, 8, 2, 16});
+  fa_tensor k8T = k8.tensor();
+  EXPECT_EQ(fa_attention_launch_paged(kernel.get(), &qT, &k8T, &vT, &tT, &lT,
+                                      nullptr, nullptr, &oT, &lseT, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("(S) is 8"));
+}
+
+/// Runs the varlen artifact on sequences of `qLens` queries and `kLens`
+/// keys packed token-major, and compares each sequence with the reference
+/// of its own dense problem.
+void checkVarlen(llvm::StringRef name, std::vector<int32_t> qLens,
+                 std::vector<int32_t> kLens, uint32_t seed) {
+  Kernel kernel;
+  Status status = Kernel::load(artifact(name), FA_DEVICE_CPU, kernel);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  fa_kernel_info info = kernel.info();
+  int64_t S = -1;
+  int32_t varlen = 0;
+  ASSERT_EQ(fa_kernel_get_serving(kernel.get(), &S, &varlen), FA_SUCCESS);
+  EXPECT_EQ(S, 0);
+  ASSERT_EQ(varlen, 1);
+  const int64_t B = qLens.size(), Hq = info.heads, Hkv = info.kv_heads,
+                D = info.head_dim, Dv = info.value_head_dim;
+  std::vector<int64_t> cuQ = {0}, cuK = {0};
+  for (int64_t b = 0; b < B; ++b) {
+    cuQ.push_back(cuQ.back() + qLens[b]);
+    cuK.push_back(cuK.back() + kLens[b]);
+  }
+  const int64_t Tq = cuQ.back(), Tk = cuK.back();
+  std::mt19937 rng(seed);
+  Buffer q(info.dtype, {Tq, Hq, D}), k(info.dtype, {Tk, Hkv, D}),
+      v(info.dtype, {Tk, Hkv, Dv}), o(info.dtype, {Tq, Hq, Dv}),
+      lse(FA_DTYPE_F32, {Hq, Tq}), cuQT(FA_DTYPE_I32, {B + 1}),
+      cuKT(FA_DTYPE_I32, {B + 1});
+  fillRandom(q, rng);
+  fillRandom(k, rng);
+  fillRandom(v, rng);
+  o.poison();
+  lse.poison();
+  for (int64_t b = 0; b <= B; ++b) {
+    cuQT.set(b, cuQ[b]);
+    cuKT.set(b, cuK[b]);
+  }
+  // Through the C++ wrapper (the paged test uses the C API).
+  fa_tensor lseT = lse.tensor(), cqT = cuQT.tensor(), ckT = cuKT.tensor();
+  AttentionArgs args;
+  args.q = q.tensor();
+  args.k = k.tensor();
+  args.v = v.tensor();
+  args.o = o.tensor();
+  args.lse = &lseT;
+  args.cuSeqlensQ = &cqT;
+  args.cuSeqlensK = &ckT;
+  status = kernel.attention(args);
+  ASSERT_TRUE(status.ok()) << status.toString();
+
+  int64_t bad = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    // Sequence b as its own dense problem [1, H, L, D].
+    const int64_t lq = qLens[b], lk = kLens[b];
+    Buffer qb(info.dtype, {1, Hq, lq, D}), kb(info.dtype, {1, Hkv, lk, D}),
+        vb(info.dtype, {1, Hkv, lk, Dv});
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < lq; ++i)
+        for (int64_t d = 0; d < D; ++d)
+          qb.set((h * lq + i) * D + d, q.get(((cuQ[b] + i) * Hq + h) * D + d));
+    for (int64_t h = 0; h < Hkv; ++h)
+      for (int64_t j = 0; j < lk; ++j) {
+        for (int64_t d = 0; d < D; ++d)
+          kb.set((h * lk + j) * D + d, k.get(((cuK[b] + j) * Hkv + h) * D + d));
+        for (int64_t d = 0; d < Dv; ++d)
+          vb.set((h * lk + j) * Dv + d,
+                 v.get(((cuK[b] + j) * Hkv + h) * Dv + d));
+      }
+    AttentionCase c;
+    c.Nq = lq;
+    c.Nk = lk;
+    std::vector<double> oRef, lseRef;
+    referenceDense(info, c, qb, kb, vb, oRef, lseRef);
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < lq; ++i) {
+        double gotLse = lse.get(h * Tq + cuQ[b] + i),
+               wantLse = lseRef[h * lq + i];
+        if (!close(gotLse, wantLse, 1e-4, 1e-4) && bad++ < 5)
+          ADD_FAILURE() << name.str() << ": sequence " << b << " head " << h
+                        << " row " << i << ": LSE " << gotLse
+                        << ", reference " << wantLse;
+        for (int64_t d = 0; d < Dv; ++d) {
+          double got = o.get(((cuQ[b] + i) * Hq + h) * Dv + d),
+                 want = oRef[(h * lq + i) * Dv + d];
+          if (!close(got, want, 1e-5, 1e-4) && bad++ < 5)
+            ADD_FAILURE() << name.str() << ": sequence " << b << " head "
+                          << h << " row " << i << " O[" << d << "] = " << got
+                          << ", reference " << want;
+        }
+      }
+  }
+  EXPECT_EQ(bad, 0) << name.str();
+}
+
+// attn_varlen: f32, D = 16, Hq = 4, Hkv = 2, bottom-right causal, LSE,
+// 16-row tiles. Ragged lengths, an empty sequence, a sequence of queries
+// without keys (O = 0, LSE = -inf), single tokens, Nq > Nk and Nq < Nk.
+TEST(CpuBackendTest, VarlenBatch) {
+  checkVarlen("attn_varlen", {5, 0, 37, 1, 3, 20}, {9, 4, 37, 0, 20, 11},
+              31);
+  checkVarlen("attn_varlen", {1}, {1}, 32);
+  checkVarlen("attn_varlen", {17, 16, 33}, {17, 40, 2}, 33);
+}
+
+TEST(CpuBackendTest, VarlenBadOffsets) {
+  Kernel kernel;
+  Status status = Kernel::load(artifact("attn_varlen"), FA_DEVICE_CPU, kernel);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  Buffer q(FA_DTYPE_F32, {10, 4, 16}), k(FA_DTYPE_F32, {12, 2, 16}),
+      v(FA_DTYPE_F32, {12, 2, 16}), o(FA_DTYPE_F32, {10, 4, 16}),
+      lse(FA_DTYPE_F32, {4, 10}), cuQ(FA_DTYPE_I32, {3}),
+      cuK(FA_DTYPE_I32, {3});
+  fa_tensor qT = q.tensor(), kT = k.tensor(), vT = v.tensor(),
+            oT = o.tensor(), lseT = lse.tensor(), cqT = cuQ.tensor(),
+            ckT = cuK.tensor();
+  auto launch = [&](std::vector<int32_t> qs, std::vector<int32_t> ks) {
+    for (int i = 0; i < 3; ++i) {
+      cuQ.set(i, qs[i]);
+      cuK.set(i, ks[i]);
+    }
+    o.poison();
+    fa_status s = fa_attention_launch_varlen(kernel.get(), &qT, &kT, &vT,
+                                             &cqT, &ckT, nullptr, &oT, &lseT,
+                                             nullptr);
+    return std::make_pair(s, std::string(fa_last_error()));
+  };
+  EXPECT_EQ(launch({0, 4, 10}, {0, 12, 12}).first, FA_SUCCESS);
+  auto [s1, e1] = launch({0, 6, 4}, {0, 5, 12});
+  EXPECT_EQ(s1, FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(e1, HasSubstr("cu_seqlens_q: offsets must not decrease: entry "
+                            "2 = 4 is below entry 1 = 6"));
+  EXPECT_TRUE(std::isnan(o.get(0))) << "written despite the error";
+  auto [s2, e2] = launch({0, 4, 10}, {0, 5, 13});
+  EXPECT_EQ(s2, FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(e2, HasSubstr("cu_seqlens_k: the last offset 13 is past the 12 "
+                            "packed key rows"));
+  auto [s3, e3] = launch({-1, 4, 10}, {0, 5, 12});
+  EXPECT_EQ(s3, FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(e3, HasSubstr("cu_seqlens_q: the first offset is negative"));
+  EXPECT_TRUE(std::isnan(o.get(0))) << "written despite the error";
+  // Offsets of different batch sizes; the dense launch function.
+  Buffer cuK4(FA_DTYPE_I32, {4});
+  fa_tensor ck4 = cuK4.tensor();
+  EXPECT_EQ(fa_attention_launch_varlen(kernel.get(), &qT, &kT, &vT, &cqT,
+                                       &ck4, nullptr, &oT, &lseT, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("(B+1) is 4"));
+  EXPECT_EQ(fa_attention_launch(kernel.get(), &qT, &kT, &vT, nullptr, nullptr,
+                                &oT, &lseT, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("fa_attention_launch_varlen"));
+}
+
 TEST(CpuBackendTest, Softmax) {
   checkSoftmax("softmax_f32", {3, 50, 4}, 12, 1e-6, 1e-5, true);
   checkSoftmax("softmax_f32", {1, 1, 1}, 13, 1e-6, 1e-5, false);

@@ -550,6 +550,99 @@ TEST(MetadataTest, BlockMask) {
 
 /// The grid names what each dimension runs over; fa-kernel/1's expressions
 /// are gone.
+/// The serving forms: `page_size` and `varlen` round-trip with their params
+/// (pages over the symbols P, S, M; token-major tensors over Tq and Tk,
+/// offsets over B+1), follow fa.attention's rules, and run on cpu targets
+/// only.
+TEST(MetadataTest, ServingForms) {
+  auto makeCpu = [] {
+    KernelMetadata md = makeCudaAttentionMetadata();
+    md.target = TargetInfo();
+    md.target.kind = TargetKind::Cpu;
+    md.target.triple = "x86_64-unknown-linux-gnu";
+    md.files = FileInfo();
+    md.files.library = "attn.so";
+    md.launch.reset();
+    return md;
+  };
+  auto shapeOf = [](const KernelMetadata &md, ParamRole role) {
+    std::string text;
+    for (const ShapeDim &dim : md.findParam(role)->shape)
+      text += (text.empty() ? "" : ",") +
+              (dim.isSymbol() ? dim.symbol : std::to_string(dim.size));
+    return text;
+  };
+
+  KernelMetadata paged = makeCpu();
+  paged.hasKvLens = true;
+  paged.pageSize = 16;
+  paged.params = getCanonicalParams(paged, DType::I8, false, false);
+  std::string error;
+  std::optional<KernelMetadata> back =
+      parseKernelMetadata(toJson(paged), error);
+  ASSERT_TRUE(back.has_value()) << error;
+  EXPECT_EQ(back->pageSize, 16);
+  EXPECT_FALSE(back->varlen);
+  EXPECT_EQ(shapeOf(*back, ParamRole::Key), "P,S,Hkv,D");
+  EXPECT_EQ(shapeOf(*back, ParamRole::Value), "P,S,Hkv,Dv");
+  EXPECT_EQ(shapeOf(*back, ParamRole::BlockTable), "B,M");
+  EXPECT_EQ(back->params.back().role, ParamRole::BlockTable);
+  EXPECT_EQ(toJson(*back), toJson(paged));
+  std::string base = toJson(paged);
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["page_size"] = 0; })),
+              HasSubstr("field 'page_size' must be positive, got 0"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["has_kv_lens"] = false; })),
+              HasSubstr("a paged cache needs kv_lens"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o.erase("page_size"); })),
+              HasSubstr("params[1] ('k'): shape [P, S, Hkv, D]: dim 0 must "
+                        "be 'B'"));
+  // The signature covers the page size.
+  KernelMetadata other = paged;
+  other.pageSize = 32;
+  EXPECT_NE(getKernelSignatureHash(other), getKernelSignatureHash(paged));
+  EXPECT_THAT(compareKernelSignature(getKernelSignature(other), paged)
+                  .value_or(""),
+              HasSubstr("page_size"));
+
+  KernelMetadata varlen = makeCpu();
+  varlen.varlen = true;
+  varlen.params = getCanonicalParams(varlen, DType::I8, false, false);
+  back = parseKernelMetadata(toJson(varlen), error);
+  ASSERT_TRUE(back.has_value()) << error;
+  EXPECT_TRUE(back->varlen);
+  EXPECT_EQ(shapeOf(*back, ParamRole::Query), "Tq,Hq,D");
+  EXPECT_EQ(shapeOf(*back, ParamRole::Key), "Tk,Hkv,D");
+  EXPECT_EQ(shapeOf(*back, ParamRole::Output), "Tq,Hq,Dv");
+  EXPECT_EQ(shapeOf(*back, ParamRole::Lse), "Hq,Tq");
+  EXPECT_EQ(shapeOf(*back, ParamRole::CuSeqlensQ), "B+1");
+  EXPECT_EQ(shapeOf(*back, ParamRole::CuSeqlensK), "B+1");
+  EXPECT_EQ(toJson(*back), toJson(varlen));
+  base = toJson(varlen);
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["mask"] = "bool"; })),
+              HasSubstr("field 'varlen': key lengths, masks, segment ids and "
+                        "block masks are not available"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base,
+                  [](json::Object &o) {
+                    o["page_size"] = 16;
+                    o["has_kv_lens"] = true;
+                  })),
+              HasSubstr("the varlen form are not available with a paged "
+                        "cache"));
+
+  // CUDA artifacts of either form are refused.
+  KernelMetadata cuda = makeCudaAttentionMetadata();
+  cuda.varlen = true;
+  cuda.params = getCanonicalParams(cuda, DType::I8, false, false);
+  EXPECT_THAT(verifyKernelMetadata(cuda).value_or(""),
+              HasSubstr("field 'varlen': paged caches and variable-length "
+                        "batches run on cpu targets only"));
+}
+
 TEST(MetadataTest, LaunchGridAxes) {
   std::string base = toJson(makeCudaAttentionMetadata());
   EXPECT_THAT(base, HasSubstr("    \"grid\": [\n      \"q_tiles\",\n      "
