@@ -330,7 +330,9 @@ using TensorList = std::vector<std::pair<ParamRole, const fa_tensor *>>;
 /// Validates the tensors of one launch against a kernel's metadata.
 class ArgumentBinder {
 public:
-  ArgumentBinder(const KernelMetadata &md) : md(md) {}
+  /// `function`: the launch function (named in hints).
+  ArgumentBinder(const KernelMetadata &md, const char *function)
+      : md(md), function(function) {}
 
   /// Binds the tensors to the metadata's params.
   MaybeFailure bind(const TensorList &tensors, LaunchArgs &args);
@@ -373,6 +375,7 @@ private:
                            BoundParam &bound);
 
   const KernelMetadata &md;
+  const char *function;
   std::vector<std::string> symbolNames;
   std::vector<int64_t> symbolValues;
   /// For each symbol, the param that bound it (for messages).
@@ -517,11 +520,13 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
     const fa_tensor *t = lookupParam(tensors, i);
     if (!t) {
       const char *hint =
-          param.role == ParamRole::BlockTable
+          param.role == ParamRole::BlockTable &&
+                  function != std::string_view("fa_attention_launch_paged")
               ? " (a paged-cache kernel: launch it with "
                 "fa_attention_launch_paged)"
-          : param.role == ParamRole::CuSeqlensQ ||
-                  param.role == ParamRole::CuSeqlensK
+          : (param.role == ParamRole::CuSeqlensQ ||
+             param.role == ParamRole::CuSeqlensK) &&
+                  function != std::string_view("fa_attention_launch_varlen")
               ? " (a variable-length kernel: launch it with "
                 "fa_attention_launch_varlen)"
               : "";
@@ -575,7 +580,12 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
       // Token-major: B from the offsets, Nq and Nk per sequence.
       const ParamInfo &cuParam = *md.findParam(ParamRole::CuSeqlensQ);
       const fa_tensor &cu = *lookup(tensors, ParamRole::CuSeqlensQ);
-      set("B+1", cu.sizes[0], cuParam.name + " " + formatSizes(cu));
+      std::string source = cuParam.name + " " + formatSizes(cu);
+      if (cu.sizes[0] < 1)
+        return error(cat(source, ": expected B + 1 >= 1 offsets (the first "
+                                 "row of each of B sequences, then the end)"));
+      set("B+1", cu.sizes[0], source);
+      set("B", cu.sizes[0] - 1, source + " (B + 1 offsets)");
       set("Tq", q.sizes[0], qName + " " + formatSizes(q));
       set("Tk", k.sizes[0], kName + " " + formatSizes(k));
     } else {
@@ -708,7 +718,21 @@ static fa_status launch(fa_kernel *kernel, OpKind op, const char *function,
     return fail(FA_ERROR_INVALID_ARGUMENT,
                 cat(function, ": kernel '", md.name, "' computes ",
                     getOpName(md.op), ", not ", getOpName(op)));
-  ArgumentBinder binder(md);
+  // The serving forms have their own launch functions.
+  std::string_view fn = function;
+  if (fn == "fa_attention_launch_paged" && md.pageSize == 0)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(function, ": kernel '", md.name,
+                    "' reads a contiguous K/V cache, not pages (compile with "
+                    "--page-size for a paged one); launch it with "
+                    "fa_attention_launch_sparse or _ex"));
+  if (fn == "fa_attention_launch_varlen" && !md.varlen)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(function, ": kernel '", md.name,
+                    "' is not a variable-length kernel (compile with "
+                    "--varlen for one); launch it with "
+                    "fa_attention_launch_sparse or _ex"));
+  ArgumentBinder binder(md, function);
   LaunchArgs args;
   if (MaybeFailure err = binder.bind(tensors, args))
     return fail(prefixed(*err, std::string(function) + ": "));

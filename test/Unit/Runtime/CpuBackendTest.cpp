@@ -1108,6 +1108,8 @@ void checkVarlen(llvm::StringRef name, std::vector<int32_t> qLens,
   ASSERT_EQ(varlen, 1);
   const int64_t B = qLens.size(), Hq = info.heads, Hkv = info.kv_heads,
                 D = info.head_dim, Dv = info.value_head_dim;
+  fa_attention_modifiers mods{};
+  ASSERT_EQ(fa_kernel_get_modifiers(kernel.get(), &mods), FA_SUCCESS);
   std::vector<int64_t> cuQ = {0}, cuK = {0};
   for (int64_t b = 0; b < B; ++b) {
     cuQ.push_back(cuQ.back() + qLens[b]);
@@ -1128,9 +1130,17 @@ void checkVarlen(llvm::StringRef name, std::vector<int32_t> qLens,
     cuQT.set(b, cuQ[b]);
     cuKT.set(b, cuK[b]);
   }
+  // ALiBi slopes per (sequence, head) or per head.
+  Buffer slopes(FA_DTYPE_F32, mods.alibi == 2 ? std::vector<int64_t>{B, Hq}
+                                               : std::vector<int64_t>{Hq});
+  for (int64_t i = 0; i < slopes.count; ++i)
+    slopes.set(i, (1 + i % 5) / 16.0);
   // Through the C++ wrapper (the paged test uses the C API).
-  fa_tensor lseT = lse.tensor(), cqT = cuQT.tensor(), ckT = cuKT.tensor();
+  fa_tensor lseT = lse.tensor(), cqT = cuQT.tensor(), ckT = cuKT.tensor(),
+            slopesT = slopes.tensor();
   AttentionArgs args;
+  if (mods.alibi)
+    args.extras.alibi = &slopesT;
   args.q = q.tensor();
   args.k = k.tensor();
   args.v = v.tensor();
@@ -1162,8 +1172,11 @@ void checkVarlen(llvm::StringRef name, std::vector<int32_t> qLens,
     AttentionCase c;
     c.Nq = lq;
     c.Nk = lk;
+    // Sequence b's slopes as the [1, Hq] (or [Hq]) slopes of its problem.
+    for (int64_t h = 0; h < Hq; ++h)
+      c.alibi.push_back(slopes.get((mods.alibi == 2 ? b * Hq : 0) + h));
     std::vector<double> oRef, lseRef;
-    referenceDense(info, c, qb, kb, vb, oRef, lseRef);
+    referenceAttention(info, mods, c, qb, kb, vb, oRef, lseRef);
     for (int64_t h = 0; h < Hq; ++h)
       for (int64_t i = 0; i < lq; ++i) {
         double gotLse = lse.get(h * Tq + cuQ[b] + i),
@@ -1193,6 +1206,8 @@ TEST(CpuBackendTest, VarlenBatch) {
               31);
   checkVarlen("attn_varlen", {1}, {1}, 32);
   checkVarlen("attn_varlen", {17, 16, 33}, {17, 40, 2}, 33);
+  // ALiBi slopes [B, Hq], B from the offsets.
+  checkVarlen("attn_varlen_alibi", {5, 0, 18, 2}, {9, 3, 18, 0}, 34);
 }
 
 TEST(CpuBackendTest, VarlenBadOffsets) {
@@ -1242,6 +1257,52 @@ TEST(CpuBackendTest, VarlenBadOffsets) {
                                 &oT, &lseT, nullptr),
             FA_ERROR_INVALID_ARGUMENT);
   EXPECT_THAT(fa_last_error(), HasSubstr("fa_attention_launch_varlen"));
+  EXPECT_EQ(fa_attention_launch_varlen(kernel.get(), &qT, &kT, &vT, &cqT,
+                                       nullptr, nullptr, &oT, &lseT, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("cu_seqlens_k is NULL"));
+  EXPECT_THAT(fa_last_error(), ::testing::Not(HasSubstr("launch it with")));
+  Buffer cu0(FA_DTYPE_I32, {0});
+  fa_tensor cu0T = cu0.tensor();
+  EXPECT_EQ(fa_attention_launch_varlen(kernel.get(), &qT, &kT, &vT, &cu0T,
+                                       &cu0T, nullptr, &oT, &lseT, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("expected B + 1 >= 1 offsets"));
+
+  // Slopes [B, Hq] with B from the offsets (3 here, B = 2).
+  Kernel alibiKernel;
+  status = Kernel::load(artifact("attn_varlen_alibi"), FA_DEVICE_CPU,
+                        alibiKernel);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  ASSERT_EQ(launch({0, 4, 10}, {0, 5, 12}).first, FA_SUCCESS);
+  Buffer slopes(FA_DTYPE_F32, {2, 4}), slopes0(FA_DTYPE_F32, {0, 4});
+  fa_tensor sT = slopes.tensor(), s0T = slopes0.tensor();
+  fa_attention_extras extras{};
+  extras.alibi = &sT;
+  EXPECT_EQ(fa_attention_launch_varlen(alibiKernel.get(), &qT, &kT, &vT, &cqT,
+                                       &ckT, &extras, &oT, &lseT, nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  extras.alibi = &s0T;
+  EXPECT_EQ(fa_attention_launch_varlen(alibiKernel.get(), &qT, &kT, &vT, &cqT,
+                                       &ckT, &extras, &oT, &lseT, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("dim 0 (B) is 0, but cu_seqlens_q "
+                                         "[3] (B + 1 offsets) has B = 2"));
+
+  // A dense kernel is not launched as a variable-length or paged one.
+  Kernel dense;
+  status = Kernel::load(artifact("attn_lens"), FA_DEVICE_CPU, dense);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  EXPECT_EQ(fa_attention_launch_varlen(dense.get(), &qT, &kT, &vT, &cqT, &ckT,
+                                       nullptr, &oT, &lseT, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("is not a variable-length kernel"));
+  EXPECT_EQ(fa_attention_launch_paged(dense.get(), &qT, &kT, &vT, &cqT, &ckT,
+                                      nullptr, nullptr, &oT, &lseT, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("reads a contiguous K/V cache, not "
+                                         "pages"));
 }
 
 TEST(CpuBackendTest, Softmax) {
