@@ -93,7 +93,12 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
     per group, as FlashAttention 3's `pack_gqa`. The lanes' positions,
     heads and ALiBi slopes are vectors (slopes and segment ids gathered);
     the key range and tile classes are those of the queries the tile
-    holds. A static Nq picks one kernel; a dynamic one gets both, chosen by
+    holds. With so few rows, broadcasting K elements against Q^T vectors
+    would leave most lanes empty: when D is a multiple of W, the decode
+    tile's scores are dot products instead, each K row read once in place
+    (through the block table of a paged cache) as vectors along d and
+    dotted with every row's scaled Q (a horizontal sum per key and row).
+    A static Nq picks one kernel; a dynamic one gets both, chosen by
     `Nq * G <= rows` at run time. Ops with a block mask keep the one kernel
     on its tiles.
 

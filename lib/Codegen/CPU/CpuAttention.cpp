@@ -245,6 +245,7 @@ private:
                    const AttentionSemantics::SegmentRange *kSegRange,
                    Value maskModPartial = Value());
   void buildScores(OpBuilder &b, Value k0, Value kCols);
+  void buildDotScores(OpBuilder &b, Value k0, Value kCols);
   void buildSoftmax(OpBuilder &b, Value k0, Value kCols, Value needMask);
   SmallVector<Value> buildScoreModsAndMax(OpBuilder &b, Value k0, Value kCols,
                                           bool removeKeys);
@@ -267,6 +268,11 @@ private:
   /// f32 K (and V with Dv a multiple of the vector width) are read in place
   /// instead of being packed per tile.
   bool directK = false, directV = false;
+  /// Decode tiles (packed heads, few rows): S as dot products of each K
+  /// row, read once in place, with the rows' scaled Q (qR), instead of
+  /// broadcasting K elements against Q^T vectors whose lanes are mostly
+  /// empty.
+  bool dotScores = false;
   /// The token-major variable-length form (cu_seqlens): Q, O [Tq, Hq, D],
   /// K, V [Tk, Hkv, D], LSE [Hq, Tq]; per tile, the first query row and
   /// key of the tile's sequence.
@@ -289,7 +295,7 @@ private:
   SmallVector<Value> qPos, qSeg;
   /// With segments: the id range of the tile's query rows.
   AttentionSemantics::SegmentRange qSegRange;
-  Value qT, kP, vP, sT, mT, oAcc, mBuf, lBuf, aBuf;
+  Value qT, qR, kP, vP, sT, mT, oAcc, mBuf, lBuf, aBuf;
   /// The tile's first row and its row count; without packGroup the rows
   /// are the queries [q0, q0 + qRows), with it [q0, q0 + qRows) is the
   /// range of queries the rows hold.
@@ -375,13 +381,16 @@ void CpuKernelBuilder::build(OpBuilder &b) {
   positionalMods = sem.hasWindowLeft() || sem.hasWindowRight() ||
                    sem.hasChunk() || sem.hasSegments() || sem.hasMaskMod();
   vecType = VectorType::get({cfg.vw}, b.getF32Type());
-  // Decode tiles do too little arithmetic per key to hide the latency of
-  // reading K rows in place, eight rows at once along d: they copy the K
-  // tile first, row by row (a sequential stream).
+  // Decode tiles (packGroup) take their scores as dot products of K rows
+  // read in place (dotScores) when D is a multiple of the vector width;
+  // otherwise they copy the K tile first, row by row, as the broadcast
+  // micro-kernel with few rows cannot hide the latency of reading eight
+  // rows at once along d.
   directK = elt.isF32() && !cfg.packGroup && !args.blockTable;
-  // A paged cache is only read by the packing copies (through the block
-  // table).
-  directV = elt.isF32() && valueDim % cfg.vw == 0 && !args.blockTable;
+  dotScores = cfg.packGroup && headDim % cfg.vw == 0;
+  // V rows are read in place, through the block table for a paged cache
+  // (kvRow).
+  directV = elt.isF32() && valueDim % cfg.vw == 0;
   if (args.mask) {
     auto mType = cast<MemRefType>(args.mask.getType());
     maskBroadcastsBatch = mType.getDimSize(0) == 1;
@@ -446,8 +455,11 @@ Value CpuKernelBuilder::longestQuerySequence(OpBuilder &b, Value numSeqs) {
 
 void CpuKernelBuilder::allocScratch(OpBuilder &b) {
   int64_t bq = cfg.blockQ;
-  qT = scratch(b, {headDim, bq});
-  if (!directK)
+  if (dotScores)
+    qR = scratch(b, {bq, headDim});
+  else
+    qT = scratch(b, {headDim, bq});
+  if (!directK && !dotScores)
     kP = scratch(b, {keyRowsPad, headDimPad});
   if (!directV)
     vP = scratch(b, {cfg.blockKV, valueDimPad});
@@ -662,7 +674,9 @@ void CpuKernelBuilder::buildTileBody(OpBuilder &b, Value tile) {
   if (mT)
     fill(b, mT, 0.0f);
 
-  // Q^T, scaled; lanes past the query rows are 0.
+  // Q^T, scaled; lanes past the query rows are 0. The dot-product scores
+  // take the scaled rows (qR) instead, and S^T starts at 0 in the lanes
+  // past the rows, which they never write.
   Value scaleC = cF32(b, scale);
   loop(b, zero, rows, [&](OpBuilder &lb, Value r) {
     Value q = rowQuery(lb, r);
@@ -672,14 +686,22 @@ void CpuKernelBuilder::buildTileBody(OpBuilder &b, Value tile) {
       at.push_back(d);
       Value x = memref::LoadOp::create(ib, loc, args.q, at);
       Value xs = arith::MulFOp::create(ib, loc, toF32(ib, x), scaleC);
-      memref::StoreOp::create(ib, loc, xs, qT, ValueRange{d, r});
+      if (dotScores)
+        memref::StoreOp::create(ib, loc, xs, qR, ValueRange{r, d});
+      else
+        memref::StoreOp::create(ib, loc, xs, qT, ValueRange{d, r});
     });
   });
-  loop(b, rows, cIdx(b, bq), [&](OpBuilder &lb, Value r) {
-    loop(lb, cIdx(lb, 0), cIdx(lb, headDim), [&](OpBuilder &ib, Value d) {
-      memref::StoreOp::create(ib, loc, cF32(ib, 0.0f), qT, ValueRange{d, r});
+  if (dotScores) {
+    fill(b, sT, 0.0f);
+  } else {
+    loop(b, rows, cIdx(b, bq), [&](OpBuilder &lb, Value r) {
+      loop(lb, cIdx(lb, 0), cIdx(lb, headDim), [&](OpBuilder &ib, Value d) {
+        memref::StoreOp::create(ib, loc, cF32(ib, 0.0f), qT,
+                                ValueRange{d, r});
+      });
     });
-  });
+  }
 
   Value span = AttentionSemantics::visitedKeyCount(b, loc, kvBegin, kvEnd);
   Value numKV = arith::CeilDivUIOp::create(b, loc, span, cIdx(b, cfg.blockKV));
@@ -801,7 +823,51 @@ void CpuKernelBuilder::buildKVTile(
       });
 }
 
+void CpuKernelBuilder::buildDotScores(OpBuilder &b, Value k0, Value kCols) {
+  // S^T[j][r] = sum_d K[j][d] * (scale Q)[r][d], two keys at a time: their
+  // K rows are read once, in place (through the block table of a paged
+  // cache), as vectors along d, and dotted with each row's scaled Q (two
+  // partial sums per key, then one horizontal sum per (key, row)). The
+  // second key of the last pair is clamped to the tile's last key (the
+  // same score, written twice).
+  constexpr int64_t kKeys = 2;
+  int64_t dVecs = headDim / cfg.vw;
+  Value lastCol = sub(b, kCols, cIdx(b, 1));
+  Value pairs = arith::CeilDivUIOp::create(b, loc, kCols, cIdx(b, kKeys));
+  loop(b, cIdx(b, 0), pairs, [&](OpBuilder &lb, Value p) {
+    Value j0 = mul(lb, p, cIdx(lb, kKeys));
+    SmallVector<Value> cols;
+    SmallVector<SmallVector<Value>> kv;
+    for (int64_t i = 0; i < kKeys; ++i) {
+      cols.push_back(minI(lb, add(lb, j0, cIdx(lb, i)), lastCol));
+      SmallVector<Value> row = kvRow(lb, add(lb, k0, cols[i]));
+      kv.emplace_back();
+      for (int64_t c = 0; c < dVecs; ++c)
+        kv[i].push_back(readRow(lb, args.k, row, c * cfg.vw, headDim));
+    }
+    loop(lb, cIdx(lb, 0), rows, [&](OpBuilder &rb, Value r) {
+      SmallVector<Value> acc(2 * kKeys, splatF32(rb, 0.0f));
+      for (int64_t c = 0; c < dVecs; ++c) {
+        Value qv = vload(rb, qR, {r, cIdx(rb, c * cfg.vw)});
+        for (int64_t i = 0; i < kKeys; ++i) {
+          Value &a = acc[i * 2 + c % 2];
+          a = fma(rb, qv, kv[i][c], a);
+        }
+      }
+      for (int64_t i = 0; i < kKeys; ++i) {
+        Value sum = arith::AddFOp::create(rb, loc, acc[i * 2], acc[i * 2 + 1]);
+        Value s = vector::ReductionOp::create(rb, loc,
+                                              vector::CombiningKind::ADD, sum,
+                                              arith::FastMathFlags::reassoc);
+        memref::StoreOp::create(rb, loc, s, sT, ValueRange{cols[i], r});
+      }
+    });
+  });
+}
+
 void CpuKernelBuilder::buildScores(OpBuilder &b, Value k0, Value kCols) {
+  if (dotScores)
+    return buildDotScores(b, k0, kCols);
   // S^T[j][r] = sum_d K[j][d] * (scale Q)[r][d]: a register block of
   // keyRows keys x (blockQ / vw) query vectors, accumulated over d in
   // vector iter_args (broadcast K[j][d], FMA with the Q^T row d).

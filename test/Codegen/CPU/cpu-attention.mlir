@@ -399,16 +399,24 @@ func.func @regions(%q: memref<1x2x64x64xf16>, %k: memref<1x2x64x64xf16>, %v: mem
 // -----
 
 // A static Nq whose Nq x G rows fit one decode tile (1 x 4 <= 16) gets the
-// decode kernel alone: the forall over (batch, kv head, tile), the f32 K
-// tile copied row by row, the S^T micro-kernel on one query vector with two
-// partial sums over d (stride 2) per key row, added at the end; Q and O
-// rows at (row % G + kv_head x G, row / G).
+// decode kernel alone: the forall over (batch, kv head, tile); the scores
+// as dot products, two keys at a time: their K rows read in place (two
+// vectors of D = 32 each), then per query row two FMA chains per key
+// added and summed across lanes; Q and O rows at (row % G + kv_head x G,
+// row / G).
 // DECODE-LABEL: func.func @decode_static
 //   DECODE-NOT:   scf.if
 //       DECODE:   scf.forall (%[[B:.*]], %[[KVH:.*]], %{{.*}}) in (%{{.*}}, 2, %{{.*}})
-//       DECODE:     vector.transfer_read %{{.*}}[%[[B]], %[[KVH]],
-//       DECODE:     scf.for %{{.*}} = %{{.*}} to %c32{{.*}} step %c2{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-//       DECODE:     arith.addf %{{.*}} : vector<16xf32>
+//       DECODE:     %[[PAIRS:.*]] = arith.ceildivui %{{.*}}, %c2
+//       DECODE:     scf.for %{{.*}} = %{{.*}} to %[[PAIRS]]
+//       DECODE:       vector.transfer_read %{{.*}}[%[[B]], %[[KVH]], %[[K0:.*]], %c0{{.*}}]{{.*}} : memref<1x2x?x32xf32>, vector<16xf32>
+//       DECODE:       vector.transfer_read %{{.*}}[%[[B]], %[[KVH]], %[[K0]], %c16{{.*}}]{{.*}} : memref<1x2x?x32xf32>, vector<16xf32>
+//       DECODE:       vector.transfer_read %{{.*}}[%[[B]], %[[KVH]], %[[K1:.*]], %c0{{.*}}]
+//       DECODE:       scf.for
+//       DECODE:         vector.fma
+//       DECODE:         arith.addf %{{.*}} : vector<16xf32>
+//       DECODE:         vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<16xf32> into f32
+//       DECODE:         vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<16xf32> into f32
 //       DECODE:     %[[QROW:.*]] = arith.divui %{{.*}}, %c4{{.*}}
 //       DECODE:     %[[HG:.*]] = arith.remui %{{.*}}, %c4{{.*}}
 //       DECODE:     %[[H:.*]] = arith.addi %{{.*}}, %[[HG]]
@@ -443,9 +451,9 @@ func.func @decode_static(%q: memref<1x8x1x32xf32>, %k: memref<1x2x?x32xf32>, %v:
 // -----
 
 // A paged cache (block_table): Nk = M x 16; the causal alignment uses the
-// sequence's own length (0 when there are no pages); K and V rows are only
-// read by the packing copies, at (page, row of the page, kv head) with the
-// page block_table[b, key / 16] clamped to [0, P - 1].
+// sequence's own length (0 when there are no pages); K and V rows are read
+// in place at (page, row of the page, kv head) with the page
+// block_table[b, key / 16] clamped to [0, P - 1].
 // DECODE-LABEL: func.func @paged
 //  DECODE-SAME:   %[[KC:[a-z0-9]+]]: memref<?x16x2x32xf32>, %[[VC:[a-z0-9]+]]: memref<?x16x2x32xf32>, %[[LENS:[a-z0-9]+]]: memref<?xi32>, %[[BT:[a-z0-9]+]]: memref<?x?xi32>
 //       DECODE:   scf.forall (%[[B:.*]], %[[KVH:.*]], %{{.*}}) in (%{{.*}}, 2, %{{.*}})
@@ -462,7 +470,7 @@ func.func @decode_static(%q: memref<1x8x1x32xf32>, %k: memref<1x2x?x32xf32>, %v:
 //       DECODE:     %[[PAGE:.*]] = arith.minsi %[[LOW]], %[[LAST]]
 //       DECODE:     %[[ROW:.*]] = arith.remui %{{.*}}, %c16
 //       DECODE:     vector.transfer_read %[[KC]][%[[PAGE]], %[[ROW]], %[[KVH]], %c0{{.*}}]
-//       DECODE:     vector.transfer_read %[[VC]][%[[PAGE]], %[[ROW]], %[[KVH]], %c0{{.*}}]
+//       DECODE:     vector.load %[[VC]][%{{.*}}, %{{.*}}, %[[KVH]], %c0{{.*}}]
 func.func @paged(%q: memref<?x8x?x32xf32>, %kc: memref<?x16x2x32xf32>, %vc: memref<?x16x2x32xf32>, %lens: memref<?xi32>, %bt: memref<?x?xi32>, %o: memref<?x8x?x32xf32>) {
   %qt = bufferization.to_tensor %q restrict : memref<?x8x?x32xf32> to tensor<?x8x?x32xf32>
   %kt = bufferization.to_tensor %kc restrict : memref<?x16x2x32xf32> to tensor<?x16x2x32xf32>

@@ -98,6 +98,10 @@ CASES += [
          softcap=5.0),
     case("split64_more_than_tiles", Nq=1, splits=64, Nk=100),
     case("split5_paged", Nq=3, splits=5, paged=16, Nk=250, lens=[250, 97]),
+    # D = 40: a multiple of 8 but not of 16, so the decode scores are dot
+    # products with 8-lane vectors and the broadcast form with 16 (AVX-512).
+    case("d40", Nq=2, D=40, Nk=150),
+    case("d40_paged", Nq=1, D=40, paged=16, lens=[203, 150]),
 ]
 
 
