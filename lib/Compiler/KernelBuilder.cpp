@@ -123,13 +123,8 @@ static MemRefType getParamType(MLIRContext &ctx, const rt::KernelMetadata &md,
       shape.push_back(dim.size);
       continue;
     }
-    int64_t size = llvm::StringSwitch<int64_t>(dim.symbol)
-                       .Case("Hq", md.heads)
-                       .Case("Hkv", md.kvHeads)
-                       .Case("D", md.headDim)
-                       .Case("Dv", md.valueHeadDim)
-                       .Default(ShapedType::kDynamic);
-    shape.push_back(size);
+    shape.push_back(rt::getStaticSymbolValue(md, dim.symbol)
+                        .value_or(ShapedType::kDynamic));
   }
   return MemRefType::get(shape, getElementType(ctx, param.dtype));
 }
@@ -573,9 +568,7 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
       std::string symbol =
           d < static_cast<int64_t>(symbols.size()) ? symbols[d] : "?";
       int64_t size = memref.getDimSize(d);
-      bool isStaticSymbol = symbol == "Hq" || symbol == "Hkv" ||
-                            symbol == "D" || symbol == "Dv" ||
-                            (symbol == "S" && md.pageSize > 0);
+      bool isStaticSymbol = rt::getStaticSymbolValue(md, symbol).has_value();
       bool broadcast = (param.role == rt::ParamRole::Mask ||
                         param.role == rt::ParamRole::BlockMask) &&
                        d < 2 && size == 1;

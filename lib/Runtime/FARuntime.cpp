@@ -599,12 +599,11 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
       std::string source = tParam.name + " " + formatSizes(table);
       set("P", k.sizes[0], kName + " " + formatSizes(k));
       set("S", md.pageSize, "");
-      if (table.rank == 2) {
-        set("M", table.sizes[1], source);
-        int64_t nk = 0;
-        if (!__builtin_mul_overflow(table.sizes[1], md.pageSize, &nk))
-          set("Nk", nk, source + " in pages of " + std::to_string(md.pageSize));
-      }
+      // (checkBasics checked the table's rank.)
+      set("M", table.sizes[1], source);
+      int64_t nk = 0;
+      if (!__builtin_mul_overflow(table.sizes[1], md.pageSize, &nk))
+        set("Nk", nk, source + " in pages of " + std::to_string(md.pageSize));
     } else if (!md.varlen) {
       set("Nk", k.sizes[2], kName + " " + formatSizes(k));
     }

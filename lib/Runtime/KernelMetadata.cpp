@@ -286,9 +286,9 @@ fa::runtime::getCanonicalShape(const KernelMetadata &md, ParamRole role) {
   return {};
 }
 
-/// The fixed value of a static symbol, or nullopt for dynamic ones.
-static std::optional<int64_t> getStaticSymbolValue(const KernelMetadata &md,
-                                                   std::string_view symbol) {
+std::optional<int64_t>
+fa::runtime::getStaticSymbolValue(const KernelMetadata &md,
+                                  std::string_view symbol) {
   if (symbol == "Hq")
     return md.heads;
   if (symbol == "Hkv")

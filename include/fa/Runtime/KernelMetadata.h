@@ -243,6 +243,12 @@ struct KernelMetadata {
 std::vector<std::string> getCanonicalShape(const KernelMetadata &metadata,
                                            ParamRole role);
 
+/// The size a static shape symbol stands for in `metadata`'s kernel (`Hq`,
+/// `Hkv`, `D`, `Dv`, and `S` with a paged cache), or nullopt for a symbol
+/// bound at launch.
+std::optional<int64_t> getStaticSymbolValue(const KernelMetadata &metadata,
+                                            std::string_view symbol);
+
 /// The canonical parameters of an attention or softmax kernel as fa-compile
 /// emits them (q, k, v, [kv_lens], [mask], [alibi], [q_segments,
 /// k_segments], o, [lse], [block_table | cu_seqlens_q, cu_seqlens_k]; or
