@@ -63,11 +63,26 @@ static void writeGpuHeader(const rt::KernelMetadata &md,
   std::string gridAxes[3], gridSizes[3];
   for (int i = 0; i < 3; ++i) {
     gridAxes[i] = rt::getGridAxisName(launch.grid[i]);
-    gridSizes[i] = launch.grid[i] == rt::GridAxis::QueryTiles
-                       ? llvm::formatv("ceil(Nq/{0})", md.blockQ).str()
-                   : launch.grid[i] == rt::GridAxis::Heads
-                       ? std::to_string(md.heads)
-                       : std::string("B");
+    switch (launch.grid[i]) {
+    case rt::GridAxis::QueryTiles:
+      gridSizes[i] = llvm::formatv("ceil(Nq/{0})", md.blockQ).str();
+      break;
+    case rt::GridAxis::PackedQueryTiles:
+      gridSizes[i] = llvm::formatv("ceil(Nq*{0}/{1})",
+                                   md.heads / std::max<int64_t>(md.kvHeads, 1),
+                                   md.blockQ)
+                         .str();
+      break;
+    case rt::GridAxis::Heads:
+      gridSizes[i] = std::to_string(md.heads);
+      break;
+    case rt::GridAxis::KvHeads:
+      gridSizes[i] = std::to_string(md.kvHeads);
+      break;
+    case rt::GridAxis::Batch:
+      gridSizes[i] = "B";
+      break;
+    }
   }
   os << "/*===- " << md.name << ".h - fa kernel (CUDA) -===*/\n"
      << "/*\n"
@@ -177,6 +192,16 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
     return llvm::createStringError(
         "target " + options.target +
         ": only attention kernels have a GPU path so far");
+  // The SIMT kernel reads paged caches (fa-lower-to-nvvm), but the
+  // launcher's checks of block tables and offsets read host memory: no
+  // CUDA artifact of these forms yet.
+  if (md.pageSize > 0 || md.varlen)
+    return llvm::createStringError(
+        "kernel '" + md.name + "': " +
+        (md.varlen ? "variable-length batches (cu_seqlens)"
+                   : "paged K/V caches (a block_table)") +
+        " have no CUDA artifact yet; compile it for --target cpu (a paged "
+        "kernel lowers for the GPU with fa-opt -fa-lower-to-nvvm)");
   std::optional<int> ptx = minimumPtxVersion(options.target);
   if (!ptx)
     return llvm::createStringError("unsupported GPU target '" + options.target +
@@ -189,6 +214,7 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   nvvm.blockQ = options.gpuBlockQ;
   nvvm.blockKV = options.gpuBlockKV;
   nvvm.kernel = getKernelChoiceName(options.kernel).str();
+  nvvm.packGqa = options.packGqa;
   if (options.gpuBlockQ > 0)
     nvvm.tcBlockQ = options.gpuBlockQ;
   if (options.gpuBlockKV > 0)
@@ -289,8 +315,13 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   md.blockKV = getInt("block_kv");
   rt::LaunchInfo launch;
   launch.block = {getInt("threads"), 1, 1};
-  launch.grid = {rt::GridAxis::QueryTiles, rt::GridAxis::Heads,
-                 rt::GridAxis::Batch};
+  // The SIMT kernel with packed query heads runs over the kv heads.
+  if (config.get("pack_gqa"))
+    launch.grid = {rt::GridAxis::PackedQueryTiles, rt::GridAxis::KvHeads,
+                   rt::GridAxis::Batch};
+  else
+    launch.grid = {rt::GridAxis::QueryTiles, rt::GridAxis::Heads,
+                   rt::GridAxis::Batch};
   launch.staticSharedBytes = staticShared;
   launch.dynamicSharedBytes = dynamicShared;
   md.launch = launch;

@@ -7,6 +7,7 @@
 
 #include "fa/Pipelines/Pipelines.h"
 
+#include "fa/Codegen/GPU/GpuKernelUtils.h"
 #include "fa/Codegen/Passes.h"
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
@@ -213,13 +214,21 @@ mlir::fa::verifyLowerToNVVMOptions(const LowerToNVVMOptions &options) {
     return "fa-lower-to-nvvm: kernel must be auto, simt, mma or wgmma, got "
            "'" +
            options.kernel + "'";
-  if (*family == KernelFamily::Wgmma && !info->hasWgmma)
+  if (family == KernelFamily::Wgmma && !info->hasWgmma)
     return "fa-lower-to-nvvm: kernel=wgmma needs chip=sm_90a "
            "(wgmma.mma_async exists only on the sm_90a target), got '" +
            options.chip + "'";
-  if (*family == KernelFamily::Mma && !info->hasMmaSync)
+  if (family == KernelFamily::Mma && !info->hasMmaSync)
     return "fa-lower-to-nvvm: kernel=mma needs a chip with mma.sync, got '" +
            options.chip + "'";
+  if (!gpukernel::isPackGqaMode(options.packGqa))
+    return "fa-lower-to-nvvm: pack-gqa must be auto, always or never, got '" +
+           options.packGqa + "'";
+  if (options.packGqa == "always" && family &&
+      *family != KernelFamily::Simt)
+    return "fa-lower-to-nvvm: pack-gqa=always needs the SIMT kernels "
+           "(kernel=auto or kernel=simt); the " +
+           options.kernel + " kernels do not pack query heads";
   if (!llvm::is_contained({"isa", "bin", "fatbin"}, options.format.getValue()))
     return "fa-lower-to-nvvm: format must be isa, bin or fatbin, got '" +
            options.format + "'";
@@ -274,7 +283,8 @@ struct RequireKernelFamilyPass
       if (func)
         diag << " of @" << func.getSymName();
       std::string reason;
-      if (op.hasModifiers() && !mlir::fa::isEligible(family, op, &reason)) {
+      if ((op.hasModifiers() || op.isPaged() || op.isVarlen()) &&
+          !mlir::fa::isEligible(family, op, &reason)) {
         diag << " is not eligible: " << reason;
         return WalkResult::interrupt();
       }
@@ -306,7 +316,9 @@ void mlir::fa::buildMapToGPUPipeline(OpPassManager &pm,
   KernelChoice family;
   (void)parseKernelChoice(options.kernel, family);
   SmallVector<KernelFamily, 2> families;
-  if (!family)
+  // Packed query heads (pack-gqa=always) are a SIMT kernel: the
+  // tensor-core families are not tried.
+  if (!family && options.packGqa != "always")
     families = getAutoKernelFamilies(options.chip);
   else if (*family != KernelFamily::Simt)
     families.push_back(*family);
@@ -334,6 +346,11 @@ void mlir::fa::buildMapToGPUPipeline(OpPassManager &pm,
   promoteOpts.blockKV = options.blockKV;
   promoteOpts.numWarps = options.warps;
   promoteOpts.doubleBuffer = options.doubleBuffer;
+  promoteOpts.packGqa = options.packGqa;
+  // fa.merge kernels (one warp per row).
+  FAGpuMergePassOptions mergeOpts;
+  mergeOpts.numWarps = options.warps;
+  pm.addNestedPass<func::FuncOp>(createFAGpuMergePass(mergeOpts));
   pm.addNestedPass<func::FuncOp>(createFAPromoteSharedPass(promoteOpts));
   pm.addPass(createFAMapToGPUPass());
   pm.addPass(createCanonicalizerPass());

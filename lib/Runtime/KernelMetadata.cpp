@@ -161,6 +161,10 @@ std::string fa::runtime::getGridAxisName(GridAxis axis) {
     return "heads";
   case GridAxis::Batch:
     return "batch";
+  case GridAxis::PackedQueryTiles:
+    return "packed_q_tiles";
+  case GridAxis::KvHeads:
+    return "kv_heads";
   }
   return "?";
 }
@@ -369,6 +373,20 @@ std::array<int64_t, 3> fa::runtime::getLaunchGrid(const KernelMetadata &md,
     case GridAxis::Batch:
       grid[i] = batch;
       break;
+    case GridAxis::PackedQueryTiles: {
+      int64_t group = md.kvHeads > 0 ? md.heads / md.kvHeads : 1;
+      // Past int64 the launch is refused as out of CUDA's range anyway.
+      if (group > 0 && queryLen > INT64_MAX / group) {
+        grid[i] = INT64_MAX;
+        break;
+      }
+      int64_t rows = queryLen * group;
+      grid[i] = rows / md.blockQ + (rows % md.blockQ != 0);
+      break;
+    }
+    case GridAxis::KvHeads:
+      grid[i] = md.kvHeads;
+      break;
     }
   }
   return grid;
@@ -470,8 +488,22 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
       for (size_t j = 0; j < i; ++j)
         if (launch.grid[i] == launch.grid[j])
           return "field 'launch.grid': '" + getGridAxisName(launch.grid[i]) +
-                 "' appears twice (expected q_tiles, heads and batch, each "
-                 "once)";
+                 "' appears twice (expected q_tiles, heads and batch, or "
+                 "packed_q_tiles, kv_heads and batch, each once)";
+    // The packed axes go together: the packed tiles of a kv head's query
+    // heads, over the kv heads.
+    auto has = [&](GridAxis axis) {
+      return std::find(launch.grid.begin(), launch.grid.end(), axis) !=
+             launch.grid.end();
+    };
+    if (has(GridAxis::PackedQueryTiles) != has(GridAxis::KvHeads) ||
+        has(GridAxis::PackedQueryTiles) == has(GridAxis::QueryTiles))
+      return std::string("field 'launch.grid': expected q_tiles, heads and "
+                         "batch, or packed_q_tiles, kv_heads and batch");
+    if (has(GridAxis::PackedQueryTiles) &&
+        (md.kvHeads <= 0 || md.heads % md.kvHeads != 0))
+      return std::string("field 'launch.grid': packed query heads need "
+                         "heads to be a multiple of kv_heads");
   }
   return std::nullopt;
 }
@@ -873,7 +905,9 @@ constexpr std::pair<const char *, DType> kDTypeChoices[] = {
 constexpr std::pair<const char *, GridAxis> kGridAxisChoices[] = {
     {"q_tiles", GridAxis::QueryTiles},
     {"heads", GridAxis::Heads},
-    {"batch", GridAxis::Batch}};
+    {"batch", GridAxis::Batch},
+    {"packed_q_tiles", GridAxis::PackedQueryTiles},
+    {"kv_heads", GridAxis::KvHeads}};
 
 } // namespace
 

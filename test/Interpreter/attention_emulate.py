@@ -78,6 +78,10 @@ def round_bf16(x):
 DOUBLE_BUFFER = ("builtin.module(func.func(fa-promote-shared{double-buffer%s}),"
                  "fa-map-to-gpu,canonicalize,cse)")
 
+PACKED_DOUBLE_BUFFER = ("builtin.module(func.func(fa-promote-shared{"
+                        "double-buffer pack-gqa=always}),fa-map-to-gpu,"
+                        "canonicalize,cse)")
+
 CAUSAL = {"none": "none", "top-left": "top_left",
           "bottom-right": "bottom_right"}
 
@@ -382,6 +386,46 @@ CASES = [
     case("f16_block_mask_prefix_lm_2x", dtype="float16", B=2, Nq=70, Nk=90,
          causal="bottom-right", lens=[90, 61], regions="prefix_lm",
          block_mask=(64, 32), block_q=32, block_kv=16),
+    # Packed query heads (pack-gqa, the decode kernel): the G query heads
+    # of a kv head in one tile, query-major. Decode (Nq = 1) with GQA and
+    # MQA, key lengths 0 / inside / beyond, bottom-right causal; a few
+    # queries (speculative decoding) with a window, softcap and per-head
+    # ALiBi; a per-head boolean mask; prefill shapes whose tiles straddle
+    # heads; regions reading the head; segments and a chunk; a block mask
+    # (not read when packed); double-buffered K/V; no LSE with Dv != D.
+    case("pack_f32_decode_gqa", B=3, Hq=8, Hkv=2, Nq=1, Nk=100,
+         lens=[100, 37, 0], causal="bottom-right",
+         flags=["--pack-gqa", "always"]),
+    case("pack_f16_decode_mqa_window", dtype="float16", B=2, Hq=8, Hkv=1,
+         Nq=1, Nk=150, lens=[150, 61], causal="bottom-right",
+         window=(40, 0), block_kv=16, flags=["--pack-gqa", "always"]),
+    case("pack_f32_speculative_softcap_alibi", B=2, Hq=4, Hkv=2, Nq=5,
+         Nk=70, causal="bottom-right", softcap=2.0, alibi="bh",
+         flags=["--pack-gqa", "always"]),
+    case("pack_bf16_nq16_g8", dtype="bfloat16", Hq=8, Hkv=1, Nq=16, Nk=45,
+         causal="bottom-right", lens=[40], flags=["--pack-gqa", "always"]),
+    case("pack_f32_head_mask", B=2, Hq=4, Hkv=2, Nq=3, Nk=45, mask="bool",
+         flags=["--pack-gqa", "always"]),
+    case("pack_f16_prefill_straddle_float_mask", dtype="float16", Hq=4,
+         Hkv=2, Nq=37, Nk=90, causal="top-left", mask="float",
+         mask_shape="1HQK", flags=["--pack-gqa", "always"]),
+    case("pack_f32_prefill_q_offset_alibi_h", Hq=6, Hkv=2, Nq=23, Nk=90,
+         causal="top-left", window=(30, -1), alibi="h", q_offset=25,
+         block_kv=16, flags=["--pack-gqa", "always"]),
+    case("pack_f32_regions_rel_bias", Hq=4, Hkv=2, Nq=3, Nk=70,
+         causal="bottom-right", lens=[60], regions="rel_bias", block_kv=16,
+         flags=["--pack-gqa", "always"]),
+    case("pack_f32_chunk_segments", Hq=4, Hkv=2, Nq=9, Nk=60, chunk=24,
+         segments="sorted", lens=[55], block_kv=16,
+         flags=["--pack-gqa", "always"]),
+    case("pack_f32_block_mask_prefix_lm", B=2, Hq=4, Hkv=2, Nq=20, Nk=90,
+         regions="prefix_lm", block_mask=(32, 16), block_q=32, block_kv=16,
+         flags=["--pack-gqa", "always"]),
+    case("pack_f16_double_buffer", dtype="float16", B=2, Hq=4, Hkv=2, Nq=2,
+         Nk=100, lens=[0, 77], causal="bottom-right",
+         flags=["--pipeline", PACKED_DOUBLE_BUFFER]),
+    case("pack_f32_mqa_dv_no_lse", Hq=4, Hkv=1, Nq=1, Nk=40, D=64, Dv=32,
+         scale=0.3, lse=False, flags=["--pack-gqa", "always"]),
 ] + [
     # Every element type and head dim, alternating the causal alignment and
     # key lengths.

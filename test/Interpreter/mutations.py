@@ -30,6 +30,14 @@ mapped text and runs it again (--arg-roles, the module is already mapped):
                        -> out-of-bounds read of Q
   unsupported_op       a math.sin in the kernel -> an error naming the op
 
+The decode kernel with packed query heads (f16, G = 4, Nq = 3, key
+lengths [0, 100]) gets its own clean run and two mutations:
+
+  packed_head_in_q_copy   the Q copy reads every packed row from the
+                          group's first head -> wrong result
+  packed_query_in_scores  the scores take the packed row, not row / G, as
+                          the query position -> wrong result (causality)
+
 A failing run must not leave an output file behind.
 
 Usage: mutations.py FA_EMULATE ATTENTION_EMULATE_PY
@@ -144,55 +152,108 @@ def unsupported_op(text):
 #===------------------------------------------------------------------------===#
 
 
+def packed_head_in_q_copy(text, group):
+    """Packed heads: in the Q copy (the first thread loop), the row's head
+    within its group (`row % G`) becomes 0: every row reads the group's
+    first query head."""
+    start = re.search(r"scf\.for %\w+ = %thread_id_x to", text).start()
+    pat = re.compile(r"arith\.remui (%\w+), %c" + str(group) + " : index")
+    m = pat.search(text, start)
+    assert m, "no row % G in the Q copy"
+    return text[:m.start()] + "arith.remui %s, %%c1 : index" % m.group(1) + \
+        text[m.end():]
+
+
+def packed_query_in_scores(text, group):
+    """Packed heads: in the K/V tile loop, the first query position of a
+    packed row (`row / G`) becomes the packed row itself."""
+    loop = re.search(r"scf\.for %\w+ = %c0 to %\d+ step %c1 \{", text)
+    assert loop
+    pat = re.compile(r"arith\.divui (%\w+), %c" + str(group) + " : index")
+    m = pat.search(text, loop.end())
+    assert m, "no row / G in the K/V loop"
+    return text[:m.start()] + "arith.divui %s, %%c1 : index" % m.group(1) + \
+        text[m.end():]
+
+
+def check_kernel(h, fa_emulate, tmp, c, flags, make_mutations):
+    """Maps case `c` once (fa-emulate with `flags`), checks the clean
+    kernel, then each mutation of make_mutations(text); returns the number
+    of failures."""
+    failures = 0
+    rng = np.random.default_rng(h.seed_of(c["name"]))
+    q, k, v, lens, _ = h.make_inputs(c, rng)
+    p = {n: os.path.join(tmp, c["name"] + "." + n + ".npy")
+         for n in ("q", "k", "v", "lens", "o", "lse")}
+    for n, a in (("q", q), ("k", k), ("v", v), ("lens", lens)):
+        np.save(p[n], a)
+    src = os.path.join(tmp, c["name"] + ".mlir")
+    mapped = os.path.join(tmp, c["name"] + ".mapped.mlir")
+    with open(src, "w") as f:
+        f.write(h.kernel_text(c))
+    io = ["--q", p["q"], "--k", p["k"], "--v", p["v"], "--kv-lens",
+          p["lens"], "-o", p["o"], "--lse", p["lse"], "--check-races",
+          "--kernel", "simt"]
+
+    def run(path, extra=()):
+        for n in ("o", "lse"):
+            if os.path.exists(p[n]):
+                os.remove(p[n])
+        return subprocess.run([fa_emulate, path] + io + list(extra),
+                              capture_output=True, text=True)
+
+    def numerics():
+        o, lse = np.load(p["o"]), np.load(p["lse"])
+        return h.check(c, q, k, v, lens, None, o, lse)
+
+    # The clean kernel.
+    proc = run(src, ["--dump-mapped", mapped] + list(flags))
+    if proc.returncode != 0:
+        print("FAIL %s clean: fa-emulate failed: %s" % (c["name"],
+                                                        proc.stderr.strip()))
+        return 1
+    ok, summary = numerics()
+    print("%s %s clean: %s" % ("PASS" if ok else "FAIL", c["name"], summary))
+    failures += not ok
+    with open(mapped) as f:
+        text = f.read()
+    for name, mutated, expect, needle in make_mutations(text):
+        path = os.path.join(tmp, name + ".mlir")
+        with open(path, "w") as f:
+            f.write(mutated)
+        proc = run(path, ["--func", "fa_attention", "--arg-roles",
+                          "q,k,v,kv_lens,o,lse"])
+        first = (proc.stderr.strip().split("\n") or [""])[0]
+        if expect == "wrong":
+            if proc.returncode != 0:
+                ok, why = False, "fa-emulate failed: " + first
+            else:
+                good, summary = numerics()
+                ok, why = not good, summary
+        else:
+            left = [n for n in ("o", "lse") if os.path.exists(p[n])]
+            ok = proc.returncode != 0 and needle in proc.stderr and \
+                not left
+            why = first if not left else "left outputs behind: %s" % left
+        failures += not ok
+        print("%s %s (expect %s): %s" % ("PASS" if ok else "FAIL", name,
+                                         expect, why), flush=True)
+    return failures
+
+
 def main(argv):
     fa_emulate, helpers_path = argv[1], argv[2]
     h = load_helpers(helpers_path)
     c = h.case("mutations", dtype="float16", B=2, Hq=4, Hkv=2, Nq=37, Nk=100,
                lens=[0, 77], causal="bottom-right")
-    failures = 0
-    with tempfile.TemporaryDirectory(prefix="fa-mutations-") as tmp:
-        rng = np.random.default_rng(h.seed_of(c["name"]))
-        q, k, v, lens, _ = h.make_inputs(c, rng)
-        p = {n: os.path.join(tmp, n + ".npy")
-             for n in ("q", "k", "v", "lens", "o", "lse")}
-        for n, a in (("q", q), ("k", k), ("v", v), ("lens", lens)):
-            np.save(p[n], a)
-        src = os.path.join(tmp, "kernel.mlir")
-        mapped = os.path.join(tmp, "mapped.mlir")
-        with open(src, "w") as f:
-            f.write(h.kernel_text(c))
-        io = ["--q", p["q"], "--k", p["k"], "--v", p["v"], "--kv-lens",
-              p["lens"], "-o", p["o"], "--lse", p["lse"], "--check-races",
-              "--kernel", "simt"]
 
-        def run(path, extra=()):
-            for n in ("o", "lse"):
-                if os.path.exists(p[n]):
-                    os.remove(p[n])
-            return subprocess.run([fa_emulate, path] + io + list(extra),
-                                  capture_output=True, text=True)
-
-        def numerics():
-            o, lse = np.load(p["o"]), np.load(p["lse"])
-            return h.check(c, q, k, v, lens, None, o, lse)
-
-        # The clean kernel.
-        proc = run(src, ["--dump-mapped", mapped])
-        if proc.returncode != 0:
-            print("FAIL clean: fa-emulate failed: " + proc.stderr.strip())
-            return 1
-        ok, summary = numerics()
-        print("%s clean: %s" % ("PASS" if ok else "FAIL", summary))
-        failures += not ok
-        with open(mapped) as f:
-            text = f.read()
+    def dense_mutations(text):
         # The K tile: block_kv rows of D elements, copied by one thread loop.
         tile = int(re.search(r"scf\.for %\w+ = %thread_id_x to %c(\d+) step "
                              r"%c128 \{\n[^\n]*\n[^\n]*\n[^\n]*\n[^\n]*\n"
                              r"[^\n]*\n[^\n]*\n\s*%\w+ = memref\.load %arg1",
                              text).group(1))
-
-        mutations = [
+        return [
             ("barrier_after_copy", remove_barrier(text, 1),
              "race", "wrote in the same barrier interval"),
             ("barrier_end_of_tile", remove_barrier(text, 2), "race", "race:"),
@@ -212,27 +273,24 @@ def main(argv):
             ("unsupported_op", unsupported_op(text), "error",
              "'math.sin' op is not supported by the fa interpreter"),
         ]
-        for name, mutated, expect, needle in mutations:
-            path = os.path.join(tmp, name + ".mlir")
-            with open(path, "w") as f:
-                f.write(mutated)
-            proc = run(path, ["--func", "fa_attention", "--arg-roles",
-                              "q,k,v,kv_lens,o,lse"])
-            first = (proc.stderr.strip().split("\n") or [""])[0]
-            if expect == "wrong":
-                if proc.returncode != 0:
-                    ok, why = False, "fa-emulate failed: " + first
-                else:
-                    good, summary = numerics()
-                    ok, why = not good, summary
-            else:
-                left = [n for n in ("o", "lse") if os.path.exists(p[n])]
-                ok = proc.returncode != 0 and needle in proc.stderr and \
-                    not left
-                why = first if not left else "left outputs behind: %s" % left
-            failures += not ok
-            print("%s %s (expect %s): %s" % ("PASS" if ok else "FAIL", name,
-                                             expect, why), flush=True)
+
+    # The decode kernel with packed query heads (G = 8 / 2 = 4; Nq = 3; the
+    # second sequence's keys all there, so that causality removes keys).
+    packed = h.case("mutations_packed", dtype="float16", B=2, Hq=8, Hkv=2,
+                    Nq=3, Nk=100, lens=[0, 100], causal="bottom-right")
+
+    def packed_mutations(text):
+        return [
+            ("packed_head_in_q_copy", packed_head_in_q_copy(text, 4),
+             "wrong", None),
+            ("packed_query_in_scores", packed_query_in_scores(text, 4),
+             "wrong", None),
+        ]
+
+    with tempfile.TemporaryDirectory(prefix="fa-mutations-") as tmp:
+        failures = check_kernel(h, fa_emulate, tmp, c, [], dense_mutations)
+        failures += check_kernel(h, fa_emulate, tmp, packed,
+                                 ["--pack-gqa", "always"], packed_mutations)
     print("%d failures" % failures)
     return 1 if failures else 0
 

@@ -13,6 +13,15 @@
 // RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 kernel=fast" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 tensor-cores=true" 2>&1 | FileCheck %s --check-prefix=OLDTC
 // RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a wgmma=true" 2>&1 | FileCheck %s --check-prefix=OLDWG
+// pack-gqa=always (packed query heads, a SIMT kernel) keeps the f16 kernels
+// off the tensor cores; it cannot be combined with an explicit tensor-core
+// family; an unknown mode is an error.
+// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a pack-gqa=always" | FileCheck %s --check-prefix=PACK --implicit-check-not=mma.sync --implicit-check-not=wgmma.mma_async
+// RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 kernel=mma pack-gqa=always" 2>&1 | FileCheck %s --check-prefix=PACKMMA
+// RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 pack-gqa=yes" 2>&1 | FileCheck %s --check-prefix=PACKBAD
+// PACK-LABEL: gpu.binary @attn_f32_kernels
+// PACKMMA: error: fa-lower-to-nvvm: pack-gqa=always needs the SIMT kernels (kernel=auto or kernel=simt); the mma kernels do not pack query heads
+// PACKBAD: error: fa-lower-to-nvvm: pack-gqa must be auto, always or never, got 'yes'
 
 // MMA: error: fa-lower-to-nvvm: kernel=mma: the attention of @attn_f32 is not eligible for the mma.sync kernels (f16/bf16 Q, K, V in kernel form, head dims multiples of 16 up to 256); use kernel=auto or kernel=simt
 // MMA: error: fa-lower-to-nvvm: kernel=mma: the attention of @attn_f16_d8 is not eligible for the mma.sync kernels

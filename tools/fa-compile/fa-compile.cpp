@@ -106,6 +106,14 @@ cl::opt<std::string> kernelFamily(
              "cores) ask for one, and a kernel it cannot take is an error"),
     cl::value_desc("auto|simt|mma|wgmma"), cl::init("auto"),
     cl::cat(compileCategory));
+cl::opt<bool> packGqa(
+    "pack-gqa",
+    cl::desc("GPU targets: a decode kernel with packed query heads (SIMT): "
+             "each block runs the Hq/Hkv query heads of one kv head, so K "
+             "and V are read once per kv head; the grid runs over "
+             "(packed_q_tiles, kv_heads, batch); with Hq = Hkv it is the "
+             "ordinary SIMT kernel. Needs --kernel auto or simt"),
+    cl::cat(compileCategory));
 // Replaced by --kernel; given, they are an error naming it.
 cl::opt<bool> removedTensorCores("tensor-cores", cl::Hidden,
                                  cl::cat(compileCategory));
@@ -263,6 +271,14 @@ static Error checkCommonOptions(CompileOptions &options) {
     return makeError("--kernel wgmma needs --target sm_90a (wgmma.mma_async "
                      "exists only on the sm_90a target), got '" +
                      targetName + "'");
+  if (packGqa && isCpu)
+    return makeError("--pack-gqa applies to GPU targets (sm_*) only; the CPU "
+                     "kernels pack query heads by themselves when Nq is "
+                     "small");
+  if (packGqa && family && family != KernelFamily::Simt)
+    return makeError("--pack-gqa makes a SIMT kernel; it cannot be combined "
+                     "with --kernel " +
+                     kernelFamily);
   if (outputDir.empty())
     return makeError("missing the output directory: pass -o DIR");
   if (Error err = checkOutputDir(outputDir))
@@ -273,6 +289,7 @@ static Error checkCommonOptions(CompileOptions &options) {
   options.blockQ = blockQ;
   options.blockKV = blockKV;
   options.kernel = family;
+  options.packGqa = packGqa ? "always" : "auto";
   if (blockQ.getNumOccurrences())
     options.gpuBlockQ = blockQ;
   if (blockKV.getNumOccurrences())

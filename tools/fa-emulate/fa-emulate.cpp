@@ -64,6 +64,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -129,6 +130,19 @@ cl::opt<std::string> blockMaskPath(
     cl::desc("Block mask [B|1, Hq|1, ceil(Nq / TQ), ceil(Nk / TK)] (int8: 0 "
              "no key, 1 partial, 2 full) of a mask_mod, for the op's "
              "block_tiles(TQ, TK)"),
+    cl::value_desc("file"), cl::cat(emulateCategory));
+cl::opt<std::string> blockTablePath(
+    "block-table",
+    cl::desc("Block table [B, M] (int32) of a paged K/V cache: K and V are "
+             "then pages [P, S, Hkv, D]"),
+    cl::value_desc("file"), cl::cat(emulateCategory));
+cl::opt<std::string> partialOutputPath(
+    "partial-o",
+    cl::desc("fa.merge kernels: the partial outputs [S, d..., Dv] (float32)"),
+    cl::value_desc("file"), cl::cat(emulateCategory));
+cl::opt<std::string> partialLsePath(
+    "partial-lse",
+    cl::desc("fa.merge kernels: the partial LSEs [S, d...] (float32)"),
     cl::value_desc("file"), cl::cat(emulateCategory));
 cl::list<std::string> modOperandPaths(
     "mod-operand",
@@ -200,6 +214,13 @@ cl::opt<std::string> kernelFamily(
              "mma or wgmma"),
     cl::value_desc("auto|simt|mma|wgmma"), cl::init("auto"),
     cl::cat(emulateCategory));
+cl::opt<std::string> packGqa(
+    "pack-gqa",
+    cl::desc("Packed query heads of the SIMT kernel (fa-lower-to-nvvm's "
+             "pack-gqa): auto (default: static Nq, when packing reads fewer "
+             "K/V tiles), always or never"),
+    cl::value_desc("auto|always|never"), cl::init("auto"),
+    cl::cat(emulateCategory));
 /// The chip names come from the chip table.
 static const std::string kChipHelp =
     "The chip the mapping targets (" + ::fa::target::getChipList() +
@@ -242,7 +263,12 @@ enum class Role {
   BlockMask,
   /// One of the op's mod_operands; the k-th Mod argument (in argument
   /// order) is read from the k-th --mod-operand.
-  Mod
+  Mod,
+  /// fa.merge's partial outputs and LSEs.
+  PartialO,
+  PartialLse,
+  /// A paged K/V cache's block table.
+  BlockTable
 };
 
 StringRef roleName(Role r) {
@@ -271,6 +297,12 @@ StringRef roleName(Role r) {
     return "block_mask";
   case Role::Mod:
     return "mod";
+  case Role::PartialO:
+    return "partial_o";
+  case Role::PartialLse:
+    return "partial_lse";
+  case Role::BlockTable:
+    return "block_table";
   }
   return "?";
 }
@@ -307,6 +339,12 @@ const std::string &rolePath(Role r) {
     return kSegmentsPath;
   case Role::BlockMask:
     return blockMaskPath;
+  case Role::PartialO:
+    return partialOutputPath;
+  case Role::PartialLse:
+    return partialLsePath;
+  case Role::BlockTable:
+    return blockTablePath;
   case Role::Mod:
     break;
   }
@@ -360,7 +398,8 @@ rolesFromAttention(func::FuncOp func, AttentionOp attn, std::string &error) {
       {attn.getLse(), Role::Lse},   {attn.getAlibi(), Role::Alibi},
       {attn.getQSegments(), Role::QSegments},
       {attn.getKSegments(), Role::KSegments},
-      {attn.getBlockMask(), Role::BlockMask}};
+      {attn.getBlockMask(), Role::BlockMask},
+      {attn.getBlockTable(), Role::BlockTable}};
   for (auto [value, role] : operands) {
     if (!value)
       continue;
@@ -402,6 +441,42 @@ rolesFromAttention(func::FuncOp func, AttentionOp attn, std::string &error) {
   return result;
 }
 
+/// The roles of `func`'s arguments, from the fa.merge it holds.
+FailureOr<SmallVector<Role>> rolesFromMerge(func::FuncOp func, MergeOp merge,
+                                            std::string &error) {
+  SmallVector<std::optional<Role>> roles(func.getNumArguments());
+  std::pair<Value, Role> operands[] = {
+      {merge.getPartialOutput(), Role::PartialO},
+      {merge.getPartialLse(), Role::PartialLse},
+      {merge.getOutput(), Role::O},
+      {merge.getLse(), Role::Lse}};
+  for (auto [value, role] : operands) {
+    if (!value)
+      continue;
+    std::optional<unsigned> arg = traceToArgument(value, func);
+    if (!arg) {
+      error = ("cannot tell which argument of @" + func.getSymName() +
+               " feeds the " + roleName(role) +
+               " operand of fa.merge; pass --arg-roles")
+                  .str();
+      return failure();
+    }
+    roles[*arg] = role;
+  }
+  SmallVector<Role> result;
+  for (auto [i, role] : llvm::enumerate(roles)) {
+    if (!role) {
+      error = formatv("argument {0} of @{1} feeds no operand of fa.merge; "
+                      "pass --arg-roles",
+                      i, func.getSymName())
+                  .str();
+      return failure();
+    }
+    result.push_back(*role);
+  }
+  return result;
+}
+
 FailureOr<SmallVector<Role>> parseRoles(StringRef text, std::string &error) {
   SmallVector<StringRef> parts;
   text.split(parts, ',');
@@ -423,11 +498,18 @@ FailureOr<SmallVector<Role>> parseRoles(StringRef text, std::string &error) {
                                 .Cases({"block_mask", "block-mask"},
                                        Role::BlockMask)
                                 .Case("mod", Role::Mod)
+                                .Cases({"partial_o", "partial-o"},
+                                       Role::PartialO)
+                                .Cases({"partial_lse", "partial-lse"},
+                                       Role::PartialLse)
+                                .Cases({"block_table", "block-table"},
+                                       Role::BlockTable)
                                 .Default(std::nullopt);
     if (!r) {
       error = ("--arg-roles: unknown role '" + p.trim() +
                "' (expected q, k, v, kv_lens, mask, o, lse, alibi, "
-               "q_segments, k_segments, block_mask or mod)")
+               "q_segments, k_segments, block_mask, mod, partial_o, "
+               "partial_lse or block_table)")
                   .str();
       return failure();
     }
@@ -606,7 +688,7 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
     for (auto f : module->getOps<func::FuncOp>()) {
       bool hasKernel = false;
       f.walk([&](Operation *op) {
-        if (isa<AttentionOp, gpu::LaunchFuncOp>(op))
+        if (isa<AttentionOp, MergeOp, gpu::LaunchFuncOp>(op))
           hasKernel = true;
       });
       if (hasKernel)
@@ -614,7 +696,8 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
     }
     if (candidates.size() != 1)
       return fail(inputPath + ": " + Twine(candidates.size()) +
-                  " functions hold fa.attention or launch a kernel; name one "
+                  " functions hold fa.attention or fa.merge or launch a "
+                  "kernel; name one "
                   "with --kernel");
     func = candidates.front();
   }
@@ -624,8 +707,11 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
 
   // The argument roles.
   SmallVector<AttentionOp> attentions;
-  if (func)
+  SmallVector<MergeOp> merges;
+  if (func) {
     func.walk([&](AttentionOp op) { attentions.push_back(op); });
+    func.walk([&](MergeOp op) { merges.push_back(op); });
+  }
   SmallVector<Role> roles;
   std::string error;
   if (!argRoles.empty()) {
@@ -636,6 +722,12 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   } else if (attentions.size() == 1) {
     FailureOr<SmallVector<Role>> traced =
         rolesFromAttention(func, attentions.front(), error);
+    if (failed(traced))
+      return fail(inputPath + ": " + error);
+    roles = *traced;
+  } else if (merges.size() == 1 && attentions.empty()) {
+    FailureOr<SmallVector<Role>> traced =
+        rolesFromMerge(func, merges.front(), error);
     if (failed(traced))
       return fail(inputPath + ": " + error);
     roles = *traced;
@@ -650,7 +742,13 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
                         "arguments",
                         roles.size(), funcName, numArgs)
                     .str());
-  for (Role r : {Role::Q, Role::K, Role::V, Role::O})
+  // A merge kernel (partials in, O and LSE out) or an attention kernel.
+  const bool isMerge = llvm::is_contained(roles, Role::PartialO) ||
+                       llvm::is_contained(roles, Role::PartialLse);
+  SmallVector<Role> required = {Role::Q, Role::K, Role::V, Role::O};
+  if (isMerge)
+    required = {Role::PartialO, Role::PartialLse, Role::O};
+  for (Role r : required)
     if (!llvm::is_contained(roles, r))
       return fail("@" + funcName + " has no " + roleName(r) + " argument");
 
@@ -659,13 +757,14 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   module->walk([&](gpu::GPUModuleOp) { mapped = true; });
   OwningOpRef<ModuleOp> kernelModule;
   llvm::SourceMgr mappedMgr;
-  if (!bare && (!attentions.empty() || !mapped)) {
+  if (!bare && (!attentions.empty() || !merges.empty() || !mapped)) {
     EmulationMapOptions mapOptions;
     mapOptions.pipeline = pipelineText;
     mapOptions.lowering.blockQ = blockQ;
     mapOptions.lowering.blockKV = blockKV;
     mapOptions.lowering.warps = numWarps;
     mapOptions.lowering.kernel = kernelFamily.getValue();
+    mapOptions.lowering.packGqa = packGqa.getValue();
     mapOptions.lowering.chip = chipName.getNumOccurrences()
                                    ? chipName.getValue()
                                : kernelFamily == "wgmma" ? "sm_90a"
@@ -694,7 +793,8 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   auto t1 = Clock::now();
 
   // Inputs.
-  std::optional<NpyArray> q, k, v, lens, mask, alibi, qSeg, kSeg, blockMask;
+  std::optional<NpyArray> q, k, v, lens, mask, alibi, qSeg, kSeg, blockMask,
+      partialO, partialLse, blockTable;
   auto load = [&](const std::string &path, Role role,
                   std::optional<NpyArray> &slot) -> bool {
     bool wanted = llvm::is_contained(roles, role);
@@ -755,7 +855,10 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
       !load(alibiPath, Role::Alibi, alibi) ||
       !load(qSegmentsPath, Role::QSegments, qSeg) ||
       !load(kSegmentsPath, Role::KSegments, kSeg) ||
-      !load(blockMaskPath, Role::BlockMask, blockMask))
+      !load(blockMaskPath, Role::BlockMask, blockMask) ||
+      !load(partialOutputPath, Role::PartialO, partialO) ||
+      !load(partialLsePath, Role::PartialLse, partialLse) ||
+      !load(blockTablePath, Role::BlockTable, blockTable))
     return 1;
   // The mod_operands: one file per Mod argument, in argument order.
   SmallVector<NpyArray> modArrays;
@@ -799,54 +902,90 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   if (!lsePath.empty() && !llvm::is_contained(roles, Role::Lse))
     return fail(lsePath + ": @" + funcName + " produces no lse");
 
-  // Consistency of the shapes: [B, Hq, Nq, D], [B, Hkv, Nk, D], [B, Hkv,
-  // Nk, Dv], [B], [B|1, Hq|1, Nq, Nk].
-  ArrayRef<int64_t> qs = q->getShape(), ks = k->getShape(), vs = v->getShape();
-  if (qs.size() != 4)
-    return fail(queryPath + ": expected [B, Hq, Nq, D], got shape " +
-                formatShape(qs));
-  auto mismatch = [&](const std::string &path, ArrayRef<int64_t> shape,
-                      StringRef expected) {
-    return fail(formatv("{0}: shape {1} does not match the query {2}; "
-                        "expected {3}",
-                        path, formatShape(shape), formatShape(qs), expected)
-                    .str());
-  };
-  int64_t B = qs[0], Hq = qs[1], Nq = qs[2], D = qs[3];
-  if (ks.size() != 4 || ks[0] != B || ks[3] != D || ks[1] == 0 ||
-      Hq % ks[1] != 0)
-    return mismatch(keyPath, ks, "[B, Hkv, Nk, D] with Hq % Hkv == 0");
-  int64_t Hkv = ks[1], Nk = ks[2];
-  if (vs.size() != 4 || vs[0] != B || vs[1] != Hkv || vs[2] != Nk)
-    return mismatch(valuePath, vs, "[B, Hkv, Nk, Dv] matching the key");
-  if (lens && (lens->getRank() != 1 || lens->getShape()[0] != B))
-    return mismatch(kvLensPath, lens->getShape(), "[B]");
-  if (mask) {
-    ArrayRef<int64_t> ms = mask->getShape();
-    if (ms.size() != 4 || (ms[0] != B && ms[0] != 1) ||
-        (ms[1] != Hq && ms[1] != 1) || ms[2] != Nq || ms[3] != Nk)
-      return mismatch(maskPath, ms, "[B|1, Hq|1, Nq, Nk]");
+  // The shapes of O and LSE, from the inputs.
+  SmallVector<int64_t> oShape, lseShape;
+  if (isMerge) {
+    // [S, d..., Dv] and [S, d...]: O is [d..., Dv], LSE [d...].
+    ArrayRef<int64_t> ps = partialO->getShape(), ls = partialLse->getShape();
+    if (ps.size() < 2 || ls.size() != ps.size() - 1 ||
+        !std::equal(ls.begin(), ls.end(), ps.begin()))
+      return fail(formatv("{0}: shape {1} does not match the partial outputs "
+                          "{2}; expected [S, d...] for [S, d..., Dv]",
+                          partialLsePath, formatShape(ls), formatShape(ps))
+                      .str());
+    oShape.assign(ps.begin() + 1, ps.end());
+    lseShape.assign(ls.begin() + 1, ls.end());
+  } else {
+    // Consistency of the shapes: [B, Hq, Nq, D], [B, Hkv, Nk, D], [B, Hkv,
+    // Nk, Dv], [B], [B|1, Hq|1, Nq, Nk].
+    ArrayRef<int64_t> qs = q->getShape(), ks = k->getShape(), vs = v->getShape();
+    if (qs.size() != 4)
+      return fail(queryPath + ": expected [B, Hq, Nq, D], got shape " +
+                  formatShape(qs));
+    auto mismatch = [&](const std::string &path, ArrayRef<int64_t> shape,
+                        StringRef expected) {
+      return fail(formatv("{0}: shape {1} does not match the query {2}; "
+                          "expected {3}",
+                          path, formatShape(shape), formatShape(qs), expected)
+                      .str());
+    };
+    int64_t B = qs[0], Hq = qs[1], Nq = qs[2], D = qs[3];
+    int64_t Hkv = 0, Nk = 0;
+    if (blockTable) {
+      // Pages [P, S, Hkv, D] / [P, S, Hkv, Dv] read through [B, M]: the
+      // sequences have Nk = M S keys.
+      ArrayRef<int64_t> ts = blockTable->getShape();
+      if (ts.size() != 2 || ts[0] != B)
+        return mismatch(blockTablePath, ts, "[B, M]");
+      if (ks.size() != 4 || ks[3] != D || ks[2] == 0 || Hq % ks[2] != 0)
+        return mismatch(keyPath, ks,
+                        "pages [P, S, Hkv, D] with Hq % Hkv == 0");
+      Hkv = ks[2];
+      Nk = ts[1] * ks[1];
+      if (vs.size() != 4 || vs[0] != ks[0] || vs[1] != ks[1] ||
+          vs[2] != Hkv)
+        return mismatch(valuePath, vs, "pages [P, S, Hkv, Dv] matching the "
+                                       "key pages");
+    } else {
+      if (ks.size() != 4 || ks[0] != B || ks[3] != D || ks[1] == 0 ||
+          Hq % ks[1] != 0)
+        return mismatch(keyPath, ks, "[B, Hkv, Nk, D] with Hq % Hkv == 0");
+      Hkv = ks[1];
+      Nk = ks[2];
+      if (vs.size() != 4 || vs[0] != B || vs[1] != Hkv || vs[2] != Nk)
+        return mismatch(valuePath, vs, "[B, Hkv, Nk, Dv] matching the key");
+    }
+    if (lens && (lens->getRank() != 1 || lens->getShape()[0] != B))
+      return mismatch(kvLensPath, lens->getShape(), "[B]");
+    if (mask) {
+      ArrayRef<int64_t> ms = mask->getShape();
+      if (ms.size() != 4 || (ms[0] != B && ms[0] != 1) ||
+          (ms[1] != Hq && ms[1] != 1) || ms[2] != Nq || ms[3] != Nk)
+        return mismatch(maskPath, ms, "[B|1, Hq|1, Nq, Nk]");
+    }
+    if (alibi) {
+      ArrayRef<int64_t> as = alibi->getShape();
+      if (!((as.size() == 1 && as[0] == Hq) ||
+            (as.size() == 2 && as[0] == B && as[1] == Hq)))
+        return mismatch(alibiPath, as, "[Hq] or [B, Hq]");
+    }
+    if (qSeg && (qSeg->getRank() != 2 || qSeg->getShape()[0] != B ||
+                 qSeg->getShape()[1] != Nq))
+      return mismatch(qSegmentsPath, qSeg->getShape(), "[B, Nq]");
+    if (kSeg && (kSeg->getRank() != 2 || kSeg->getShape()[0] != B ||
+                 kSeg->getShape()[1] != Nk))
+      return mismatch(kSegmentsPath, kSeg->getShape(), "[B, Nk]");
+    if (blockMask) {
+      ArrayRef<int64_t> bs = blockMask->getShape();
+      if (bs.size() != 4 || (bs[0] != B && bs[0] != 1) ||
+          (bs[1] != Hq && bs[1] != 1))
+        return mismatch(blockMaskPath, bs,
+                        "[B|1, Hq|1, query tiles, key tiles]");
+    }
+    int64_t Dv = vs[3];
+    oShape = {B, Hq, Nq, Dv};
+    lseShape = {B, Hq, Nq};
   }
-  if (alibi) {
-    ArrayRef<int64_t> as = alibi->getShape();
-    if (!((as.size() == 1 && as[0] == Hq) ||
-          (as.size() == 2 && as[0] == B && as[1] == Hq)))
-      return mismatch(alibiPath, as, "[Hq] or [B, Hq]");
-  }
-  if (qSeg && (qSeg->getRank() != 2 || qSeg->getShape()[0] != B ||
-               qSeg->getShape()[1] != Nq))
-    return mismatch(qSegmentsPath, qSeg->getShape(), "[B, Nq]");
-  if (kSeg && (kSeg->getRank() != 2 || kSeg->getShape()[0] != B ||
-               kSeg->getShape()[1] != Nk))
-    return mismatch(kSegmentsPath, kSeg->getShape(), "[B, Nk]");
-  if (blockMask) {
-    ArrayRef<int64_t> bs = blockMask->getShape();
-    if (bs.size() != 4 || (bs[0] != B && bs[0] != 1) ||
-        (bs[1] != Hq && bs[1] != 1))
-      return mismatch(blockMaskPath, bs,
-                      "[B|1, Hq|1, query tiles, key tiles]");
-  }
-  int64_t Dv = vs[3];
 
   // Argument buffers in the function's order.
   std::vector<ArgBuffer> buffers(roles.size());
@@ -872,7 +1011,11 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
                                      : role == Role::QSegments ? &qSeg
                                      : role == Role::KSegments ? &kSeg
                                      : role == Role::BlockMask ? &blockMask
-                                                               : nullptr;
+                                     : role == Role::PartialO  ? &partialO
+                                     : role == Role::PartialLse
+                                         ? &partialLse
+                                     : role == Role::BlockTable ? &blockTable
+                                                                : nullptr;
     if (input) {
       buf.file = rolePath(role);
       buf.shape.assign((*input)->getShape().begin(),
@@ -882,10 +1025,10 @@ int run(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
     }
     if (role == Role::O) {
       buf.file = outputPath;
-      buf.shape = {B, Hq, Nq, Dv};
+      buf.shape.assign(oShape.begin(), oShape.end());
     } else {
       buf.file = lsePath;
-      buf.shape = {B, Hq, Nq};
+      buf.shape.assign(lseShape.begin(), lseShape.end());
     }
     if (static_cast<int64_t>(buf.shape.size()) != buf.type.getRank())
       return fail(formatv("the {0} argument of @{1} is {2}; expected rank {3}",

@@ -161,6 +161,7 @@ mlir::fa::run::runAttentionOnCuda(MLIRContext &ctx, rt::KernelMetadata md,
   compileOptions.gpuBlockQ = options.gpuBlockQ;
   compileOptions.gpuBlockKV = options.gpuBlockKV;
   compileOptions.kernel = options.kernel;
+  compileOptions.packGqa = options.packGqa;
   Expected<std::unique_ptr<compile::ArtifactStage>> stage =
       compile::ArtifactStage::create();
   if (!stage)

@@ -57,6 +57,8 @@ struct CudaRunOptions {
   /// The kernel family; auto on an sm_90 device without --chip compiles for
   /// sm_90a, so that the wgmma kernels are tried first.
   KernelChoice kernel;
+  /// Packed query heads (fa-lower-to-nvvm's pack-gqa).
+  std::string packGqa = "auto";
   /// Where the PTX and metadata go; empty: a temporary directory, removed
   /// afterwards.
   std::string artifactsDir;

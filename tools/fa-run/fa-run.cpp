@@ -137,6 +137,13 @@ cl::opt<std::string> kernelFamily(
              "or wgmma ask for one, and a kernel it cannot take is an error"),
     cl::value_desc("auto|simt|mma|wgmma"), cl::init("auto"),
     cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<bool> packGqa(
+    "pack-gqa",
+    cl::desc("GPU kernels (--device cuda, emulate, auto): the SIMT decode "
+             "kernel with packed query heads (each block runs the Hq/Hkv "
+             "query heads of one kv head, so K and V are read once per kv "
+             "head); not with --kernel mma or wgmma"),
+    cl::sub(attentionCmd), cl::cat(runCategory));
 // Replaced by --kernel; given, they are an error naming it.
 cl::opt<bool> removedTensorCores("tensor-cores", cl::Hidden,
                                  cl::sub(attentionCmd), cl::cat(runCategory));
@@ -795,6 +802,14 @@ static Expected<Device> resolveDevice(StringRef op) {
   if (deviceName == "cpu" && kernelFamily.getNumOccurrences())
     return makeError("--kernel applies to --device cuda, emulate or auto "
                      "only");
+  if (deviceName == "cpu" && packGqa)
+    return makeError("--pack-gqa applies to --device cuda, emulate or auto "
+                     "only (the CPU kernels pack query heads by themselves "
+                     "when Nq is small)");
+  if (packGqa && kernelFamily != "auto" && kernelFamily != "simt")
+    return makeError("--pack-gqa makes a SIMT kernel; it cannot be combined "
+                     "with --kernel " +
+                     kernelFamily);
   bool cudaOnlyOption = chipName.getNumOccurrences() ||
                         artifactsDir.getNumOccurrences();
   if (deviceName == "cpu") {
@@ -955,6 +970,7 @@ static Expected<std::string> runOnCuda(MLIRContext &ctx,
   options.gpuBlockQ = blockQ.getNumOccurrences() ? blockQ.getValue() : 0;
   options.gpuBlockKV = blockKV.getNumOccurrences() ? blockKV.getValue() : 0;
   (void)parseKernelChoice(kernelFamily, options.kernel);
+  options.packGqa = packGqa ? "always" : "auto";
   options.artifactsDir = artifactsDir;
   Expected<run::CudaRunResult> ran =
       run::runAttentionOnCuda(ctx, md, operands, options);
@@ -1005,6 +1021,7 @@ static Expected<std::string> runOnEmulator(ModuleOp module,
   mapOptions.lowering.blockKV =
       blockKV.getNumOccurrences() ? blockKV.getValue() : 0;
   mapOptions.lowering.kernel = kernelFamily.getValue();
+  mapOptions.lowering.packGqa = packGqa ? "always" : "auto";
   // The emulated chip: sm_80 unless given (sm_90a for --kernel wgmma).
   mapOptions.lowering.chip = chipName.getNumOccurrences() ? chipName.getValue()
                              : kernelFamily == "wgmma"    ? "sm_90a"

@@ -204,6 +204,15 @@ def FAPromoteSharedPass : Pass<"fa-promote-shared", "::mlir::func::FuncOp"> {
     already a correct kernel, which is how the promotion's arithmetic is
     tested without a GPU. Head dims must be multiples of 8 up to 256.
 
+    With packed query heads (`pack-gqa`; FlashAttention 3's pack_gqa),
+    the grid is (tiles of Nq x G packed rows, Hkv, batch) with G = Hq /
+    Hkv: row r of a block's sequence is query r / G of head
+    kvHead * G + r % G (`AttentionSemantics::unpackGqaRow`, the CPU decode
+    kernel's rule), so each K/V tile is read once per kv head instead of
+    once per query head; the key range is that of the queries the tile
+    holds; masks, ALiBi and the modifier regions read each row's head.
+    `fa.gpu_config` then holds the unit entry `pack_gqa`.
+
     With `double-buffer`, K and V get two slots: a prologue copies tile 0,
     and iteration j copies tile j+1 into the other slot in the same barrier
     interval as the compute of tile j (the copy forall is marked
@@ -224,6 +233,47 @@ def FAPromoteSharedPass : Pass<"fa-promote-shared", "::mlir::func::FuncOp"> {
            "Two K/V slots: the copy of tile j+1 shares a barrier interval "
            "with the compute of tile j (one barrier per tile instead of "
            "two)">,
+    Option<"packGqa", "pack-gqa", "std::string", /*default=*/"\"auto\"",
+           "Pack the Hq/Hkv query heads of a kv head into the query tiles "
+           "(decode): auto (when Nq is static and packing reads fewer K/V "
+           "tiles), always or never">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect", "::mlir::gpu::GPUDialect"
+  ];
+}
+
+def FAGpuMergePass : Pass<"fa-gpu-merge", "::mlir::func::FuncOp"> {
+  let summary = "Lower fa.merge in the kernel form to the promoted GPU form";
+  let description = [{
+    The GPU kernel of `fa.merge` (split-KV, cascade attention, context
+    parallelism; docs/merge.md). Applies to a kernel function whose memref
+    arguments feed one `fa.merge` through `bufferization.to_tensor` and
+    receive its results through `bufferization.materialize_in_destination`.
+    The body becomes the form `fa-map-to-gpu` maps:
+
+    * an `scf.forall` over (row blocks, 1, 1) mapped to `#gpu.block<x|y|z>`,
+      a row being one position `d...` of the `[d...]` rows (flattened,
+      row-major);
+    * in it, a warp-level `scf.forall` (`#gpu.warp<x>`): warp `w` merges
+      row `block * warps + w`. Its lanes hold the Dv columns `lane + 32 j`
+      (`vector<32xf32>` lane vectors); a loop over the S partials takes
+      their maximum LSE, a second one sums each partial's weight and its
+      weighted O row (read with `vector.gather`), skipping empty partials;
+      O and LSE are stored with guarded `vector.scatter`.
+
+    The rule (weights, empty partials, the all-empty row) is
+    `AttentionSemantics::mergeWeight` / `mergedOutput` / `mergedLse`, the
+    same as `fa-lower-merge`'s, with exp and log taken in base 2 (`exp2`,
+    `log2`: `ex2.approx` and `lg2.approx` once mapped, no libdevice). No
+    workgroup memory and no barrier is needed: each warp reads and writes
+    its own row. Dv must be static; the rows `d...` at least one dim.
+  }];
+  let options = [
+    Option<"numWarps", "warps", "int64_t", /*default=*/"4",
+           "Warps per block (one row each)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

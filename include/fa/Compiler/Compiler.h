@@ -72,6 +72,10 @@ struct CompileOptions {
   /// GPU: the kernel family (fa-lower-to-nvvm's `kernel`); auto takes the
   /// fastest one the chip has and the kernel is eligible for.
   KernelChoice kernel;
+  /// GPU: packed query heads (fa-lower-to-nvvm's `pack-gqa`: auto, always,
+  /// never); always makes a SIMT decode kernel whose grid runs over the kv
+  /// heads.
+  std::string packGqa = "auto";
 };
 
 //===----------------------------------------------------------------------===//

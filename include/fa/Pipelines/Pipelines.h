@@ -132,6 +132,13 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       *this, "double-buffer",
       llvm::cl::desc("Two K/V slots: copy tile j+1 while tile j is computed"),
       llvm::cl::init(false)};
+  PassOptions::Option<std::string> packGqa{
+      *this, "pack-gqa",
+      llvm::cl::desc("Packed query heads for decode (fa-promote-shared "
+                     "pack-gqa): auto (static Nq, when packing reads fewer "
+                     "K/V tiles), always (the SIMT kernel takes every "
+                     "attention, packed where Hq > Hkv) or never"),
+      llvm::cl::init("auto")};
   PassOptions::Option<std::string> kernel{
       *this, "kernel",
       llvm::cl::desc("Kernel family of the attention kernels: auto (the "

@@ -169,14 +169,21 @@ enum class GridAxis {
   QueryTiles, ///< "q_tiles": ceil(Nq / block_q) tiles of query rows
   Heads,      ///< "heads": the Hq query heads
   Batch,      ///< "batch": the B batch entries
+  /// "packed_q_tiles": ceil(Nq * Hq / Hkv / block_q) tiles of the packed
+  /// rows of a kv head's query heads (a decode kernel with packed heads)
+  PackedQueryTiles,
+  KvHeads, ///< "kv_heads": the Hkv key/value heads (with packed_q_tiles)
 };
 
-/// The schema's name of `axis`: "q_tiles", "heads", "batch".
+/// The schema's name of `axis`: "q_tiles", "heads", "batch",
+/// "packed_q_tiles", "kv_heads".
 std::string getGridAxisName(GridAxis axis);
 
 /// The launch configuration of a CUDA kernel. The grid is named by what
-/// its x, y and z dimensions run over (each axis once); the runtime derives
-/// the sizes from the shapes (getLaunchGrid).
+/// its x, y and z dimensions run over: q_tiles, heads and batch, or for a
+/// kernel with packed query heads packed_q_tiles, kv_heads and batch (each
+/// axis once); the runtime derives the sizes from the shapes
+/// (getLaunchGrid).
 struct LaunchInfo {
   std::array<int64_t, 3> block = {1, 1, 1};
   std::array<GridAxis, 3> grid = {GridAxis::QueryTiles, GridAxis::Heads,
@@ -334,7 +341,8 @@ std::optional<std::string> findPtxSignature(std::string_view ptx,
 
 /// The grid of a CUDA attention launch over `batch` (B) entries of
 /// `queryLen` (Nq) query rows: `metadata.launch->grid` with q_tiles =
-/// ceil(queryLen / block_q), heads = Hq and batch = B. Needs a launch
+/// ceil(queryLen / block_q), heads = Hq, batch = B, packed_q_tiles =
+/// ceil(queryLen * Hq / Hkv / block_q) and kv_heads = Hkv. Needs a launch
 /// configuration, a positive block_q and non-negative sizes.
 std::array<int64_t, 3> getLaunchGrid(const KernelMetadata &metadata,
                                      int64_t batch, int64_t queryLen);

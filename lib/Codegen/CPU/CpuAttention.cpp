@@ -313,17 +313,9 @@ private:
       return {add(b, kStart, key), kvHead};
     if (!args.blockTable)
       return {batch, kvHead, key};
-    Value s = cIdx(b, op.getPageSize());
-    Value entry = memref::LoadOp::create(
-        b, loc, args.blockTable,
-        ValueRange{batch, arith::DivUIOp::create(b, loc, key, s)});
-    Value page =
-        arith::IndexCastOp::create(b, loc, b.getIndexType(), entry);
-    Value lastPage = maxI(
-        b, sub(b, memref::DimOp::create(b, loc, args.k, 0), cIdx(b, 1)),
-        cIdx(b, 0));
-    page = minI(b, maxI(b, page, cIdx(b, 0)), lastPage);
-    return {page, arith::RemUIOp::create(b, loc, key, s), kvHead};
+    AttentionSemantics::PagedRow at = AttentionSemantics::pagedKeyRow(
+        b, loc, args.blockTable, args.k, op.getPageSize(), batch, key);
+    return {at.page, at.row, kvHead};
   }
 
   /// The leading indices of query `q` of head `h` in Q and O (the
@@ -349,16 +341,17 @@ private:
   /// The query and query head of tile row `r` (an index).
   Value rowQuery(OpBuilder &b, Value r) {
     Value row = add(b, r0, r);
-    return cfg.packGroup ? Value(arith::DivUIOp::create(b, loc, row,
-                                                        cIdx(b, group)))
-                         : row;
+    return cfg.packGroup
+               ? AttentionSemantics::unpackGqaRow(b, loc, row, kvHead, group)
+                     .query
+               : row;
   }
   Value rowHead(OpBuilder &b, Value r) {
     if (!cfg.packGroup)
       return head;
-    Value inGroup =
-        arith::RemUIOp::create(b, loc, add(b, r0, r), cIdx(b, group));
-    return add(b, mul(b, kvHead, cIdx(b, group)), inGroup);
+    return AttentionSemantics::unpackGqaRow(b, loc, add(b, r0, r), kvHead,
+                                            group)
+        .head;
   }
 };
 
@@ -510,8 +503,8 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
   nq = memref::DimOp::create(b, loc, args.q, 2);
   // A paged cache stands for Nk = M x S keys.
   nk = args.blockTable
-           ? mul(b, memref::DimOp::create(b, loc, args.blockTable, 1),
-                 cIdx(b, op.getPageSize()))
+           ? AttentionSemantics::pagedKeyCount(b, loc, args.blockTable,
+                                               op.getPageSize())
            : Value(memref::DimOp::create(b, loc, args.k, 2));
   buildTileBody(b, ivs[2]);
 }
@@ -539,10 +532,10 @@ void CpuKernelBuilder::buildTileBody(OpBuilder &b, Value tile) {
     // the segment-id range below are those of these queries.
     Value g = cIdx(b, group);
     rows = minI(b, cIdx(b, cfg.blockQ), sub(b, mul(b, nq, g), r0));
-    q0 = arith::DivUIOp::create(b, loc, r0, g);
-    Value qLast = arith::DivUIOp::create(
-        b, loc, sub(b, add(b, r0, rows), cIdx(b, 1)), g);
-    qRows = add(b, sub(b, qLast, q0), cIdx(b, 1));
+    AttentionSemantics::QueryRange range =
+        AttentionSemantics::packedQueryRange(b, loc, r0, rows, group);
+    q0 = range.q0;
+    qRows = range.count;
   } else {
     q0 = r0;
     qRows = minI(b, cIdx(b, cfg.blockQ), sub(b, nq, q0));
@@ -555,14 +548,10 @@ void CpuKernelBuilder::buildTileBody(OpBuilder &b, Value tile) {
   if (args.kvLens)
     len = memref::LoadOp::create(b, loc, args.kvLens, ValueRange{batch});
   Value keyEnd = sem.keyLengthEnd(b, loc, len, nk);
-  if (args.blockTable) {
-    // A paged cache aligns causality per sequence (its len_b keys); with
-    // no pages at all no key can be read.
-    Value noPages = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::eq,
-        memref::DimOp::create(b, loc, args.k, 0), zero);
-    keyEnd = arith::SelectOp::create(b, loc, noPages, zero, keyEnd);
-  }
+  // A paged cache aligns causality per sequence (its len_b keys); with no
+  // pages at all no key can be read.
+  if (args.blockTable)
+    keyEnd = AttentionSemantics::pagedKeyEnd(b, loc, args.k, keyEnd);
   diagOffset = sem.diagonalOffset(b, loc, nq, args.blockTable ? keyEnd : nk,
                                   args.qOffset);
   // Null: the keys begin at 0. With a block mask the key tiles stay on its
@@ -610,12 +599,10 @@ void CpuKernelBuilder::buildTileBody(OpBuilder &b, Value tile) {
       if (!cfg.packGroup) {
         qPos.push_back(lanes);
       } else {
-        Value g = vector::BroadcastOp::create(b, loc, idxVec, cIdx(b, group));
-        qPos.push_back(arith::DivUIOp::create(b, loc, lanes, g));
-        laneHead.push_back(arith::AddIOp::create(
-            b, loc, arith::RemUIOp::create(b, loc, lanes, g),
-            vector::BroadcastOp::create(b, loc, idxVec,
-                                        mul(b, kvHead, cIdx(b, group)))));
+        AttentionSemantics::PackedRow packed =
+            AttentionSemantics::unpackGqaRow(b, loc, lanes, kvHead, group);
+        qPos.push_back(packed.query);
+        laneHead.push_back(packed.head);
         if (args.alibi) {
           // Every lane's head is in range (< Hq), its slope defined.
           auto sType = cast<MemRefType>(args.alibi.getType());
@@ -1335,9 +1322,8 @@ static void buildDecodeKernel(OpBuilder &b, AttentionOp op,
   Value batch = memref::DimOp::create(b, loc, args.q, 0);
   Value nq = memref::DimOp::create(b, loc, args.q, 2);
   Value nk = args.blockTable
-                 ? Value(arith::MulIOp::create(
-                       b, loc, memref::DimOp::create(b, loc, args.blockTable, 1),
-                       idx(op.getPageSize())))
+                 ? AttentionSemantics::pagedKeyCount(b, loc, args.blockTable,
+                                                     op.getPageSize())
                  : Value(memref::DimOp::create(b, loc, args.k, 2));
   Value count;
   if (kvSplits > 1) {

@@ -52,12 +52,12 @@ LogicalResult fa::emitNotInKernelFormError(Operation *op, StringRef pass) {
             "writes it for a kernel spec)";
 }
 
-LogicalResult fa::verifyKernelResultUses(AttentionOp op, StringRef pass) {
+LogicalResult fa::verifyKernelResultUses(Operation *op, StringRef pass) {
   for (Value r : op->getResults()) {
     for (Operation *u : r.getUsers()) {
       if (isa<bufferization::MaterializeInDestinationOp>(u) && u->use_empty())
         continue;
-      return op.emitError() << pass << ": a result is used by '"
+      return op->emitError() << pass << ": a result is used by '"
                             << u->getName()
                             << "'; expected only materialize_in_destination";
     }
@@ -114,3 +114,16 @@ FailureOr<KernelOperands> fa::matchKernelForm(AttentionOp op) {
   return k;
 }
 
+
+FailureOr<MergeKernelOperands> fa::matchMergeKernelForm(MergeOp op) {
+  MergeKernelOperands k;
+  k.partialOutput = traceToMemref(op.getPartialOutput());
+  k.partialLse = traceToMemref(op.getPartialLse());
+  k.output = traceToDestination(op.getResult());
+  if (op.getLseResult())
+    k.lse = traceToDestination(op.getLseResult());
+  if (!k.partialOutput || !k.partialLse || !k.output ||
+      (op.getLseResult() && !k.lse))
+    return failure();
+  return k;
+}

@@ -419,7 +419,7 @@ func.func @regions(%q: memref<1x2x64x64xf16>, %k: memref<1x2x64x64xf16>, %v: mem
 //       DECODE:         vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<16xf32> into f32
 //       DECODE:     %[[QROW:.*]] = arith.divui %{{.*}}, %c4{{.*}}
 //       DECODE:     %[[HG:.*]] = arith.remui %{{.*}}, %c4{{.*}}
-//       DECODE:     %[[H:.*]] = arith.addi %{{.*}}, %[[HG]]
+//       DECODE:     %[[H:.*]] = arith.addi %[[HG]], %{{.*}}
 //       DECODE:     vector.transfer_write %{{.*}}, %{{.*}}[%[[B]], %[[H]], %[[QROW]], %{{.*}}]
 // Split-KV (kv-splits=3): min(3, key tiles of Nk) splits, the workspace
 // of partial results, the forall's fourth dim over the splits, the

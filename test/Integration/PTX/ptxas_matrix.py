@@ -9,6 +9,10 @@ spills and no stack frame.
 For head dims 64, 96 and 128, f16/bf16/f32, causal none and bottom-right,
 sm_80 and sm_90 (36 kernels), and for every head dim 8, 16, ..., 256 with a
 different value head dim, f16 and f32, on sm_80 (64 kernels), and double-buffered K/V for D 64 and 128 (4 kernels);
+the decode kernel with packed query heads (pack-gqa=always) on sm_80 and
+sm_90a, with the modifiers and regions (5 kernels); the SIMT kernel on a
+paged K/V cache, plain and packed (2 kernels); fa.merge's kernel
+(fa-gpu-merge) on sm_80 and sm_90a at Dv 40, 128 and 256 (4 kernels);
 and the tensor-core kernels (kernel=mma): D 64/96/128 x f16/bf16 x
 causal none/bottom-right x sm_80/sm_90 with GQA, key lengths and LSE (24),
 boolean and additive masks (4), 3 stages (2) and other head dims (6), whose
@@ -184,7 +188,47 @@ BOOL_CONVERT = """  %c0 = arith.constant 0 : index
 """
 
 
+MERGE_KERNEL = """
+func.func @merge(%po: memref<?x?x8x?x{dv}xf32>, %pl: memref<?x?x8x?xf32>,
+                 %o: memref<?x8x?x{dv}x{t}>, %l: memref<?x8x?xf32>) {{
+  %pot = bufferization.to_tensor %po restrict : memref<?x?x8x?x{dv}xf32> to tensor<?x?x8x?x{dv}xf32>
+  %plt = bufferization.to_tensor %pl restrict : memref<?x?x8x?xf32> to tensor<?x?x8x?xf32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x8x?x{dv}x{t}> to tensor<?x8x?x{dv}x{t}>
+  %lt = bufferization.to_tensor %l restrict writable : memref<?x8x?xf32> to tensor<?x8x?xf32>
+  %r:2 = fa.merge ins(%pot, %plt : tensor<?x?x8x?x{dv}xf32>, tensor<?x?x8x?xf32>)
+           outs(%ot : tensor<?x8x?x{dv}x{t}>, %lt : tensor<?x8x?xf32>) -> tensor<?x8x?x{dv}x{t}>, tensor<?x8x?xf32>
+  bufferization.materialize_in_destination %r#0 in writable %o : (tensor<?x8x?x{dv}x{t}>, memref<?x8x?x{dv}x{t}>) -> ()
+  bufferization.materialize_in_destination %r#1 in writable %l : (tensor<?x8x?xf32>, memref<?x8x?xf32>) -> ()
+  return
+}}
+"""
+
+
+# A paged K/V cache: [P, 16, 2, D] pages read through a block table.
+KERNEL_PAGED = """
+func.func @fa_attention(%q: memref<?x8x?x{d}x{t}>, %k: memref<?x16x2x{d}x{t}>, %v: memref<?x16x2x{dv}x{t}>,
+                        %lens: memref<?xi32>, %bt: memref<?x?xi32>, %o: memref<?x8x?x{dv}x{t}>, %lse: memref<?x8x?xf32>) {{
+  %qt = bufferization.to_tensor %q restrict : memref<?x8x?x{d}x{t}> to tensor<?x8x?x{d}x{t}>
+  %kt = bufferization.to_tensor %k restrict : memref<?x16x2x{d}x{t}> to tensor<?x16x2x{d}x{t}>
+  %vt = bufferization.to_tensor %v restrict : memref<?x16x2x{dv}x{t}> to tensor<?x16x2x{dv}x{t}>
+  %lt = bufferization.to_tensor %lens restrict : memref<?xi32> to tensor<?xi32>
+  %btt = bufferization.to_tensor %bt restrict : memref<?x?xi32> to tensor<?x?xi32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x8x?x{dv}x{t}> to tensor<?x8x?x{dv}x{t}>
+  %st = bufferization.to_tensor %lse restrict writable : memref<?x8x?xf32> to tensor<?x8x?xf32>
+  %r:2 = fa.attention ins(%qt, %kt, %vt : tensor<?x8x?x{d}x{t}>, tensor<?x16x2x{d}x{t}>, tensor<?x16x2x{dv}x{t}>)
+           kv_lens(%lt : tensor<?xi32>) block_table(%btt : tensor<?x?xi32>)
+           outs(%ot : tensor<?x8x?x{dv}x{t}>, %st : tensor<?x8x?xf32>)
+           causal({causal}) -> tensor<?x8x?x{dv}x{t}>, tensor<?x8x?xf32>
+  bufferization.materialize_in_destination %r#0 in writable %o : (tensor<?x8x?x{dv}x{t}>, memref<?x8x?x{dv}x{t}>) -> ()
+  bufferization.materialize_in_destination %r#1 in writable %lse : (tensor<?x8x?xf32>, memref<?x8x?xf32>) -> ()
+  return
+}}
+"""
+
+
 def kernel_text(d, dv, t, causal, variant):
+    if variant == "paged":
+        return KERNEL_PAGED.format(d=d, dv=dv, t=t, causal=causal)
     if variant == "bool_mask":
         return KERNEL_MASK.format(d=d, dv=dv, t=t, causal=causal, mt="i8",
                                   mtt="i1", mname="%mt", convert=BOOL_CONVERT)
@@ -235,6 +279,23 @@ def main(argv):
         # Double-buffered K/V.
         configs += [(chip, d, d, "bf16", "bottom_right", simt + " double-buffer=true", "")
                     for chip in ("sm_80", "sm_90") for d in (64, 128)]
+        # The decode kernel with packed query heads (pack-gqa=always; the
+        # kernel text's Hq = 8, Hkv = 2): sm_80 and sm_90a, with and
+        # without the modifiers and regions.
+        pack = simt + " pack-gqa=always"
+        configs += [(chip, d, d, t, causal, pack, variant)
+                    for chip, d, t, causal, variant in (
+                        ("sm_80", 128, "f16", "bottom_right", ""),
+                        ("sm_80", 64, "f32", "none", ""),
+                        ("sm_90a", 128, "bf16", "bottom_right", ""),
+                        ("sm_90a", 64, "f16", "bottom_right", "all_mods"),
+                        ("sm_80", 128, "f16", "bottom_right", "regions"))]
+        # A paged K/V cache (16-row pages, the SIMT kernel), plain and
+        # with packed query heads.
+        configs += [(chip, 128, 128, t, "bottom_right", simt + extra, "paged")
+                    for chip, t, extra in (("sm_80", "f16", ""),
+                                           ("sm_90a", "bf16",
+                                            " pack-gqa=always"))]
         # Tensor cores (fa-map-to-tensor-cores): GQA with key lengths and
         # LSE at D 64/96/128, f16/bf16, causal none/bottom-right, then the
         # mask variants, 3 stages and the other head dims.
@@ -293,6 +354,7 @@ def main(argv):
                         wgmma = "kernel=wgmma" in extra
                         name = (f"{chip}_d{d}_dv{dv}_{t}_{causal}"
                                 + ("_db" if "double" in extra else "")
+                                + ("_pack" if "pack-gqa" in extra else "")
                                 + ("_tc" if tensor_cores else "")
                                 + ("_wg" if wgmma else "")
                                 + ("_2wg" if "warpgroups=2" in extra else "")
@@ -382,6 +444,50 @@ def main(argv):
                               f"{smem.group(1) if smem else '0'} bytes static smem, "
                               f"{frame.group(0) if frame else info.strip()[:300]}")
                         failures += not ok
+        # fa.merge's kernel (fa-gpu-merge): one warp per row, sm_80 and
+        # sm_90a, f32/f16/bf16 outputs, Dv 40, 128 and 256.
+        merges = [("sm_80", 40, "f16"), ("sm_80", 128, "f32"),
+                  ("sm_90a", 128, "bf16"), ("sm_90a", 256, "f16")]
+        for chip, dv, t in merges:
+            name = f"merge_{chip}_dv{dv}_{t}"
+            src = os.path.join(tmp, name + ".mlir")
+            with open(src, "w") as f:
+                f.write(MERGE_KERNEL.format(dv=dv, t=t))
+            lowered = subprocess.run(
+                [fa_opt, src, f"-fa-lower-to-nvvm=chip={chip}"],
+                capture_output=True, text=True)
+            ptx = extract_ptx(lowered.stdout) if lowered.returncode == 0 \
+                else None
+            problems = []
+            if ptx is None:
+                problems.append("no PTX: " + lowered.stderr.strip()[:300])
+            else:
+                for needle in (f".target {chip}", ".entry merge",
+                               "ld.global", "ex2.approx", "st.global"):
+                    if needle not in ptx:
+                        problems.append(f"PTX lacks '{needle}'")
+            info = ""
+            if not problems:
+                ptx_path = os.path.join(tmp, name + ".ptx")
+                with open(ptx_path, "w") as f:
+                    f.write(ptx)
+                asm = subprocess.run(
+                    [ptxas, f"-arch={chip}", "-v", ptx_path, "-o",
+                     os.path.join(tmp, name + ".cubin")],
+                    capture_output=True, text=True)
+                info = asm.stdout + asm.stderr
+                frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes "
+                                  r"spill stores, (\d+) bytes spill loads",
+                                  info)
+                if asm.returncode != 0 or frame is None or \
+                        frame.groups() != ("0", "0", "0"):
+                    problems.append("ptxas: " + info.strip()[:300])
+                else:
+                    info = frame.group(0)
+            print(f"{'FAIL' if problems else 'PASS'} {name}: "
+                  + ("; ".join(problems) if problems else info))
+            failures += bool(problems)
+        configs += merges
     print(f"{len(configs) - failures}/{len(configs)} configurations assemble with no spills")
     return 1 if failures else 0
 

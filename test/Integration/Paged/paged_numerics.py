@@ -323,4 +323,5 @@ def main():
     finish(failures)
 
 
-main()
+if __name__ == "__main__":
+    main()

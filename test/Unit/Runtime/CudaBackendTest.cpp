@@ -870,6 +870,31 @@ TEST_F(FakeDriverTest, LaunchGridOrder) {
   fa_kernel_destroy(kernel);
 }
 
+/// A decode kernel with packed query heads runs over ceil(Nq * Hq / Hkv /
+/// block_q) packed tiles and the kv heads.
+TEST_F(FakeDriverTest, LaunchGridPackedHeads) {
+  md.launch->grid = {GridAxis::PackedQueryTiles, GridAxis::KvHeads,
+                     GridAxis::Batch};
+  md.blockQ = 16;
+  fa_kernel *kernel = nullptr;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  const int64_t B = 3, Nq = 5, Nk = 70;
+  fa_tensor q = deviceTensor(0x100000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor k = deviceTensor(0x200000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor v = deviceTensor(0x300000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor o = deviceTensor(0x400000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor lse = deviceTensor(0x500000, FA_DTYPE_F32, {B, 8, Nq});
+  ASSERT_EQ(fa_attention_launch(kernel, &q, &k, &v, nullptr, nullptr, &o, &lse,
+                                nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  ASSERT_EQ(fake->launches, 1);
+  EXPECT_EQ(fake->grid[0], 2u); // ceil(5 * 4 / 16)
+  EXPECT_EQ(fake->grid[1], 2u); // Hkv
+  EXPECT_EQ(fake->grid[2], 3u); // B
+  fa_kernel_destroy(kernel);
+}
+
 TEST_F(FakeDriverTest, DeviceChip) {
   char chip[8];
   ASSERT_EQ(fa_cuda_device_chip(chip, sizeof(chip)), FA_SUCCESS)

@@ -655,7 +655,7 @@ TEST(MetadataTest, LaunchGridAxes) {
   EXPECT_EQ(withGrid(json::Array{"batch", "q_tiles", "heads"}), "");
   EXPECT_EQ(withGrid(json::Array{"ceil(Nq/block_q)", "Hq", "B"}),
             "field 'launch.grid[0]': expected one of q_tiles, heads, batch, "
-            "got 'ceil(Nq/block_q)'");
+            "packed_q_tiles, kv_heads, got 'ceil(Nq/block_q)'");
   EXPECT_EQ(withGrid(json::Array{"q_tiles", 1, "batch"}),
             "field 'launch.grid[1]': expected a string, got 1");
   EXPECT_EQ(withGrid(json::Array{"q_tiles", "heads"}),
@@ -666,7 +666,18 @@ TEST(MetadataTest, LaunchGridAxes) {
             "field 'launch.grid': expected an array, got \"q_tiles\"");
   EXPECT_EQ(withGrid(json::Array{"q_tiles", "heads", "heads"}),
             "field 'launch.grid': 'heads' appears twice (expected q_tiles, "
-            "heads and batch, each once)");
+            "heads and batch, or packed_q_tiles, kv_heads and batch, each "
+            "once)");
+  // Packed query heads: packed_q_tiles with kv_heads, in any order; never
+  // mixed with the unpacked axes.
+  EXPECT_EQ(withGrid(json::Array{"packed_q_tiles", "kv_heads", "batch"}), "");
+  EXPECT_EQ(withGrid(json::Array{"batch", "kv_heads", "packed_q_tiles"}), "");
+  const char *mixed = "field 'launch.grid': expected q_tiles, heads and "
+                      "batch, or packed_q_tiles, kv_heads and batch";
+  EXPECT_EQ(withGrid(json::Array{"packed_q_tiles", "heads", "batch"}), mixed);
+  EXPECT_EQ(withGrid(json::Array{"q_tiles", "kv_heads", "batch"}), mixed);
+  EXPECT_EQ(withGrid(json::Array{"q_tiles", "packed_q_tiles", "kv_heads"}),
+            mixed);
 }
 
 /// getLaunchGrid derives the grid from block_q, Hq and the shapes.
@@ -683,6 +694,16 @@ TEST(MetadataTest, LaunchGridSizes) {
   md.launch->grid = {GridAxis::Batch, GridAxis::QueryTiles, GridAxis::Heads};
   md.blockQ = 16;
   EXPECT_EQ(getLaunchGrid(md, 5, 33), (Grid{5, 3, 8}));
+  // Packed query heads: ceil(Nq * Hq / Hkv / block_q) tiles of the packed
+  // rows (G = 8 / 2 = 4), over the kv heads.
+  md.launch->grid = {GridAxis::PackedQueryTiles, GridAxis::KvHeads,
+                     GridAxis::Batch};
+  EXPECT_EQ(getLaunchGrid(md, 3, 1), (Grid{1, 2, 3}));
+  EXPECT_EQ(getLaunchGrid(md, 3, 4), (Grid{1, 2, 3}));
+  EXPECT_EQ(getLaunchGrid(md, 3, 5), (Grid{2, 2, 3}));
+  EXPECT_EQ(getLaunchGrid(md, 1, 0), (Grid{0, 2, 1}));
+  // Past int64, a size CUDA refuses (no wrap to a small grid).
+  EXPECT_EQ(getLaunchGrid(md, 1, INT64_MAX / 2)[0], INT64_MAX);
 }
 
 TEST(MetadataTest, Softmax) {

@@ -43,13 +43,24 @@ struct KernelOperands {
 /// kernel form.
 FailureOr<KernelOperands> matchKernelForm(AttentionOp op);
 
+/// The memrefs of an fa.merge in the kernel form: the partials [S, d...,
+/// Dv] and [S, d...], the output [d..., Dv] and the LSE [d...] (null when
+/// absent).
+struct MergeKernelOperands {
+  Value partialOutput, partialLse, output, lse;
+};
+
+/// The memrefs `op` reads and writes, or failure when it is not in the
+/// kernel form.
+FailureOr<MergeKernelOperands> matchMergeKernelForm(MergeOp op);
+
 /// Checks that the results of `op`, in the kernel form, are used only by
 /// their `bufferization.materialize_in_destination` (which has no uses
 /// itself): a kernel builder replaces the op and erases those users, so any
 /// other use would be left pointing at erased IR. Emits "<pass>: a result is
 /// used by '<op>'; expected only materialize_in_destination" on `op` and
 /// fails otherwise.
-LogicalResult verifyKernelResultUses(AttentionOp op, StringRef pass);
+LogicalResult verifyKernelResultUses(Operation *op, StringRef pass);
 
 /// Emits the error of `pass`, which needs the kernel form, on `op`, which is
 /// not in it; the message says what the form is and where an example is

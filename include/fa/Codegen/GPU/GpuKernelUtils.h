@@ -54,6 +54,17 @@ FailureOr<KernelConfig> chooseConfig(AttentionOp op, int64_t blockQ,
                                      int64_t budget, bool doubleBuffer,
                                      std::string &error);
 
+/// Whether the SIMT kernel packs the G = Hq / Hkv query heads of a kv head
+/// into its query tiles (FlashAttention 3's pack_gqa, for decode): `mode`
+/// "always" packs every op with G > 1; "auto" packs when Nq is static and
+/// packing reads fewer K/V tiles (ceil(G Nq / block-q) tiles per kv head
+/// instead of G ceil(Nq / block-q)); "never" does not. A dynamic Nq is
+/// never packed automatically.
+bool shouldPackGqa(AttentionOp op, llvm::StringRef mode, int64_t blockQ);
+
+/// Whether `mode` is a pack-gqa mode (auto, always, never).
+bool isPackGqaMode(llvm::StringRef mode);
+
 /// Tile sizes of one tensor-core (mma.sync) kernel.
 struct TensorCoreConfig {
   /// Query rows per block (16 per warp) and keys per K/V tile.

@@ -113,6 +113,24 @@ FailureOr<KernelConfig> gpukernel::chooseConfig(AttentionOp op,
   return failure();
 }
 
+bool gpukernel::isPackGqaMode(StringRef mode) {
+  return mode == "auto" || mode == "always" || mode == "never";
+}
+
+bool gpukernel::shouldPackGqa(AttentionOp op, StringRef mode,
+                              int64_t blockQ) {
+  int64_t group = op.getGroupSize();
+  if (group <= 1 || mode == "never")
+    return false;
+  if (mode == "always")
+    return true;
+  int64_t nq = cast<RankedTensorType>(op.getQuery().getType()).getDimSize(2);
+  if (ShapedType::isDynamic(nq) || blockQ <= 0)
+    return false;
+  auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  return ceilDiv(group * nq, blockQ) < group * ceilDiv(nq, blockQ);
+}
+
 int64_t KernelConfig::sharedBytes(int64_t bq, int64_t bkv) const {
   int64_t kvSlots = doubleBuffer ? 2 : 1;
   return (bq * headDim + kvSlots * bkv * (keyStride + valueDim)) *
@@ -130,9 +148,9 @@ namespace {
 class PromotedBuilder {
 public:
   PromotedBuilder(AttentionOp op, const KernelOperands &args,
-                  const KernelConfig &cfg)
+                  const KernelConfig &cfg, bool packed)
       : op(op), args(args), cfg(cfg), ctx(op.getContext()),
-        loc(op.getLoc()) {
+        loc(op.getLoc()), packed(packed) {
     auto qType = cast<RankedTensorType>(op.getQuery().getType());
     elt = qType.getElementType();
     heads = qType.getDimSize(1);
@@ -220,20 +238,37 @@ private:
                        });
   }
 
+  /// How copyTile addresses a row of its source.
+  enum class Rows {
+    Dense,       ///< src[batch, head, row, :]
+    PackedHeads, ///< packed row of kv head `head` (unpackGqaRow)
+    PagedKeys,   ///< key `row` of a paged cache (pagedKeyRow)
+  };
   /// Copies rows [row0, row0 + rows) of `src[b, head, :, :]` (`width`
   /// columns) into `dst` (row stride `stride`), zero-filling rows at or
-  /// past `rowEnd`.
+  /// past `rowEnd`; `mode` says how a row is addressed.
   void copyTile(OpBuilder &b, Value t, Value src, Value batch, Value head,
                 Value row0, Value rowEnd, int64_t rows, int64_t width,
-                int64_t stride, Value dst, Value dstBase);
+                int64_t stride, Value dst, Value dstBase,
+                Rows mode = Rows::Dense);
   /// Copies K/V tile `j` into the K/V buffers at slot offsets.
   void copyKVTile(OpBuilder &b, Value t, Value j, Value kBase, Value vBase);
 
   /// One KV tile's update of the rows of warp `w`.
   void buildRowUpdates(OpBuilder &b, Value w, Value k0, Value kBase,
                        Value vBase);
-  /// Scores of key slot `t` for row `row` (log2 domain, masked).
-  Value maskedScores(OpBuilder &b, Value s, Value qRow, Value k0, int64_t t);
+  /// Scores of key slot `t` for query row `qRow` of head `rowHead`
+  /// (log2 domain, masked); `rowSlope` is that head's ALiBi slope.
+  Value maskedScores(OpBuilder &b, Value s, Value qRow, Value rowHead,
+                     Value rowSlope, Value k0, int64_t t);
+  /// The query row and head of tile row `row` (an index): q0 + row of the
+  /// block's head, or with packed heads the packed row r0 + row unpacked.
+  AttentionSemantics::PackedRow rowOf(OpBuilder &b, Value row) {
+    Value r = arith::AddIOp::create(b, loc, r0, row);
+    if (!packed)
+      return {r, head};
+    return AttentionSemantics::unpackGqaRow(b, loc, r, kvHead, group);
+  }
   /// The epilogue of warp `w`: O and LSE.
   void buildEpilogue(OpBuilder &b, Value w);
 
@@ -242,14 +277,20 @@ private:
   KernelConfig cfg;
   MLIRContext *ctx;
   Location loc;
+  /// Packed query heads (decode): a block runs packed rows of the G query
+  /// heads of one kv head (grid: packed row tiles, Hkv, B).
+  bool packed;
   Type elt;
   int64_t heads, group, keySlots, colSlots;
   AttentionSemantics sem;
   float scaleLog2;
   VectorType lanes, f32Lanes;
 
-  // Per-block values.
-  Value batch, head, kvHead, q0, nq, nk, diagOffset, kvBegin, kvEnd, laneIds;
+  // Per-block values. With packed heads `head` and `slope` are per row
+  /// (null here); r0 is the block's first (packed) row, `rowEnd` the rows
+  /// (Nq, or Nq x G packed), q0 the first query row.
+  Value batch, head, kvHead, r0, rowEnd, q0, nq, nk, diagOffset, kvBegin,
+      kvEnd, laneIds;
   /// The ALiBi slope of (batch, head) (f32; null without ALiBi).
   Value slope;
   /// The first key of K/V tile `j`: kvBegin + j * blockKV.
@@ -281,7 +322,7 @@ Value PromotedBuilder::tileVisited(OpBuilder &b, Value k0) {
 void PromotedBuilder::copyTile(OpBuilder &b, Value t, Value src, Value bIdx,
                                Value hIdx, Value row0, Value rowEnd,
                                int64_t rows, int64_t width, int64_t stride,
-                               Value dst, Value dstBase) {
+                               Value dst, Value dstBase, Rows mode) {
   threadStrided(b, t, rows * width, [&](OpBuilder &lb, Value i) {
     Value w = cIdx(lb, width);
     Value r = arith::DivUIOp::create(lb, loc, i, w);
@@ -294,8 +335,18 @@ void PromotedBuilder::copyTile(OpBuilder &b, Value t, Value src, Value bIdx,
     Type srcElt = cast<MemRefType>(src.getType()).getElementType();
     Value rowC = arith::MinSIOp::create(
         lb, loc, row, arith::SubIOp::create(lb, loc, rowEnd, cIdx(lb, 1)));
-    Value loaded =
-        memref::LoadOp::create(lb, loc, src, ValueRange{bIdx, hIdx, rowC, c});
+    SmallVector<Value> srcAt = {bIdx, hIdx, rowC, c};
+    if (mode == Rows::PackedHeads) {
+      AttentionSemantics::PackedRow p =
+          AttentionSemantics::unpackGqaRow(lb, loc, rowC, hIdx, group);
+      srcAt = {bIdx, p.head, p.query, c};
+    } else if (mode == Rows::PagedKeys) {
+      // [P, S, Hkv, D]: the key's page (from the block table) and row.
+      AttentionSemantics::PagedRow p = AttentionSemantics::pagedKeyRow(
+          lb, loc, args.blockTable, src, op.getPageSize(), bIdx, rowC);
+      srcAt = {p.page, p.row, hIdx, c};
+    }
+    Value loaded = memref::LoadOp::create(lb, loc, src, srcAt);
     Value zero = arith::ConstantOp::create(lb, loc, lb.getZeroAttr(srcElt));
     Value value = arith::SelectOp::create(lb, loc, inside, loaded, zero);
     Value at = arith::AddIOp::create(
@@ -309,14 +360,16 @@ void PromotedBuilder::copyTile(OpBuilder &b, Value t, Value src, Value bIdx,
 void PromotedBuilder::copyKVTile(OpBuilder &b, Value t, Value j, Value kBase,
                                  Value vBase) {
   Value k0 = tileStart(b, j);
+  Rows mode = args.blockTable ? Rows::PagedKeys : Rows::Dense;
   copyTile(b, t, args.k, batch, kvHead, k0, kvEnd, cfg.blockKV, cfg.headDim,
-           cfg.keyStride, kTile, kBase);
+           cfg.keyStride, kTile, kBase, mode);
   copyTile(b, t, args.v, batch, kvHead, k0, kvEnd, cfg.blockKV, cfg.valueDim,
-           cfg.valueDim, vTile, vBase);
+           cfg.valueDim, vTile, vBase, mode);
 }
 
 Value PromotedBuilder::maskedScores(OpBuilder &b, Value s, Value qRow,
-                                    Value k0, int64_t t) {
+                                    Value rowHead, Value rowSlope, Value k0,
+                                    int64_t t) {
   Value keyLocal = arith::AddIOp::create(
       b, loc, laneIds, splat(b, cIdx(b, t * kWarpSize)));
   Value key = arith::AddIOp::create(b, loc, keyLocal, splat(b, k0));
@@ -330,7 +383,7 @@ Value PromotedBuilder::maskedScores(OpBuilder &b, Value s, Value qRow,
   Value x = arith::MulFOp::create(b, loc, s, splat(b, cF32(b, scaleLog2)));
   // The score modifiers (softcap, ALiBi) in the log2 domain.
   if (sem.hasSoftcap() || sem.hasAlibi())
-    x = sem.modifyScore(b, loc, x, qRow, key, diagOffset, slope, M_LOG2E);
+    x = sem.modifyScore(b, loc, x, qRow, key, diagOffset, rowSlope, M_LOG2E);
   if (args.qSegments) {
     // Document masking: the row's id against each lane's key id (indices
     // clamped like the mask's).
@@ -358,7 +411,7 @@ Value PromotedBuilder::maskedScores(OpBuilder &b, Value s, Value qRow,
     Value keyC = arith::MinSIOp::create(
         b, loc, key, splat(b, arith::SubIOp::create(b, loc, nk, one)));
     Value mb = mType.getDimSize(0) == 1 ? cIdx(b, 0) : batch;
-    Value mh = mType.getDimSize(1) == 1 ? cIdx(b, 0) : head;
+    Value mh = mType.getDimSize(1) == 1 ? cIdx(b, 0) : rowHead;
     auto resultType = VectorType::get({kWarpSize}, mType.getElementType());
     Value pass = arith::ConstantOp::create(b, loc, b.getZeroAttr(resultType));
     Value mv = vector::GatherOp::create(
@@ -368,7 +421,7 @@ Value PromotedBuilder::maskedScores(OpBuilder &b, Value s, Value qRow,
   }
   // The general modifiers, last: score_mod (log2 domain) and mask_mod on
   // the lanes' keys.
-  AttentionSemantics::ModIndices idx{batch, head, qRow, key, nq, nk};
+  AttentionSemantics::ModIndices idx{batch, rowHead, qRow, key, nq, nk};
   x = sem.applyScoreMod(b, loc, x, idx, args.modOperands, M_LOG2E);
   sem.applyMaskMod(b, loc, idx, args.modOperands, valid);
   return AttentionSemantics::removeUnkept(b, loc, valid, x);
@@ -427,10 +480,15 @@ void PromotedBuilder::buildRowUpdates(OpBuilder &b, Value w, Value k0,
   Value ninf = cF32(b, -std::numeric_limits<float>::infinity());
   for (int64_t rr = 0; rr < rpw; ++rr) {
     Value row = arith::AddIOp::create(b, loc, rowBase, cIdx(b, rr));
-    Value qRow = arith::AddIOp::create(b, loc, q0, row);
+    AttentionSemantics::PackedRow at = rowOf(b, row);
+    // With packed heads each row has its head's slope.
+    Value rowSlope = packed ? AttentionSemantics::loadAlibiSlope(
+                                  b, loc, args.alibi, batch, at.head)
+                            : slope;
     SmallVector<Value> x;
     for (int64_t t = 0; t < keySlots; ++t)
-      x.push_back(maskedScores(b, dot.getResult(rr * keySlots + t), qRow, k0, t));
+      x.push_back(maskedScores(b, dot.getResult(rr * keySlots + t), at.query,
+                               at.head, rowSlope, k0, t));
 
     // Row max over the tile: elementwise over key slots, then across lanes.
     Value lm = x[0];
@@ -535,11 +593,17 @@ void PromotedBuilder::buildEpilogue(OpBuilder &b, Value w) {
   auto eltLanes = VectorType::get({kWarpSize}, elt);
   for (int64_t rr = 0; rr < rpw; ++rr) {
     Value row = arith::AddIOp::create(b, loc, rowBase, cIdx(b, rr));
-    Value qRow = arith::AddIOp::create(b, loc, q0, row);
+    Value r = arith::AddIOp::create(b, loc, r0, row);
     Value inRows =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, qRow, nq);
-    Value qRowC = arith::MinSIOp::create(
-        b, loc, qRow, arith::SubIOp::create(b, loc, nq, one));
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, rowEnd);
+    // Rows past the end store nothing; their indices are clamped.
+    AttentionSemantics::PackedRow pos = rowOf(
+        b, arith::SubIOp::create(
+               b, loc,
+               arith::MinSIOp::create(
+                   b, loc, r, arith::SubIOp::create(b, loc, rowEnd, one)),
+               r0));
+    Value qRowC = pos.query;
     Value m = memref::LoadOp::create(b, loc, mState, ValueRange{row});
     Value l = memref::LoadOp::create(b, loc, lState, ValueRange{row});
     Value empty =
@@ -565,8 +629,8 @@ void PromotedBuilder::buildEpilogue(OpBuilder &b, Value w) {
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, c,
                                 splat(b, cIdx(b, cfg.valueDim))));
       vector::ScatterOp::create(b, loc, Type(), args.o,
-                                ValueRange{batch, head, qRowC, cIdx(b, 0)}, cC,
-                                mask, o);
+                                ValueRange{batch, pos.head, qRowC, cIdx(b, 0)},
+                                cC, mask, o);
     }
     if (args.lse) {
       // LSE = ln(2) * (m + log2(l)), natural log; -inf for an empty row.
@@ -579,7 +643,7 @@ void PromotedBuilder::buildEpilogue(OpBuilder &b, Value w) {
           lse);
       Value mask = arith::AndIOp::create(b, loc, laneZero, splat(b, inRows));
       vector::ScatterOp::create(b, loc, Type(), args.lse,
-                                ValueRange{batch, head, cIdx(b, 0)},
+                                ValueRange{batch, pos.head, cIdx(b, 0)},
                                 splat(b, qRowC), mask, splat(b, lse));
     }
   }
@@ -610,10 +674,17 @@ void PromotedBuilder::build(func::FuncOp func) {
 
   Value gB = memref::DimOp::create(b, loc, args.q, 0);
   Value gNq = memref::DimOp::create(b, loc, args.q, 2);
-  Value gTiles = arith::CeilDivUIOp::create(b, loc, gNq, cIdx(b, cfg.blockQ));
+  // With packed heads the grid is (tiles of the Nq x G packed rows, Hkv,
+  // B).
+  Value gRows = packed ? Value(arith::MulIOp::create(b, loc, gNq,
+                                                     cIdx(b, group)))
+                       : gNq;
+  Value gTiles = arith::CeilDivUIOp::create(b, loc, gRows, cIdx(b, cfg.blockQ));
+  int64_t gridHeads = packed ? heads / group : heads;
   auto blocks = scf::ForallOp::create(
       b, loc,
-      ArrayRef<OpFoldResult>{gTiles, b.getIndexAttr(heads), gB}, ValueRange{},
+      ArrayRef<OpFoldResult>{gTiles, b.getIndexAttr(gridHeads), gB},
+      ValueRange{},
       b.getArrayAttr({gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX),
                       gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
                       gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ)}));
@@ -621,38 +692,67 @@ void PromotedBuilder::build(func::FuncOp func) {
     OpBuilder bb = OpBuilder::atBlockBegin(blocks.getBody());
     SmallVector<Value> ivs = blocks.getInductionVars();
     Value qTileIdx = ivs[0];
-    head = ivs[1];
     batch = ivs[2];
-    kvHead = group == 1 ? head
-                        : Value(arith::DivUIOp::create(bb, loc, head,
-                                                       cIdx(bb, group)));
+    if (packed) {
+      kvHead = ivs[1];
+      head = Value();
+    } else {
+      head = ivs[1];
+      kvHead = group == 1 ? head
+                          : Value(arith::DivUIOp::create(bb, loc, head,
+                                                         cIdx(bb, group)));
+    }
     nq = memref::DimOp::create(bb, loc, args.q, 2);
-    nk = memref::DimOp::create(bb, loc, args.k, 2);
-    q0 = arith::MulIOp::create(bb, loc, qTileIdx, cIdx(bb, cfg.blockQ));
-    Value qRows = arith::MinSIOp::create(
-        bb, loc, cIdx(bb, cfg.blockQ), arith::SubIOp::create(bb, loc, nq, q0));
+    // A paged cache stands for Nk = M x S keys.
+    nk = args.blockTable
+             ? AttentionSemantics::pagedKeyCount(bb, loc, args.blockTable,
+                                                 op.getPageSize())
+             : Value(memref::DimOp::create(bb, loc, args.k, 2));
+    r0 = arith::MulIOp::create(bb, loc, qTileIdx, cIdx(bb, cfg.blockQ));
+    rowEnd = packed ? Value(arith::MulIOp::create(bb, loc, nq,
+                                                  cIdx(bb, group)))
+                    : nq;
+    Value rows = arith::MinSIOp::create(
+        bb, loc, cIdx(bb, cfg.blockQ),
+        arith::SubIOp::create(bb, loc, rowEnd, r0));
+    // The query rows the block's rows hold: the key range below is theirs.
+    Value qRows = rows;
+    q0 = r0;
+    if (packed) {
+      AttentionSemantics::QueryRange range =
+          AttentionSemantics::packedQueryRange(bb, loc, r0, rows, group);
+      q0 = range.q0;
+      qRows = range.count;
+    }
     // A constant q_offset is cloned into the block body (the function's
     // body is erased).
     Value qOffset = args.qOffset;
     if (qOffset && !isa<BlockArgument>(qOffset))
       qOffset = bb.clone(*qOffset.getDefiningOp())->getResult(0);
-    diagOffset = sem.diagonalOffset(bb, loc, nq, nk, qOffset);
-
     // Keys past kv_end are never visited (key lengths, causality, the
     // window's right bound, the chunk's end), nor the tiles before the one
     // holding the window's left bound or the chunk's start.
     Value len;
     if (args.kvLens)
       len = memref::LoadOp::create(bb, loc, args.kvLens, ValueRange{batch});
-    kvEnd = sem.visitedKeyEnd(bb, loc, sem.keyLengthEnd(bb, loc, len, nk), q0,
-                              qRows, diagOffset);
+    Value keyEnd = sem.keyLengthEnd(bb, loc, len, nk);
+    // A paged cache aligns causality per sequence (its len_b keys); with
+    // no pages at all no key can be read.
+    if (args.blockTable)
+      keyEnd = AttentionSemantics::pagedKeyEnd(bb, loc, args.k, keyEnd);
+    diagOffset = sem.diagonalOffset(bb, loc, nq,
+                                    args.blockTable ? keyEnd : nk, qOffset);
+    kvEnd = sem.visitedKeyEnd(bb, loc, keyEnd, q0, qRows, diagOffset);
     kvBegin = sem.visitedTileBegin(bb, loc, q0, diagOffset, cfg.blockKV);
     Value span = AttentionSemantics::visitedKeyCount(bb, loc, kvBegin, kvEnd);
-    slope =
-        AttentionSemantics::loadAlibiSlope(bb, loc, args.alibi, batch, head);
+    slope = packed ? Value()
+                   : AttentionSemantics::loadAlibiSlope(bb, loc, args.alibi,
+                                                        batch, head);
     // The block mask, when each kernel tile lies inside one of its tiles
-    // (the first visited key tile stays on the kernel's tile grid).
-    useBlockMask = args.blockMask &&
+    // (the first visited key tile stays on the kernel's tile grid); not
+    // with packed heads, whose rows are of several heads (every tile is
+    // then visited and masked).
+    useBlockMask = args.blockMask && !packed &&
                    sem.canUseBlockMask(cfg.blockQ, cfg.blockKV);
 
     auto threadMap = gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX);
@@ -660,8 +760,9 @@ void PromotedBuilder::build(func::FuncOp func) {
 
     // Copy the Q tile; m = -inf, l = 0, acc = 0.
     forall(bb, cfg.numThreads(), threadMap, [&](OpBuilder &tb, Value t) {
-      copyTile(tb, t, args.q, batch, head, q0, nq, cfg.blockQ, cfg.headDim,
-               cfg.headDim, qTile, Value());
+      copyTile(tb, t, args.q, batch, packed ? kvHead : head, r0, rowEnd,
+               cfg.blockQ, cfg.headDim, cfg.headDim, qTile, Value(),
+               packed ? Rows::PackedHeads : Rows::Dense);
       threadStrided(tb, t, cfg.blockQ, [&](OpBuilder &lb, Value i) {
         memref::StoreOp::create(
             lb, loc, cF32(lb, -std::numeric_limits<float>::infinity()),
@@ -833,17 +934,27 @@ void FAPromoteSharedPass::runOnOperation() {
     op.emitError() << "fa-promote-shared: " << error;
     return signalPassFailure();
   }
-  PromotedBuilder(op, *args, *cfg).build(func);
-  func->setAttr(kConfigAttrName,
-                DictionaryAttr::get(
-                    &getContext(),
-                    {NamedAttribute(StringAttr::get(&getContext(), "block_q"),
-                                    IntegerAttr::get(IndexType::get(&getContext()),
-                                                     cfg->blockQ)),
-                     NamedAttribute(StringAttr::get(&getContext(), "block_kv"),
-                                    IntegerAttr::get(IndexType::get(&getContext()),
-                                                     cfg->blockKV)),
-                     NamedAttribute(StringAttr::get(&getContext(), "threads"),
-                                    IntegerAttr::get(IndexType::get(&getContext()),
-                                                     cfg->numThreads()))}));
+  if (!isPackGqaMode(packGqa)) {
+    op.emitError() << "fa-promote-shared: pack-gqa must be auto, always or "
+                      "never, got '"
+                   << packGqa << "'";
+    return signalPassFailure();
+  }
+  bool packed = shouldPackGqa(op, packGqa, cfg->blockQ);
+  PromotedBuilder(op, *args, *cfg, packed).build(func);
+  MLIRContext *ctx = &getContext();
+  auto entry = [&](StringRef name, Attribute value) {
+    return NamedAttribute(StringAttr::get(ctx, name), value);
+  };
+  auto index = [&](int64_t v) {
+    return IntegerAttr::get(IndexType::get(ctx), v);
+  };
+  SmallVector<NamedAttribute> config = {
+      entry("block_q", index(cfg->blockQ)),
+      entry("block_kv", index(cfg->blockKV)),
+      entry("threads", index(cfg->numThreads()))};
+  // Packed query heads change the grid: (packed row tiles, Hkv, B).
+  if (packed)
+    config.push_back(entry("pack_gqa", UnitAttr::get(ctx)));
+  func->setAttr(kConfigAttrName, DictionaryAttr::get(&getContext(), config));
 }

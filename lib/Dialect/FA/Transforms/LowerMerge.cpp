@@ -17,6 +17,7 @@
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/Dialect/FA/Transforms/Transforms.h"
+#include "fa/Dialect/FA/Utils/AttentionSemantics.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -96,15 +97,12 @@ struct LowerMerge final : OpRewritePattern<MergeOp> {
       return it;
     };
     // The weight exp(LSE_s - Mu) of a partial (Mu: the max, 0 when -inf),
-    // and whether it is empty.
+    // and whether it is empty: fa.merge's rule (AttentionSemantics).
     auto weight = [&](OpBuilder &b, Value lse, Value m, Value &empty) {
-      empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, lse,
-                                    cF(b, ninf));
-      Value noMax = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                          m, cF(b, ninf));
-      Value mu = arith::SelectOp::create(b, loc, noMax, cF(b, 0.0f), m);
-      return math::ExpOp::create(b, loc,
-                                 arith::SubFOp::create(b, loc, lse, mu));
+      AttentionSemantics::MergeWeight w =
+          AttentionSemantics::mergeWeight(b, loc, lse, m);
+      empty = w.empty;
+      return w.weight;
     };
 
     // M = max_s LSE_s.
@@ -169,10 +167,8 @@ struct LowerMerge final : OpRewritePattern<MergeOp> {
                                    map(k + 1, rowsV)},
             iters(k + 1, false),
             [&](OpBuilder &b, Location, ValueRange args) {
-              Value none = arith::CmpFOp::create(
-                  b, loc, arith::CmpFPredicate::OEQ, args[1], cF(b, 0.0f));
-              Value q = arith::DivFOp::create(b, loc, args[0], args[1]);
-              Value v = arith::SelectOp::create(b, loc, none, cF(b, 0.0f), q);
+              Value v = AttentionSemantics::mergedOutput(b, loc, args[0],
+                                                         args[1]);
               if (outElt != b.getF32Type())
                 v = arith::TruncFOp::create(b, loc, outElt, v);
               linalg::YieldOp::create(b, loc, ValueRange{v});
@@ -189,14 +185,10 @@ struct LowerMerge final : OpRewritePattern<MergeOp> {
                                      map(k, rows)},
               iters(k, false),
               [&](OpBuilder &b, Location, ValueRange args) {
-                Value none = arith::CmpFOp::create(
-                    b, loc, arith::CmpFPredicate::OEQ, args[1], cF(b, 0.0f));
-                Value lse = arith::AddFOp::create(
-                    b, loc, args[0], math::LogOp::create(b, loc, args[1]));
                 linalg::YieldOp::create(
                     b, loc,
-                    ValueRange{arith::SelectOp::create(b, loc, none,
-                                                       cF(b, ninf), lse)});
+                    ValueRange{AttentionSemantics::mergedLse(b, loc, args[0],
+                                                             args[1])});
               })
               .getResult(0));
     }

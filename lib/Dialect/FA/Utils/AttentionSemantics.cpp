@@ -273,6 +273,104 @@ AttentionSemantics::loadSequence(OpBuilder &b, Location loc, Value cu,
   return {start, arith::SubIOp::create(b, loc, end, start)};
 }
 
+AttentionSemantics::PackedRow
+AttentionSemantics::unpackGqaRow(OpBuilder &b, Location loc, Value row,
+                                 Value kvHead, int64_t group) {
+  // `row` may be a vector of rows (one per lane); kvHead is a scalar.
+  Value g = cIndex(b, loc, group);
+  Value base = matchShape(b, loc, arith::MulIOp::create(b, loc, kvHead, g),
+                          row);
+  g = matchShape(b, loc, g, row);
+  Value query = arith::DivUIOp::create(b, loc, row, g);
+  Value inGroup = arith::RemUIOp::create(b, loc, row, g);
+  return {query, arith::AddIOp::create(b, loc, inGroup, base)};
+}
+
+AttentionSemantics::QueryRange
+AttentionSemantics::packedQueryRange(OpBuilder &b, Location loc, Value r0,
+                                     Value rows, int64_t group) {
+  Value g = cIndex(b, loc, group);
+  Value one = cIndex(b, loc, 1);
+  Value q0 = arith::DivUIOp::create(b, loc, r0, g);
+  Value last = arith::DivUIOp::create(
+      b, loc,
+      arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, r0, rows),
+                            one),
+      g);
+  return {q0, arith::AddIOp::create(
+                  b, loc, arith::SubIOp::create(b, loc, last, q0), one)};
+}
+
+Value AttentionSemantics::pagedKeyCount(OpBuilder &b, Location loc,
+                                        Value blockTable, int64_t pageSize) {
+  return arith::MulIOp::create(b, loc,
+                               memref::DimOp::create(b, loc, blockTable, 1),
+                               cIndex(b, loc, pageSize));
+}
+
+Value AttentionSemantics::pagedKeyEnd(OpBuilder &b, Location loc, Value cache,
+                                      Value keyEnd) {
+  Value zero = cIndex(b, loc, 0);
+  Value noPages =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                            memref::DimOp::create(b, loc, cache, 0), zero);
+  return arith::SelectOp::create(b, loc, noPages, zero, keyEnd);
+}
+
+AttentionSemantics::PagedRow
+AttentionSemantics::pagedKeyRow(OpBuilder &b, Location loc, Value blockTable,
+                                Value cache, int64_t pageSize, Value batch,
+                                Value key) {
+  Value s = cIndex(b, loc, pageSize);
+  Value entry = memref::LoadOp::create(
+      b, loc, blockTable,
+      ValueRange{batch, arith::DivUIOp::create(b, loc, key, s)});
+  Value page = arith::IndexCastOp::create(b, loc, b.getIndexType(), entry);
+  Value lastPage = maxS(
+      b, loc,
+      arith::SubIOp::create(b, loc, memref::DimOp::create(b, loc, cache, 0),
+                            cIndex(b, loc, 1)),
+      cIndex(b, loc, 0));
+  page = minS(b, loc, maxS(b, loc, page, cIndex(b, loc, 0)), lastPage);
+  return {page, arith::RemUIOp::create(b, loc, key, s)};
+}
+
+AttentionSemantics::MergeWeight
+AttentionSemantics::mergeWeight(OpBuilder &b, Location loc, Value lse,
+                                Value m) {
+  Value ninf = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  Value empty =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, lse, ninf);
+  Value noMax =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, ninf);
+  Value mu = arith::SelectOp::create(b, loc, noMax, zero, m);
+  return {math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, lse, mu)),
+          empty};
+}
+
+Value AttentionSemantics::mergedOutput(OpBuilder &b, Location loc, Value acc,
+                                       Value l) {
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  Value none =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zero);
+  Value q = arith::DivFOp::create(b, loc, acc, matchShape(b, loc, l, acc));
+  return arith::SelectOp::create(b, loc, matchShape(b, loc, none, acc),
+                                 matchShape(b, loc, zero, acc), q);
+}
+
+Value AttentionSemantics::mergedLse(OpBuilder &b, Location loc, Value m,
+                                    Value l) {
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  Value ninf = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+  Value none =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zero);
+  Value lse = arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, l));
+  return arith::SelectOp::create(b, loc, none, ninf, lse);
+}
+
 Value AttentionSemantics::keyLengthEnd(OpBuilder &b, Location loc, Value len,
                                        Value nk) const {
   if (!len)
@@ -856,9 +954,9 @@ bool fa::isEligible(KernelFamily family, AttentionOp op,
   };
   if (std::optional<std::string> why = getOutlinedRegionProblem(op))
     return fail(*why);
-  if (op.isPaged())
-    return fail("paged K/V (a block_table) has no GPU kernel yet; the CPU "
-                "vector kernel lowers it");
+  if (op.isPaged() && family != KernelFamily::Simt)
+    return fail("paged K/V (a block_table) runs on the SIMT GPU kernel; the "
+                "tensor-core kernels do not read paged caches yet");
   if (op.isVarlen())
     return fail("the token-major variable-length form (cu_seqlens) has no "
                 "GPU kernel yet; the CPU vector kernel lowers it");

@@ -1,5 +1,29 @@
 // RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(fa-promote-shared{block-q=16 block-kv=64}))' -verify-diagnostics | FileCheck %s
 // RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(fa-promote-shared{block-q=16 block-kv=64 double-buffer=true}))' -verify-diagnostics | FileCheck %s --check-prefix=DB
+// RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(fa-promote-shared{block-q=16 block-kv=64 pack-gqa=always}))' -verify-diagnostics | FileCheck %s --check-prefix=PACK
+// RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(fa-promote-shared{block-q=16 block-kv=64 pack-gqa=never}))' -verify-diagnostics | FileCheck %s --check-prefix=NOPACK
+// RUN: not fa-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(fa-promote-shared{pack-gqa=sometimes}))' 2>&1 | FileCheck %s --check-prefix=BADPACK
+// BADPACK: fa-promote-shared: pack-gqa must be auto, always or never, got 'sometimes'
+
+// Packed query heads (pack-gqa=always; Hq = 4, Hkv = 2, G = 2): the grid
+// runs over the kv heads; packed row r of a kv head is query r / 2 of head
+// kvHead * 2 + r % 2, for the Q copy and for O and LSE.
+// PACK-LABEL: func.func @kernel
+//  PACK-SAME:   fa.gpu_config = {block_kv = 64 : index, block_q = 16 : index, pack_gqa, threads = 128 : index}
+//       PACK:   scf.forall (%{{.*}}, %[[KVH:.*]], %[[PB:.*]]) in (%{{.*}}, 2, %{{.*}}) {
+//       PACK:     scf.forall (%{{.*}}) in (128) {
+//       PACK:       %[[PQ:.*]] = arith.divui %{{.*}}, %c2
+//       PACK:       %[[PR:.*]] = arith.remui %{{.*}}, %c2
+//       PACK:       %[[PH:.*]] = arith.addi %[[PR]], %{{.*}}
+//       PACK:       memref.load %{{.*}}[%[[PB]], %[[PH]], %[[PQ]],
+//       PACK:     scf.for
+//       PACK:         memref.load %{{.*}}[%[[PB]], %[[KVH]],
+//       PACK:     scf.forall (%{{.*}}) in (4) {
+//       PACK:       arith.remui %{{.*}}, %c2
+//       PACK:       vector.scatter
+// NOPACK-LABEL: func.func @decode
+//  NOPACK-SAME:   fa.gpu_config = {block_kv = 64 : index, block_q = 16 : index, threads = 128 : index}
+//       NOPACK:   scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 8, %{{.*}}) {
 
 // Double buffering: two K and V slots; a prologue copies tile 0 when there
 // is one; iteration j copies tile j+1 into slot (j+1) % 2, marked so that no
@@ -96,6 +120,66 @@ func.func @kernel(%q: memref<?x4x?x40xf32>, %k: memref<?x2x?x40xf32>, %v: memref
            outs(%ot : tensor<?x4x?x40xf32>, %lt : tensor<?x4x?xf32>) causal(top_left) -> tensor<?x4x?x40xf32>, tensor<?x4x?xf32>
   bufferization.materialize_in_destination %r#0 in writable %o : (tensor<?x4x?x40xf32>, memref<?x4x?x40xf32>) -> ()
   bufferization.materialize_in_destination %r#1 in writable %lse : (tensor<?x4x?xf32>, memref<?x4x?xf32>) -> ()
+  return
+}
+
+// -----
+
+// Decode (static Nq = 1, Hq = 8, Hkv = 2): pack-gqa=auto packs the four
+// query heads of a kv head (one tile per kv head instead of one per query
+// head), pack-gqa=never does not.
+// CHECK-LABEL: func.func @decode
+//  CHECK-SAME:   pack_gqa
+//       CHECK:   scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, %{{.*}}) {
+func.func @decode(%q: memref<?x8x1x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>,
+                  %lens: memref<?xi32>, %o: memref<?x8x1x64xf16>) {
+  %qt = bufferization.to_tensor %q restrict : memref<?x8x1x64xf16> to tensor<?x8x1x64xf16>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %lt = bufferization.to_tensor %lens restrict : memref<?xi32> to tensor<?xi32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x8x1x64xf16> to tensor<?x8x1x64xf16>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<?x8x1x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>)
+         kv_lens(%lt : tensor<?xi32>)
+         outs(%ot : tensor<?x8x1x64xf16>) causal(bottom_right) -> tensor<?x8x1x64xf16>
+  bufferization.materialize_in_destination %r in writable %o : (tensor<?x8x1x64xf16>, memref<?x8x1x64xf16>) -> ()
+  return
+}
+
+// -----
+
+// A paged K/V cache ([P, 16, Hkv, D] pages, block table [B, M]): Nk = M x
+// 16; causality aligns to the sequence's length (0 without pages); each
+// K and V row of a tile is read from page block_table[b, key / 16]
+// (clamped to [0, P - 1]) at row key % 16.
+// CHECK-LABEL: func.func @paged
+//  CHECK-SAME:   (%[[Q:[a-z0-9]+]]: memref<?x8x?x32xf32>, %[[KC:[a-z0-9]+]]: memref<?x16x2x32xf32>, %[[VC:[a-z0-9]+]]: memref<?x16x2x32xf32>, %[[LENS:[a-z0-9]+]]: memref<?xi32>, %[[BT:[a-z0-9]+]]: memref<?x?xi32>
+//       CHECK:   scf.forall (%{{.*}}, %{{.*}}, %[[B:.*]]) in
+//       CHECK:     %[[M:.*]] = memref.dim %[[BT]], %c1
+//       CHECK:     arith.muli %[[M]], %c16
+//       CHECK:     memref.load %[[LENS]][%[[B]]]
+//       CHECK:     memref.dim %[[KC]], %c0
+//       CHECK:     scf.for
+//       CHECK:       scf.forall (%{{.*}}) in (128) {
+//       CHECK:         %[[J:.*]] = arith.divui %{{.*}}, %c16
+//       CHECK:         %[[E:.*]] = memref.load %[[BT]][%[[B]], %[[J]]]
+//       CHECK:         %[[P:.*]] = arith.index_cast %[[E]]
+//       CHECK:         arith.maxsi %[[P]]
+//       CHECK:         %[[PC:.*]] = arith.minsi
+//       CHECK:         %[[R:.*]] = arith.remui %{{.*}}, %c16
+//       CHECK:         memref.load %[[KC]][%[[PC]], %[[R]], %{{.*}}, %{{.*}}]
+//       CHECK:         memref.load %[[VC]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}]
+func.func @paged(%q: memref<?x8x?x32xf32>, %kc: memref<?x16x2x32xf32>, %vc: memref<?x16x2x32xf32>,
+                 %lens: memref<?xi32>, %bt: memref<?x?xi32>, %o: memref<?x8x?x32xf32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<?x8x?x32xf32> to tensor<?x8x?x32xf32>
+  %kt = bufferization.to_tensor %kc restrict : memref<?x16x2x32xf32> to tensor<?x16x2x32xf32>
+  %vt = bufferization.to_tensor %vc restrict : memref<?x16x2x32xf32> to tensor<?x16x2x32xf32>
+  %lt = bufferization.to_tensor %lens restrict : memref<?xi32> to tensor<?xi32>
+  %btt = bufferization.to_tensor %bt restrict : memref<?x?xi32> to tensor<?x?xi32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x8x?x32xf32> to tensor<?x8x?x32xf32>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<?x8x?x32xf32>, tensor<?x16x2x32xf32>, tensor<?x16x2x32xf32>)
+         kv_lens(%lt : tensor<?xi32>) block_table(%btt : tensor<?x?xi32>)
+         outs(%ot : tensor<?x8x?x32xf32>) causal(bottom_right) -> tensor<?x8x?x32xf32>
+  bufferization.materialize_in_destination %r in writable %o : (tensor<?x8x?x32xf32>, memref<?x8x?x32xf32>) -> ()
   return
 }
 

@@ -36,6 +36,10 @@ CASES = [
      "bottom-right", [0, 81], None, ["--kernel", "mma"]),
     ("f16_tc_bool_mask", np.float16, 1, 2, 2, 33, 45, 32, 32, "none", None,
      "bool", ["--kernel", "mma"]),
+    # --pack-gqa: the decode kernel with packed query heads (Nq = 1, GQA
+    # 8/2, ragged key lengths with an empty sequence).
+    ("f16_decode_pack_gqa", np.float16, 3, 8, 2, 1, 150, 64, 64,
+     "bottom-right", [150, 33, 0], None, ["--pack-gqa"]),
 ]
 
 

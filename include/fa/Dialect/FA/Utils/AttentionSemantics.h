@@ -190,6 +190,61 @@ public:
   static Sequence loadSequence(OpBuilder &b, Location loc, Value cu,
                                Value batch, Value total);
 
+  /// Packed query heads (FlashAttention 3's pack_gqa): the G = Hq / Hkv
+  /// query heads that share kv head `kvHead` form one sequence of Nq x G
+  /// rows, query-major: packed row `row` is query row / G of head
+  /// kvHead * G + row % G. Every kernel that packs heads (the CPU decode
+  /// kernel, the GPU SIMT decode kernel) maps its rows with this. `row`
+  /// is an index or a vector of indices (one row per lane).
+  struct PackedRow {
+    Value query, head;
+  };
+  static PackedRow unpackGqaRow(OpBuilder &b, Location loc, Value row,
+                                Value kvHead, int64_t group);
+  /// The query rows [q0, q0 + count) the packed rows [r0, r0 + rows) hold
+  /// (rows >= 1): q0 = r0 / G, count = (r0 + rows - 1) / G - q0 + 1.
+  struct QueryRange {
+    Value q0, count;
+  };
+  static QueryRange packedQueryRange(OpBuilder &b, Location loc, Value r0,
+                                     Value rows, int64_t group);
+
+  /// A paged K/V cache ([P, S, Hkv, D] pages read through an i32 block
+  /// table [B, M]; docs/serving.md), for every kernel that reads one. The
+  /// keys of a sequence: Nk = M S (`pagedKeyCount`); its length
+  /// `keyEnd` (keyLengthEnd of kv_lens) is 0 when the cache has no page
+  /// (`pagedKeyEnd`), and causality aligns to it, not to Nk. Key `key` of
+  /// sequence `batch` is row key % S of page block_table[batch, key / S],
+  /// the entry clamped to [0, P - 1] so that a bad table never makes the
+  /// kernel read outside the cache (`pagedKeyRow`: {page, row}).
+  static Value pagedKeyCount(OpBuilder &b, Location loc, Value blockTable,
+                             int64_t pageSize);
+  static Value pagedKeyEnd(OpBuilder &b, Location loc, Value cache,
+                           Value keyEnd);
+  struct PagedRow {
+    Value page, row;
+  };
+  static PagedRow pagedKeyRow(OpBuilder &b, Location loc, Value blockTable,
+                              Value cache, int64_t pageSize, Value batch,
+                              Value key);
+
+  /// fa.merge's rule (docs/merge.md), for every lowering of the op (linalg,
+  /// the GPU kernel) and the CPU split-KV kernels: with `m` the rows' max
+  /// LSE over the partials and mu = m (0 when m = -inf), a partial with LSE
+  /// `lse` weighs exp(lse - mu) and is empty (contributes nothing, whatever
+  /// its O holds) when lse = -inf.
+  struct MergeWeight {
+    Value weight, empty;
+  };
+  static MergeWeight mergeWeight(OpBuilder &b, Location loc, Value lse,
+                                 Value m);
+  /// The merged O from the weighted sum `acc` of the non-empty partials'
+  /// O and the sum `l` of their weights: acc / l, 0 when l = 0 (no partial
+  /// has keys). `acc` may be a vector, `l` a scalar.
+  static Value mergedOutput(OpBuilder &b, Location loc, Value acc, Value l);
+  /// The merged LSE: m + log l, -inf when l = 0.
+  static Value mergedLse(OpBuilder &b, Location loc, Value m, Value l);
+
   /// The keys of a batch: min(max(len, 0), nk) for an integer key length
   /// `len` (any integer type; null = none), else nk.
   Value keyLengthEnd(OpBuilder &b, Location loc, Value len, Value nk) const;
