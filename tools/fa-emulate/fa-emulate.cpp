@@ -387,6 +387,47 @@ std::optional<unsigned> traceToArgument(Value v, func::FuncOp func) {
   return std::nullopt;
 }
 
+/// Marks in `roles` the argument of `func` each (operand, role) of `op`
+/// comes from (null operands are skipped).
+LogicalResult traceRoles(func::FuncOp func, StringRef op,
+                         ArrayRef<std::pair<Value, Role>> operands,
+                         SmallVectorImpl<std::optional<Role>> &roles,
+                         std::string &error) {
+  for (auto [value, role] : operands) {
+    if (!value)
+      continue;
+    std::optional<unsigned> arg = traceToArgument(value, func);
+    if (!arg) {
+      error = ("cannot tell which argument of @" + func.getSymName() +
+               " feeds the " + roleName(role) + " operand of " + op +
+               "; pass --arg-roles")
+                  .str();
+      return failure();
+    }
+    roles[*arg] = role;
+  }
+  return success();
+}
+
+/// `roles` with every argument given one, or an error naming the first
+/// argument that feeds no operand of `op`.
+FailureOr<SmallVector<Role>>
+completeRoles(func::FuncOp func, StringRef op,
+              ArrayRef<std::optional<Role>> roles, std::string &error) {
+  SmallVector<Role> result;
+  for (auto [i, role] : llvm::enumerate(roles)) {
+    if (!role) {
+      error = formatv("argument {0} of @{1} feeds no operand of {2}; pass "
+                      "--arg-roles",
+                      i, func.getSymName(), op)
+                  .str();
+      return failure();
+    }
+    result.push_back(*role);
+  }
+  return result;
+}
+
 /// The roles of `func`'s arguments, from the fa.attention it holds.
 FailureOr<SmallVector<Role>>
 rolesFromAttention(func::FuncOp func, AttentionOp attn, std::string &error) {
@@ -400,19 +441,8 @@ rolesFromAttention(func::FuncOp func, AttentionOp attn, std::string &error) {
       {attn.getKSegments(), Role::KSegments},
       {attn.getBlockMask(), Role::BlockMask},
       {attn.getBlockTable(), Role::BlockTable}};
-  for (auto [value, role] : operands) {
-    if (!value)
-      continue;
-    std::optional<unsigned> arg = traceToArgument(value, func);
-    if (!arg) {
-      error = ("cannot tell which argument of @" + func.getSymName() +
-               " feeds the " + roleName(role) +
-               " operand of fa.attention; pass --arg-roles")
-                  .str();
-      return failure();
-    }
-    roles[*arg] = role;
-  }
+  if (failed(traceRoles(func, "fa.attention", operands, roles, error)))
+    return failure();
   // The mod_operands, in order, in increasing argument positions (the k-th
   // Mod argument reads the k-th --mod-operand).
   int64_t lastMod = -1;
@@ -427,18 +457,7 @@ rolesFromAttention(func::FuncOp func, AttentionOp attn, std::string &error) {
     roles[*arg] = Role::Mod;
     lastMod = *arg;
   }
-  SmallVector<Role> result;
-  for (auto [i, role] : llvm::enumerate(roles)) {
-    if (!role) {
-      error = formatv("argument {0} of @{1} feeds no operand of "
-                      "fa.attention; pass --arg-roles",
-                      i, func.getSymName())
-                  .str();
-      return failure();
-    }
-    result.push_back(*role);
-  }
-  return result;
+  return completeRoles(func, "fa.attention", roles, error);
 }
 
 /// The roles of `func`'s arguments, from the fa.merge it holds.
@@ -450,31 +469,9 @@ FailureOr<SmallVector<Role>> rolesFromMerge(func::FuncOp func, MergeOp merge,
       {merge.getPartialLse(), Role::PartialLse},
       {merge.getOutput(), Role::O},
       {merge.getLse(), Role::Lse}};
-  for (auto [value, role] : operands) {
-    if (!value)
-      continue;
-    std::optional<unsigned> arg = traceToArgument(value, func);
-    if (!arg) {
-      error = ("cannot tell which argument of @" + func.getSymName() +
-               " feeds the " + roleName(role) +
-               " operand of fa.merge; pass --arg-roles")
-                  .str();
-      return failure();
-    }
-    roles[*arg] = role;
-  }
-  SmallVector<Role> result;
-  for (auto [i, role] : llvm::enumerate(roles)) {
-    if (!role) {
-      error = formatv("argument {0} of @{1} feeds no operand of fa.merge; "
-                      "pass --arg-roles",
-                      i, func.getSymName())
-                  .str();
-      return failure();
-    }
-    result.push_back(*role);
-  }
-  return result;
+  if (failed(traceRoles(func, "fa.merge", operands, roles, error)))
+    return failure();
+  return completeRoles(func, "fa.merge", roles, error);
 }
 
 FailureOr<SmallVector<Role>> parseRoles(StringRef text, std::string &error) {

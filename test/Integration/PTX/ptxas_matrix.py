@@ -257,6 +257,23 @@ def extract_ptx(mlir_text):
                   m.group(1)).replace("\\\\", "\\")
 
 
+def assemble(ptxas, chip, ptx, tmp, name):
+    """ptxas -arch=<chip> -v on `ptx`: (ok, ptxas's report, the frame/spill
+    match); ok means it assembled with no stack frame and no spills."""
+    ptx_path = os.path.join(tmp, name + ".ptx")
+    with open(ptx_path, "w") as f:
+        f.write(ptx)
+    asm = subprocess.run([ptxas, f"-arch={chip}", "-v", ptx_path, "-o",
+                          os.path.join(tmp, name + ".cubin")],
+                         capture_output=True, text=True)
+    info = asm.stdout + asm.stderr
+    frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
+                      r"(\d+) bytes spill loads", info)
+    ok = (asm.returncode == 0 and frame is not None
+          and frame.groups() == ("0", "0", "0"))
+    return ok, info, frame
+
+
 def main(argv):
     fa_opt, ptxas = argv[1], argv[2]
     failures = 0
@@ -420,19 +437,10 @@ def main(argv):
                             print(f"FAIL {name}: " + "; ".join(problems))
                             failures += 1
                             continue
-                        ptx_path = os.path.join(tmp, name + ".ptx")
-                        with open(ptx_path, "w") as f:
-                            f.write(ptx)
-                        asm = subprocess.run(
-                            [ptxas, f"-arch={chip}", "-v", ptx_path, "-o",
-                             os.path.join(tmp, name + ".cubin")],
-                            capture_output=True, text=True)
-                        info = asm.stdout + asm.stderr
-                        frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", info)
+                        ok, info, frame = assemble(ptxas, chip, ptx, tmp,
+                                                   name)
                         regs = re.search(r"Used (\d+) registers", info)
                         smem = re.search(r"(\d+) bytes smem", info)
-                        ok = (asm.returncode == 0 and frame is not None
-                              and frame.groups() == ("0", "0", "0"))
                         # The tensor-core kernels take all their shared memory
                         # dynamically (.extern): no static bytes (ptxas -v
                         # then prints no "bytes smem"), or a launch at the
@@ -468,19 +476,8 @@ def main(argv):
                         problems.append(f"PTX lacks '{needle}'")
             info = ""
             if not problems:
-                ptx_path = os.path.join(tmp, name + ".ptx")
-                with open(ptx_path, "w") as f:
-                    f.write(ptx)
-                asm = subprocess.run(
-                    [ptxas, f"-arch={chip}", "-v", ptx_path, "-o",
-                     os.path.join(tmp, name + ".cubin")],
-                    capture_output=True, text=True)
-                info = asm.stdout + asm.stderr
-                frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes "
-                                  r"spill stores, (\d+) bytes spill loads",
-                                  info)
-                if asm.returncode != 0 or frame is None or \
-                        frame.groups() != ("0", "0", "0"):
+                ok, info, frame = assemble(ptxas, chip, ptx, tmp, name)
+                if not ok:
                     problems.append("ptxas: " + info.strip()[:300])
                 else:
                     info = frame.group(0)

@@ -11,6 +11,8 @@
 #include "fa/Codegen/Common/KernelForm.h"
 #include "fa/Dialect/FA/IR/FA.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
 #include <string>
 
 namespace mlir {
@@ -61,6 +63,12 @@ FailureOr<KernelConfig> chooseConfig(AttentionOp op, int64_t blockQ,
 /// instead of G ceil(Nq / block-q)); "never" does not. A dynamic Nq is
 /// never packed automatically.
 bool shouldPackGqa(AttentionOp op, llvm::StringRef mode, int64_t blockQ);
+
+/// The block-level `scf.forall` of a promoted kernel over `sizes` (x, y,
+/// z), mapped to #gpu.block<x|y|z>: what fa-map-to-gpu turns into the
+/// kernel's grid.
+scf::ForallOp createBlockForall(OpBuilder &b, Location loc,
+                                ArrayRef<OpFoldResult> sizes);
 
 /// Whether `mode` is a pack-gqa mode (auto, always, never).
 bool isPackGqaMode(llvm::StringRef mode);

@@ -202,13 +202,8 @@ void MergeKernelBuilder::build(func::FuncOp func) {
         b, loc, rows, memref::DimOp::create(b, loc, args.partialLse, d + 1));
   Value blocksX =
       arith::CeilDivUIOp::create(b, loc, rows, cIdx(b, numWarps));
-  auto blocks = scf::ForallOp::create(
-      b, loc,
-      ArrayRef<OpFoldResult>{blocksX, b.getIndexAttr(1), b.getIndexAttr(1)},
-      ValueRange{},
-      b.getArrayAttr({gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX),
-                      gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
-                      gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ)}));
+  auto blocks = createBlockForall(
+      b, loc, {blocksX, b.getIndexAttr(1), b.getIndexAttr(1)});
   {
     OpBuilder bb = OpBuilder::atBlockBegin(blocks.getBody());
     Value blockIdx = blocks.getInductionVars()[0];

@@ -113,6 +113,16 @@ FailureOr<KernelConfig> gpukernel::chooseConfig(AttentionOp op,
   return failure();
 }
 
+scf::ForallOp gpukernel::createBlockForall(OpBuilder &b, Location loc,
+                                           ArrayRef<OpFoldResult> sizes) {
+  MLIRContext *ctx = b.getContext();
+  return scf::ForallOp::create(
+      b, loc, sizes, ValueRange{},
+      b.getArrayAttr({gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX),
+                      gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
+                      gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ)}));
+}
+
 bool gpukernel::isPackGqaMode(StringRef mode) {
   return mode == "auto" || mode == "always" || mode == "never";
 }
@@ -681,13 +691,8 @@ void PromotedBuilder::build(func::FuncOp func) {
                        : gNq;
   Value gTiles = arith::CeilDivUIOp::create(b, loc, gRows, cIdx(b, cfg.blockQ));
   int64_t gridHeads = packed ? heads / group : heads;
-  auto blocks = scf::ForallOp::create(
-      b, loc,
-      ArrayRef<OpFoldResult>{gTiles, b.getIndexAttr(gridHeads), gB},
-      ValueRange{},
-      b.getArrayAttr({gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX),
-                      gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
-                      gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ)}));
+  auto blocks = createBlockForall(
+      b, loc, {gTiles, b.getIndexAttr(gridHeads), gB});
   {
     OpBuilder bb = OpBuilder::atBlockBegin(blocks.getBody());
     SmallVector<Value> ivs = blocks.getInductionVars();
