@@ -22,6 +22,11 @@ torch.nn.functional.scaled_dot_product_attention, through FARuntime's C API
    process with CUDA events (warm-up, then the median of several runs sized
    to the time budget) on torch's current stream. TFLOP/s count 4*B*H*N*N*D
    FLOPs, halved for causal.
+3. Decode timing. Every `decode_*` kernel (Hq 32, Hkv 8, D 128, no
+   causality) runs one decode step, B = 4 sequences of one new query
+   against Nk = 1024, 8192 and 32768 cached keys, checked against and timed
+   beside SDPA (enable_gqa=True) on the same data. TB/s count the bytes a
+   step must move (Q, K, V, O), against the H200's published 4.8 TB/s.
 
 Writes results.md (the tables) and results.json to --out and prints the
 tables last. Exits 1 on any mismatch, unwritten element or failed call; a
@@ -55,6 +60,11 @@ LSE_RTOL = 1e-3
 REFERENCE_AGREEMENT = 1e-4
 
 BENCH_SIZES = (1024, 4096, 8192, 16384)
+# Decode timing: B sequences of one query, Nk cached keys.
+DECODE_SIZES = (1024, 8192, 32768)
+DECODE_BATCH = 4
+# The H200's HBM3e bandwidth (NVIDIA's data sheet), TB/s.
+H200_TBPS = 4.8
 
 # Shapes of the checks: (B, Nq, Nk, key lengths or None for all Nk).
 CHECK_CASES = [
@@ -512,26 +522,28 @@ def median_ms(torch, fn, target_ms, max_reps=50):
     return times[len(times) // 2], reps
 
 
-def time_kernel(rt, kernel, dtype, n, torch, target_ms):
-    """Checks the kernel against SDPA at sequence length n, then times both."""
+def time_kernel(rt, kernel, dtype, n, torch, target_ms, decode=False):
+    """Checks the kernel against SDPA, then times both: at sequence length
+    n (B = 1, Nq = Nk = n), or for `decode` one step of B = DECODE_BATCH
+    single queries against Nk = n keys."""
     F = torch.nn.functional
     tdtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
-    B, H, D = 1, kernel.heads, kernel.head_dim
+    H, Hkv, D, Dv = (kernel.heads, kernel.kv_heads, kernel.head_dim,
+                     kernel.value_head_dim)
+    B, Nq, Nk = (DECODE_BATCH, 1, n) if decode else (1, n, n)
     causal = kernel.causal != "none"
     gen = torch.Generator(device="cuda").manual_seed(n)
-    q = torch.randn(B, H, n, D, device="cuda", dtype=tdtype, generator=gen)
-    k = torch.randn(B, kernel.kv_heads, n, D, device="cuda", dtype=tdtype,
+    q = torch.randn(B, H, Nq, D, device="cuda", dtype=tdtype, generator=gen)
+    k = torch.randn(B, Hkv, Nk, D, device="cuda", dtype=tdtype, generator=gen)
+    v = torch.randn(B, Hkv, Nk, Dv, device="cuda", dtype=tdtype,
                     generator=gen)
-    v = torch.randn(B, kernel.kv_heads, n, kernel.value_head_dim, device="cuda",
-                    dtype=tdtype, generator=gen)
-    o = torch.full((B, H, n, kernel.value_head_dim), float("nan"), device="cuda",
-                   dtype=tdtype)
+    o = torch.full((B, H, Nq, Dv), float("nan"), device="cuda", dtype=tdtype)
     tq = rt.tensor(q.data_ptr(), dtype, q.shape)
     tk = rt.tensor(k.data_ptr(), dtype, k.shape)
     tv = rt.tensor(v.data_ptr(), dtype, v.shape)
     to = rt.tensor(o.data_ptr(), dtype, o.shape)
     stream = torch.cuda.current_stream().cuda_stream
-    gqa = {"enable_gqa": True} if kernel.kv_heads != H else {}
+    gqa = {"enable_gqa": True} if Hkv != H else {}
 
     def ours():
         rt.attention(kernel, tq, tk, tv, o=to, stream=stream)
@@ -547,16 +559,18 @@ def time_kernel(rt, kernel, dtype, n, torch, target_ms):
     max_abs = float((o.float() - reference.float()).abs().max().item())
     atol = 2 * O_TOLERANCE[dtype][0]
     problem = None
+    what = f"{kernel.name} {'Nk' if decode else 'N'}={n}"
     if unwritten:
-        problem = f"{kernel.name} N={n}: {unwritten} O elements unwritten or NaN"
+        problem = f"{what}: {unwritten} O elements unwritten or NaN"
     elif not max_abs <= atol:
-        problem = (f"{kernel.name} N={n}: max |O - SDPA| = {max_abs:.3g} > "
-                   f"{atol:g}")
+        problem = f"{what}: max |O - SDPA| = {max_abs:.3g} > {atol:g}"
     if problem:
         return {"problem": problem, "max_abs_vs_sdpa": max_abs}
     ours_ms, ours_reps = median_ms(torch, ours, target_ms)
     sdpa_ms, sdpa_reps = median_ms(torch, sdpa, target_ms)
-    flops = 4.0 * B * H * n * n * D * (0.5 if causal else 1.0)
+    flops = 4.0 * B * H * Nq * Nk * D * (0.5 if causal else 1.0)
+    # What a step must move at least: Q, K, V once and O.
+    moved = (B * H * Nq * (D + Dv) + B * Hkv * Nk * (D + Dv)) * q.element_size()
     del q, k, v, o, reference
     return {
         "max_abs_vs_sdpa": max_abs,
@@ -564,6 +578,8 @@ def time_kernel(rt, kernel, dtype, n, torch, target_ms):
         "sdpa_ms": sdpa_ms, "sdpa_reps": sdpa_reps,
         "ours_tflops": flops / (ours_ms * 1e-3) / 1e12,
         "sdpa_tflops": flops / (sdpa_ms * 1e-3) / 1e12,
+        "ours_tbps": moved / (ours_ms * 1e-3) / 1e12,
+        "sdpa_tbps": moved / (sdpa_ms * 1e-3) / 1e12,
         "speed_vs_sdpa": sdpa_ms / ours_ms,
     }
 
@@ -713,19 +729,60 @@ def main(argv):
     timing_rows = []
     benches = [(p, md) for p, md in load_artifacts(args.artifacts, "bench", args.only)
                if md["target"]["kind"] == target_kind]
+    decodes = [(p, md) for p, md in
+               load_artifacts(args.artifacts, "decode", args.only)
+               if md["target"]["kind"] == target_kind]
     if args.skip_timing or torch is None or args.device != "cuda":
-        if benches and not args.skip_timing:
+        if (benches or decodes) and not args.skip_timing:
             log("note: timing needs --device cuda and torch; skipped")
         benches = []
-    kernels = []
-    for path, md in benches:
-        try:
-            kernels.append((md, rt.load(path, "cuda")))
-        except FARuntimeError as e:
-            if e.status == "FA_ERROR_UNSUPPORTED_ARCH":
-                log(f"SKIP {md['name']}: {e.message}")
+        decodes = []
+
+    def load_all(found):
+        loaded = []
+        for path, md in found:
+            try:
+                loaded.append((md, rt.load(path, "cuda")))
+            except FARuntimeError as e:
+                if e.status == "FA_ERROR_UNSUPPORTED_ARCH":
+                    log(f"SKIP {md['name']}: {e.message}")
+                    continue
+                failures.append(str(e))
+        return loaded
+    kernels = load_all(benches)
+    decode_kernels = load_all(decodes)
+    decode_rows = []
+    # Decode steps first: they are short, and the budget cuts the long
+    # prefill rows at the end.
+    for nk in DECODE_SIZES:
+        for md, kernel in decode_kernels:
+            label = [md["name"], md["dtype"], kernel.target, nk]
+            if time.time() - started > args.budget_s:
+                decode_rows.append(label + ["-"] * 7 + ["skipped (budget)"])
                 continue
-            failures.append(str(e))
+            try:
+                r = time_kernel(rt, kernel, md["dtype"], nk, torch,
+                                args.target_ms, decode=True)
+            except Exception as e:  # noqa: BLE001
+                r = {"problem": f"{md['name']} Nk={nk}: {e}"}
+            results["timing"].append({"name": md["name"], "nk": nk,
+                                      "decode": True, **r})
+            if "problem" in r:
+                failures.append(r["problem"])
+                log("FAIL " + r["problem"])
+                decode_rows.append(label + ["-"] * 7 + ["FAIL"])
+                continue
+            log(f"{md['name']} Nk={nk}: ours {r['ours_ms']:.4f} ms "
+                f"({r['ours_tbps']:.2f} TB/s), SDPA {r['sdpa_ms']:.4f} ms "
+                f"({r['sdpa_tbps']:.2f} TB/s), ratio {r['speed_vs_sdpa']:.3f}")
+            decode_rows.append(label + [
+                f"{r['ours_ms']:.4f}", f"{r['ours_tbps']:.2f}",
+                f"{r['ours_tbps'] / H200_TBPS:.0%}", f"{r['sdpa_ms']:.4f}",
+                f"{r['sdpa_tbps']:.2f}", f"{r['sdpa_tbps'] / H200_TBPS:.0%}",
+                f"{r['speed_vs_sdpa']:.3f}",
+                f"ok ({r['max_abs_vs_sdpa']:.1e})"])
+    for _, kernel in decode_kernels:
+        kernel.close()
     sizes = sorted(int(s) for s in args.sizes.split(",") if s)
     last = {}  # kernel name -> (n, our ms) of its last timed size
     for n in sizes:  # smallest first, so the budget cuts the largest
@@ -782,6 +839,15 @@ def main(argv):
                                   "ours ms", "ours TFLOP/s", "SDPA ms",
                                   "SDPA TFLOP/s", "ratio", "check vs SDPA"],
                                  timing_rows), ""]
+    if decode_rows:
+        lines += [f"## Decode (B={DECODE_BATCH}, Nq=1, no causality; CUDA "
+                  "events, median; TB/s = bytes of Q, K, V and O per step / "
+                  f"time; % of the H200's {H200_TBPS} TB/s; ratio = SDPA "
+                  "time / ours)", "",
+                  markdown_table(["kernel", "dtype", "chip", "Nk", "ours ms",
+                                  "ours TB/s", "of HBM", "SDPA ms",
+                                  "SDPA TB/s", "of HBM", "ratio",
+                                  "check vs SDPA"], decode_rows), ""]
     lines += [f"Result: {'FAIL' if failures else 'PASS'} "
               f"({len(failures)} problems) in {time.time() - started:.0f} s", ""]
     if failures:

@@ -19,6 +19,11 @@
 #     torch's scaled_dot_product_attention.
 #   check_tc_* and bench_tc_*: the same bf16/f16 kernels compiled with
 #     --kernel mma (mma.sync, ldmatrix, cp.async pipeline).
+#   check_dec_*: bf16/f16 decode kernels with packed query heads
+#     (--pack-gqa), Hq 32, Hkv 8, D 128, key lengths and LSE, checked.
+#   decode_pack_* and decode_auto_*: the same shape without causality,
+#     packed (SIMT) and with the default family; timed as one decode step
+#     (B 4, Nq 1, Nk 1k/8k/32k) against SDPA with enable_gqa.
 #   check_wg_* and bench_wg_* (sm_90a only): the same bf16/f16 kernels
 #     compiled with --kernel wgmma (Hopper wgmma.mma_async from 128-byte-swizzled
 #     shared memory, FlashAttention-3 style).
@@ -119,6 +124,21 @@ for chip in $CHIPS; do
       --head-dim 128 --heads 8 --kv-heads 2 --dtype f16 --causal bottom-right \
       --kv-lens --lse --target "$chip" --kernel wgmma "${mods[@]}"
   fi
+  echo "== $chip: decode kernels (packed query heads)"
+  # Checked like the matrix (GQA 32/8, key lengths, LSE), and timed as one
+  # decode step against SDPA: packed heads (--pack-gqa, SIMT) and the
+  # default family (mma.sync / wgmma, one query head per block).
+  for dtype in bf16 f16; do
+    compile "check_dec_${dtype}_d128_bottom_right_${chip}" "$STAGE" \
+      --head-dim 128 --heads 32 --kv-heads 8 --dtype "$dtype" \
+      --causal bottom-right --kv-lens --lse --target "$chip" --pack-gqa
+    compile "decode_pack_${dtype}_d128_h32_kv8_${chip}" "$STAGE" \
+      --head-dim 128 --heads 32 --kv-heads 8 --dtype "$dtype" \
+      --target "$chip" --pack-gqa
+    compile "decode_auto_${dtype}_d128_h32_kv8_${chip}" "$STAGE" \
+      --head-dim 128 --heads 32 --kv-heads 8 --dtype "$dtype" \
+      --target "$chip"
+  done
   echo "== $chip: bench kernels"
   for dtype in bf16 f16; do
     for causal in none bottom-right; do
