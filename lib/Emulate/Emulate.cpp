@@ -126,10 +126,25 @@ LogicalResult fa::runEmulation(ModuleOp module, const EmulationLaunch &launch,
   for (auto [i, buf] : llvm::enumerate(buffers)) {
     if (!buf.isOutput)
       continue;
-    size_t missing = llvm::count(written[i], 0);
+    // The flat index of each element that had to be written and was not.
+    int64_t stride = 1;
+    for (size_t d = buf.shape.size(); buf.tokenDim >= 0 &&
+                                      d-- > static_cast<size_t>(buf.tokenDim) + 1;)
+      stride *= buf.shape[d];
+    auto required = [&](size_t flat) {
+      if (buf.tokenDim < 0)
+        return true;
+      int64_t t = static_cast<int64_t>(flat) / stride % buf.shape[buf.tokenDim];
+      return t >= buf.tokenBegin && t < buf.tokenEnd;
+    };
+    size_t missing = 0, first = 0;
+    for (size_t e = written[i].size(); e-- > 0;)
+      if (!written[i][e] && required(e)) {
+        ++missing;
+        first = e;
+      }
     if (!missing)
       continue;
-    size_t first = llvm::find(written[i], 0) - written[i].begin();
     SmallVector<int64_t, 4> idx(buf.shape.size());
     for (size_t d = buf.shape.size(), rest = first; d-- > 0;) {
       idx[d] = static_cast<int64_t>(rest % buf.shape[d]);

@@ -1013,6 +1013,7 @@ static Expected<std::string> runOnEmulator(ModuleOp module,
                                            const rt::KernelMetadata &md,
                                            const AttentionArrays &arrays,
                                            MutableArrayRef<Input> modOperands,
+                                           ArrayRef<NpyArray *> serving,
                                            double &compileMs, double &runMs) {
   auto start = std::chrono::steady_clock::now();
   EmulationMapOptions mapOptions;
@@ -1066,6 +1067,23 @@ static Expected<std::string> runOnEmulator(ModuleOp module,
   // The --mods tensors: the arguments attachMods appended.
   for (auto [i, in] : llvm::enumerate(modOperands))
     add(("mod" + Twine(i)).str(), &in.array, /*isOutput=*/false);
+  // The block table, or the offsets of a variable-length batch: the
+  // arguments attachBlockTable / attachCuSeqlens appended.
+  for (NpyArray *array : serving)
+    add(array->getRank() == 2 ? "block_table" : "cu_seqlens", array,
+        /*isOutput=*/false);
+  // Varlen: rows of no sequence (before cu_q[0], from cu_q[B]) are not
+  // written (O [Tq, Hq, Dv] dim 0, LSE [Hq, Tq] dim 1).
+  if (serving.size() == 2) {
+    ArrayRef<int32_t> cu = serving[0]->getElements<int32_t>();
+    for (EmulationBuffer &buf : buffers) {
+      if (!buf.isOutput)
+        continue;
+      buf.tokenDim = buf.name == "LSE" ? 1 : 0;
+      buf.tokenBegin = cu.front();
+      buf.tokenEnd = cu.back();
+    }
+  }
   InterpreterOptions options;
   options.checkRaces = true;
   EmulationLaunch launch;
@@ -1336,11 +1354,12 @@ static Error runAttention(MLIRContext &ctx) {
                      "kernels (--device cpu, --cpu-kernel vector, no "
                      "--reference or --promoted)");
   if (varlen) {
-    if (*device != Device::Cpu || referenceLowering || promotedLowering ||
-        cpuKernel != "vector")
+    if ((*device != Device::Cpu && *device != Device::Emulate) ||
+        referenceLowering || promotedLowering || cpuKernel != "vector")
       return makeError("--cu-seqlens-q: variable-length batches run on "
-                       "--device cpu with the vector kernel only (no GPU "
-                       "kernel, reference or promoted lowering reads them "
+                       "--device cpu with the vector kernel or --device "
+                       "emulate (the SIMT GPU kernel) only (no CUDA "
+                       "artifact, reference or promoted lowering reads them "
                        "yet)");
     if (lens || table || mask || qSegments || !blockMaskTiles.empty() ||
         kvSplitsOpt.getNumOccurrences())
@@ -1372,11 +1391,12 @@ static Error runAttention(MLIRContext &ctx) {
   // A paged cache: K/V [P, S, Hkv, D], Nk = M x S.
   int64_t pageSize = 0;
   if (table) {
-    if (*device != Device::Cpu || referenceLowering || promotedLowering ||
-        cpuKernel != "vector")
+    if ((*device != Device::Cpu && *device != Device::Emulate) ||
+        referenceLowering || promotedLowering || cpuKernel != "vector")
       return makeError("--block-table: paged caches run on --device cpu "
-                       "with the vector kernel only (no GPU kernel, "
-                       "reference or promoted lowering reads them yet)");
+                       "with the vector kernel or --device emulate (the "
+                       "SIMT GPU kernel) only (no CUDA artifact, reference "
+                       "or promoted lowering reads them yet)");
     if (!lens)
       return makeError("--block-table needs --kv-lens: the number of keys "
                        "of each sequence");
@@ -1620,8 +1640,15 @@ static Error runAttention(MLIRContext &ctx) {
     if (Error err = compile::attachCuSeqlens(**module))
       return makeError("--cu-seqlens-q: " + llvm::toString(std::move(err)));
   if (*device == Device::Emulate) {
-    Expected<std::string> where =
-        runOnEmulator(**module, md, arrays, modOperands, compileMs, runMs);
+    llvm::SmallVector<NpyArray *> serving;
+    if (table)
+      serving.push_back(&table->array);
+    if (varlen) {
+      serving.push_back(&cuQ->array);
+      serving.push_back(&cuK->array);
+    }
+    Expected<std::string> where = runOnEmulator(
+        **module, md, arrays, modOperands, serving, compileMs, runMs);
     if (!where)
       return where.takeError();
     return finish(compileMs, runMs, *where);

@@ -65,6 +65,10 @@ struct EmulationBuffer {
   SmallVector<int64_t, 4> shape;
   /// Outputs must be completely written by the run.
   bool isOutput = false;
+  /// With `tokenDim` >= 0, only the elements whose index along that dim
+  /// lies in [tokenBegin, tokenEnd) must be written: the token-major
+  /// varlen form leaves rows outside every sequence alone.
+  int64_t tokenDim = -1, tokenBegin = 0, tokenEnd = 0;
 };
 
 /// What runs: a host `func.func` (which launches its kernels), or a

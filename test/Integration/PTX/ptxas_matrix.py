@@ -11,7 +11,8 @@ sm_80 and sm_90 (36 kernels), and for every head dim 8, 16, ..., 256 with a
 different value head dim, f16 and f32, on sm_80 (64 kernels), and double-buffered K/V for D 64 and 128 (4 kernels);
 the decode kernel with packed query heads (pack-gqa=always) on sm_80 and
 sm_90a, with the modifiers and regions (5 kernels); the SIMT kernel on a
-paged K/V cache, plain and packed (2 kernels); fa.merge's kernel
+paged K/V cache, plain and packed, and on the token-major varlen form
+(4 kernels); fa.merge's kernel
 (fa-gpu-merge) on sm_80 and sm_90a at Dv 40, 128 and 256 (4 kernels);
 and the tensor-core kernels (kernel=mma): D 64/96/128 x f16/bf16 x
 causal none/bottom-right x sm_80/sm_90 with GQA, key lengths and LSE (24),
@@ -226,7 +227,31 @@ func.func @fa_attention(%q: memref<?x8x?x{d}x{t}>, %k: memref<?x16x2x{d}x{t}>, %
 """
 
 
+# The token-major varlen form: [T, H, D] tensors and [B + 1] offsets.
+KERNEL_VARLEN = """
+func.func @fa_attention(%q: memref<?x8x{d}x{t}>, %k: memref<?x2x{d}x{t}>, %v: memref<?x2x{dv}x{t}>,
+                        %o: memref<?x8x{dv}x{t}>, %lse: memref<8x?xf32>, %cq: memref<?xi32>, %ck: memref<?xi32>) {{
+  %qt = bufferization.to_tensor %q restrict : memref<?x8x{d}x{t}> to tensor<?x8x{d}x{t}>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x{d}x{t}> to tensor<?x2x{d}x{t}>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x{dv}x{t}> to tensor<?x2x{dv}x{t}>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x8x{dv}x{t}> to tensor<?x8x{dv}x{t}>
+  %lt = bufferization.to_tensor %lse restrict writable : memref<8x?xf32> to tensor<8x?xf32>
+  %cqt = bufferization.to_tensor %cq restrict : memref<?xi32> to tensor<?xi32>
+  %ckt = bufferization.to_tensor %ck restrict : memref<?xi32> to tensor<?xi32>
+  %r:2 = fa.attention ins(%qt, %kt, %vt : tensor<?x8x{d}x{t}>, tensor<?x2x{d}x{t}>, tensor<?x2x{dv}x{t}>)
+           cu_seqlens(%cqt, %ckt : tensor<?xi32>, tensor<?xi32>)
+           outs(%ot : tensor<?x8x{dv}x{t}>, %lt : tensor<8x?xf32>)
+           causal({causal}) -> tensor<?x8x{dv}x{t}>, tensor<8x?xf32>
+  bufferization.materialize_in_destination %r#0 in writable %o : (tensor<?x8x{dv}x{t}>, memref<?x8x{dv}x{t}>) -> ()
+  bufferization.materialize_in_destination %r#1 in writable %lse : (tensor<8x?xf32>, memref<8x?xf32>) -> ()
+  return
+}}
+"""
+
+
 def kernel_text(d, dv, t, causal, variant):
+    if variant == "varlen":
+        return KERNEL_VARLEN.format(d=d, dv=dv, t=t, causal=causal)
     if variant == "paged":
         return KERNEL_PAGED.format(d=d, dv=dv, t=t, causal=causal)
     if variant == "bool_mask":
@@ -313,6 +338,9 @@ def main(argv):
                     for chip, t, extra in (("sm_80", "f16", ""),
                                            ("sm_90a", "bf16",
                                             " pack-gqa=always"))]
+        # The token-major varlen form on the SIMT kernel.
+        configs += [(chip, 128, 128, t, "bottom_right", simt, "varlen")
+                    for chip, t in (("sm_80", "f16"), ("sm_90a", "bf16"))]
         # Tensor cores (fa-map-to-tensor-cores): GQA with key lengths and
         # LSE at D 64/96/128, f16/bf16, causal none/bottom-right, then the
         # mask variants, 3 stages and the other head dims.

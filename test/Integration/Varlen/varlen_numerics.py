@@ -1,12 +1,15 @@
 # RUN: %python %s %fa_run
 # RUN: env OMP_NUM_THREADS=2 %python %s %fa_run --parallel
+# The SIMT GPU kernel under the interpreter (fa-run --device emulate).
+# RUN: %python %s %fa_run --device emulate --kernel simt
 #
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """Numerics of fa.attention's token-major variable-length form
 (cu_seqlens: Q [Tq, Hq, D], K/V [Tk, Hkv, D], O [Tq, Hq, Dv], LSE
-[Hq, Tq]) through fa-run --cu-seqlens-q/--cu-seqlens-k and the CPU vector
-kernel, against a float64 reference that cuts each sequence out of the
+[Hq, Tq]) through fa-run --cu-seqlens-q/--cu-seqlens-k, the CPU vector
+kernel (serial and parallel) and the SIMT GPU kernel under the SIMT
+interpreter (--device emulate), against a float64 reference that cuts each sequence out of the
 packed tensors (sharing no code with the kernel) and applies
 test/lib/fa_reference.py's contract to it alone: its own lengths are Nq
 and Nk, so bottom-right causality is aligned per sequence.

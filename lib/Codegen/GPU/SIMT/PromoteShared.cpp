@@ -59,8 +59,9 @@ FailureOr<KernelConfig> gpukernel::chooseConfig(AttentionOp op,
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());
   KernelConfig c;
-  c.headDim = qType.getDimSize(3);
-  c.valueDim = vType.getDimSize(3);
+  // The innermost dim: [B, H, N, D], or [T, H, D] in the varlen form.
+  c.headDim = qType.getDimSize(qType.getRank() - 1);
+  c.valueDim = vType.getDimSize(vType.getRank() - 1);
   c.elementBytes = qType.getElementType().getIntOrFloatBitWidth() / 8;
   c.numWarps = numWarps;
   c.doubleBuffer = doubleBuffer;
@@ -130,7 +131,8 @@ bool gpukernel::isPackGqaMode(StringRef mode) {
 bool gpukernel::shouldPackGqa(AttentionOp op, StringRef mode,
                               int64_t blockQ) {
   int64_t group = op.getGroupSize();
-  if (group <= 1 || mode == "never")
+  // The varlen form keeps one query head per block.
+  if (group <= 1 || mode == "never" || op.isVarlen())
     return false;
   if (mode == "always")
     return true;
@@ -253,6 +255,8 @@ private:
     Dense,       ///< src[batch, head, row, :]
     PackedHeads, ///< packed row of kv head `head` (unpackGqaRow)
     PagedKeys,   ///< key `row` of a paged cache (pagedKeyRow)
+    TokenMajor,  ///< src[batch + row, head, :]: `batch` is the sequence's
+                 ///< first token (the varlen form)
   };
   /// Copies rows [row0, row0 + rows) of `src[b, head, :, :]` (`width`
   /// columns) into `dst` (row stride `stride`), zero-filling rows at or
@@ -301,6 +305,9 @@ private:
   /// (Nq, or Nq x G packed), q0 the first query row.
   Value batch, head, kvHead, r0, rowEnd, q0, nq, nk, diagOffset, kvBegin,
       kvEnd, laneIds;
+  /// The varlen form: the sequence's first query and key token (null
+  /// otherwise); nq and nk are its lengths.
+  Value qStart, kStart;
   /// The ALiBi slope of (batch, head) (f32; null without ALiBi).
   Value slope;
   /// The first key of K/V tile `j`: kvBegin + j * blockKV.
@@ -355,6 +362,8 @@ void PromotedBuilder::copyTile(OpBuilder &b, Value t, Value src, Value bIdx,
       AttentionSemantics::PagedRow p = AttentionSemantics::pagedKeyRow(
           lb, loc, args.blockTable, src, op.getPageSize(), bIdx, rowC);
       srcAt = {p.page, p.row, hIdx, c};
+    } else if (mode == Rows::TokenMajor) {
+      srcAt = {arith::AddIOp::create(lb, loc, bIdx, rowC), hIdx, c};
     }
     Value loaded = memref::LoadOp::create(lb, loc, src, srcAt);
     Value zero = arith::ConstantOp::create(lb, loc, lb.getZeroAttr(srcElt));
@@ -370,10 +379,13 @@ void PromotedBuilder::copyTile(OpBuilder &b, Value t, Value src, Value bIdx,
 void PromotedBuilder::copyKVTile(OpBuilder &b, Value t, Value j, Value kBase,
                                  Value vBase) {
   Value k0 = tileStart(b, j);
-  Rows mode = args.blockTable ? Rows::PagedKeys : Rows::Dense;
-  copyTile(b, t, args.k, batch, kvHead, k0, kvEnd, cfg.blockKV, cfg.headDim,
+  Rows mode = args.blockTable ? Rows::PagedKeys
+              : kStart       ? Rows::TokenMajor
+                             : Rows::Dense;
+  Value first = kStart ? kStart : batch;
+  copyTile(b, t, args.k, first, kvHead, k0, kvEnd, cfg.blockKV, cfg.headDim,
            cfg.keyStride, kTile, kBase, mode);
-  copyTile(b, t, args.v, batch, kvHead, k0, kvEnd, cfg.blockKV, cfg.valueDim,
+  copyTile(b, t, args.v, first, kvHead, k0, kvEnd, cfg.blockKV, cfg.valueDim,
            cfg.valueDim, vTile, vBase, mode);
 }
 
@@ -638,9 +650,11 @@ void PromotedBuilder::buildEpilogue(OpBuilder &b, Value w) {
           b, loc, splat(b, inRows),
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, c,
                                 splat(b, cIdx(b, cfg.valueDim))));
-      vector::ScatterOp::create(b, loc, Type(), args.o,
-                                ValueRange{batch, pos.head, qRowC, cIdx(b, 0)},
-                                cC, mask, o);
+      SmallVector<Value> oAt = {batch, pos.head, qRowC, cIdx(b, 0)};
+      if (qStart)
+        oAt = {arith::AddIOp::create(b, loc, qStart, qRowC), pos.head,
+               cIdx(b, 0)};
+      vector::ScatterOp::create(b, loc, Type(), args.o, oAt, cC, mask, o);
     }
     if (args.lse) {
       // LSE = ln(2) * (m + log2(l)), natural log; -inf for an empty row.
@@ -652,9 +666,15 @@ void PromotedBuilder::buildEpilogue(OpBuilder &b, Value w) {
           b, loc, empty, cF32(b, -std::numeric_limits<float>::infinity()),
           lse);
       Value mask = arith::AndIOp::create(b, loc, laneZero, splat(b, inRows));
-      vector::ScatterOp::create(b, loc, Type(), args.lse,
-                                ValueRange{batch, pos.head, cIdx(b, 0)},
-                                splat(b, qRowC), mask, splat(b, lse));
+      // [B, Hq, Nq], or [Hq, Tq] in the varlen form.
+      SmallVector<Value> lAt = {batch, pos.head, cIdx(b, 0)};
+      Value lRow = qRowC;
+      if (qStart) {
+        lAt = {pos.head, cIdx(b, 0)};
+        lRow = arith::AddIOp::create(b, loc, qStart, qRowC);
+      }
+      vector::ScatterOp::create(b, loc, Type(), args.lse, lAt, splat(b, lRow),
+                                mask, splat(b, lse));
     }
   }
 }
@@ -682,8 +702,19 @@ void PromotedBuilder::build(func::FuncOp func) {
   lState = workgroupBuffer(b, cfg.blockQ, b.getF32Type());
   accState = workgroupBuffer(b, cfg.blockQ * cfg.valueDim, b.getF32Type());
 
-  Value gB = memref::DimOp::create(b, loc, args.q, 0);
-  Value gNq = memref::DimOp::create(b, loc, args.q, 2);
+  // The varlen form: B = the offsets' length - 1, and the query tiles of
+  // every sequence fit in those of all Tq tokens (blocks past their
+  // sequence's end exit at once).
+  bool varlen = static_cast<bool>(args.cuSeqlensQ);
+  Value gB =
+      varlen ? Value(arith::MaxSIOp::create(
+                   b, loc,
+                   arith::SubIOp::create(
+                       b, loc, memref::DimOp::create(b, loc, args.cuSeqlensQ, 0),
+                       cIdx(b, 1)),
+                   cIdx(b, 0)))
+             : Value(memref::DimOp::create(b, loc, args.q, 0));
+  Value gNq = memref::DimOp::create(b, loc, args.q, varlen ? 0 : 2);
   // With packed heads the grid is (tiles of the Nq x G packed rows, Hkv,
   // B).
   Value gRows = packed ? Value(arith::MulIOp::create(b, loc, gNq,
@@ -707,13 +738,33 @@ void PromotedBuilder::build(func::FuncOp func) {
                           : Value(arith::DivUIOp::create(bb, loc, head,
                                                          cIdx(bb, group)));
     }
-    nq = memref::DimOp::create(bb, loc, args.q, 2);
-    // A paged cache stands for Nk = M x S keys.
-    nk = args.blockTable
-             ? AttentionSemantics::pagedKeyCount(bb, loc, args.blockTable,
-                                                 op.getPageSize())
-             : Value(memref::DimOp::create(bb, loc, args.k, 2));
     r0 = arith::MulIOp::create(bb, loc, qTileIdx, cIdx(bb, cfg.blockQ));
+    if (varlen) {
+      // The block's sequence: its rows and keys are Nq and Nk of every
+      // rule; a tile past its rows does nothing (a block-uniform branch).
+      AttentionSemantics::Sequence qs = AttentionSemantics::loadSequence(
+          bb, loc, args.cuSeqlensQ, batch,
+          memref::DimOp::create(bb, loc, args.q, 0));
+      AttentionSemantics::Sequence ks = AttentionSemantics::loadSequence(
+          bb, loc, args.cuSeqlensK, batch,
+          memref::DimOp::create(bb, loc, args.k, 0));
+      qStart = qs.start;
+      nq = qs.length;
+      kStart = ks.start;
+      nk = ks.length;
+      Value inSequence = arith::CmpIOp::create(
+          bb, loc, arith::CmpIPredicate::ult, r0, nq);
+      auto ifOp = scf::IfOp::create(bb, loc, inSequence,
+                                    /*withElseRegion=*/false);
+      bb.setInsertionPointToStart(ifOp.thenBlock());
+    } else {
+      nq = memref::DimOp::create(bb, loc, args.q, 2);
+      // A paged cache stands for Nk = M x S keys.
+      nk = args.blockTable
+               ? AttentionSemantics::pagedKeyCount(bb, loc, args.blockTable,
+                                                   op.getPageSize())
+               : Value(memref::DimOp::create(bb, loc, args.k, 2));
+    }
     rowEnd = packed ? Value(arith::MulIOp::create(bb, loc, nq,
                                                   cIdx(bb, group)))
                     : nq;
@@ -765,9 +816,12 @@ void PromotedBuilder::build(func::FuncOp func) {
 
     // Copy the Q tile; m = -inf, l = 0, acc = 0.
     forall(bb, cfg.numThreads(), threadMap, [&](OpBuilder &tb, Value t) {
-      copyTile(tb, t, args.q, batch, packed ? kvHead : head, r0, rowEnd,
-               cfg.blockQ, cfg.headDim, cfg.headDim, qTile, Value(),
-               packed ? Rows::PackedHeads : Rows::Dense);
+      copyTile(tb, t, args.q, varlen ? qStart : batch,
+               packed ? kvHead : head, r0, rowEnd, cfg.blockQ, cfg.headDim,
+               cfg.headDim, qTile, Value(),
+               packed   ? Rows::PackedHeads
+               : varlen ? Rows::TokenMajor
+                        : Rows::Dense);
       threadStrided(tb, t, cfg.blockQ, [&](OpBuilder &lb, Value i) {
         memref::StoreOp::create(
             lb, loc, cF32(lb, -std::numeric_limits<float>::infinity()),

@@ -957,13 +957,15 @@ bool fa::isEligible(KernelFamily family, AttentionOp op,
   if (op.isPaged() && family != KernelFamily::Simt)
     return fail("paged K/V (a block_table) runs on the SIMT GPU kernel; the "
                 "tensor-core kernels do not read paged caches yet");
-  if (op.isVarlen())
-    return fail("the token-major variable-length form (cu_seqlens) has no "
-                "GPU kernel yet; the CPU vector kernel lowers it");
+  if (op.isVarlen() && family != KernelFamily::Simt)
+    return fail("the token-major variable-length form (cu_seqlens) runs on "
+                "the SIMT GPU kernel; the tensor-core kernels do not read it "
+                "yet");
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto kType = cast<RankedTensorType>(op.getKey().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());
-  int64_t d = qType.getDimSize(3), dv = vType.getDimSize(3);
+  int64_t d = qType.getDimSize(qType.getRank() - 1),
+          dv = vType.getDimSize(vType.getRank() - 1);
   if (!isSupportedHeadDim(family, d) || !isSupportedHeadDim(family, dv))
     return fail("head dims must be multiples of " +
                 std::to_string(headDimMultiple(family)) +

@@ -185,6 +185,42 @@ func.func @paged(%q: memref<?x8x?x32xf32>, %kc: memref<?x16x2x32xf32>, %vc: memr
 
 // -----
 
+// The token-major varlen form (Q [Tq, Hq, D], K/V [Tk, Hkv, D], offsets
+// [B + 1]): the grid is (tiles of Tq, Hq, B = offsets - 1); a block loads
+// its sequence's start and length from the offsets and does nothing past
+// its rows; Q rows are token start + row, O [Tq, Hq, Dv] likewise, LSE
+// [Hq, Tq] at column start + row.
+// CHECK-LABEL: func.func @varlen
+//  CHECK-SAME:   (%[[Q:[a-z0-9]+]]: memref<?x8x32xf32>, %[[K:[a-z0-9]+]]: memref<?x2x32xf32>, %[[V:[a-z0-9]+]]: memref<?x2x32xf32>, %[[O:[a-z0-9]+]]: memref<?x8x32xf32>, %[[L:[a-z0-9]+]]: memref<8x?xf32>, %[[CQ:[a-z0-9]+]]: memref<?xi32>, %[[CK:[a-z0-9]+]]: memref<?xi32>)
+//       CHECK:   %[[NB:.*]] = memref.dim %[[CQ]], %c0
+//       CHECK:   scf.forall (%[[T:.*]], %[[H:.*]], %[[B:.*]]) in
+//       CHECK:     memref.load %[[CQ]][%[[B]]]
+//       CHECK:     memref.load %[[CK]][%[[B]]]
+//       CHECK:     %[[IN:.*]] = arith.cmpi ult
+//       CHECK:     scf.if %[[IN]] {
+//       CHECK:       scf.forall (%{{.*}}) in (128) {
+//       CHECK:         memref.load %[[Q]][%{{.*}}, %[[H]], %{{.*}}]
+//       CHECK:       vector.scatter %[[O]][%{{.*}}, %{{.*}}, %{{.*}}]
+//       CHECK:       vector.scatter %[[L]][%{{.*}}, %{{.*}}]
+func.func @varlen(%q: memref<?x8x32xf32>, %k: memref<?x2x32xf32>, %v: memref<?x2x32xf32>,
+                  %o: memref<?x8x32xf32>, %lse: memref<8x?xf32>, %cq: memref<?xi32>, %ck: memref<?xi32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<?x8x32xf32> to tensor<?x8x32xf32>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x32xf32> to tensor<?x2x32xf32>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x32xf32> to tensor<?x2x32xf32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x8x32xf32> to tensor<?x8x32xf32>
+  %lt = bufferization.to_tensor %lse restrict writable : memref<8x?xf32> to tensor<8x?xf32>
+  %cqt = bufferization.to_tensor %cq restrict : memref<?xi32> to tensor<?xi32>
+  %ckt = bufferization.to_tensor %ck restrict : memref<?xi32> to tensor<?xi32>
+  %r:2 = fa.attention ins(%qt, %kt, %vt : tensor<?x8x32xf32>, tensor<?x2x32xf32>, tensor<?x2x32xf32>)
+           cu_seqlens(%cqt, %ckt : tensor<?xi32>, tensor<?xi32>)
+           outs(%ot : tensor<?x8x32xf32>, %lt : tensor<8x?xf32>) causal(bottom_right) -> tensor<?x8x32xf32>, tensor<8x?xf32>
+  bufferization.materialize_in_destination %r#0 in writable %o : (tensor<?x8x32xf32>, memref<?x8x32xf32>) -> ()
+  bufferization.materialize_in_destination %r#1 in writable %lse : (tensor<8x?xf32>, memref<8x?xf32>) -> ()
+  return
+}
+
+// -----
+
 // Head dims that are not multiples of 8 are a clear error on the GPU path.
 func.func @bad_head_dim(%q: memref<1x1x8x20xf32>, %o: memref<1x1x8x20xf32>) {
   %qt = bufferization.to_tensor %q restrict : memref<1x1x8x20xf32> to tensor<1x1x8x20xf32>
