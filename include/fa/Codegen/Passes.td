@@ -204,6 +204,14 @@ def FAPromoteSharedPass : Pass<"fa-promote-shared", "::mlir::func::FuncOp"> {
     already a correct kernel, which is how the promotion's arithmetic is
     tested without a GPU. Head dims must be multiples of 8 up to 256.
 
+    Serving forms (docs/serving.md): with a `block_table` (paged K/V
+    `[P, S, Hkv, D]`) the cooperative K/V copies read each key's row from
+    its page (`AttentionSemantics::pagedKeyRow`, the entry clamped into the
+    cache) and causality aligns to the sequence's length; with
+    `cu_seqlens` (token-major `[T, H, D]` tensors) the grid is (tiles of
+    Tq, Hq, B), a block loads its sequence from the offsets, skips tiles
+    past its rows, and addresses Q, K, V, O and LSE `[Hq, Tq]` token-major.
+
     With packed query heads (`pack-gqa`; FlashAttention 3's pack_gqa),
     the grid is (tiles of Nq x G packed rows, Hkv, batch) with G = Hq /
     Hkv: row r of a block's sequence is query r / G of head
