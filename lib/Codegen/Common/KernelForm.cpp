@@ -9,18 +9,33 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::fa;
 
 
-/// Follows a tensor operand back to the memref it was read from: either
-/// `bufferization.to_tensor %m`, or an elementwise i8 -> i1 conversion of
-/// such a tensor (how byte-per-element boolean masks enter the kernel).
-static Value traceToMemref(Value tensor) {
+/// `memref` when it is an argument of the function holding it (the kernels
+/// replace the whole body: a memref defined in it would be erased under
+/// them), else null.
+static Value functionArgument(Value memref) {
+  auto arg = dyn_cast<BlockArgument>(memref);
+  if (!arg || !arg.getOwner()->isEntryBlock() ||
+      !isa<FunctionOpInterface>(arg.getOwner()->getParentOp()))
+    return Value();
+  return memref;
+}
+
+/// Follows a tensor operand back to the memref argument it was read from:
+/// either `bufferization.to_tensor %m`, or an elementwise i8 -> i1
+/// conversion of such a tensor (how byte-per-element boolean masks enter
+/// the kernel). `anyMemref` accepts a memref that is not an argument (the
+/// mod_operands, which the kernels check themselves with their own error).
+static Value traceToMemref(Value tensor, bool anyMemref = false) {
   Operation *def = tensor.getDefiningOp();
   if (auto toTensor = dyn_cast_or_null<bufferization::ToTensorOp>(def))
-    return toTensor.getBuffer();
+    return anyMemref ? toTensor.getBuffer()
+                     : functionArgument(toTensor.getBuffer());
   if (auto generic = dyn_cast_or_null<linalg::GenericOp>(def)) {
     if (generic.getNumDpsInputs() != 1)
       return Value();
@@ -28,17 +43,17 @@ static Value traceToMemref(Value tensor) {
     auto inType = dyn_cast<RankedTensorType>(in.getType());
     if (!inType || !inType.getElementType().isInteger(8))
       return Value();
-    return traceToMemref(in);
+    return traceToMemref(in, anyMemref);
   }
   return Value();
 }
 
-/// The memref a result is materialized into.
+/// The memref argument a result is materialized into.
 static Value traceToDestination(Value result) {
   for (Operation *user : result.getUsers())
     if (auto mat = dyn_cast<bufferization::MaterializeInDestinationOp>(user))
       if (isa<BaseMemRefType>(mat.getDest().getType()))
-        return mat.getDest();
+        return functionArgument(mat.getDest());
   return Value();
 }
 
@@ -98,7 +113,7 @@ FailureOr<KernelOperands> fa::matchKernelForm(AttentionOp op) {
       return failure();
   }
   for (Value operand : op.getModOperands()) {
-    Value m = traceToMemref(operand);
+    Value m = traceToMemref(operand, /*anyMemref=*/true);
     if (!m)
       return failure();
     k.modOperands.push_back(m);

@@ -102,3 +102,19 @@ func.func @other_use(%po: memref<2x3x8xf32>, %pl: memref<2x3xf32>, %o: memref<3x
   bufferization.materialize_in_destination %r in writable %o : (tensor<3x8xf32>, memref<3x8xf32>) -> ()
   return %r : tensor<3x8xf32>
 }
+
+// -----
+
+// A partial read from a memref the function allocates (not an argument):
+// the kernel replaces the body, so this is not the kernel form (it used to
+// crash, the buffer erased under the kernel).
+func.func @allocated(%pl: memref<2x3xf32>, %o: memref<3x8xf32>) {
+  %po = memref.alloc() : memref<2x3x8xf32>
+  %pot = bufferization.to_tensor %po restrict : memref<2x3x8xf32> to tensor<2x3x8xf32>
+  %plt = bufferization.to_tensor %pl restrict : memref<2x3xf32> to tensor<2x3xf32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<3x8xf32> to tensor<3x8xf32>
+  // expected-error @+1 {{fa-gpu-merge: operands must come from memref arguments through bufferization.to_tensor}}
+  %r = fa.merge ins(%pot, %plt : tensor<2x3x8xf32>, tensor<2x3xf32>) outs(%ot : tensor<3x8xf32>) -> tensor<3x8xf32>
+  bufferization.materialize_in_destination %r in writable %o : (tensor<3x8xf32>, memref<3x8xf32>) -> ()
+  return
+}

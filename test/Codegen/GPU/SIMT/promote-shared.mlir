@@ -221,6 +221,23 @@ func.func @varlen(%q: memref<?x8x32xf32>, %k: memref<?x2x32xf32>, %v: memref<?x2
 
 // -----
 
+// Q read from a memref the function allocates, O materialized into one:
+// not the kernel form (the kernel replaces the body; this used to crash).
+func.func @allocated(%k: memref<1x1x8x8xf32>, %v: memref<1x1x8x8xf32>, %o: memref<1x1x8x8xf32>) {
+  %q = memref.alloc() : memref<1x1x8x8xf32>
+  %qt = bufferization.to_tensor %q restrict : memref<1x1x8x8xf32> to tensor<1x1x8x8xf32>
+  %kt = bufferization.to_tensor %k restrict : memref<1x1x8x8xf32> to tensor<1x1x8x8xf32>
+  %vt = bufferization.to_tensor %v restrict : memref<1x1x8x8xf32> to tensor<1x1x8x8xf32>
+  %o2 = memref.alloc() : memref<1x1x8x8xf32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<1x1x8x8xf32> to tensor<1x1x8x8xf32>
+  // expected-error @+1 {{fa-promote-shared: operands must come from memref arguments through bufferization.to_tensor}}
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>) outs(%ot : tensor<1x1x8x8xf32>) -> tensor<1x1x8x8xf32>
+  bufferization.materialize_in_destination %r in writable %o2 : (tensor<1x1x8x8xf32>, memref<1x1x8x8xf32>) -> ()
+  return
+}
+
+// -----
+
 // Head dims that are not multiples of 8 are a clear error on the GPU path.
 func.func @bad_head_dim(%q: memref<1x1x8x20xf32>, %o: memref<1x1x8x20xf32>) {
   %qt = bufferization.to_tensor %q restrict : memref<1x1x8x20xf32> to tensor<1x1x8x20xf32>
