@@ -8,7 +8,11 @@ torch.nn.functional.scaled_dot_product_attention, through FARuntime's C API
     check_and_time.py --lib BUILD/libFARuntime.so --artifacts bench/gpu/artifacts \\
                       --device cuda --out $OUT
 
-1. Checks. Every `check_*` kernel (bf16/f16/f32, D 64/128, causal none and
+1. Checks. Every `check_*` kernel (the `check_paged_*` and `check_varlen_*`
+   serving kernels on their own cases: shuffled block tables with a shared
+   page, empty and one-key sequences, ragged token-major batches, checked
+   with fa_check_block_table / fa_check_cu_seqlens on the host first), and
+   every other (bf16/f16/f32, D 64/128, causal none and
    bottom-right, GQA Hq 8 / Hkv 2, key lengths, LSE) runs on fresh random
    inputs of several shapes (ragged lengths, Nq > Nk, decode, rows with no
    key at all); outputs are poisoned with NaN first. O and LSE are compared
@@ -25,7 +29,9 @@ torch.nn.functional.scaled_dot_product_attention, through FARuntime's C API
 3. Decode timing. Every `decode_*` kernel (Hq 32, Hkv 8, D 128, no
    causality) runs one decode step, B = 4 sequences of one new query
    against Nk = 1024, 8192 and 32768 cached keys, checked against and timed
-   beside SDPA (enable_gqa=True) on the same data. TB/s count the bytes a
+   beside SDPA (enable_gqa=True) on the same data. `decode_paged_*` kernels
+   read the keys from a paged cache (shuffled pages); SDPA reads the same
+   keys gathered contiguous. TB/s count the bytes a
    step must move (Q, K, V, O), against the H200's published 4.8 TB/s.
 
 Writes results.md (the tables) and results.json to --out and prints the
@@ -73,6 +79,17 @@ CHECK_CASES = [
     ("Nq > Nk", 3, 100, 37, [37, 20, 1]),
     ("decode", 2, 1, 300, [300, 150]),
     ("multi-tile", 1, 256, 512, [400]),
+]
+# Paged caches: (label, Nq, kv_lens; None = three pages and one key).
+PAGED_CASES = [
+    ("decode", 1, [None, 0, 1, 700]),
+    ("decode GQA chunk", 5, [300, None, 5]),
+    ("prefill", 70, [70, 200]),
+]
+# Variable-length batches: (label, query lengths, key lengths).
+VARLEN_CASES = [
+    ("ragged", [5, 0, 1, 130, 64], [9, 3, 0, 130, 200]),
+    ("prefill", [200, 77], [200, 77]),
 ]
 
 
@@ -389,11 +406,191 @@ def compare(o, lse, ref_o, ref_lse, dtype, what):
     return problems, figures
 
 
+def reference_sequences(q, k, v, scale, causal):
+    """reference_numpy for one sequence (q [1, Hq, Nq, D], k/v [1, Hkv,
+    Nk, D]), its causality aligned to its own Nk; no key gives O = 0 and
+    LSE = -inf."""
+    _, Hq, Nq, _ = q.shape
+    if k.shape[2] == 0 or Nq == 0:
+        return (np.zeros((1, Hq, Nq, v.shape[3])),
+                np.full((1, Hq, Nq), -np.inf))
+    return reference_numpy(q, k, v, scale, causal, None)
+
+
+def launch_and_read(mem, launch, bufs, dtype, has_lse):
+    """Runs `launch`, waits, and reads O (and LSE) back as float64; frees
+    the runtime's device buffers either way."""
+    try:
+        launch()
+        mem.synchronize()
+        o = mem.get(bufs["o"], dtype)
+        return o, mem.get(bufs["lse"], "f32") if has_lse else None
+    finally:
+        if isinstance(mem, RuntimeMemory):
+            mem.free_all()
+
+
+def record(worst, figures):
+    """Folds one case's error figures into the kernel's worst ones."""
+    for key in ("o_max_abs", "o_rel_l2", "lse_rel"):
+        worst[key] = max(worst[key], figures.get(key, 0.0))
+    worst["masked_rows"] += figures.get("masked_rows", 0)
+
+
+def check_paged(rt, kernel, dtype, mem, seed, worst):
+    """A paged-cache kernel: PAGED_CASES with shuffled block tables, a shared
+    prefix, entries past a sequence's pages set to -1, against the float64
+    reference of each sequence's contiguous keys (causality aligned to its
+    kv_lens); the host tables pass fa_check_block_table first, and a bad
+    copy of one must fail it."""
+    problems = []
+    S = kernel.page_size
+    Hq, Hkv = kernel.heads, kernel.kv_heads
+    D, Dv = kernel.head_dim, kernel.value_head_dim
+    scale = float(np.float32(kernel.scale))
+    for index, (label, Nq, lens) in enumerate(PAGED_CASES):
+        lens = [S * 3 + 1 if n is None else n for n in lens]
+        B = len(lens)
+        what = f"{kernel.name} [{label}: B={B} Nq={Nq} lens={lens} S={S}]"
+        rng = np.random.default_rng(seed + index)
+        counts = [-(-n // S) for n in lens]
+        M = max(counts) + 1
+        P = sum(counts) + 2
+        ids = rng.permutation(P).astype(np.int32)
+        table = np.full((B, M), -1, np.int32)
+        at = 0
+        for b, c in enumerate(counts):
+            table[b, :c] = ids[at:at + c]
+            at += c
+        # Sequence 1 shares sequence 0's first page (a common prefix).
+        if B > 1 and counts[0] and counts[1]:
+            table[1, 0] = table[0, 0]
+        q_raw, q = quantize(rng.standard_normal((B, Hq, Nq, D), np.float32), dtype)
+        k_raw, kp = quantize(rng.standard_normal((P, S, Hkv, D), np.float32), dtype)
+        v_raw, vp = quantize(rng.standard_normal((P, S, Hkv, Dv), np.float32), dtype)
+        kv_lens = np.asarray(lens, np.int32)
+        try:
+            rt.check_block_table(table, kv_lens, P, S)
+        except FARuntimeError as e:
+            problems.append(f"{what}: a good table was refused: {e}")
+            continue
+        bad = table.copy()
+        bad[0, 0] = P
+        try:
+            rt.check_block_table(bad, kv_lens, P, S)
+            problems.append(f"{what}: fa_check_block_table accepted page {P} "
+                            f"of a {P}-page cache")
+        except FARuntimeError:
+            pass
+        bufs = {"q": mem.put(q_raw), "k": mem.put(k_raw), "v": mem.put(v_raw),
+                "table": mem.put(table), "lens": mem.put(kv_lens),
+                "o": mem.put(poisoned((B, Hq, Nq, Dv), dtype))}
+        if kernel.has_lse:
+            bufs["lse"] = mem.put(poisoned((B, Hq, Nq), "f32"))
+        t = lambda name, dt, shape: rt.tensor(mem.ptr(bufs[name]), dt, shape)
+        try:
+            o, lse = launch_and_read(mem, lambda: rt.attention_paged(
+                kernel, t("q", dtype, q.shape), t("k", dtype, kp.shape),
+                t("v", dtype, vp.shape), t("table", "i32", table.shape),
+                t("lens", "i32", kv_lens.shape), t("o", dtype, (B, Hq, Nq, Dv)),
+                lse=t("lse", "f32", (B, Hq, Nq)) if kernel.has_lse else None,
+                stream=mem.stream()), bufs, dtype, kernel.has_lse)
+        except Exception as e:  # noqa: BLE001 - reported, then fail
+            problems.append(f"{what}: {e}")
+            continue
+        ref_o = np.zeros((B, Hq, Nq, Dv))
+        ref_lse = np.zeros((B, Hq, Nq))
+        for b, n in enumerate(lens):
+            rows = np.arange(n)
+            pages = table[b, rows // S]
+            kb = kp[pages, rows % S].transpose(1, 0, 2)[None]
+            vb = vp[pages, rows % S].transpose(1, 0, 2)[None]
+            ref_o[b], ref_lse[b] = (x[0] for x in reference_sequences(
+                q[b:b + 1], kb, vb, scale, kernel.causal))
+        found, figures = compare(o, lse, ref_o,
+                                 ref_lse if kernel.has_lse else None, dtype,
+                                 what + " vs float64")
+        problems += found
+        record(worst, figures)
+    return problems
+
+
+def check_varlen(rt, kernel, dtype, mem, seed, worst):
+    """A token-major variable-length kernel: VARLEN_CASES (empty and
+    one-token sequences, ragged lengths) against the float64 reference of
+    each sequence; the host offsets pass fa_check_cu_seqlens first, and a
+    decreasing copy must fail it."""
+    problems = []
+    Hq, Hkv = kernel.heads, kernel.kv_heads
+    D, Dv = kernel.head_dim, kernel.value_head_dim
+    scale = float(np.float32(kernel.scale))
+    for index, (label, q_lens, k_lens) in enumerate(VARLEN_CASES):
+        B = len(q_lens)
+        what = f"{kernel.name} [{label}: q {q_lens} k {k_lens}]"
+        rng = np.random.default_rng(seed + index)
+        cu_q = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+        cu_k = np.concatenate([[0], np.cumsum(k_lens)]).astype(np.int32)
+        Tq, Tk = int(cu_q[-1]), int(cu_k[-1])
+        try:
+            rt.check_cu_seqlens(cu_q, Tq)
+            rt.check_cu_seqlens(cu_k, Tk)
+        except FARuntimeError as e:
+            problems.append(f"{what}: good offsets were refused: {e}")
+            continue
+        try:
+            rt.check_cu_seqlens(cu_q[::-1].copy(), Tq)
+            problems.append(f"{what}: fa_check_cu_seqlens accepted "
+                            f"decreasing offsets")
+        except FARuntimeError:
+            pass
+        q_raw, q = quantize(rng.standard_normal((Tq, Hq, D), np.float32), dtype)
+        k_raw, k = quantize(rng.standard_normal((Tk, Hkv, D), np.float32), dtype)
+        v_raw, v = quantize(rng.standard_normal((Tk, Hkv, Dv), np.float32), dtype)
+        bufs = {"q": mem.put(q_raw), "k": mem.put(k_raw), "v": mem.put(v_raw),
+                "cu_q": mem.put(cu_q), "cu_k": mem.put(cu_k),
+                "o": mem.put(poisoned((Tq, Hq, Dv), dtype))}
+        if kernel.has_lse:
+            bufs["lse"] = mem.put(poisoned((Hq, Tq), "f32"))
+        t = lambda name, dt, shape: rt.tensor(mem.ptr(bufs[name]), dt, shape)
+        try:
+            o, lse = launch_and_read(mem, lambda: rt.attention_varlen(
+                kernel, t("q", dtype, q.shape), t("k", dtype, k.shape),
+                t("v", dtype, v.shape), t("cu_q", "i32", cu_q.shape),
+                t("cu_k", "i32", cu_k.shape), t("o", dtype, (Tq, Hq, Dv)),
+                lse=t("lse", "f32", (Hq, Tq)) if kernel.has_lse else None,
+                stream=mem.stream()), bufs, dtype, kernel.has_lse)
+        except Exception as e:  # noqa: BLE001 - reported, then fail
+            problems.append(f"{what}: {e}")
+            continue
+        ref_o = np.zeros((Tq, Hq, Dv))
+        ref_lse = np.zeros((Hq, Tq))
+        for b in range(B):
+            qs, ks = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
+            ob, lb = reference_sequences(
+                q[qs].transpose(1, 0, 2)[None], k[ks].transpose(1, 0, 2)[None],
+                v[ks].transpose(1, 0, 2)[None], scale, kernel.causal)
+            ref_o[qs] = ob[0].transpose(1, 0, 2)
+            ref_lse[:, qs] = lb[0]
+        # Head-major, as LSE [Hq, Tq].
+        found, figures = compare(o.transpose(1, 0, 2), lse,
+                                 ref_o.transpose(1, 0, 2),
+                                 ref_lse if kernel.has_lse else None, dtype,
+                                 what + " vs float64")
+        problems += found
+        record(worst, figures)
+    return problems
+
+
 def check_kernel(rt, kernel, dtype, mem, torch, seed):
-    """Runs every CHECK_CASES shape; returns (problems, worst figures)."""
+    """Runs every CHECK_CASES shape (PAGED_CASES or VARLEN_CASES for the
+    serving forms); returns (problems, worst figures)."""
     problems = []
     worst = {"o_max_abs": 0.0, "o_rel_l2": 0.0, "lse_rel": 0.0,
              "masked_rows": 0, "torch_o_max_abs": None}
+    if kernel.page_size:
+        return check_paged(rt, kernel, dtype, mem, seed, worst), worst
+    if kernel.varlen:
+        return check_varlen(rt, kernel, dtype, mem, seed, worst), worst
     Hq, Hkv = kernel.heads, kernel.kv_heads
     D, Dv = kernel.head_dim, kernel.value_head_dim
     for index, (label, B, Nq, Nk, lens) in enumerate(CHECK_CASES):
@@ -534,19 +731,44 @@ def time_kernel(rt, kernel, dtype, n, torch, target_ms, decode=False):
     causal = kernel.causal != "none"
     gen = torch.Generator(device="cuda").manual_seed(n)
     q = torch.randn(B, H, Nq, D, device="cuda", dtype=tdtype, generator=gen)
-    k = torch.randn(B, Hkv, Nk, D, device="cuda", dtype=tdtype, generator=gen)
-    v = torch.randn(B, Hkv, Nk, Dv, device="cuda", dtype=tdtype,
-                    generator=gen)
+    S = kernel.page_size
+    if S:
+        # A paged cache: B * Nk / S pages in a shuffled order; SDPA reads
+        # the same keys gathered into [B, Hkv, Nk, D].
+        pages = B * Nk // S
+        kp = torch.randn(pages, S, Hkv, D, device="cuda", dtype=tdtype,
+                         generator=gen)
+        vp = torch.randn(pages, S, Hkv, Dv, device="cuda", dtype=tdtype,
+                         generator=gen)
+        order = np.random.default_rng(n).permutation(pages).astype(np.int32)
+        table = torch.from_numpy(order.reshape(B, Nk // S)).to("cuda")
+        lens = torch.from_numpy(np.full(B, Nk, np.int32)).to("cuda")
+        gather = lambda p, d: p[table.long()].reshape(
+            B, Nk // S, S, Hkv, d).permute(0, 3, 1, 2, 4).reshape(B, Hkv, Nk, d)
+        k, v = gather(kp, D), gather(vp, Dv)
+        tk = rt.tensor(kp.data_ptr(), dtype, kp.shape)
+        tv = rt.tensor(vp.data_ptr(), dtype, vp.shape)
+        ttable = rt.tensor(table.data_ptr(), "i32", table.shape)
+        tlens = rt.tensor(lens.data_ptr(), "i32", lens.shape)
+    else:
+        k = torch.randn(B, Hkv, Nk, D, device="cuda", dtype=tdtype,
+                        generator=gen)
+        v = torch.randn(B, Hkv, Nk, Dv, device="cuda", dtype=tdtype,
+                        generator=gen)
+        tk = rt.tensor(k.data_ptr(), dtype, k.shape)
+        tv = rt.tensor(v.data_ptr(), dtype, v.shape)
     o = torch.full((B, H, Nq, Dv), float("nan"), device="cuda", dtype=tdtype)
     tq = rt.tensor(q.data_ptr(), dtype, q.shape)
-    tk = rt.tensor(k.data_ptr(), dtype, k.shape)
-    tv = rt.tensor(v.data_ptr(), dtype, v.shape)
     to = rt.tensor(o.data_ptr(), dtype, o.shape)
     stream = torch.cuda.current_stream().cuda_stream
     gqa = {"enable_gqa": True} if Hkv != H else {}
 
     def ours():
-        rt.attention(kernel, tq, tk, tv, o=to, stream=stream)
+        if S:
+            rt.attention_paged(kernel, tq, tk, tv, ttable, tlens, o=to,
+                               stream=stream)
+        else:
+            rt.attention(kernel, tq, tk, tv, o=to, stream=stream)
 
     def sdpa():
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal,

@@ -141,6 +141,16 @@ class Kernel:
         self.chunk = mods.chunk if mods.chunk > 0 else None
         self.alibi = ALIBI_KINDS.get(mods.alibi, str(mods.alibi))
         self.has_segments = bool(mods.has_segments)
+        page_size = ctypes.c_int64(0)
+        varlen = ctypes.c_int32(0)
+        runtime._check("fa_kernel_get_serving",
+                       runtime.lib.fa_kernel_get_serving(
+                           handle, ctypes.byref(page_size),
+                           ctypes.byref(varlen)))
+        # The serving forms: a paged K/V cache of page_size-row pages, or
+        # the token-major variable-length form.
+        self.page_size = page_size.value
+        self.varlen = bool(varlen.value)
 
     @property
     def has_modifiers(self):
@@ -198,6 +208,25 @@ class FARuntime:
         lib.fa_kernel_get_modifiers.restype = c_status
         lib.fa_kernel_get_modifiers.argtypes = [
             ctypes.c_void_p, ctypes.POINTER(FAAttentionModifiers)]
+        lib.fa_kernel_get_serving.restype = c_status
+        lib.fa_kernel_get_serving.argtypes = [
+            ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64),
+            ctypes.POINTER(ctypes.c_int32)]
+        lib.fa_attention_launch_paged.restype = c_status
+        lib.fa_attention_launch_paged.argtypes = (
+            [ctypes.c_void_p] + [p_tensor] * 6 +
+            [ctypes.POINTER(FAAttentionExtras)] + [p_tensor] * 2 +
+            [ctypes.c_void_p])
+        lib.fa_attention_launch_varlen.restype = c_status
+        lib.fa_attention_launch_varlen.argtypes = (
+            [ctypes.c_void_p] + [p_tensor] * 5 +
+            [ctypes.POINTER(FAAttentionExtras)] + [p_tensor] * 2 +
+            [ctypes.c_void_p])
+        lib.fa_check_block_table.restype = c_status
+        lib.fa_check_block_table.argtypes = [p_tensor, p_tensor,
+                                             ctypes.c_int64, ctypes.c_int64]
+        lib.fa_check_cu_seqlens.restype = c_status
+        lib.fa_check_cu_seqlens.argtypes = [p_tensor, ctypes.c_int64]
         lib.fa_cuda_malloc.restype = c_status
         lib.fa_cuda_malloc.argtypes = [ctypes.POINTER(ctypes.c_void_p),
                                        ctypes.c_size_t]
@@ -273,6 +302,43 @@ class FARuntime:
                         kernel.handle, ref(q), ref(k), ref(v), ref(kv_lens),
                         ref(mask), ctypes.byref(extras), ref(o), ref(lse),
                         cstream))
+
+    def attention_paged(self, kernel, q, k_pages, v_pages, block_table,
+                        kv_lens, o, lse=None, stream=None):
+        """fa_attention_launch_paged (no mask or extras)."""
+        ref = lambda t: ctypes.byref(t) if t is not None else None
+        cstream = ctypes.c_void_p(stream) if stream else None
+        self._check(f"fa_attention_launch_paged({kernel.name})",
+                    self.lib.fa_attention_launch_paged(
+                        kernel.handle, ref(q), ref(k_pages), ref(v_pages),
+                        ref(block_table), ref(kv_lens), None, None, ref(o),
+                        ref(lse), cstream))
+
+    def attention_varlen(self, kernel, q, k, v, cu_seqlens_q, cu_seqlens_k, o,
+                         lse=None, stream=None):
+        """fa_attention_launch_varlen (no extras)."""
+        ref = lambda t: ctypes.byref(t) if t is not None else None
+        cstream = ctypes.c_void_p(stream) if stream else None
+        self._check(f"fa_attention_launch_varlen({kernel.name})",
+                    self.lib.fa_attention_launch_varlen(
+                        kernel.handle, ref(q), ref(k), ref(v),
+                        ref(cu_seqlens_q), ref(cu_seqlens_k), None, ref(o),
+                        ref(lse), cstream))
+
+    def check_block_table(self, table, lens, num_pages, page_size):
+        """fa_check_block_table on host numpy i32 arrays."""
+        t = self.tensor(table.ctypes.data, "i32", table.shape)
+        l = self.tensor(lens.ctypes.data, "i32", lens.shape)
+        self._check("fa_check_block_table",
+                    self.lib.fa_check_block_table(ctypes.byref(t),
+                                                  ctypes.byref(l), num_pages,
+                                                  page_size))
+
+    def check_cu_seqlens(self, cu, tokens):
+        """fa_check_cu_seqlens on a host numpy i32 array."""
+        t = self.tensor(cu.ctypes.data, "i32", cu.shape)
+        self._check("fa_check_cu_seqlens",
+                    self.lib.fa_check_cu_seqlens(ctypes.byref(t), tokens))
 
     # -- memory helpers (no torch needed) ----------------------------------
 

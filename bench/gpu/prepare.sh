@@ -24,6 +24,9 @@
 #   decode_pack_* and decode_auto_*: the same shape without causality,
 #     packed (SIMT) and with the default family; timed as one decode step
 #     (B 4, Nq 1, Nk 1k/8k/32k) against SDPA with enable_gqa.
+#   check_paged_* (page sizes 1, 16 with packed heads, 256) and
+#     check_varlen_*: the serving kernels (SIMT), checked on their own cases;
+#     decode_paged_*: the decode step above from a paged cache (S 16).
 #   check_wg_* and bench_wg_* (sm_90a only): the same bf16/f16 kernels
 #     compiled with --kernel wgmma (Hopper wgmma.mma_async from 128-byte-swizzled
 #     shared memory, FlashAttention-3 style).
@@ -138,6 +141,30 @@ for chip in $CHIPS; do
     compile "decode_auto_${dtype}_d128_h32_kv8_${chip}" "$STAGE" \
       --head-dim 128 --heads 32 --kv-heads 8 --dtype "$dtype" \
       --target "$chip"
+  done
+  echo "== $chip: serving kernels (paged caches, varlen; SIMT)"
+  # Checked on their own cases (shuffled block tables, a shared page, empty
+  # sequences; ragged token-major batches); the paged decode kernels are
+  # timed as one decode step beside SDPA on the same keys gathered.
+  compile "check_paged_bf16_d128_s16_${chip}" "$STAGE" \
+    --head-dim 128 --heads 32 --kv-heads 8 --dtype bf16 --causal bottom-right \
+    --kv-lens --lse --page-size 16 --target "$chip" --pack-gqa
+  compile "check_paged_f16_d64_s256_${chip}" "$STAGE" \
+    --head-dim 64 --heads 8 --kv-heads 2 --dtype f16 --causal bottom-right \
+    --kv-lens --lse --page-size 256 --target "$chip"
+  compile "check_paged_f32_d64_s1_${chip}" "$STAGE" \
+    --head-dim 64 --heads 8 --kv-heads 2 --dtype f32 --kv-lens --lse \
+    --page-size 1 --target "$chip"
+  compile "check_varlen_bf16_d128_${chip}" "$STAGE" \
+    --head-dim 128 --heads 8 --kv-heads 2 --dtype bf16 --causal bottom-right \
+    --lse --varlen --target "$chip"
+  compile "check_varlen_f16_d64_${chip}" "$STAGE" \
+    --head-dim 64 --heads 8 --kv-heads 2 --dtype f16 --lse --varlen \
+    --target "$chip"
+  for dtype in bf16 f16; do
+    compile "decode_paged_${dtype}_d128_h32_kv8_s16_${chip}" "$STAGE" \
+      --head-dim 128 --heads 32 --kv-heads 8 --dtype "$dtype" --kv-lens \
+      --page-size 16 --target "$chip" --pack-gqa
   done
   echo "== $chip: bench kernels"
   for dtype in bf16 f16; do

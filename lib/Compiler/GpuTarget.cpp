@@ -65,7 +65,9 @@ static void writeGpuHeader(const rt::KernelMetadata &md,
     gridAxes[i] = rt::getGridAxisName(launch.grid[i]);
     switch (launch.grid[i]) {
     case rt::GridAxis::QueryTiles:
-      gridSizes[i] = llvm::formatv("ceil(Nq/{0})", md.blockQ).str();
+      gridSizes[i] =
+          llvm::formatv("ceil({0}/{1})", md.varlen ? "Tq" : "Nq", md.blockQ)
+              .str();
       break;
     case rt::GridAxis::PackedQueryTiles:
       gridSizes[i] = llvm::formatv("ceil(Nq*{0}/{1})",
@@ -115,7 +117,43 @@ static void writeGpuHeader(const rt::KernelMetadata &md,
      << "_load(const char *metadata_path, fa_kernel **kernel) {\n"
      << "  return fa_kernel_load(metadata_path, FA_DEVICE_CUDA, kernel);\n"
      << "}\n\n";
-  if (md.op == rt::OpKind::Attention && md.modifiers.hasRegions()) {
+  if (md.op == rt::OpKind::Attention && md.pageSize > 0) {
+    os << "/* Launches on `stream` (a CUstream; NULL = the default stream)\n"
+       << " * over a paged K/V cache (pages [P, " << md.pageSize
+       << ", Hkv, D], block_table i32\n"
+       << " * [B, M], kv_lens i32 [B]). Tensors hold device pointers; the\n"
+       << " * launch does not read the tables: check their host copies with\n"
+       << " * fa_check_block_table. `extras` holds the ALiBi slopes this\n"
+       << " * kernel takes (NULL: none). */\n"
+       << "static inline fa_status " << md.name
+       << "_launch(fa_kernel *kernel, const fa_tensor *q,\n"
+       << "    const fa_tensor *k_pages, const fa_tensor *v_pages,\n"
+       << "    const fa_tensor *block_table, const fa_tensor *kv_lens,\n"
+       << "    const fa_tensor *mask, const fa_attention_extras *extras,\n"
+       << "    fa_tensor *o, fa_tensor *lse, void *stream) {\n"
+       << "  return fa_attention_launch_paged(kernel, q, k_pages, v_pages, "
+          "block_table,\n"
+       << "      kv_lens, mask, extras, o, lse, stream);\n"
+       << "}\n\n";
+  } else if (md.op == rt::OpKind::Attention && md.varlen) {
+    os << "/* Launches on `stream` (a CUstream; NULL = the default stream)\n"
+       << " * over a token-major batch (q [Tq, Hq, D], k and v [Tk, Hkv, D],\n"
+       << " * cu_seqlens_q and cu_seqlens_k i32 [B + 1]). Tensors hold device\n"
+       << " * pointers; the launch does not read the offsets: check their\n"
+       << " * host copies with fa_check_cu_seqlens. `extras` holds the ALiBi\n"
+       << " * slopes this kernel takes (NULL: none). */\n"
+       << "static inline fa_status " << md.name
+       << "_launch(fa_kernel *kernel, const fa_tensor *q,\n"
+       << "    const fa_tensor *k, const fa_tensor *v,\n"
+       << "    const fa_tensor *cu_seqlens_q, const fa_tensor *cu_seqlens_k,\n"
+       << "    const fa_attention_extras *extras, fa_tensor *o, fa_tensor "
+          "*lse,\n"
+       << "    void *stream) {\n"
+       << "  return fa_attention_launch_varlen(kernel, q, k, v, "
+          "cu_seqlens_q,\n"
+       << "      cu_seqlens_k, extras, o, lse, stream);\n"
+       << "}\n\n";
+  } else if (md.op == rt::OpKind::Attention && md.modifiers.hasRegions()) {
     // Regions take their tensors; a block mask (which needs a mask_mod)
     // comes after them.
     bool blockMask = md.modifiers.hasBlockMask();
@@ -192,16 +230,15 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
     return llvm::createStringError(
         "target " + options.target +
         ": only attention kernels have a GPU path so far");
-  // The SIMT kernel reads paged caches (fa-lower-to-nvvm), but the
-  // launcher's checks of block tables and offsets read host memory: no
-  // CUDA artifact of these forms yet.
-  if (md.pageSize > 0 || md.varlen)
+  // Only the SIMT kernel reads pages and sequence offsets.
+  if ((md.pageSize > 0 || md.varlen) && options.kernel &&
+      *options.kernel != KernelFamily::Simt)
     return llvm::createStringError(
         "kernel '" + md.name + "': " +
         (md.varlen ? "variable-length batches (cu_seqlens)"
                    : "paged K/V caches (a block_table)") +
-        " have no CUDA artifact yet; compile it for --target cpu (a paged "
-        "kernel lowers for the GPU with fa-opt -fa-lower-to-nvvm)");
+        " run on the SIMT kernel only; drop --kernel " +
+        getKernelChoiceName(options.kernel).str() + " or pass --kernel simt");
   std::optional<int> ptx = minimumPtxVersion(options.target);
   if (!ptx)
     return llvm::createStringError("unsupported GPU target '" + options.target +

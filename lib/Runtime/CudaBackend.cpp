@@ -579,7 +579,9 @@ Result<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
         std::find(symbols.begin(), symbols.end(), symbol) - symbols.begin());
   };
   backend->batchSymbol = indexOf("B");
-  backend->queryLenSymbol = indexOf("Nq");
+  // A variable-length batch's query tiles cover the longest sequence,
+  // at most Tq rows; the blocks past a sequence's rows return at once.
+  backend->queryLenSymbol = indexOf(md.varlen ? "Tq" : "Nq");
 
   // The driver and a context.
   Result<std::unique_ptr<Driver>> driver = Driver::open();

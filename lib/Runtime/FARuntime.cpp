@@ -643,12 +643,15 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
   }
 
   // The tables a kernel reads memory through, checked on the host before
-  // it runs (the loader refuses these kernels on CUDA, so the tensors are
-  // host memory).
+  // a CPU kernel runs. A CUDA kernel's tables are device memory, which the
+  // launcher does not read (a copy would synchronise the stream): the
+  // kernel clamps every page and offset into its tensors, and the caller
+  // checks the host copies with fa_check_block_table / fa_check_cu_seqlens.
   auto paramOf = [&](ParamRole role) -> const BoundParam & {
     return args.params[md.findParam(role) - md.params.data()];
   };
-  if (md.pageSize > 0) {
+  bool hostTables = md.target.kind == TargetKind::Cpu;
+  if (md.pageSize > 0 && hostTables) {
     const BoundParam &lens = paramOf(ParamRole::KvLens);
     const BoundParam &table = paramOf(ParamRole::BlockTable);
     const BoundParam &key = paramOf(ParamRole::Key);
@@ -659,7 +662,7 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
       return error(cat(md.findParam(problem->role)->name, ": ",
                        problem->message));
   }
-  if (md.varlen) {
+  if (md.varlen && hostTables) {
     for (auto [role, tokensRole, side] :
          {std::tuple{ParamRole::CuSeqlensQ, ParamRole::Query, "query"},
           std::tuple{ParamRole::CuSeqlensK, ParamRole::Key, "key"}}) {
@@ -847,6 +850,74 @@ extern "C" fa_status fa_attention_launch_varlen(
   tensors.emplace_back(ParamRole::CuSeqlensK, cuSeqlensK);
   return launch(kernel, OpKind::Attention, "fa_attention_launch_varlen",
                 tensors, cudaStream);
+}
+
+/// A contiguous host i32 tensor of `rank` (the serving tables), or an
+/// error naming `function` and `name`.
+static std::optional<std::string> checkHostTable(const char *function,
+                                                 const char *name,
+                                                 const fa_tensor *t,
+                                                 int32_t rank) {
+  if (!t)
+    return cat(function, ": ", name, " is NULL");
+  if (t->dtype != FA_DTYPE_I32 || t->rank != rank)
+    return cat(function, ": ", name, " must be i32 of rank ", rank, ", got ",
+               getDTypeName(static_cast<DType>(t->dtype)), " of rank ",
+               t->rank);
+  int64_t stride = 1;
+  for (int32_t i = rank - 1; i >= 0; --i) {
+    if (t->sizes[i] < 0)
+      return cat(function, ": ", name, " has a negative size");
+    if (t->sizes[i] != 1 && t->strides[i] != stride)
+      return cat(function, ": ", name, " must be contiguous (C order)");
+    stride *= t->sizes[i];
+  }
+  if (!t->data && stride != 0)
+    return cat(function, ": ", name, " has no data");
+  return std::nullopt;
+}
+
+extern "C" fa_status fa_check_block_table(const fa_tensor *blockTable,
+                                          const fa_tensor *kvLens,
+                                          int64_t numPages, int64_t pageSize) {
+  const char *fn = "fa_check_block_table";
+  if (auto err = checkHostTable(fn, "block_table", blockTable, 2))
+    return fail(FA_ERROR_INVALID_ARGUMENT, *err);
+  if (auto err = checkHostTable(fn, "kv_lens", kvLens, 1))
+    return fail(FA_ERROR_INVALID_ARGUMENT, *err);
+  if (kvLens->sizes[0] != blockTable->sizes[0])
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(fn, ": kv_lens has ", kvLens->sizes[0],
+                    " sequences, block_table ", blockTable->sizes[0]));
+  if (numPages < 0 || pageSize <= 0)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(fn, ": expected num_pages >= 0 and page_size > 0, got ",
+                    numPages, " and ", pageSize));
+  if (std::optional<InputProblem> problem = checkBlockTable(
+          static_cast<const int32_t *>(kvLens->data),
+          static_cast<const int32_t *>(blockTable->data), kvLens->sizes[0],
+          blockTable->sizes[1], numPages, pageSize))
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(fn, ": ",
+                    problem->role == ParamRole::KvLens ? "kv_lens"
+                                                       : "block_table",
+                    ": ", problem->message));
+  return succeed();
+}
+
+extern "C" fa_status fa_check_cu_seqlens(const fa_tensor *cuSeqlens,
+                                         int64_t tokens) {
+  const char *fn = "fa_check_cu_seqlens";
+  if (auto err = checkHostTable(fn, "cu_seqlens", cuSeqlens, 1))
+    return fail(FA_ERROR_INVALID_ARGUMENT, *err);
+  if (tokens < 0)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(fn, ": tokens must not be negative, got ", tokens));
+  if (std::optional<std::string> problem =
+          checkCuSeqlens(static_cast<const int32_t *>(cuSeqlens->data),
+                         cuSeqlens->sizes[0], tokens, "token"))
+    return fail(FA_ERROR_INVALID_ARGUMENT, cat(fn, ": cu_seqlens: ", *problem));
+  return succeed();
 }
 
 extern "C" fa_status fa_kernel_get_serving(const fa_kernel *kernel,

@@ -443,14 +443,17 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
       return "field 'op': cuda kernels compute attention (their grid tiles "
              "the queries), got '" +
              getOpName(md.op) + "'";
-    if (md.pageSize > 0 || md.varlen)
-      return cat("field '", md.pageSize > 0 ? "page_size" : "varlen",
-                 "': paged caches and variable-length batches run on cpu "
-                 "targets only (no GPU kernel reads them yet)");
     if (!md.kernel.empty() && md.kernel != "simt" && md.kernel != "mma" &&
         md.kernel != "wgmma")
       return "field 'kernel': expected one of simt, mma, wgmma, got '" +
              md.kernel + "'";
+    // Only the SIMT kernel reads pages and sequence offsets.
+    if ((md.pageSize > 0 || md.varlen) && !md.kernel.empty() &&
+        md.kernel != "simt")
+      return cat("field '", md.pageSize > 0 ? "page_size" : "varlen",
+                 "': paged caches and variable-length batches run on the "
+                 "simt kernel, not '",
+                 md.kernel, "'");
   } else {
     if (md.target.triple.empty())
       return std::string("field 'target.triple' must not be empty");

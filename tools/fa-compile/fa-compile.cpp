@@ -279,6 +279,9 @@ static Error checkCommonOptions(CompileOptions &options) {
     return makeError("--pack-gqa makes a SIMT kernel; it cannot be combined "
                      "with --kernel " +
                      kernelFamily);
+  if (packGqa && varlen)
+    return makeError("--pack-gqa cannot be combined with --varlen: the "
+                     "variable-length kernel keeps one query head per block");
   if (outputDir.empty())
     return makeError("missing the output directory: pass -o DIR");
   if (Error err = checkOutputDir(outputDir))
@@ -489,11 +492,6 @@ static Expected<KernelJob> buildJobFromSpec(MLIRContext &ctx,
                          "or --segments (each sequence's keys are its own)");
       md.varlen = true;
     }
-    if ((md.pageSize > 0 || md.varlen) && options.target != "cpu")
-      return makeError(std::string(md.varlen ? "--varlen" : "--page-size") +
-                       ": paged caches and variable-length batches compile "
-                       "for --target cpu only (no GPU kernel reads them "
-                       "yet)");
   } else {
     llvm::SmallVector<StringRef> misplaced = getGivenOptions(
         {{"--head-dim", &headDim},

@@ -399,7 +399,8 @@ FA_RUNTIME_API fa_status fa_kernel_get_serving(const fa_kernel *kernel,
  * else FA_ERROR_INVALID_ARGUMENT naming the sequence and entry, and
  * nothing is read or written. Entries past a sequence's pages are never
  * read (any value, e.g. -1 padding). Pages may be shared between
- * sequences. CPU kernels only (the loader refuses paged CUDA kernels). */
+ * sequences. A CUDA kernel's tables are device memory, which the launch
+ * does not check: see fa_check_block_table. */
 FA_RUNTIME_API fa_status fa_attention_launch_paged(
     fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k_pages,
     const fa_tensor *v_pages, const fa_tensor *block_table,
@@ -424,12 +425,40 @@ FA_RUNTIME_API fa_status fa_attention_launch_paged(
  *
  * Offsets that break the rules above are FA_ERROR_INVALID_ARGUMENT before
  * the kernel runs. Empty sequences are allowed (a sequence with queries
- * but no keys gives O = 0 and LSE = -inf). CPU kernels only. */
+ * but no keys gives O = 0 and LSE = -inf). A CUDA kernel's offsets are
+ * device memory, which the launch does not check: see fa_check_cu_seqlens;
+ * its grid covers ceil(Tq / block_q) query tiles per sequence, the tiles
+ * past a sequence's rows returning at once. */
 FA_RUNTIME_API fa_status fa_attention_launch_varlen(
     fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
     const fa_tensor *v, const fa_tensor *cu_seqlens_q,
     const fa_tensor *cu_seqlens_k, const fa_attention_extras *extras,
     fa_tensor *o, fa_tensor *lse, void *cuda_stream);
+
+/* The host-side checks fa_attention_launch_paged and _varlen make before a
+ * CPU kernel runs, for the caller to make on host copies of a CUDA
+ * kernel's tables: a CUDA launch does not read its tables, which are
+ * device memory (copying them back would synchronise the stream). The
+ * CUDA kernel clamps every page entry into [0, P), every length into
+ * [0, M*S] and every offset into [0, T], so a bad table cannot make it
+ * read or write outside its tensors, but its results are then
+ * meaningless: check the tables where they are built.
+ *
+ * fa_check_block_table: `block_table` i32 [B, M] and `kv_lens` i32 [B],
+ * contiguous host memory, for a cache of `num_pages` pages of `page_size`
+ * rows; the rules of fa_attention_launch_paged.
+ * fa_check_cu_seqlens: `cu_seqlens` i32 [B + 1], contiguous host memory,
+ * over `tokens` packed rows (Tq or Tk); the rules of
+ * fa_attention_launch_varlen.
+ *
+ * FA_SUCCESS, or FA_ERROR_INVALID_ARGUMENT with the sequence and entry at
+ * fault in fa_last_error. */
+FA_RUNTIME_API fa_status fa_check_block_table(const fa_tensor *block_table,
+                                              const fa_tensor *kv_lens,
+                                              int64_t num_pages,
+                                              int64_t page_size);
+FA_RUNTIME_API fa_status fa_check_cu_seqlens(const fa_tensor *cu_seqlens,
+                                             int64_t tokens);
 
 /* Runs a softmax kernel along the kernel's dimension: y = softmax(x). x and
  * y have the kernel's rank and dtype and the same sizes and must not

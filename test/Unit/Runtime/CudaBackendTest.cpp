@@ -895,6 +895,182 @@ TEST_F(FakeDriverTest, LaunchGridPackedHeads) {
   fa_kernel_destroy(kernel);
 }
 
+/// A paged-cache kernel on CUDA: the block table and lengths are device
+/// memory, which the launch passes to the kernel without reading (these
+/// addresses would fault on the host); the grid is that of Nq.
+TEST_F(FakeDriverTest, LaunchPaged) {
+  md.hasKvLens = true;
+  md.pageSize = 16;
+  md.kernel = "simt";
+  md.params = getCanonicalParams(md, DType::I8, false, false);
+  fa_kernel *kernel = nullptr;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  int64_t pageSize = 0;
+  int32_t varlen = 1;
+  ASSERT_EQ(fa_kernel_get_serving(kernel, &pageSize, &varlen), FA_SUCCESS);
+  EXPECT_EQ(pageSize, 16);
+  EXPECT_EQ(varlen, 0);
+  // q, k, v (11 values each), kv_lens (5), o (11), lse (9), block_table (7).
+  fake->paramsToRecord = 65;
+  const int64_t B = 3, Nq = 70, P = 40, M = 9;
+  fa_tensor q = deviceTensor(0x100000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor k = deviceTensor(0x200000, FA_DTYPE_F16, {P, 16, 2, 64});
+  fa_tensor v = deviceTensor(0x300000, FA_DTYPE_F16, {P, 16, 2, 64});
+  fa_tensor lens = deviceTensor(0x380000, FA_DTYPE_I32, {B});
+  fa_tensor o = deviceTensor(0x400000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor lse = deviceTensor(0x500000, FA_DTYPE_F32, {B, 8, Nq});
+  fa_tensor table = deviceTensor(0x600000, FA_DTYPE_I32, {B, M});
+  EXPECT_EQ(fa_attention_launch(kernel, &q, &k, &v, &lens, nullptr, &o, &lse,
+                                nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("launch it with "
+                                         "fa_attention_launch_paged"));
+  fa_tensor wrongPage = deviceTensor(0x300000, FA_DTYPE_F16, {P, 8, 2, 64});
+  EXPECT_EQ(fa_attention_launch_paged(kernel, &q, &k, &wrongPage, &table,
+                                      &lens, nullptr, nullptr, &o, &lse,
+                                      nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fake->launches, 0);
+  ASSERT_EQ(fa_attention_launch_paged(kernel, &q, &k, &v, &table, &lens,
+                                      nullptr, nullptr, &o, &lse, nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  ASSERT_EQ(fake->launches, 1);
+  EXPECT_EQ(fake->grid[0], 2u); // ceil(70 / 64)
+  EXPECT_EQ(fake->grid[1], 8u); // Hq
+  EXPECT_EQ(fake->grid[2], 3u); // B
+  std::vector<int64_t> pages = {0x200000, 0x200000, 0, P, 16, 2, 64};
+  for (size_t i = 0; i < pages.size(); ++i)
+    EXPECT_EQ(fake->params[11 + i], pages[i]) << "k value " << i;
+  std::vector<int64_t> lensExpected = {0x380000, 0x380000, 0, B, 1};
+  for (size_t i = 0; i < lensExpected.size(); ++i)
+    EXPECT_EQ(fake->params[33 + i], lensExpected[i]) << "kv_lens value " << i;
+  std::vector<int64_t> tableExpected = {0x600000, 0x600000, 0, B, M, M, 1};
+  for (size_t i = 0; i < tableExpected.size(); ++i)
+    EXPECT_EQ(fake->params[58 + i], tableExpected[i])
+        << "block_table value " << i;
+  fa_kernel_destroy(kernel);
+}
+
+/// A variable-length kernel on CUDA: the offsets are device memory, passed
+/// without being read; the query tiles cover Tq rows (the longest possible
+/// sequence), B comes from the offsets' length.
+TEST_F(FakeDriverTest, LaunchVarlen) {
+  md.varlen = true;
+  md.params = getCanonicalParams(md, DType::I8, false, false);
+  fa_kernel *kernel = nullptr;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  // q, k, v, o (9 values each), lse (7), cu_seqlens_q and _k (5 each).
+  fake->paramsToRecord = 53;
+  const int64_t B = 5, Tq = 200, Tk = 300;
+  fa_tensor q = deviceTensor(0x100000, FA_DTYPE_F16, {Tq, 8, 64});
+  fa_tensor k = deviceTensor(0x200000, FA_DTYPE_F16, {Tk, 2, 64});
+  fa_tensor v = deviceTensor(0x300000, FA_DTYPE_F16, {Tk, 2, 64});
+  fa_tensor o = deviceTensor(0x400000, FA_DTYPE_F16, {Tq, 8, 64});
+  fa_tensor lse = deviceTensor(0x500000, FA_DTYPE_F32, {8, Tq});
+  fa_tensor cuQ = deviceTensor(0x600000, FA_DTYPE_I32, {B + 1});
+  fa_tensor cuK = deviceTensor(0x700000, FA_DTYPE_I32, {B + 1});
+  ASSERT_EQ(fa_attention_launch_varlen(kernel, &q, &k, &v, &cuQ, &cuK,
+                                       nullptr, &o, &lse, nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  ASSERT_EQ(fake->launches, 1);
+  EXPECT_EQ(fake->grid[0], 4u); // ceil(200 / 64)
+  EXPECT_EQ(fake->grid[1], 8u); // Hq
+  EXPECT_EQ(fake->grid[2], 5u); // B
+  std::vector<int64_t> tail = {0x600000, 0x600000, 0, B + 1, 1,
+                               0x700000, 0x700000, 0, B + 1, 1};
+  for (size_t i = 0; i < tail.size(); ++i)
+    EXPECT_EQ(fake->params[43 + i], tail[i]) << "offsets value " << i;
+  // Offsets of another length are a different B, checked against O's
+  // shape only through the symbols they share: none here, so the launch
+  // with a mismatched k is what fails.
+  fa_tensor kBad = deviceTensor(0x200000, FA_DTYPE_F16, {Tk + 1, 2, 64});
+  EXPECT_EQ(fa_attention_launch_varlen(kernel, &q, &kBad, &v, &cuQ, &cuK,
+                                       nullptr, &o, &lse, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fake->launches, 1);
+  fa_kernel_destroy(kernel);
+}
+
+/// The host-side checks a CUDA caller makes on its tables' host copies
+/// (the same rules the CPU launch applies).
+TEST(ServingTableChecks, BlockTable) {
+  std::vector<int32_t> lens = {20, 0, 33};
+  std::vector<int32_t> table = {4, 1, -1, //
+                                -1, -1, -1, //
+                                0, 2, 3};
+  int64_t lensSize[] = {3}, tableSize[] = {3, 3};
+  fa_tensor l = fa_tensor_make(lens.data(), FA_DTYPE_I32, 1, lensSize);
+  fa_tensor t = fa_tensor_make(table.data(), FA_DTYPE_I32, 2, tableSize);
+  EXPECT_EQ(fa_check_block_table(&t, &l, 5, 16), FA_SUCCESS)
+      << fa_last_error();
+  // Page 4 is past a cache of 4 pages.
+  EXPECT_EQ(fa_check_block_table(&t, &l, 4, 16), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("fa_check_block_table: block_table: entry [0, 0] = "
+                        "4 is not a page of the cache (P = 4 pages)"));
+  // In pages of 8 rows, sequence 0's 20 keys read its third entry (-1),
+  // and sequence 2's 33 keys need more than its three entries.
+  EXPECT_EQ(fa_check_block_table(&t, &l, 5, 8), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("block_table: entry [0, 2] = -1 is not a page of the "
+                        "cache (P = 5 pages); sequence 0 reads it for its "
+                        "keys 16 to 19"));
+  lens[0] = 10;
+  EXPECT_EQ(fa_check_block_table(&t, &l, 5, 8), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("kv_lens: sequence 2 has 33 keys, but its 3 block "
+                        "table entries of 8-row pages hold 0 to 24"));
+  lens[1] = -1;
+  EXPECT_EQ(fa_check_block_table(&t, &l, 5, 16), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("sequence 1 has a negative length"));
+  lens[1] = 0;
+  // Bad tensors.
+  fa_tensor f = t;
+  f.dtype = FA_DTYPE_F32;
+  EXPECT_EQ(fa_check_block_table(&f, &l, 5, 16), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("block_table must be i32 of rank 2"));
+  EXPECT_EQ(fa_check_block_table(&t, nullptr, 5, 16),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("kv_lens is NULL"));
+  fa_tensor strided = t;
+  strided.strides[1] = 2;
+  EXPECT_EQ(fa_check_block_table(&strided, &l, 5, 16),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("must be contiguous"));
+  int64_t twoSize[] = {2};
+  fa_tensor two = fa_tensor_make(lens.data(), FA_DTYPE_I32, 1, twoSize);
+  EXPECT_EQ(fa_check_block_table(&t, &two, 5, 16), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("kv_lens has 2 sequences, block_table 3"));
+  EXPECT_EQ(fa_check_block_table(&t, &l, 5, 0), FA_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(ServingTableChecks, CuSeqlens) {
+  std::vector<int32_t> cu = {0, 5, 5, 12};
+  int64_t size[] = {4};
+  fa_tensor t = fa_tensor_make(cu.data(), FA_DTYPE_I32, 1, size);
+  EXPECT_EQ(fa_check_cu_seqlens(&t, 12), FA_SUCCESS) << fa_last_error();
+  EXPECT_EQ(fa_check_cu_seqlens(&t, 11), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("fa_check_cu_seqlens: cu_seqlens: the last offset 12 "
+                        "is past the 11 packed token rows"));
+  cu[2] = 4;
+  EXPECT_EQ(fa_check_cu_seqlens(&t, 12), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("offsets must not decrease: entry "
+                                         "2 = 4 is below entry 1 = 5"));
+  cu[2] = 5;
+  cu[0] = -1;
+  EXPECT_EQ(fa_check_cu_seqlens(&t, 12), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("the first offset is negative"));
+  int64_t none[] = {0};
+  fa_tensor empty = fa_tensor_make(cu.data(), FA_DTYPE_I32, 1, none);
+  EXPECT_EQ(fa_check_cu_seqlens(&empty, 12), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("expected B + 1 >= 1"));
+  EXPECT_EQ(fa_check_cu_seqlens(nullptr, 12), FA_ERROR_INVALID_ARGUMENT);
+}
+
 TEST_F(FakeDriverTest, DeviceChip) {
   char chip[8];
   ASSERT_EQ(fa_cuda_device_chip(chip, sizeof(chip)), FA_SUCCESS)

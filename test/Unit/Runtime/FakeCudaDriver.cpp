@@ -291,7 +291,7 @@ int cuLaunchKernel(void *, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
   state.stream = stream;
   state.extra = extra;
   state.launchContext = state.currentContext;
-  for (int i = 0; i < state.paramsToRecord && i < 64; ++i)
+  for (int i = 0; i < state.paramsToRecord && i < 128; ++i)
     std::memcpy(&state.params[i], params[i], sizeof(int64_t));
   trace("cuLaunchKernel grid [%u, %u, %u] block [%u, %u, %u] shared %u", gx,
         gy, gz, bx, by, bz, shared);

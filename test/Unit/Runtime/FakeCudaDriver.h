@@ -43,7 +43,7 @@ struct FakeCudaState {
   void *stream = nullptr;
   void **extra = nullptr;
   void *launchContext = nullptr;
-  int64_t params[64] = {0};
+  int64_t params[128] = {0};
   int allocs = 0, frees = 0, copiesToDevice = 0, copiesToHost = 0;
   int syncs = 0;
   unsigned long long bytesToDevice = 0, bytesToHost = 0;

@@ -634,13 +634,18 @@ TEST(MetadataTest, ServingForms) {
               HasSubstr("the varlen form are not available with a paged "
                         "cache"));
 
-  // CUDA artifacts of either form are refused.
+  // CUDA artifacts of either form run on the SIMT kernel only.
   KernelMetadata cuda = makeCudaAttentionMetadata();
   cuda.varlen = true;
   cuda.params = getCanonicalParams(cuda, DType::I8, false, false);
+  cuda.kernel = "simt";
+  EXPECT_EQ(verifyKernelMetadata(cuda), std::nullopt);
+  cuda.kernel = "";
+  EXPECT_EQ(verifyKernelMetadata(cuda), std::nullopt);
+  cuda.kernel = "mma";
   EXPECT_THAT(verifyKernelMetadata(cuda).value_or(""),
               HasSubstr("field 'varlen': paged caches and variable-length "
-                        "batches run on cpu targets only"));
+                        "batches run on the simt kernel, not 'mma'"));
 }
 
 TEST(MetadataTest, LaunchGridAxes) {

@@ -61,7 +61,10 @@ class Tensor:
     def abs(self): return Tensor(np.abs(self.a))
     def max(self): return Tensor(np.asarray(self.a.max()))
     def item(self): return self.a.item()
-    def __getitem__(self, idx): return Tensor(self.a[idx])
+    def __getitem__(self, idx):
+        return Tensor(self.a[idx.a if isinstance(idx, Tensor) else idx], self.dtype)
+    def reshape(self, *shape): return Tensor(self.a.reshape(shape), self.dtype)
+    def permute(self, *dims): return Tensor(self.a.transpose(dims), self.dtype)
     def __invert__(self): return Tensor(~self.a)
     def __and__(self, o): return Tensor(self.a & o.a)
     def __lt__(self, o): return Tensor(self.a < (o.a if isinstance(o, Tensor) else o))
