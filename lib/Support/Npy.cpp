@@ -6,6 +6,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Support/Npy.h"
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#endif
 #include "fa/Support/OutputFile.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -201,8 +205,17 @@ lookupDescr(StringRef descr, ArrayRef<NpyDType> allowed) {
 // NpyArray
 //===----------------------------------------------------------------------===//
 
+/// Arrays of at least this many bytes are aligned to, and asked to live
+/// in, 2 MiB transparent huge pages (see NpyArray's constructor).
+static constexpr size_t kHugePageBytes = size_t(2) << 20;
+
+/// The alignment of an allocation of `size` bytes.
+static size_t getStorageAlignment(size_t size) {
+  return size >= kHugePageBytes ? kHugePageBytes : NpyArray::kAlignment;
+}
+
 void NpyArray::Deleter::operator()(char *ptr) const {
-  deallocate_buffer(ptr, size, kAlignment);
+  deallocate_buffer(ptr, size, getStorageAlignment(size));
 }
 
 NpyArray::NpyArray(NpyDType dtype, ArrayRef<int64_t> shape)
@@ -218,9 +231,21 @@ NpyArray::NpyArray(NpyDType dtype, ArrayRef<int64_t> shape)
   // vector load up to the next alignment boundary.
   size_t allocSize =
       std::max<size_t>(alignTo(numBytes, kAlignment), kAlignment);
+  if (allocSize >= kHugePageBytes)
+    allocSize = alignTo(allocSize, kHugePageBytes);
   storage = std::unique_ptr<char[], Deleter>(
-      static_cast<char *>(allocate_buffer(allocSize, kAlignment)),
+      static_cast<char *>(
+          allocate_buffer(allocSize, getStorageAlignment(allocSize))),
       Deleter{allocSize});
+#ifdef MADV_HUGEPAGE
+  // Large arrays (a K/V cache) in transparent huge pages where the system
+  // gives them on request (transparent_hugepage=madvise), as numpy does for
+  // its arrays: kernels that read a paged cache through its block table
+  // jump between pages that 4 KiB pages would spread over as many TLB
+  // entries. Advice only; a refusal changes nothing.
+  if (allocSize >= kHugePageBytes)
+    (void)madvise(storage.get(), allocSize, MADV_HUGEPAGE);
+#endif
   std::memset(storage.get(), 0, allocSize);
 }
 

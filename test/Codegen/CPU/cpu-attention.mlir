@@ -412,6 +412,7 @@ func.func @regions(%q: memref<1x2x64x64xf16>, %k: memref<1x2x64x64xf16>, %v: mem
 //       DECODE:       vector.transfer_read %{{.*}}[%[[B]], %[[KVH]], %[[K0:.*]], %c0{{.*}}]{{.*}} : memref<1x2x?x32xf32>, vector<16xf32>
 //       DECODE:       vector.transfer_read %{{.*}}[%[[B]], %[[KVH]], %[[K0]], %c16{{.*}}]{{.*}} : memref<1x2x?x32xf32>, vector<16xf32>
 //       DECODE:       vector.transfer_read %{{.*}}[%[[B]], %[[KVH]], %[[K1:.*]], %c0{{.*}}]
+//   DECODE-NOT:   memref.prefetch
 //       DECODE:       scf.for
 //       DECODE:         vector.fma
 //       DECODE:         arith.addf %{{.*}} : vector<16xf32>
@@ -421,6 +422,10 @@ func.func @regions(%q: memref<1x2x64x64xf16>, %k: memref<1x2x64x64xf16>, %v: mem
 //       DECODE:     %[[HG:.*]] = arith.remui %{{.*}}, %c4{{.*}}
 //       DECODE:     %[[H:.*]] = arith.addi %[[HG]], %{{.*}}
 //       DECODE:     vector.transfer_write %{{.*}}, %{{.*}}[%[[B]], %[[H]], %[[QROW]], %{{.*}}]
+// Contiguous caches are not prefetched (the hardware prefetcher follows
+// them; software prefetches only cost issue slots).
+//   DECODE-NOT:   memref.prefetch
+//       DECODE:   return
 // Split-KV (kv-splits=3): min(3, key tiles of Nk) splits, the workspace
 // of partial results, the forall's fourth dim over the splits, the
 // partials written at [split, ...], and fa.merge lowered to linalg into
@@ -470,6 +475,16 @@ func.func @decode_static(%q: memref<1x8x1x32xf32>, %k: memref<1x2x?x32xf32>, %v:
 //       DECODE:     %[[PAGE:.*]] = arith.minsi %[[LOW]], %[[LAST]]
 //       DECODE:     %[[ROW:.*]] = arith.remui %{{.*}}, %c16
 //       DECODE:     vector.transfer_read %[[KC]][%[[PAGE]], %[[ROW]], %[[KVH]], %c0{{.*}}]
+// Each key read prefetches, into L2, every line of the K and V rows of the
+// key one tile (64 keys) ahead, clamped to the last visited key, through
+// the block table.
+//       DECODE:     %[[AHEAD:.*]] = arith.addi %{{.*}}, %c64
+//       DECODE:     %[[CL:.*]] = arith.minsi %[[AHEAD]], %{{.*}}
+//       DECODE:     memref.load %[[BT]][%[[B]], %{{.*}}]
+//       DECODE:     memref.prefetch %[[KC]][%{{.*}}, %{{.*}}, %[[KVH]], %c0{{.*}}], read, locality<2>, data
+//       DECODE:     memref.prefetch %[[KC]][%{{.*}}, %{{.*}}, %[[KVH]], %c16{{.*}}], read, locality<2>, data
+//       DECODE:     memref.prefetch %[[VC]][%{{.*}}, %{{.*}}, %[[KVH]], %c0{{.*}}], read, locality<2>, data
+//       DECODE:     memref.prefetch %[[VC]][%{{.*}}, %{{.*}}, %[[KVH]], %c16{{.*}}], read, locality<2>, data
 //       DECODE:     vector.load %[[VC]][%{{.*}}, %{{.*}}, %[[KVH]], %c0{{.*}}]
 func.func @paged(%q: memref<?x8x?x32xf32>, %kc: memref<?x16x2x32xf32>, %vc: memref<?x16x2x32xf32>, %lens: memref<?xi32>, %bt: memref<?x?xi32>, %o: memref<?x8x?x32xf32>) {
   %qt = bufferization.to_tensor %q restrict : memref<?x8x?x32xf32> to tensor<?x8x?x32xf32>
