@@ -229,6 +229,10 @@ mlir::fa::verifyLowerToNVVMOptions(const LowerToNVVMOptions &options) {
     return "fa-lower-to-nvvm: pack-gqa=always needs the SIMT kernels "
            "(kernel=auto or kernel=simt); the " +
            options.kernel + " kernels do not pack query heads";
+  if (options.splitKv && family && *family != KernelFamily::Simt)
+    return "fa-lower-to-nvvm: split-kv needs the SIMT kernels (kernel=auto "
+           "or kernel=simt); the " +
+           options.kernel + " kernels do not split the keys";
   if (!llvm::is_contained({"isa", "bin", "fatbin"}, options.format.getValue()))
     return "fa-lower-to-nvvm: format must be isa, bin or fatbin, got '" +
            options.format + "'";
@@ -316,9 +320,9 @@ void mlir::fa::buildMapToGPUPipeline(OpPassManager &pm,
   KernelChoice family;
   (void)parseKernelChoice(options.kernel, family);
   SmallVector<KernelFamily, 2> families;
-  // Packed query heads (pack-gqa=always) are a SIMT kernel: the
-  // tensor-core families are not tried.
-  if (!family && options.packGqa != "always")
+  // Packed query heads (pack-gqa=always) and split-KV are SIMT kernels:
+  // the tensor-core families are not tried.
+  if (!family && options.packGqa != "always" && !options.splitKv)
     families = getAutoKernelFamilies(options.chip);
   else if (*family != KernelFamily::Simt)
     families.push_back(*family);
@@ -347,6 +351,7 @@ void mlir::fa::buildMapToGPUPipeline(OpPassManager &pm,
   promoteOpts.numWarps = options.warps;
   promoteOpts.doubleBuffer = options.doubleBuffer;
   promoteOpts.packGqa = options.packGqa;
+  promoteOpts.splitKv = options.splitKv;
   // fa.merge kernels (one warp per row).
   FAGpuMergePassOptions mergeOpts;
   mergeOpts.numWarps = options.warps;

@@ -23,6 +23,17 @@
 // PACKMMA: error: fa-lower-to-nvvm: pack-gqa=always needs the SIMT kernels (kernel=auto or kernel=simt); the mma kernels do not pack query heads
 // PACKBAD: error: fa-lower-to-nvvm: pack-gqa must be auto, always or never, got 'yes'
 
+// split-kv: every attention takes the SIMT kernel (no tensor-core family
+// is tried, even on sm_90a) and a merge kernel beside it, launched after
+// it; an explicit tensor-core family is an error.
+// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a split-kv=true" | FileCheck %s --check-prefix=SPLIT --implicit-check-not=mma.sync --implicit-check-not=wgmma.mma_async
+// RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 kernel=mma split-kv=true" 2>&1 | FileCheck %s --check-prefix=SPLITMMA
+// SPLIT: gpu.launch_func @attn_f32_kernels::@attn_f32
+// SPLIT: gpu.launch_func @attn_f32_merge_kernels::@attn_f32_merge
+// SPLIT: gpu.binary @attn_f32_kernels
+// SPLIT: gpu.binary @attn_f32_merge_kernels
+// SPLITMMA: error: fa-lower-to-nvvm: split-kv needs the SIMT kernels (kernel=auto or kernel=simt); the mma kernels do not split the keys
+
 // MMA: error: fa-lower-to-nvvm: kernel=mma: the attention of @attn_f32 is not eligible for the mma.sync kernels (f16/bf16 Q, K, V in kernel form, head dims multiples of 16 up to 256); use kernel=auto or kernel=simt
 // MMA: error: fa-lower-to-nvvm: kernel=mma: the attention of @attn_f16_d8 is not eligible for the mma.sync kernels
 // WGMMA: error: fa-lower-to-nvvm: kernel=wgmma: the attention of @attn_f32 is not eligible for the wgmma kernels (f16/bf16 Q, K, V in kernel form, head dims multiples of 64 up to 256, Dv <= 192 with a mask); use kernel=auto or kernel=simt

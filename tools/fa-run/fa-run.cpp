@@ -216,7 +216,9 @@ cl::opt<unsigned> kvSplitsOpt(
     cl::desc("CPU decode kernels: split the key range of each (batch, kv "
              "head) into N parts run in parallel and combined by fa.merge "
              "(default 0: chosen at run time with --parallel from the "
-             "threads and the parallel work; 1: no split)"),
+             "threads and the parallel work; 1: no split). --device "
+             "emulate: N >= 2 runs the split-KV SIMT kernel and its merge "
+             "kernel with N parts"),
     cl::value_desc("N"), cl::init(0), cl::sub(attentionCmd),
     cl::cat(runCategory));
 cl::opt<unsigned> repeatRuns(
@@ -1023,6 +1025,10 @@ static Expected<std::string> runOnEmulator(ModuleOp module,
       blockKV.getNumOccurrences() ? blockKV.getValue() : 0;
   mapOptions.lowering.kernel = kernelFamily.getValue();
   mapOptions.lowering.packGqa = packGqa ? "always" : "auto";
+  // Split-KV on the SIMT kernel: --kv-splits N >= 2 parts (the workspace
+  // below has N).
+  unsigned parts = kvSplitsOpt;
+  mapOptions.lowering.splitKv = parts >= 2;
   // The emulated chip: sm_80 unless given (sm_90a for --kernel wgmma).
   mapOptions.lowering.chip = chipName.getNumOccurrences() ? chipName.getValue()
                              : kernelFamily == "wgmma"    ? "sm_90a"
@@ -1072,6 +1078,34 @@ static Expected<std::string> runOnEmulator(ModuleOp module,
   for (NpyArray *array : serving)
     add(array->getRank() == 2 ? "block_table" : "cu_seqlens", array,
         /*isOutput=*/false);
+  // Split-KV: the workspace of partials, [N, B, Hq, Nq, Dv] and [N, B, Hq,
+  // Nq] f32, the arguments fa-promote-shared appended.
+  std::vector<float> partialO, partialLse;
+  if (parts >= 2) {
+    // At most one part per 16 keys (the smallest key tile): more would
+    // only add empty parts to a larger workspace.
+    ArrayRef<int64_t> kShape = arrays.k->getShape();
+    int64_t keys = serving.size() == 1
+                       ? serving[0]->getShape()[1] * kShape[1]
+                       : kShape[2];
+    parts = static_cast<unsigned>(std::min<int64_t>(
+        parts, std::max<int64_t>(2, (keys + 15) / 16)));
+    ArrayRef<int64_t> oShape = arrays.out->getShape();
+    SmallVector<int64_t, 4> poShape = {static_cast<int64_t>(parts)};
+    poShape.append(oShape.begin(), oShape.end());
+    int64_t rowCount = parts * oShape[0] * oShape[1] * oShape[2];
+    partialO.assign(static_cast<size_t>(rowCount * oShape[3]), 0.0f);
+    partialLse.assign(static_cast<size_t>(rowCount), 0.0f);
+    EmulationBuffer po, pl;
+    po.name = "partial_o";
+    po.data = partialO.data();
+    po.shape = poShape;
+    pl.name = "partial_lse";
+    pl.data = partialLse.data();
+    pl.shape.assign(poShape.begin(), poShape.end() - 1);
+    buffers.push_back(std::move(po));
+    buffers.push_back(std::move(pl));
+  }
   // Varlen: rows of no sequence (before cu_q[0], from cu_q[B]) are not
   // written (O [Tq, Hq, Dv] dim 0, LSE [Hq, Tq] dim 1).
   if (serving.size() == 2) {
@@ -1348,11 +1382,16 @@ static Error runAttention(MLIRContext &ctx) {
     return makeError(in.path + ": " + message);
   };
   if (kvSplitsOpt.getNumOccurrences() &&
-      (*device != Device::Cpu || referenceLowering || promotedLowering ||
+      (*device == Device::Cuda || referenceLowering || promotedLowering ||
        cpuKernel != "vector"))
     return makeError("--kv-splits applies to the CPU vector kernel's decode "
                      "kernels (--device cpu, --cpu-kernel vector, no "
-                     "--reference or --promoted)");
+                     "--reference or --promoted) and to the SIMT kernel "
+                     "under --device emulate");
+  if (*device == Device::Emulate && kvSplitsOpt >= 2 &&
+      kernelFamily != "auto" && kernelFamily != "simt")
+    return makeError("--kv-splits: split-KV is a SIMT kernel; drop --kernel " +
+                     kernelFamily + " or pass --kernel simt");
   if (varlen) {
     if ((*device != Device::Cpu && *device != Device::Emulate) ||
         referenceLowering || promotedLowering || cpuKernel != "vector")

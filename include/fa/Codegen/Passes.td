@@ -221,6 +221,21 @@ def FAPromoteSharedPass : Pass<"fa-promote-shared", "::mlir::func::FuncOp"> {
     holds; masks, ALiBi and the modifier regions read each row's head.
     `fa.gpu_config` then holds the unit entry `pack_gqa`.
 
+    With `split-kv` (split-KV, flash-decoding), the function gets two
+    workspace arguments appended (argument attribute `fa.workspace`):
+    partial O `[S, B, Hq, Nq, Dv]` and partial LSE `[S, B, Hq, Nq]`, f32,
+    where S, the number of parts, is the workspace's first dim at run time
+    (the caller's choice). The grid's x runs over (query tile, part): a
+    block computes its rows over its part of the visited key tiles
+    (`ceil(tiles / S)` consecutive tiles; parts past the last tile hold
+    no key) and writes a partial (O, LSE) for every row it holds, LSE
+    -inf where the part has no key. A second block forall, the merge
+    kernel of `fa-gpu-merge` (attributes `fa.threads` and
+    `fa.kernel_suffix = "_merge"`, so that `fa-map-to-gpu` makes it the
+    kernel `<function>_merge`), combines the parts into O and LSE with
+    the `fa.merge` rule. `fa.gpu_config` holds the unit entry `split_kv`.
+    Not with `cu_seqlens`.
+
     With `double-buffer`, K and V get two slots: a prologue copies tile 0,
     and iteration j copies tile j+1 into the other slot in the same barrier
     interval as the compute of tile j (the copy forall is marked
@@ -245,6 +260,10 @@ def FAPromoteSharedPass : Pass<"fa-promote-shared", "::mlir::func::FuncOp"> {
            "Pack the Hq/Hkv query heads of a kv head into the query tiles "
            "(decode): auto (when Nq is static and packing reads fewer K/V "
            "tiles), always or never">,
+    Option<"splitKv", "split-kv", "bool", /*default=*/"false",
+           "Split-KV: append the workspace arguments (partial O and LSE, "
+           "their first dim the number of parts) and merge the parts in a "
+           "second kernel">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -139,6 +139,12 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
                      "K/V tiles), always (the SIMT kernel takes every "
                      "attention, packed where Hq > Hkv) or never"),
       llvm::cl::init("auto")};
+  PassOptions::Option<bool> splitKv{
+      *this, "split-kv",
+      llvm::cl::desc("Split-KV SIMT kernels (fa-promote-shared split-kv): "
+                     "workspace arguments for partial results, a merge "
+                     "kernel beside each attention kernel"),
+      llvm::cl::init(false)};
   PassOptions::Option<std::string> kernel{
       *this, "kernel",
       llvm::cl::desc("Kernel family of the attention kernels: auto (the "

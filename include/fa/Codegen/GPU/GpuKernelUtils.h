@@ -70,6 +70,24 @@ bool shouldPackGqa(AttentionOp op, llvm::StringRef mode, int64_t blockQ);
 scf::ForallOp createBlockForall(OpBuilder &b, Location loc,
                                 ArrayRef<OpFoldResult> sizes);
 
+/// Builds, at `b`'s insertion point, the block forall of the fa.merge
+/// kernel over `args` (one warp per row of the partial LSE's dims 1..,
+/// lanes over Dv; `numWarps` rows per block): fa-gpu-merge's kernel, and
+/// the second kernel of a split-KV attention function.
+scf::ForallOp buildMergeForall(OpBuilder &b, Location loc,
+                               const MergeKernelOperands &args,
+                               int64_t numWarps);
+
+/// Discardable attributes of a block forall that fa-map-to-gpu turns into
+/// a kernel of its own beside the function's first: its thread count
+/// (index; otherwise the function's fa.gpu_config `threads`) and the
+/// suffix of its kernel's name (`<function><suffix>`).
+constexpr const char *kForallThreadsAttrName = "fa.threads";
+constexpr const char *kForallKernelSuffixAttrName = "fa.kernel_suffix";
+/// Argument attribute naming a workspace argument that fa-promote-shared
+/// appended to a split-KV kernel function ("partial_o", "partial_lse").
+constexpr const char *kWorkspaceAttrName = "fa.workspace";
+
 /// Whether `mode` is a pack-gqa mode (auto, always, never).
 bool isPackGqaMode(llvm::StringRef mode);
 

@@ -433,8 +433,16 @@ LogicalResult FAMapToGPUPass::mapFunction(func::FuncOp func,
   ModuleOp module = getOperation();
   Location loc = func.getLoc();
   auto config = func->getAttrOfType<DictionaryAttr>(kConfigAttrName);
+  // A second kernel of the function (the merge of a split-KV attention)
+  // carries its own thread count and name suffix.
   IntegerAttr threadsAttr =
-      config ? config.getAs<IntegerAttr>("threads") : IntegerAttr();
+      blocks->getAttrOfType<IntegerAttr>(kForallThreadsAttrName);
+  if (!threadsAttr && config)
+    threadsAttr = config.getAs<IntegerAttr>("threads");
+  std::string kernelName = func.getName().str();
+  if (auto suffix =
+          blocks->getAttrOfType<StringAttr>(kForallKernelSuffixAttrName))
+    kernelName += suffix.getValue().str();
   if (!threadsAttr)
     return func.emitError("fa-map-to-gpu: missing '")
            << kConfigAttrName << "' (run fa-promote-shared first)";
@@ -448,11 +456,10 @@ LogicalResult FAMapToGPUPass::mapFunction(func::FuncOp func,
                   UnitAttr::get(ctx));
   OpBuilder mb(module.getBodyRegion());
   mb.setInsertionPointToEnd(module.getBody());
-  auto gpuModule =
-      gpu::GPUModuleOp::create(mb, loc, (func.getName() + "_kernels").str());
+  auto gpuModule = gpu::GPUModuleOp::create(mb, loc, kernelName + "_kernels");
   SymbolTable gpuSymbols(gpuModule);
   OpBuilder gb = OpBuilder::atBlockBegin(gpuModule.getBody());
-  auto kernel = gpu::GPUFuncOp::create(gb, loc, func.getName(),
+  auto kernel = gpu::GPUFuncOp::create(gb, loc, kernelName,
                                        func.getFunctionType());
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                   UnitAttr::get(ctx));
@@ -466,11 +473,14 @@ LogicalResult FAMapToGPUPass::mapFunction(func::FuncOp func,
     map.map(from, to);
   OpBuilder kb = OpBuilder::atBlockBegin(&entry);
 
-  // Workgroup allocas -> workgroup globals.
+  // Workgroup allocas this kernel uses -> workgroup globals.
   int counter = 0;
   SmallVector<memref::AllocaOp> allocas;
   func.walk([&](memref::AllocaOp alloca) {
-    if (alloca->getParentOp() == func.getOperation())
+    if (alloca->getParentOp() == func.getOperation() &&
+        llvm::any_of(alloca->getUsers(), [&](Operation *user) {
+          return blocks->isAncestor(user);
+        }))
       allocas.push_back(alloca);
   });
   for (memref::AllocaOp alloca : allocas) {
@@ -516,7 +526,8 @@ LogicalResult FAMapToGPUPass::mapFunction(func::FuncOp func,
                             ValueRange(func.getArguments()));
   blocks.erase();
   for (memref::AllocaOp alloca : allocas)
-    alloca.erase();
+    if (alloca->use_empty())
+      alloca.erase();
   return success();
 }
 

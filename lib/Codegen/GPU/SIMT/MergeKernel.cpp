@@ -43,10 +43,9 @@ namespace {
 /// Builds the body of one merge kernel function.
 class MergeKernelBuilder {
 public:
-  MergeKernelBuilder(MergeOp op, const MergeKernelOperands &args,
+  MergeKernelBuilder(Location loc, const MergeKernelOperands &args,
                      int64_t numWarps)
-      : args(args), numWarps(numWarps), ctx(op.getContext()),
-        loc(op.getLoc()) {
+      : args(args), numWarps(numWarps), ctx(loc.getContext()), loc(loc) {
     auto poType = cast<MemRefType>(args.partialOutput.getType());
     valueDim = poType.getDimSize(poType.getRank() - 1);
     rowRank = poType.getRank() - 2;
@@ -56,6 +55,8 @@ public:
 
   /// Replaces the body of `func` by the kernel.
   void build(func::FuncOp func);
+  /// Builds the block forall of the kernel at `b`'s insertion point.
+  scf::ForallOp buildForall(OpBuilder &b);
 
 private:
   Value cIdx(OpBuilder &b, int64_t v) {
@@ -194,7 +195,12 @@ void MergeKernelBuilder::build(func::FuncOp func) {
   for (Operation &o : llvm::reverse(entry.without_terminator()))
     toErase.push_back(&o);
   OpBuilder b(ret);
+  (void)buildForall(b);
+  for (Operation *o : toErase)
+    o->erase();
+}
 
+scf::ForallOp MergeKernelBuilder::buildForall(OpBuilder &b) {
   // Rows: the product of the LSE's dims 1.. (the partials' d...).
   Value rows = cIdx(b, 1);
   for (int64_t d = 0; d < rowRank; ++d)
@@ -230,13 +236,11 @@ void MergeKernelBuilder::build(func::FuncOp func) {
         wb, loc, row, arith::SubIOp::create(wb, loc, total, cIdx(wb, 1)));
     buildRow(wb, rowC, inRow);
   }
-  for (Operation *o : toErase)
-    o->erase();
   // exp and log in base 2, which fa-map-to-gpu turns into ex2.approx and
   // lg2.approx (math.exp / math.log would need libdevice):
   // exp(x) = exp2(x log2 e), log(x) = log2(x) ln 2.
   SmallVector<Operation *> expLog;
-  func.walk([&](Operation *o) {
+  blocks.walk([&](Operation *o) {
     if (isa<math::ExpOp, math::LogOp>(o))
       expLog.push_back(o);
   });
@@ -254,6 +258,13 @@ void MergeKernelBuilder::build(func::FuncOp func) {
     o->getResult(0).replaceAllUsesWith(r);
     o->erase();
   }
+  return blocks;
+}
+
+scf::ForallOp gpukernel::buildMergeForall(OpBuilder &b, Location loc,
+                                          const MergeKernelOperands &args,
+                                          int64_t numWarps) {
+  return MergeKernelBuilder(loc, args, numWarps).buildForall(b);
 }
 
 namespace {
@@ -300,7 +311,7 @@ void FAGpuMergePass::runOnOperation() {
                    << static_cast<int64_t>(numWarps);
     return signalPassFailure();
   }
-  MergeKernelBuilder(op, *args, numWarps).build(func);
+  MergeKernelBuilder(op.getLoc(), *args, numWarps).build(func);
   MLIRContext *ctx = &getContext();
   func->setAttr(
       kConfigAttrName,

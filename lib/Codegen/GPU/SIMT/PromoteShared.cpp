@@ -160,9 +160,9 @@ namespace {
 class PromotedBuilder {
 public:
   PromotedBuilder(AttentionOp op, const KernelOperands &args,
-                  const KernelConfig &cfg, bool packed)
+                  const KernelConfig &cfg, bool packed, bool split)
       : op(op), args(args), cfg(cfg), ctx(op.getContext()),
-        loc(op.getLoc()), packed(packed) {
+        loc(op.getLoc()), packed(packed), split(split) {
     auto qType = cast<RankedTensorType>(op.getQuery().getType());
     elt = qType.getElementType();
     heads = qType.getDimSize(1);
@@ -294,6 +294,12 @@ private:
   /// Packed query heads (decode): a block runs packed rows of the G query
   /// heads of one kv head (grid: packed row tiles, Hkv, B).
   bool packed;
+  /// Split-KV: a block runs one part of its key tiles and writes a partial
+  /// (O, LSE) into the workspace; a merge kernel combines them.
+  bool split;
+  /// The workspace arguments (split-KV): partial O [S, B, Hq, Nq, Dv] and
+  /// LSE [S, B, Hq, Nq], f32; the block's part.
+  Value partialO, partialLse, splitIdx;
   Type elt;
   int64_t heads, group, keySlots, colSlots;
   AttentionSemantics sem;
@@ -644,7 +650,8 @@ void PromotedBuilder::buildEpilogue(OpBuilder &b, Value w) {
           b, loc, splat(b, empty),
           arith::ConstantOp::create(b, loc, b.getZeroAttr(f32Lanes)),
           arith::DivFOp::create(b, loc, acc, splat(b, l)));
-      if (eltLanes != f32Lanes)
+      // A partial stays in f32 until the merge.
+      if (eltLanes != f32Lanes && !split)
         o = arith::TruncFOp::create(b, loc, eltLanes, o);
       Value mask = arith::AndIOp::create(
           b, loc, splat(b, inRows),
@@ -654,9 +661,14 @@ void PromotedBuilder::buildEpilogue(OpBuilder &b, Value w) {
       if (qStart)
         oAt = {arith::AddIOp::create(b, loc, qStart, qRowC), pos.head,
                cIdx(b, 0)};
-      vector::ScatterOp::create(b, loc, Type(), args.o, oAt, cC, mask, o);
+      Value dest = args.o;
+      if (split) {
+        oAt.insert(oAt.begin(), splitIdx);
+        dest = partialO;
+      }
+      vector::ScatterOp::create(b, loc, Type(), dest, oAt, cC, mask, o);
     }
-    if (args.lse) {
+    if (args.lse || split) {
       // LSE = ln(2) * (m + log2(l)), natural log; -inf for an empty row.
       Value lse = arith::MulFOp::create(
           b, loc,
@@ -673,13 +685,40 @@ void PromotedBuilder::buildEpilogue(OpBuilder &b, Value w) {
         lAt = {pos.head, cIdx(b, 0)};
         lRow = arith::AddIOp::create(b, loc, qStart, qRowC);
       }
-      vector::ScatterOp::create(b, loc, Type(), args.lse, lAt, splat(b, lRow),
+      Value dest = args.lse;
+      if (split) {
+        // Every part's LSE, -inf where it holds no key of the row.
+        lAt.insert(lAt.begin(), splitIdx);
+        dest = partialLse;
+      }
+      vector::ScatterOp::create(b, loc, Type(), dest, lAt, splat(b, lRow),
                                 mask, splat(b, lse));
     }
   }
 }
 
 void PromotedBuilder::build(func::FuncOp func) {
+  // Split-KV: the workspace of partial results, two arguments appended to
+  // the function (its first dim, the number of parts S, is chosen by the
+  // caller at run time).
+  if (split) {
+    auto oType = cast<MemRefType>(args.o.getType());
+    SmallVector<int64_t> poShape = {ShapedType::kDynamic};
+    llvm::append_range(poShape, oType.getShape());
+    Type f32 = Float32Type::get(ctx);
+    auto poType = MemRefType::get(poShape, f32);
+    auto plType = MemRefType::get(ArrayRef<int64_t>(poShape).drop_back(), f32);
+    unsigned n = func.getNumArguments();
+    auto role = [&](StringRef name) {
+      return DictionaryAttr::get(
+          ctx, {NamedAttribute(StringAttr::get(ctx, kWorkspaceAttrName),
+                               StringAttr::get(ctx, name))});
+    };
+    (void)func.insertArgument(n, poType, role("partial_o"), loc);
+    (void)func.insertArgument(n + 1, plType, role("partial_lse"), loc);
+    partialO = func.getArgument(n);
+    partialLse = func.getArgument(n + 1);
+  }
   // Drop the tensor-level body; the kernel only needs the memref arguments.
   Block &entry = func.getBody().front();
   Operation *ret = entry.getTerminator();
@@ -721,6 +760,10 @@ void PromotedBuilder::build(func::FuncOp func) {
                                                      cIdx(b, group)))
                        : gNq;
   Value gTiles = arith::CeilDivUIOp::create(b, loc, gRows, cIdx(b, cfg.blockQ));
+  // Split-KV: x runs over (query tile, part), the part fastest.
+  if (split)
+    gTiles = arith::MulIOp::create(
+        b, loc, gTiles, memref::DimOp::create(b, loc, partialLse, 0));
   int64_t gridHeads = packed ? heads / group : heads;
   auto blocks = createBlockForall(
       b, loc, {gTiles, b.getIndexAttr(gridHeads), gB});
@@ -728,6 +771,11 @@ void PromotedBuilder::build(func::FuncOp func) {
     OpBuilder bb = OpBuilder::atBlockBegin(blocks.getBody());
     SmallVector<Value> ivs = blocks.getInductionVars();
     Value qTileIdx = ivs[0];
+    if (split) {
+      Value parts = memref::DimOp::create(bb, loc, partialLse, 0);
+      splitIdx = arith::RemUIOp::create(bb, loc, qTileIdx, parts);
+      qTileIdx = arith::DivUIOp::create(bb, loc, qTileIdx, parts);
+    }
     batch = ivs[2];
     if (packed) {
       kvHead = ivs[1];
@@ -838,6 +886,18 @@ void PromotedBuilder::build(func::FuncOp func) {
 
     Value numKV = arith::CeilDivUIOp::create(bb, loc, span,
                                              cIdx(bb, cfg.blockKV));
+    // The block's key tiles [jBegin, jEnd): all of them, or with split-KV
+    // its part of ceil(tiles / S) tiles (parts past the last tile are
+    // empty: LSE -inf, which the merge ignores).
+    Value jBegin = cIdx(bb, 0), jEnd = numKV;
+    if (split) {
+      Value parts = memref::DimOp::create(bb, loc, partialLse, 0);
+      Value chunk = arith::CeilDivUIOp::create(bb, loc, numKV, parts);
+      jBegin = arith::MinUIOp::create(
+          bb, loc, arith::MulIOp::create(bb, loc, splitIdx, chunk), numKV);
+      jEnd = arith::MinUIOp::create(
+          bb, loc, arith::AddIOp::create(bb, loc, jBegin, chunk), numKV);
+    }
     int64_t kSlot = cfg.blockKV * cfg.keyStride;
     int64_t vSlot = cfg.blockKV * cfg.valueDim;
     // Offsets of K/V slot `j % 2` (double buffering) or 0.
@@ -848,18 +908,25 @@ void PromotedBuilder::build(func::FuncOp func) {
       return arith::MulIOp::create(sb, loc, slot, cIdx(sb, slotElems));
     };
     if (cfg.doubleBuffer) {
-      // Prologue: tile 0 into slot 0.
-      Value any = arith::CmpIOp::create(bb, loc, arith::CmpIPredicate::sgt,
-                                        numKV, cIdx(bb, 0));
+      // Prologue: the first tile (0, or the part's first) into its slot.
+      Value any = split ? Value(arith::CmpIOp::create(
+                              bb, loc, arith::CmpIPredicate::ult, jBegin, jEnd))
+                        : Value(arith::CmpIOp::create(
+                              bb, loc, arith::CmpIPredicate::sgt, numKV,
+                              cIdx(bb, 0)));
       scf::IfOp::create(bb, loc, any, [&](OpBuilder &ib, Location) {
         forall(ib, cfg.numThreads(), threadMap, [&](OpBuilder &tb, Value t) {
-          copyKVTile(tb, t, cIdx(tb, 0), cIdx(tb, 0), cIdx(tb, 0));
+          if (split)
+            copyKVTile(tb, t, jBegin, slotBase(tb, jBegin, kSlot),
+                       slotBase(tb, jBegin, vSlot));
+          else
+            copyKVTile(tb, t, cIdx(tb, 0), cIdx(tb, 0), cIdx(tb, 0));
         });
         scf::YieldOp::create(ib, loc);
       });
     }
     scf::ForOp::create(
-        bb, loc, cIdx(bb, 0), numKV, cIdx(bb, 1), ValueRange{},
+        bb, loc, jBegin, jEnd, cIdx(bb, 1), ValueRange{},
         [&](OpBuilder &lb, Location, Value j, ValueRange) {
           Value k0 = tileStart(lb, j);
           // Tiles the block mask marks empty are neither copied nor
@@ -882,7 +949,7 @@ void PromotedBuilder::build(func::FuncOp func) {
             // slots, so no barrier separates them.
             Value next = arith::AddIOp::create(lb, loc, j, cIdx(lb, 1));
             Value more = arith::CmpIOp::create(
-                lb, loc, arith::CmpIPredicate::slt, next, numKV);
+                lb, loc, arith::CmpIPredicate::slt, next, jEnd);
             if (Value nextVisited = tileVisited(lb, tileStart(lb, next)))
               more = arith::AndIOp::create(lb, loc, more, nextVisited);
             scf::IfOp::create(lb, loc, more, [&](OpBuilder &ib, Location) {
@@ -915,6 +982,16 @@ void PromotedBuilder::build(func::FuncOp func) {
       laneIds = vector::StepOp::create(wb, loc, lanes);
       buildEpilogue(wb, w);
     });
+  }
+  if (split) {
+    // The second kernel: fa.merge's (one warp per row) over the partials,
+    // into O and LSE.
+    scf::ForallOp merge = buildMergeForall(
+        b, loc, MergeKernelOperands{partialO, partialLse, args.o, args.lse},
+        cfg.numWarps);
+    merge->setAttr(kForallThreadsAttrName,
+                   b.getIndexAttr(cfg.numThreads()));
+    merge->setAttr(kForallKernelSuffixAttrName, b.getStringAttr("_merge"));
   }
   for (Operation *o : toErase)
     o->erase();
@@ -1000,7 +1077,12 @@ void FAPromoteSharedPass::runOnOperation() {
     return signalPassFailure();
   }
   bool packed = shouldPackGqa(op, packGqa, cfg->blockQ);
-  PromotedBuilder(op, *args, *cfg, packed).build(func);
+  if (splitKv && op.isVarlen()) {
+    op.emitError() << "fa-promote-shared: split-kv does not apply to "
+                      "variable-length batches (cu_seqlens) yet";
+    return signalPassFailure();
+  }
+  PromotedBuilder(op, *args, *cfg, packed, splitKv).build(func);
   MLIRContext *ctx = &getContext();
   auto entry = [&](StringRef name, Attribute value) {
     return NamedAttribute(StringAttr::get(ctx, name), value);
@@ -1015,5 +1097,9 @@ void FAPromoteSharedPass::runOnOperation() {
   // Packed query heads change the grid: (packed row tiles, Hkv, B).
   if (packed)
     config.push_back(entry("pack_gqa", UnitAttr::get(ctx)));
+  // Split-KV: two kernels (the function's and <function>_merge) and the
+  // workspace arguments.
+  if (splitKv)
+    config.push_back(entry("split_kv", UnitAttr::get(ctx)));
   func->setAttr(kConfigAttrName, DictionaryAttr::get(&getContext(), config));
 }
