@@ -274,12 +274,17 @@ def kernel_text(d, dv, t, causal, variant):
     return KERNEL.format(d=d, dv=dv, t=t, causal=causal)
 
 
+def extract_ptxs(mlir_text):
+    """The PTX of every gpu.binary in `mlir_text`, in order."""
+    return [re.sub(r"\\([0-9A-Fa-f]{2})", lambda x: chr(int(x.group(1), 16)),
+                   m.group(1)).replace("\\\\", "\\")
+            for m in re.finditer(r'assembly = "((?:[^"\\]|\\.)*)"',
+                                 mlir_text)]
+
+
 def extract_ptx(mlir_text):
-    m = re.search(r'assembly = "((?:[^"\\]|\\.)*)"', mlir_text)
-    if not m:
-        return None
-    return re.sub(r"\\([0-9A-Fa-f]{2})", lambda x: chr(int(x.group(1), 16)),
-                  m.group(1)).replace("\\\\", "\\")
+    ptxs = extract_ptxs(mlir_text)
+    return ptxs[0] if ptxs else None
 
 
 def assemble(ptxas, chip, ptx, tmp, name):
@@ -513,6 +518,41 @@ def main(argv):
                   + ("; ".join(problems) if problems else info))
             failures += bool(problems)
         configs += merges
+        # Split-KV (split-kv=true): two binaries, the attention kernel
+        # writing partials and fa_attention_merge; both must assemble with
+        # no spills (decode shapes: packed heads, D 128, f16 and bf16).
+        splits = [("sm_80", "f16"), ("sm_90a", "bf16")]
+        for chip, t in splits:
+            name = f"split_{chip}_d128_{t}"
+            src = os.path.join(tmp, name + ".mlir")
+            with open(src, "w") as f:
+                f.write(kernel_text(128, 128, t, "bottom_right", ""))
+            lowered = subprocess.run(
+                [fa_opt, src, f"-fa-lower-to-nvvm=chip={chip} kernel=simt "
+                 "pack-gqa=always split-kv=true"],
+                capture_output=True, text=True)
+            ptxs = extract_ptxs(lowered.stdout)
+            problems = []
+            if lowered.returncode != 0 or len(ptxs) != 2:
+                problems.append(f"expected two binaries, got {len(ptxs)}: "
+                                + lowered.stderr.strip()[:300])
+            infos = []
+            for i, (ptx, entry) in enumerate(
+                    zip(ptxs, (".entry fa_attention(",
+                               ".entry fa_attention_merge("))):
+                if entry not in ptx:
+                    problems.append(f"binary {i} lacks '{entry}'")
+                    continue
+                ok, info, frame = assemble(ptxas, chip, ptx, tmp,
+                                           f"{name}_{i}")
+                if not ok:
+                    problems.append("ptxas: " + info.strip()[:300])
+                else:
+                    infos.append(frame.group(0))
+            print(f"{'FAIL' if problems else 'PASS'} {name}: "
+                  + ("; ".join(problems) if problems else " / ".join(infos)))
+            failures += bool(problems)
+        configs += splits
     print(f"{len(configs) - failures}/{len(configs)} configurations assemble with no spills")
     return 1 if failures else 0
 
