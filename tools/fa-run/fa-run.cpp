@@ -1080,7 +1080,7 @@ static Expected<std::string> runOnEmulator(ModuleOp module,
         /*isOutput=*/false);
   // Split-KV: the workspace of partials, [N, B, Hq, Nq, Dv] and [N, B, Hq,
   // Nq] f32, the arguments fa-promote-shared appended.
-  std::vector<float> partialO, partialLse;
+  std::optional<NpyArray> partialO, partialLse;
   if (parts >= 2) {
     // At most one part per 16 keys (the smallest key tile): more would
     // only add empty parts to a larger workspace.
@@ -1090,21 +1090,13 @@ static Expected<std::string> runOnEmulator(ModuleOp module,
                        : kShape[2];
     parts = static_cast<unsigned>(std::min<int64_t>(
         parts, std::max<int64_t>(2, (keys + 15) / 16)));
-    ArrayRef<int64_t> oShape = arrays.out->getShape();
-    SmallVector<int64_t, 4> poShape = {static_cast<int64_t>(parts)};
-    poShape.append(oShape.begin(), oShape.end());
-    int64_t rowCount = parts * oShape[0] * oShape[1] * oShape[2];
-    partialO.assign(static_cast<size_t>(rowCount * oShape[3]), 0.0f);
-    partialLse.assign(static_cast<size_t>(rowCount), 0.0f);
-    EmulationBuffer po, pl;
-    po.name = "partial_o";
-    po.data = partialO.data();
-    po.shape = poShape;
-    pl.name = "partial_lse";
-    pl.data = partialLse.data();
-    pl.shape.assign(poShape.begin(), poShape.end() - 1);
-    buffers.push_back(std::move(po));
-    buffers.push_back(std::move(pl));
+    SmallVector<int64_t, 5> poShape = {static_cast<int64_t>(parts)};
+    llvm::append_range(poShape, arrays.out->getShape());
+    partialO.emplace(NpyDType::Float32, poShape);
+    partialLse.emplace(NpyDType::Float32,
+                       ArrayRef<int64_t>(poShape).drop_back());
+    add("partial_o", &*partialO, /*isOutput=*/false);
+    add("partial_lse", &*partialLse, /*isOutput=*/false);
   }
   // Varlen: rows of no sequence (before cu_q[0], from cu_q[B]) are not
   // written (O [Tq, Hq, Dv] dim 0, LSE [Hq, Tq] dim 1).

@@ -298,8 +298,9 @@ private:
   /// (O, LSE) into the workspace; a merge kernel combines them.
   bool split;
   /// The workspace arguments (split-KV): partial O [S, B, Hq, Nq, Dv] and
-  /// LSE [S, B, Hq, Nq], f32; the block's part.
-  Value partialO, partialLse, splitIdx;
+  /// LSE [S, B, Hq, Nq], f32; the number of parts S (in the block) and the
+  /// block's part.
+  Value partialO, partialLse, numParts, splitIdx;
   Type elt;
   int64_t heads, group, keySlots, colSlots;
   AttentionSemantics sem;
@@ -772,9 +773,9 @@ void PromotedBuilder::build(func::FuncOp func) {
     SmallVector<Value> ivs = blocks.getInductionVars();
     Value qTileIdx = ivs[0];
     if (split) {
-      Value parts = memref::DimOp::create(bb, loc, partialLse, 0);
-      splitIdx = arith::RemUIOp::create(bb, loc, qTileIdx, parts);
-      qTileIdx = arith::DivUIOp::create(bb, loc, qTileIdx, parts);
+      numParts = memref::DimOp::create(bb, loc, partialLse, 0);
+      splitIdx = arith::RemUIOp::create(bb, loc, qTileIdx, numParts);
+      qTileIdx = arith::DivUIOp::create(bb, loc, qTileIdx, numParts);
     }
     batch = ivs[2];
     if (packed) {
@@ -891,8 +892,7 @@ void PromotedBuilder::build(func::FuncOp func) {
     // empty: LSE -inf, which the merge ignores).
     Value jBegin = cIdx(bb, 0), jEnd = numKV;
     if (split) {
-      Value parts = memref::DimOp::create(bb, loc, partialLse, 0);
-      Value chunk = arith::CeilDivUIOp::create(bb, loc, numKV, parts);
+      Value chunk = arith::CeilDivUIOp::create(bb, loc, numKV, numParts);
       jBegin = arith::MinUIOp::create(
           bb, loc, arith::MulIOp::create(bb, loc, splitIdx, chunk), numKV);
       jEnd = arith::MinUIOp::create(
