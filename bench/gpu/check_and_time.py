@@ -430,6 +430,28 @@ def launch_and_read(mem, launch, bufs, dtype, has_lse):
             mem.free_all()
 
 
+def split_parts(rt, kernel, B, Nq, Nk):
+    """The part counts a split-KV kernel is checked with: the heuristic's on
+    this device, 3, and more parts than key tiles (empty parts); [None]
+    (no split) for other kernels."""
+    if not kernel.split_kv:
+        return [None]
+    tiles = -(-Nk // kernel.block_kv)
+    parts = [rt.num_splits(kernel, B, Nq, Nk), 3, tiles + 2]
+    return sorted(set(parts))
+
+
+def split_args(rt, kernel, mem, bufs, B, Nq, parts):
+    """The split keyword arguments of rt.attention_split for `parts` (a
+    fresh workspace in `bufs`), or None without a split."""
+    if parts is None:
+        return None
+    nbytes = rt.workspace_size(kernel, B, Nq, parts)
+    bufs["workspace"] = mem.put(np.zeros(max(nbytes, 1), np.uint8))
+    return {"num_splits": parts, "workspace": mem.ptr(bufs["workspace"]),
+            "workspace_bytes": nbytes}
+
+
 def record(worst, figures):
     """Folds one case's error figures into the kernel's worst ones."""
     for key in ("o_max_abs", "o_rel_l2", "lse_rel"):
@@ -482,22 +504,6 @@ def check_paged(rt, kernel, dtype, mem, seed, worst):
                             f"of a {P}-page cache")
         except FARuntimeError:
             pass
-        bufs = {"q": mem.put(q_raw), "k": mem.put(k_raw), "v": mem.put(v_raw),
-                "table": mem.put(table), "lens": mem.put(kv_lens),
-                "o": mem.put(poisoned((B, Hq, Nq, Dv), dtype))}
-        if kernel.has_lse:
-            bufs["lse"] = mem.put(poisoned((B, Hq, Nq), "f32"))
-        t = lambda name, dt, shape: rt.tensor(mem.ptr(bufs[name]), dt, shape)
-        try:
-            o, lse = launch_and_read(mem, lambda: rt.attention_paged(
-                kernel, t("q", dtype, q.shape), t("k", dtype, kp.shape),
-                t("v", dtype, vp.shape), t("table", "i32", table.shape),
-                t("lens", "i32", kv_lens.shape), t("o", dtype, (B, Hq, Nq, Dv)),
-                lse=t("lse", "f32", (B, Hq, Nq)) if kernel.has_lse else None,
-                stream=mem.stream()), bufs, dtype, kernel.has_lse)
-        except Exception as e:  # noqa: BLE001 - reported, then fail
-            problems.append(f"{what}: {e}")
-            continue
         ref_o = np.zeros((B, Hq, Nq, Dv))
         ref_lse = np.zeros((B, Hq, Nq))
         for b, n in enumerate(lens):
@@ -507,11 +513,43 @@ def check_paged(rt, kernel, dtype, mem, seed, worst):
             vb = vp[pages, rows % S].transpose(1, 0, 2)[None]
             ref_o[b], ref_lse[b] = (x[0] for x in reference_sequences(
                 q[b:b + 1], kb, vb, scale, kernel.causal))
-        found, figures = compare(o, lse, ref_o,
-                                 ref_lse if kernel.has_lse else None, dtype,
-                                 what + " vs float64")
-        problems += found
-        record(worst, figures)
+        for parts in split_parts(rt, kernel, B, Nq, M * S):
+            label_parts = "" if parts is None else f" parts={parts}"
+            bufs = {"q": mem.put(q_raw), "k": mem.put(k_raw),
+                    "v": mem.put(v_raw), "table": mem.put(table),
+                    "lens": mem.put(kv_lens),
+                    "o": mem.put(poisoned((B, Hq, Nq, Dv), dtype))}
+            if kernel.has_lse:
+                bufs["lse"] = mem.put(poisoned((B, Hq, Nq), "f32"))
+            t = lambda name, dt, shape: rt.tensor(mem.ptr(bufs[name]), dt,
+                                                  shape)
+            args = (kernel, t("q", dtype, q.shape), t("k", dtype, kp.shape),
+                    t("v", dtype, vp.shape))
+            lse_t = t("lse", "f32", (B, Hq, Nq)) if kernel.has_lse else None
+            split = split_args(rt, kernel, mem, bufs, B, Nq, parts)
+            if split is None:
+                launch = lambda: rt.attention_paged(
+                    *args, t("table", "i32", table.shape),
+                    t("lens", "i32", kv_lens.shape),
+                    t("o", dtype, (B, Hq, Nq, Dv)), lse=lse_t,
+                    stream=mem.stream())
+            else:
+                launch = lambda: rt.attention_split(
+                    *args, t("o", dtype, (B, Hq, Nq, Dv)),
+                    kv_lens=t("lens", "i32", kv_lens.shape), lse=lse_t,
+                    block_table=t("table", "i32", table.shape),
+                    stream=mem.stream(), **split)
+            try:
+                o, lse = launch_and_read(mem, launch, bufs, dtype,
+                                         kernel.has_lse)
+            except Exception as e:  # noqa: BLE001 - reported, then fail
+                problems.append(f"{what}{label_parts}: {e}")
+                continue
+            found, figures = compare(o, lse, ref_o,
+                                     ref_lse if kernel.has_lse else None,
+                                     dtype, what + label_parts + " vs float64")
+            problems += found
+            record(worst, figures)
     return problems
 
 
@@ -642,15 +680,44 @@ def run_case(rt, kernel, dtype, mem, torch, what, bufs, t, shapes, inputs,
     q, k, v, kv_lens = inputs
     B, Hq, Nq, _ = q.shape
     problems = []
+    if kernel.split_kv:
+        # Every part count of split_parts, each into fresh poisoned outputs.
+        Nk = k.shape[2]
+        for parts in split_parts(rt, kernel, B, Nq, Nk):
+            bufs["o"] = mem.put(poisoned(shapes["o"], dtype))
+            if kernel.has_lse:
+                bufs["lse"] = mem.put(poisoned((B, Hq, Nq), "f32"))
+            split = split_args(rt, kernel, mem, bufs, B, Nq, parts)
+            problems += run_launch(rt, kernel, dtype, mem, torch,
+                                   f"{what} parts={parts}", bufs, t, shapes,
+                                   inputs, worst, mods, split)
+        return problems
+    return run_launch(rt, kernel, dtype, mem, torch, what, bufs, t, shapes,
+                      inputs, worst, mods, None)
+
+
+def run_launch(rt, kernel, dtype, mem, torch, what, bufs, t, shapes, inputs,
+               worst, mods, split):
+    """One launch of run_case (with `split`'s parts and workspace, or
+    none) and its comparisons."""
+    q, k, v, kv_lens = inputs
+    B, Hq, Nq, _ = q.shape
+    problems = []
     extra = {name: t(name, "f32" if name == "alibi" else "i32", shapes[name])
              for name in ("alibi", "q_segments", "k_segments") if name in bufs}
     try:
-        rt.attention(
-            kernel, t("q", dtype, shapes["q"]), t("k", dtype, shapes["k"]),
-            t("v", dtype, shapes["v"]), o=t("o", dtype, shapes["o"]),
+        common = dict(
             kv_lens=t("kv_lens", "i32", (B,)) if kernel.has_kv_lens else None,
             lse=t("lse", "f32", (B, Hq, Nq)) if kernel.has_lse else None,
-            stream=mem.stream(), **extra)
+            stream=mem.stream())
+        tensors = (kernel, t("q", dtype, shapes["q"]),
+                   t("k", dtype, shapes["k"]), t("v", dtype, shapes["v"]))
+        if split is None:
+            rt.attention(*tensors, o=t("o", dtype, shapes["o"]), **common,
+                         **extra)
+        else:
+            rt.attention_split(*tensors, t("o", dtype, shapes["o"]),
+                               **common, **split)
         mem.synchronize()
     except Exception as e:  # noqa: BLE001 - reported, then fail
         return [f"{what}: {e}"]
@@ -763,8 +830,25 @@ def time_kernel(rt, kernel, dtype, n, torch, target_ms, decode=False):
     stream = torch.cuda.current_stream().cuda_stream
     gqa = {"enable_gqa": True} if Hkv != H else {}
 
+    # Split-KV: the heuristic's parts on this device, a workspace from torch.
+    parts = rt.num_splits(kernel, B, Nq, Nk) if kernel.split_kv else None
+    if parts is not None:
+        nbytes = rt.workspace_size(kernel, B, Nq, parts)
+        ws = torch.empty(max(nbytes, 1), device="cuda", dtype=torch.uint8)
+        split = {"num_splits": parts, "workspace": ws.data_ptr(),
+                 "workspace_bytes": nbytes}
+        if not S:
+            tlens = None
+            if kernel.has_kv_lens:
+                lens = torch.from_numpy(np.full(B, Nk, np.int32)).to("cuda")
+                tlens = rt.tensor(lens.data_ptr(), "i32", lens.shape)
+
     def ours():
-        if S:
+        if parts is not None:
+            rt.attention_split(kernel, tq, tk, tv, to, kv_lens=tlens,
+                               block_table=ttable if S else None,
+                               stream=stream, **split)
+        elif S:
             rt.attention_paged(kernel, tq, tk, tv, ttable, tlens, o=to,
                                stream=stream)
         else:
@@ -795,7 +879,7 @@ def time_kernel(rt, kernel, dtype, n, torch, target_ms, decode=False):
     moved = (B * H * Nq * (D + Dv) + B * Hkv * Nk * (D + Dv)) * q.element_size()
     del q, k, v, o, reference
     return {
-        "max_abs_vs_sdpa": max_abs,
+        "max_abs_vs_sdpa": max_abs, "parts": parts,
         "ours_ms": ours_ms, "ours_reps": ours_reps,
         "sdpa_ms": sdpa_ms, "sdpa_reps": sdpa_reps,
         "ours_tflops": flops / (ours_ms * 1e-3) / 1e12,

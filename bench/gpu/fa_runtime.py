@@ -99,6 +99,12 @@ class FAAttentionExtras(ctypes.Structure):
 ALIBI_KINDS = {0: None, 1: "heads", 2: "batch_heads"}
 
 
+class FASplitKv(ctypes.Structure):
+    _fields_ = [("num_splits", ctypes.c_int64),
+                ("workspace", ctypes.c_void_p),
+                ("workspace_bytes", ctypes.c_size_t)]
+
+
 class FARuntimeError(RuntimeError):
     def __init__(self, call, status, message):
         self.call = call
@@ -151,6 +157,12 @@ class Kernel:
         # the token-major variable-length form.
         self.page_size = page_size.value
         self.varlen = bool(varlen.value)
+        split = ctypes.c_int32(0)
+        runtime._check("fa_kernel_get_split_kv",
+                       runtime.lib.fa_kernel_get_split_kv(
+                           handle, ctypes.byref(split)))
+        # Split-KV: launches take a part count and a workspace.
+        self.split_kv = bool(split.value)
 
     @property
     def has_modifiers(self):
@@ -222,6 +234,27 @@ class FARuntime:
             [ctypes.c_void_p] + [p_tensor] * 5 +
             [ctypes.POINTER(FAAttentionExtras)] + [p_tensor] * 2 +
             [ctypes.c_void_p])
+        lib.fa_kernel_get_split_kv.restype = c_status
+        lib.fa_kernel_get_split_kv.argtypes = [ctypes.c_void_p,
+                                               ctypes.POINTER(ctypes.c_int32)]
+        lib.fa_attention_num_splits.restype = c_status
+        lib.fa_attention_num_splits.argtypes = [
+            ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+            ctypes.POINTER(ctypes.c_int64)]
+        lib.fa_attention_workspace_size.restype = c_status
+        lib.fa_attention_workspace_size.argtypes = [
+            ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+            ctypes.POINTER(ctypes.c_size_t)]
+        lib.fa_attention_launch_split.restype = c_status
+        lib.fa_attention_launch_split.argtypes = (
+            [ctypes.c_void_p] + [p_tensor] * 5 +
+            [ctypes.POINTER(FAAttentionExtras), ctypes.POINTER(FASplitKv)] +
+            [p_tensor] * 2 + [ctypes.c_void_p])
+        lib.fa_attention_launch_paged_split.restype = c_status
+        lib.fa_attention_launch_paged_split.argtypes = (
+            [ctypes.c_void_p] + [p_tensor] * 6 +
+            [ctypes.POINTER(FAAttentionExtras), ctypes.POINTER(FASplitKv)] +
+            [p_tensor] * 2 + [ctypes.c_void_p])
         lib.fa_check_block_table.restype = c_status
         lib.fa_check_block_table.argtypes = [p_tensor, p_tensor,
                                              ctypes.c_int64, ctypes.c_int64]
@@ -324,6 +357,44 @@ class FARuntime:
                         kernel.handle, ref(q), ref(k), ref(v),
                         ref(cu_seqlens_q), ref(cu_seqlens_k), None, ref(o),
                         ref(lse), cstream))
+
+    def num_splits(self, kernel, batch, nq, nk):
+        """fa_attention_num_splits: the heuristic's parts on the device."""
+        parts = ctypes.c_int64(0)
+        self._check(f"fa_attention_num_splits({kernel.name})",
+                    self.lib.fa_attention_num_splits(kernel.handle, batch, nq,
+                                                     nk, ctypes.byref(parts)))
+        return parts.value
+
+    def workspace_size(self, kernel, batch, nq, num_splits):
+        """fa_attention_workspace_size in bytes."""
+        nbytes = ctypes.c_size_t(0)
+        self._check(f"fa_attention_workspace_size({kernel.name})",
+                    self.lib.fa_attention_workspace_size(
+                        kernel.handle, batch, nq, num_splits,
+                        ctypes.byref(nbytes)))
+        return nbytes.value
+
+    def attention_split(self, kernel, q, k, v, o, num_splits, workspace,
+                        workspace_bytes, kv_lens=None, lse=None,
+                        block_table=None, stream=None):
+        """fa_attention_launch_split, or _paged_split with a block table
+        (no mask or extras); `workspace` a device pointer (int)."""
+        ref = lambda t: ctypes.byref(t) if t is not None else None
+        cstream = ctypes.c_void_p(stream) if stream else None
+        split = FASplitKv(num_splits, workspace, workspace_bytes)
+        if block_table is None:
+            self._check(f"fa_attention_launch_split({kernel.name})",
+                        self.lib.fa_attention_launch_split(
+                            kernel.handle, ref(q), ref(k), ref(v),
+                            ref(kv_lens), None, None, ctypes.byref(split),
+                            ref(o), ref(lse), cstream))
+            return
+        self._check(f"fa_attention_launch_paged_split({kernel.name})",
+                    self.lib.fa_attention_launch_paged_split(
+                        kernel.handle, ref(q), ref(k), ref(v),
+                        ref(block_table), ref(kv_lens), None, None,
+                        ctypes.byref(split), ref(o), ref(lse), cstream))
 
     def check_block_table(self, table, lens, num_pages, page_size):
         """fa_check_block_table on host numpy i32 arrays."""

@@ -27,6 +27,9 @@
 #   check_paged_* (page sizes 1, 16 with packed heads, 256) and
 #     check_varlen_*: the serving kernels (SIMT), checked on their own cases;
 #     decode_paged_*: the decode step above from a paged cache (S 16).
+#   check_split_* (dense with packed heads, paged S 16) and decode_split_*:
+#     split-KV kernels (--split-kv), checked over several part counts and
+#     timed with the heuristic's parts.
 #   check_wg_* and bench_wg_* (sm_90a only): the same bf16/f16 kernels
 #     compiled with --kernel wgmma (Hopper wgmma.mma_async from 128-byte-swizzled
 #     shared memory, FlashAttention-3 style).
@@ -165,6 +168,21 @@ for chip in $CHIPS; do
     compile "decode_paged_${dtype}_d128_h32_kv8_s16_${chip}" "$STAGE" \
       --head-dim 128 --heads 32 --kv-heads 8 --dtype "$dtype" --kv-lens \
       --page-size 16 --target "$chip" --pack-gqa
+  done
+  echo "== $chip: split-KV kernels (SIMT + merge)"
+  # Checked with the heuristic's parts, 3 and more parts than key tiles;
+  # timed as the decode step above with the heuristic's parts.
+  compile "check_split_bf16_d128_${chip}" "$STAGE" \
+    --head-dim 128 --heads 32 --kv-heads 8 --dtype bf16 \
+    --causal bottom-right --kv-lens --lse --target "$chip" --pack-gqa \
+    --split-kv
+  compile "check_split_paged_f16_d64_s16_${chip}" "$STAGE" \
+    --head-dim 64 --heads 8 --kv-heads 2 --dtype f16 --causal bottom-right \
+    --kv-lens --lse --page-size 16 --target "$chip" --split-kv
+  for dtype in bf16 f16; do
+    compile "decode_split_${dtype}_d128_h32_kv8_${chip}" "$STAGE" \
+      --head-dim 128 --heads 32 --kv-heads 8 --dtype "$dtype" \
+      --target "$chip" --pack-gqa --split-kv
   done
   echo "== $chip: bench kernels"
   for dtype in bf16 f16; do

@@ -213,6 +213,12 @@ void mlir::fa::compile::printKernelSummary(const rt::KernelMetadata &md,
          << "  variable-length batch: token-major tensors, sequence b in "
             "rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1 (launch with "
             "fa_attention_launch_varlen)\n";
+    if (md.splitKv)
+      os << prefix
+         << "  split-KV: the keys in Ns parts (a launch-time choice), f32 "
+            "partials in a workspace (partial_o, partial_lse: "
+            "fa_attention_workspace_size), merged by a second kernel "
+            "(launch with fa_attention_launch_split)\n";
     os << prefix
        << formatv("  tiles: block_q = {0}, block_kv = {1}", md.blockQ,
                   md.blockKV)
@@ -238,6 +244,7 @@ void mlir::fa::compile::printKernelSummary(const rt::KernelMetadata &md,
                ? "B, Nq, P and M are free (Nk = M x S); S, Hq, Hkv, D and Dv "
                  "are fixed"
                : "B, Nq and Nk are free; Hq, Hkv, D and Dv are fixed")
+       << (md.splitKv ? "; Ns is the launch's parts" : "")
        << (md.mask != rt::MaskKind::None ? "; a fixed 1 in the mask broadcasts"
                                          : "")
        << ".\n";

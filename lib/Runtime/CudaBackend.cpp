@@ -438,6 +438,12 @@ Result<std::string> checkPtx(std::string_view text, const KernelMetadata &md,
                    " (the metadata's symbol); its entries: " +
                    (entries.empty() ? std::string("none")
                                     : join(entries, ", ")));
+  const std::string &merge = md.launch->mergeSymbol;
+  if (!merge.empty() &&
+      std::find(entries.begin(), entries.end(), merge) == entries.end())
+    return invalid("has no .entry " + merge +
+                   " (the metadata's launch.merge.symbol, the split-KV "
+                   "merge); its entries: " + join(entries, ", "));
   return std::string(*version);
 }
 
@@ -453,8 +459,16 @@ public:
                                                const std::string &dir);
 
   MaybeFailure launch(const LaunchArgs &args, void *cudaStream) override;
+  int64_t getMultiprocessorCount() const override { return multiprocessors; }
 
 private:
+  /// Launches `fn` over `grid` blocks of `block` threads.
+  MaybeFailure launchOne(CUfunction fn, const std::string &symbol,
+                         const std::array<int64_t, 3> &grid,
+                         const std::array<int64_t, 3> &block,
+                         int64_t dynamicShared, void *cudaStream,
+                         std::vector<void *> &kernelParams);
+
   /// Makes `ctx` current on this thread if it is not; `pushed` says whether
   /// a matching popContext is due.
   MaybeFailure pushContext(bool &pushed);
@@ -470,9 +484,12 @@ private:
   bool retainedPrimary = false;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
+  /// A split-KV kernel's merge entry (launch.merge), else null.
+  CUfunction mergeFunction = nullptr;
+  int64_t multiprocessors = 0;
   KernelMetadata metadata;
-  /// The indices of B and Nq in LaunchArgs::symbols.
-  size_t batchSymbol = 0, queryLenSymbol = 0;
+  /// The indices of B, Nq and (split-KV) Ns in LaunchArgs::symbols.
+  size_t batchSymbol = 0, queryLenSymbol = 0, splitsSymbol = 0;
 };
 
 } // namespace
@@ -582,6 +599,7 @@ Result<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
   // A variable-length batch's query tiles cover the longest sequence,
   // at most Tq rows; the blocks past a sequence's rows return at once.
   backend->queryLenSymbol = indexOf(md.varlen ? "Tq" : "Nq");
+  backend->splitsSymbol = indexOf("Ns");
 
   // The driver and a context.
   Result<std::unique_ptr<Driver>> driver = Driver::open();
@@ -722,6 +740,21 @@ Result<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
     return drv.error(r, "cuModuleGetFunction('" + md.symbol + "')",
                      r == CUDA_ERROR_NOT_FOUND ? FA_ERROR_INVALID_ARTIFACT
                                                : FA_ERROR_CUDA);
+  if (!md.launch->mergeSymbol.empty()) {
+    if (CUresult r = api.cuModuleGetFunction(&backend->mergeFunction,
+                                             backend->module,
+                                             md.launch->mergeSymbol.c_str()))
+      return drv.error(r,
+                       "cuModuleGetFunction('" + md.launch->mergeSymbol +
+                           "') (the split-KV merge entry)",
+                       r == CUDA_ERROR_NOT_FOUND ? FA_ERROR_INVALID_ARTIFACT
+                                                 : FA_ERROR_CUDA);
+    int count = 0;
+    if (CUresult r = api.cuDeviceGetAttribute(
+            &count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, backend->device))
+      return drv.error(r, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+    backend->multiprocessors = count;
+  }
   if (md.launch->dynamicSharedBytes > kDefaultDynamicSharedBytes)
     if (CUresult r = api.cuFuncSetAttribute(
             backend->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -732,11 +765,11 @@ Result<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
   return std::unique_ptr<Backend>(std::move(backend));
 }
 
-MaybeFailure CudaBackend::launch(const LaunchArgs &args, void *cudaStream) {
-  // The grid from the metadata's axes and the shapes.
-  const LaunchInfo &launchInfo = *metadata.launch;
-  std::array<int64_t, 3> grid = getLaunchGrid(
-      metadata, args.symbols[batchSymbol], args.symbols[queryLenSymbol]);
+MaybeFailure CudaBackend::launchOne(CUfunction fn, const std::string &symbol,
+                                    const std::array<int64_t, 3> &grid,
+                                    const std::array<int64_t, 3> &block,
+                                    int64_t dynamicShared, void *cudaStream,
+                                    std::vector<void *> &kernelParams) {
   std::array<unsigned, 3> gridDims;
   static constexpr int64_t limits[3] = {2147483647, 65535, 65535};
   static constexpr const char *axes[3] = {"x", "y", "z"};
@@ -744,17 +777,55 @@ MaybeFailure CudaBackend::launch(const LaunchArgs &args, void *cudaStream) {
     if (grid[i] < 0 || grid[i] > limits[i])
       return makeFailure(
           FA_ERROR_INVALID_ARGUMENT,
-          cat("grid.", axes[i], " = ", getGridAxisName(launchInfo.grid[i]),
-              " = ", grid[i], " is outside CUDA's range [0, ", limits[i], "]"));
-    if (grid[i] == 0)
-      return std::nullopt; // nothing to launch
+          cat("grid.", axes[i], " of '", symbol, "' = ", grid[i],
+              " is outside CUDA's range [0, ", limits[i], "]"));
     gridDims[i] = static_cast<unsigned>(grid[i]);
   }
+  bool pushed = false;
+  if (MaybeFailure err = pushContext(pushed))
+    return err;
+  CUresult r = driver->api().cuLaunchKernel(
+      fn, gridDims[0], gridDims[1], gridDims[2],
+      static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]),
+      static_cast<unsigned>(block[2]), static_cast<unsigned>(dynamicShared),
+      static_cast<CUstream>(cudaStream), kernelParams.data(), nullptr);
+  popContext(pushed);
+  if (r != CUDA_SUCCESS)
+    return driver->error(
+        r,
+        cat("cuLaunchKernel('", symbol, "', grid [", gridDims[0], ", ",
+            gridDims[1], ", ", gridDims[2], "], block [", block[0], ", ",
+            block[1], ", ", block[2], "], ", dynamicShared,
+            " bytes of dynamic shared memory)"),
+        FA_ERROR_LAUNCH);
+  return std::nullopt;
+}
+
+MaybeFailure CudaBackend::launch(const LaunchArgs &args, void *cudaStream) {
+  // The grids from the metadata's axes and the shapes.
+  const LaunchInfo &launchInfo = *metadata.launch;
+  int64_t batch = args.symbols[batchSymbol];
+  int64_t queryLen = args.symbols[queryLenSymbol];
+  int64_t numSplits = metadata.splitKv ? args.symbols[splitsSymbol] : 1;
+  std::array<int64_t, 3> grid =
+      getLaunchGrid(metadata, batch, queryLen, numSplits);
+  static constexpr int64_t limits[3] = {2147483647, 65535, 65535};
+  static constexpr const char *axes[3] = {"x", "y", "z"};
+  for (int i = 0; i < 3; ++i)
+    if (grid[i] < 0 || grid[i] > limits[i])
+      return makeFailure(
+          FA_ERROR_INVALID_ARGUMENT,
+          cat("grid.", axes[i], " = ", getGridAxisName(launchInfo.grid[i]),
+              i == 0 && metadata.splitKv ? " x Ns" : "", " = ", grid[i],
+              " is outside CUDA's range [0, ", limits[i], "]"));
+  for (int64_t g : grid)
+    if (g == 0)
+      return std::nullopt; // nothing to launch
 
   // The expanded memref descriptors: per param allocated and aligned
   // pointers, offset, sizes, strides, each a separate kernel parameter.
   std::vector<int64_t> values;
-  values.reserve(args.params.size() * (3 + 2 * FA_MAX_RANK));
+  values.reserve(args.params.size() * (3 + 2 * kMaxParamRank));
   for (const BoundParam &param : args.params) {
     auto ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(param.data));
     values.push_back(ptr);
@@ -770,25 +841,25 @@ MaybeFailure CudaBackend::launch(const LaunchArgs &args, void *cudaStream) {
   for (int64_t &value : values)
     kernelParams.push_back(&value);
 
-  bool pushed = false;
-  if (MaybeFailure err = pushContext(pushed))
+  // Split-KV: check both grids before launching either.
+  std::array<int64_t, 3> mergeGrid = {0, 0, 0};
+  if (mergeFunction) {
+    mergeGrid = getMergeGrid(metadata, batch, queryLen);
+    if (mergeGrid[0] > 2147483647)
+      return makeFailure(FA_ERROR_INVALID_ARGUMENT,
+                         cat("grid.x of '", launchInfo.mergeSymbol,
+                             "' = ", mergeGrid[0],
+                             " is outside CUDA's range [0, 2147483647]"));
+  }
+  if (MaybeFailure err =
+          launchOne(function, metadata.symbol, grid, launchInfo.block,
+                    launchInfo.dynamicSharedBytes, cudaStream, kernelParams))
     return err;
-  CUresult r = driver->api().cuLaunchKernel(
-      function, gridDims[0], gridDims[1], gridDims[2],
-      static_cast<unsigned>(launchInfo.block[0]),
-      static_cast<unsigned>(launchInfo.block[1]),
-      static_cast<unsigned>(launchInfo.block[2]),
-      static_cast<unsigned>(launchInfo.dynamicSharedBytes),
-      static_cast<CUstream>(cudaStream), kernelParams.data(), nullptr);
-  popContext(pushed);
-  if (r != CUDA_SUCCESS)
-    return driver->error(
-        r,
-        cat("cuLaunchKernel(grid [", gridDims[0], ", ", gridDims[1], ", ",
-            gridDims[2], "], block [", launchInfo.block[0], ", ",
-            launchInfo.block[1], ", ", launchInfo.block[2], "], ",
-            launchInfo.dynamicSharedBytes, " bytes of dynamic shared memory)"),
-        FA_ERROR_LAUNCH);
+  // The merge reads every part the first kernel wrote: the stream orders
+  // them.
+  if (mergeFunction)
+    return launchOne(mergeFunction, launchInfo.mergeSymbol, mergeGrid,
+                     launchInfo.mergeBlock, 0, cudaStream, kernelParams);
   return std::nullopt;
 }
 

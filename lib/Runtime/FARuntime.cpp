@@ -330,9 +330,11 @@ using TensorList = std::vector<std::pair<ParamRole, const fa_tensor *>>;
 /// Validates the tensors of one launch against a kernel's metadata.
 class ArgumentBinder {
 public:
-  /// `function`: the launch function (named in hints).
-  ArgumentBinder(const KernelMetadata &md, const char *function)
-      : md(md), function(function) {}
+  /// `function`: the launch function (named in hints); `split`: the
+  /// split-KV workspace of the _split launches, else null.
+  ArgumentBinder(const KernelMetadata &md, const char *function,
+                 const fa_split_kv *split)
+      : md(md), function(function), split(split) {}
 
   /// Binds the tensors to the metadata's params.
   MaybeFailure bind(const TensorList &tensors, LaunchArgs &args);
@@ -373,9 +375,16 @@ private:
   MaybeFailure checkDims(const ParamInfo &param, const fa_tensor &t);
   MaybeFailure checkLayout(const ParamInfo &param, const fa_tensor &t,
                            BoundParam &bound);
+  /// Binds the workspace params (PartialOutput, PartialLse) from `split`.
+  MaybeFailure bindWorkspace(LaunchArgs &args);
+
+  static bool isWorkspace(ParamRole role) {
+    return role == ParamRole::PartialOutput || role == ParamRole::PartialLse;
+  }
 
   const KernelMetadata &md;
   const char *function;
+  const fa_split_kv *split;
   std::vector<std::string> symbolNames;
   std::vector<int64_t> symbolValues;
   /// For each symbol, the param that bound it (for messages).
@@ -515,13 +524,25 @@ MaybeFailure ArgumentBinder::checkLayout(const ParamInfo &param,
 MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
                                   LaunchArgs &args) {
   // Presence and basics, in call order.
+  std::string_view fn = function;
   for (size_t i = 0; i < md.params.size(); ++i) {
     const ParamInfo &param = md.params[i];
+    // The workspace comes from `split` (bindWorkspace).
+    if (isWorkspace(param.role)) {
+      if (!split)
+        return error(cat("kernel '", md.name,
+                         "' was compiled with --split-kv: launch it with "
+                         "fa_attention_launch_split or "
+                         "fa_attention_launch_paged_split and a workspace "
+                         "(fa_attention_workspace_size)"));
+      continue;
+    }
     const fa_tensor *t = lookupParam(tensors, i);
     if (!t) {
       const char *hint =
           param.role == ParamRole::BlockTable &&
-                  function != std::string_view("fa_attention_launch_paged")
+                  fn != "fa_attention_launch_paged" &&
+                  fn != "fa_attention_launch_paged_split"
               ? " (a paged-cache kernel: launch it with "
                 "fa_attention_launch_paged)"
           : (param.role == ParamRole::CuSeqlensQ ||
@@ -611,6 +632,12 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
     set("Hkv", md.kvHeads, "");
     set("D", md.headDim, "");
     set("Dv", md.valueHeadDim, "");
+    if (md.splitKv) {
+      if (split->num_splits < 1)
+        return error(cat("split: num_splits is ", split->num_splits,
+                         ", expected at least 1"));
+      set("Ns", split->num_splits, "split.num_splits");
+    }
     if (md.modifiers.hasBlockMask()) {
       // The block mask holds one entry per (query tile, key tile).
       int64_t tq = md.modifiers.blockTileQ, tk = md.modifiers.blockTileKV;
@@ -633,6 +660,10 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
   args.params.clear();
   for (size_t i = 0; i < md.params.size(); ++i) {
     const ParamInfo &param = md.params[i];
+    if (isWorkspace(param.role)) {
+      args.params.emplace_back(); // bound below
+      continue;
+    }
     const fa_tensor &t = *lookupParam(tensors, i);
     if (MaybeFailure err = checkDims(param, t))
       return err;
@@ -641,6 +672,10 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
       return err;
     args.params.push_back(bound);
   }
+
+  if (md.splitKv)
+    if (MaybeFailure err = bindWorkspace(args))
+      return err;
 
   // The tables a kernel reads memory through, checked on the host before
   // a CPU kernel runs. A CUDA kernel's tables are device memory, which the
@@ -684,7 +719,8 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
   };
   for (size_t i = 0; i < md.params.size(); ++i) {
     const ParamInfo &out = md.params[i];
-    if (out.role != ParamRole::Output && out.role != ParamRole::Lse)
+    if (out.role != ParamRole::Output && out.role != ParamRole::Lse &&
+        !isWorkspace(out.role))
       continue;
     auto [ob, oe] = byteRange(out, args.params[i]);
     if (ob == oe)
@@ -710,8 +746,48 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
   return std::nullopt;
 }
 
+MaybeFailure ArgumentBinder::bindWorkspace(LaunchArgs &args) {
+  int64_t batch = symbolValues[symbolIndex("B")];
+  int64_t queryLen = symbolValues[symbolIndex("Nq")];
+  std::optional<WorkspaceLayout> layout =
+      getWorkspaceLayout(md, batch, queryLen, split->num_splits);
+  if (!layout)
+    return error(cat("split: the workspace of ", split->num_splits,
+                     " parts over B = ", batch, ", Nq = ", queryLen,
+                     " overflows"));
+  if (split->workspace_bytes < layout->bytes)
+    return error(cat("split: workspace_bytes is ", split->workspace_bytes,
+                     ", but ", split->num_splits, " parts over B = ", batch,
+                     ", Hq = ", md.heads, ", Nq = ", queryLen, " need ",
+                     layout->bytes,
+                     " (fa_attention_workspace_size)"));
+  if (layout->bytes > 0 && !split->workspace)
+    return error("split: workspace is NULL");
+  if (reinterpret_cast<uintptr_t>(split->workspace) % 16 != 0)
+    return error(cat("split: workspace ", formatPointer(split->workspace),
+                     " is not 16-byte aligned"));
+  for (size_t i = 0; i < md.params.size(); ++i) {
+    const ParamInfo &param = md.params[i];
+    if (!isWorkspace(param.role))
+      continue;
+    BoundParam &bound = args.params[i];
+    bound.rank = param.getRank();
+    for (int64_t d = 0; d < bound.rank; ++d)
+      bound.sizes[d] = symbolValues[symbolIndex(param.shape[d].symbol)];
+    int64_t stride = 1;
+    for (int64_t d = bound.rank - 1; d >= 0; --d) {
+      bound.strides[d] = stride;
+      stride *= std::max<int64_t>(bound.sizes[d], 1);
+    }
+    bound.data = static_cast<char *>(split->workspace) +
+                 (param.role == ParamRole::PartialLse ? layout->lseOffset : 0);
+  }
+  return std::nullopt;
+}
+
 static fa_status launch(fa_kernel *kernel, OpKind op, const char *function,
-                        const TensorList &tensors, void *cudaStream) {
+                        const TensorList &tensors, void *cudaStream,
+                        const fa_split_kv *split = nullptr) {
   if (!kernel)
     return fail(FA_ERROR_INVALID_ARGUMENT,
                 std::string(function) + ": kernel is NULL");
@@ -722,7 +798,19 @@ static fa_status launch(fa_kernel *kernel, OpKind op, const char *function,
                     getOpName(md.op), ", not ", getOpName(op)));
   // The serving forms have their own launch functions.
   std::string_view fn = function;
-  if (fn == "fa_attention_launch_paged" && md.pageSize == 0)
+  bool splitFn = fn == "fa_attention_launch_split" ||
+                 fn == "fa_attention_launch_paged_split";
+  if (splitFn && !split)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(function, ": split is NULL"));
+  if (splitFn && !md.splitKv)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(function, ": kernel '", md.name,
+                    "' was not compiled with --split-kv; launch it without "
+                    "a split (fa_attention_launch_ex or _paged)"));
+  if ((fn == "fa_attention_launch_paged" ||
+       fn == "fa_attention_launch_paged_split") &&
+      md.pageSize == 0)
     return fail(FA_ERROR_INVALID_ARGUMENT,
                 cat(function, ": kernel '", md.name,
                     "' reads a contiguous K/V cache, not pages (compile with "
@@ -734,7 +822,12 @@ static fa_status launch(fa_kernel *kernel, OpKind op, const char *function,
                     "' is not a variable-length kernel (compile with "
                     "--varlen for one); launch it with "
                     "fa_attention_launch_sparse or _ex"));
-  ArgumentBinder binder(md, function);
+  if (fn == "fa_attention_launch_split" && md.pageSize > 0)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(function, ": kernel '", md.name,
+                    "' reads a paged K/V cache; launch it with "
+                    "fa_attention_launch_paged_split"));
+  ArgumentBinder binder(md, function, split);
   LaunchArgs args;
   if (MaybeFailure err = binder.bind(tensors, args))
     return fail(prefixed(*err, std::string(function) + ": "));
@@ -837,6 +930,86 @@ extern "C" fa_status fa_attention_launch_paged(
   tensors.emplace_back(ParamRole::BlockTable, blockTable);
   return launch(kernel, OpKind::Attention, "fa_attention_launch_paged",
                 tensors, cudaStream);
+}
+
+extern "C" fa_status fa_attention_launch_split(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *kvLens, const fa_tensor *mask,
+    const fa_attention_extras *extras, const fa_split_kv *split, fa_tensor *o,
+    fa_tensor *lse, void *cudaStream) {
+  return launch(kernel, OpKind::Attention, "fa_attention_launch_split",
+                attentionTensors(q, k, v, kvLens, mask, extras, nullptr, 0,
+                                 nullptr, o, lse),
+                cudaStream, split);
+}
+
+extern "C" fa_status fa_attention_launch_paged_split(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *kPages,
+    const fa_tensor *vPages, const fa_tensor *blockTable,
+    const fa_tensor *kvLens, const fa_tensor *mask,
+    const fa_attention_extras *extras, const fa_split_kv *split, fa_tensor *o,
+    fa_tensor *lse, void *cudaStream) {
+  TensorList tensors = attentionTensors(q, kPages, vPages, kvLens, mask,
+                                        extras, nullptr, 0, nullptr, o, lse);
+  tensors.emplace_back(ParamRole::BlockTable, blockTable);
+  return launch(kernel, OpKind::Attention, "fa_attention_launch_paged_split",
+                tensors, cudaStream, split);
+}
+
+extern "C" fa_status fa_kernel_get_split_kv(const fa_kernel *kernel,
+                                            int32_t *splitKv) {
+  if (!kernel || !splitKv)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                "fa_kernel_get_split_kv: kernel and split_kv must not be "
+                "NULL");
+  *splitKv = kernel->metadata.splitKv ? 1 : 0;
+  return succeed();
+}
+
+extern "C" fa_status fa_attention_num_splits(const fa_kernel *kernel,
+                                             int64_t batch, int64_t nq,
+                                             int64_t nk, int64_t *numSplits) {
+  const char *fn = "fa_attention_num_splits";
+  if (!kernel || !numSplits)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(fn, ": kernel and num_splits must not be NULL"));
+  *numSplits = 1;
+  if (batch < 0 || nq < 0 || nk < 0)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(fn, ": sizes must not be negative, got batch ", batch,
+                    ", nq ", nq, ", nk ", nk));
+  if (!kernel->metadata.splitKv)
+    return succeed();
+  int64_t multiprocessors = kernel->backend->getMultiprocessorCount();
+  *numSplits =
+      chooseNumSplits(kernel->metadata, batch, nq, nk, multiprocessors);
+  return succeed();
+}
+
+extern "C" fa_status fa_attention_workspace_size(const fa_kernel *kernel,
+                                                 int64_t batch, int64_t nq,
+                                                 int64_t numSplits,
+                                                 size_t *bytes) {
+  const char *fn = "fa_attention_workspace_size";
+  if (!kernel || !bytes)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(fn, ": kernel and bytes must not be NULL"));
+  *bytes = 0;
+  if (!kernel->metadata.splitKv)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(fn, ": kernel '", kernel->metadata.name,
+                    "' was not compiled with --split-kv and takes no "
+                    "workspace"));
+  std::optional<WorkspaceLayout> layout =
+      getWorkspaceLayout(kernel->metadata, batch, nq, numSplits);
+  if (!layout || layout->bytes > SIZE_MAX)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(fn, ": no workspace for batch ", batch, ", nq ", nq,
+                    " and ", numSplits,
+                    " parts (sizes must not be negative, parts at least 1, "
+                    "and the bytes must fit)"));
+  *bytes = static_cast<size_t>(layout->bytes);
+  return succeed();
 }
 
 extern "C" fa_status fa_attention_launch_varlen(

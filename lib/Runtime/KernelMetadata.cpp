@@ -137,6 +137,10 @@ std::string fa::runtime::getRoleName(ParamRole role) {
     return "cu_seqlens_q";
   case ParamRole::CuSeqlensK:
     return "cu_seqlens_k";
+  case ParamRole::PartialOutput:
+    return "partial_o";
+  case ParamRole::PartialLse:
+    return "partial_lse";
   }
   return "?";
 }
@@ -207,6 +211,8 @@ std::vector<std::string> KernelMetadata::getSymbols() const {
       symbols.insert(symbols.end(), {"P", "S", "M"});
     if (varlen)
       symbols.insert(symbols.end(), {"Tq", "Tk", "B+1"});
+    if (splitKv)
+      symbols.push_back("Ns");
     return symbols;
   }
   std::vector<std::string> symbols;
@@ -286,6 +292,10 @@ fa::runtime::getCanonicalShape(const KernelMetadata &md, ParamRole role) {
   case ParamRole::CuSeqlensQ:
   case ParamRole::CuSeqlensK:
     return {"B+1"};
+  case ParamRole::PartialOutput:
+    return {"Ns", "B", "Hq", "Nq", "Dv"};
+  case ParamRole::PartialLse:
+    return {"Ns", "B", "Hq", "Nq"};
   }
   return {};
 }
@@ -355,12 +365,18 @@ fa::runtime::getCanonicalParams(const KernelMetadata &md, DType maskDType,
     add("cu_seqlens_q", ParamRole::CuSeqlensQ, DType::I32);
     add("cu_seqlens_k", ParamRole::CuSeqlensK, DType::I32);
   }
+  // fa-promote-shared's split-kv appends the workspace after all of them.
+  if (md.splitKv) {
+    add("partial_o", ParamRole::PartialOutput, DType::F32);
+    add("partial_lse", ParamRole::PartialLse, DType::F32);
+  }
   return params;
 }
 
 std::array<int64_t, 3> fa::runtime::getLaunchGrid(const KernelMetadata &md,
                                                   int64_t batch,
-                                                  int64_t queryLen) {
+                                                  int64_t queryLen,
+                                                  int64_t numSplits) {
   std::array<int64_t, 3> grid = {1, 1, 1};
   for (size_t i = 0; i < 3; ++i) {
     switch (md.launch->grid[i]) {
@@ -389,7 +405,82 @@ std::array<int64_t, 3> fa::runtime::getLaunchGrid(const KernelMetadata &md,
       break;
     }
   }
+  // Split-KV: x runs over (query tile, part), the part fastest.
+  if (md.splitKv && __builtin_mul_overflow(grid[0], numSplits, &grid[0]))
+    grid[0] = INT64_MAX;
   return grid;
+}
+
+std::array<int64_t, 3> fa::runtime::getMergeGrid(const KernelMetadata &md,
+                                                 int64_t batch,
+                                                 int64_t queryLen) {
+  int64_t rowsPerBlock = std::max<int64_t>(md.launch->mergeBlock[0] / 32, 1);
+  int64_t rows = 0;
+  if (__builtin_mul_overflow(batch, md.heads, &rows) ||
+      __builtin_mul_overflow(rows, queryLen, &rows))
+    return {INT64_MAX, 1, 1};
+  return {rows / rowsPerBlock + (rows % rowsPerBlock != 0), 1, 1};
+}
+
+std::optional<WorkspaceLayout>
+fa::runtime::getWorkspaceLayout(const KernelMetadata &md, int64_t batch,
+                                int64_t queryLen, int64_t numSplits) {
+  if (batch < 0 || queryLen < 0 || numSplits < 1)
+    return std::nullopt;
+  uint64_t rows = 0, lseBytes = 0, outputBytes = 0;
+  if (__builtin_mul_overflow(uint64_t(numSplits), uint64_t(batch), &rows) ||
+      __builtin_mul_overflow(rows, uint64_t(md.heads), &rows) ||
+      __builtin_mul_overflow(rows, uint64_t(queryLen), &rows) ||
+      __builtin_mul_overflow(rows, uint64_t(4), &lseBytes) ||
+      __builtin_mul_overflow(lseBytes, uint64_t(md.valueHeadDim),
+                             &outputBytes))
+    return std::nullopt;
+  WorkspaceLayout layout;
+  layout.outputBytes = outputBytes;
+  layout.lseBytes = lseBytes;
+  // The log-sum-exps start on a 256-byte boundary (cudaMalloc's).
+  if (__builtin_add_overflow(outputBytes, uint64_t(255), &layout.lseOffset))
+    return std::nullopt;
+  layout.lseOffset &= ~uint64_t(255);
+  if (__builtin_add_overflow(layout.lseOffset, lseBytes, &layout.bytes))
+    return std::nullopt;
+  return layout;
+}
+
+int64_t fa::runtime::chooseNumSplits(const KernelMetadata &md, int64_t batch,
+                                     int64_t queryLen, int64_t keyLen,
+                                     int64_t multiprocessors) {
+  if (!md.splitKv || !md.launch || md.blockKV <= 0 || multiprocessors <= 0 ||
+      batch <= 0 || queryLen <= 0 || keyLen <= 0)
+    return 1;
+  std::array<int64_t, 3> grid = getLaunchGrid(md, batch, queryLen);
+  int64_t blocks = 0;
+  if (__builtin_mul_overflow(grid[0], grid[1], &blocks) ||
+      __builtin_mul_overflow(blocks, grid[2], &blocks))
+    return 1;
+  int64_t keyTiles = keyLen / md.blockKV + (keyLen % md.blockKV != 0);
+  // Enough blocks already, or nothing to split.
+  if (keyTiles <= 1 || blocks * 5 >= multiprocessors * 4)
+    return 1;
+  int64_t maxSplits = std::min(keyTiles, kMaxAutoSplits);
+  auto tilesPerPart = [&](int64_t s) { return (keyTiles + s - 1) / s; };
+  // A part count that leaves the tiles per part unchanged only adds empty
+  // parts: skip it.
+  auto eligible = [&](int64_t s) {
+    return s == 1 || tilesPerPart(s) != tilesPerPart(s - 1);
+  };
+  auto efficiency = [&](int64_t s) {
+    double waves = double(blocks) * double(s) / double(multiprocessors);
+    return waves / std::ceil(waves);
+  };
+  double best = 0;
+  for (int64_t s = 1; s <= maxSplits; ++s)
+    if (eligible(s))
+      best = std::max(best, efficiency(s));
+  for (int64_t s = 1; s <= maxSplits; ++s)
+    if (eligible(s) && efficiency(s) >= 0.85 * best)
+      return s;
+  return 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -447,12 +538,16 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
         md.kernel != "wgmma")
       return "field 'kernel': expected one of simt, mma, wgmma, got '" +
              md.kernel + "'";
-    // Only the SIMT kernel reads pages and sequence offsets.
-    if ((md.pageSize > 0 || md.varlen) && !md.kernel.empty() &&
+    // Only the SIMT kernel reads pages and sequence offsets and splits the
+    // keys.
+    if ((md.pageSize > 0 || md.varlen || md.splitKv) && !md.kernel.empty() &&
         md.kernel != "simt")
-      return cat("field '", md.pageSize > 0 ? "page_size" : "varlen",
-                 "': paged caches and variable-length batches run on the "
-                 "simt kernel, not '",
+      return cat("field '",
+                 md.splitKv        ? "split_kv"
+                 : md.pageSize > 0 ? "page_size"
+                                   : "varlen",
+                 "': paged caches, variable-length batches and split-KV run "
+                 "on the simt kernel, not '",
                  md.kernel, "'");
   } else {
     if (md.target.triple.empty())
@@ -462,6 +557,10 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
                          "'object'");
     if (!md.kernel.empty())
       return std::string("field 'kernel' applies to cuda targets only");
+    if (md.splitKv)
+      return std::string("field 'split_kv' applies to cuda targets only (the "
+                         "cpu kernels split the keys across threads "
+                         "themselves)");
   }
 
   // Launch configuration.
@@ -507,6 +606,24 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
         (md.kvHeads <= 0 || md.heads % md.kvHeads != 0))
       return std::string("field 'launch.grid': packed query heads need "
                          "heads to be a multiple of kv_heads");
+    // A split-KV kernel's merge entry, and only theirs.
+    if (md.splitKv != !launch.mergeSymbol.empty())
+      return std::string(md.splitKv ? "field 'launch.merge': a split_kv "
+                                      "kernel needs its merge entry"
+                                    : "field 'launch.merge' belongs to "
+                                      "split_kv kernels");
+    if (md.splitKv) {
+      if (!isIdentifier(launch.mergeSymbol) ||
+          launch.mergeSymbol == md.symbol)
+        return "field 'launch.merge.symbol': '" + launch.mergeSymbol +
+               "' is not a C identifier other than the symbol";
+      const std::array<int64_t, 3> &mb = launch.mergeBlock;
+      if (mb[0] < 32 || mb[0] > 1024 || mb[0] % 32 != 0 || mb[1] != 1 ||
+          mb[2] != 1)
+        return cat("field 'launch.merge.block': expected [32 * w, 1, 1] "
+                   "with 1 <= w <= 32 (one warp per row), got [",
+                   mb[0], ", ", mb[1], ", ", mb[2], "]");
+    }
   }
   return std::nullopt;
 }
@@ -566,10 +683,14 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
       return std::string("field 'varlen': key lengths, masks, segment ids "
                          "and block masks are not available with the "
                          "variable-length form");
+    if (md.splitKv && (md.varlen || mods.hasRegions() || mods.hasBlockMask()))
+      return std::string("field 'split_kv': the variable-length form, "
+                         "score_mod / mask_mod regions and block masks are "
+                         "not available with split-KV");
   } else {
-    if (md.pageSize != 0 || md.varlen)
-      return std::string("fields 'page_size' and 'varlen' belong to "
-                         "attention kernels");
+    if (md.pageSize != 0 || md.varlen || md.splitKv)
+      return std::string("fields 'page_size', 'varlen' and 'split_kv' belong "
+                         "to attention kernels");
     if (md.rank < 1 || md.rank > 4)
       return cat("field 'rank' must be in [1, 4], got ", md.rank);
     if (md.dimension < 0 || md.dimension >= md.rank)
@@ -602,6 +723,10 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
       expected.push_back(ParamRole::CuSeqlensQ);
       expected.push_back(ParamRole::CuSeqlensK);
     }
+    if (md.splitKv) {
+      expected.push_back(ParamRole::PartialOutput);
+      expected.push_back(ParamRole::PartialLse);
+    }
   } else {
     expected = {ParamRole::Input, ParamRole::Output};
   }
@@ -633,7 +758,7 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
       return where + ": role '" + getRoleName(param.role) +
              "' does not belong to this " + getOpName(md.op) +
              " kernel (check has_kv_lens, mask, has_lse, alibi, "
-             "has_segments, block_tiles, page_size, varlen)";
+             "has_segments, block_tiles, page_size, varlen, split_kv)";
     for (size_t j = 0; j < i; ++j)
       if (md.params[j].role == param.role)
         return where + ": role '" + getRoleName(param.role) +
@@ -661,6 +786,8 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
       wanted = "i8";
       break;
     case ParamRole::Lse:
+    case ParamRole::PartialOutput:
+    case ParamRole::PartialLse:
       dtypeOk = param.dtype == DType::F32;
       wanted = "f32";
       break;
@@ -954,18 +1081,27 @@ static MaybeError readTarget(const Json &object, TargetInfo &target) {
   return std::nullopt;
 }
 
-static MaybeError readLaunch(const Json &object, LaunchInfo &launch) {
-  ObjectReader reader(object, "launch");
-  const Json *block = nullptr;
-  if (MaybeError err = reader.getArray("block", block))
+/// Reads the `block` array of `reader`'s object (3 integers).
+static MaybeError readBlock(const ObjectReader &reader,
+                            std::array<int64_t, 3> &block) {
+  const Json *array = nullptr;
+  if (MaybeError err = reader.getArray("block", array))
     return err;
-  if (block->size() != 3)
-    return cat("field 'launch.block': expected 3 integers, got ",
-               block->size());
+  std::string field = reader.field("block");
+  if (array->size() != 3)
+    return cat("field '", field, "': expected 3 integers, got ",
+               array->size());
   for (size_t i = 0; i < 3; ++i)
     if (MaybeError err = ObjectReader::readInteger(
-            (*block)[i], cat("launch.block[", i, "]"), launch.block[i]))
+            (*array)[i], cat(field, "[", i, "]"), block[i]))
       return err;
+  return std::nullopt;
+}
+
+static MaybeError readLaunch(const Json &object, LaunchInfo &launch) {
+  ObjectReader reader(object, "launch");
+  if (MaybeError err = readBlock(reader, launch.block))
+    return err;
   const Json *grid = nullptr;
   if (MaybeError err = reader.getArray("grid", grid))
     return err;
@@ -983,8 +1119,22 @@ static MaybeError readLaunch(const Json &object, LaunchInfo &launch) {
   if (MaybeError err = reader.getInt("static_shared_bytes",
                                      launch.staticSharedBytes, false))
     return err;
-  return reader.getInt("dynamic_shared_bytes", launch.dynamicSharedBytes,
-                       false);
+  if (MaybeError err = reader.getInt("dynamic_shared_bytes",
+                                     launch.dynamicSharedBytes, false))
+    return err;
+  if (!reader.has("merge"))
+    return std::nullopt;
+  const Json *merge = nullptr;
+  if (MaybeError err = reader.getObject("merge", merge))
+    return err;
+  ObjectReader mergeReader(*merge, "launch.merge");
+  if (MaybeError err = mergeReader.getString("symbol", launch.mergeSymbol))
+    return err;
+  if (MaybeError err = readBlock(mergeReader, launch.mergeBlock))
+    return err;
+  if (launch.mergeSymbol.empty())
+    return std::string("field 'launch.merge.symbol' must not be empty");
+  return std::nullopt;
 }
 
 /// The optional modifier fields of an attention kernel.
@@ -1074,7 +1224,9 @@ static MaybeError readParam(const Json &value, size_t index, ParamInfo &param) {
       {"block_mask", ParamRole::BlockMask},
       {"block_table", ParamRole::BlockTable},
       {"cu_seqlens_q", ParamRole::CuSeqlensQ},
-      {"cu_seqlens_k", ParamRole::CuSeqlensK}};
+      {"cu_seqlens_k", ParamRole::CuSeqlensK},
+      {"partial_o", ParamRole::PartialOutput},
+      {"partial_lse", ParamRole::PartialLse}};
   if (MaybeError err = reader.getEnum("role", param.role, roles))
     return err;
   if (MaybeError err = reader.getEnum("dtype", param.dtype, kDTypeChoices))
@@ -1195,6 +1347,8 @@ static MaybeError readMetadata(const Json &root, KernelMetadata &md) {
         return cat("field 'page_size' must be positive, got ", md.pageSize);
     }
     if (MaybeError err = reader.getBool("varlen", md.varlen, false))
+      return err;
+    if (MaybeError err = reader.getBool("split_kv", md.splitKv, false))
       return err;
   } else {
     if (MaybeError err = reader.getInt("rank", md.rank))
@@ -1374,6 +1528,8 @@ std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
       j["page_size"] = md.pageSize;
     if (md.varlen)
       j["varlen"] = true;
+    if (md.splitKv)
+      j["split_kv"] = true;
   } else {
     j["rank"] = md.rank;
     j["dimension"] = md.dimension;
@@ -1386,6 +1542,9 @@ std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
       grid.push_back(getGridAxisName(axis));
     launch["static_shared_bytes"] = md.launch->staticSharedBytes;
     launch["dynamic_shared_bytes"] = md.launch->dynamicSharedBytes;
+    if (!md.launch->mergeSymbol.empty())
+      launch["merge"] = {{"symbol", md.launch->mergeSymbol},
+                         {"block", md.launch->mergeBlock}};
   }
   Json &params = j["params"] = Json::array();
   for (const ParamInfo &param : md.params) {

@@ -161,12 +161,16 @@ std::string joinPath(const std::string &dir, const std::string &name);
 // Launch arguments
 //===----------------------------------------------------------------------===//
 
+/// The highest rank of a kernel param: the caller's tensors have at most
+/// FA_MAX_RANK dims, a split-KV workspace's partial outputs 5.
+inline constexpr int64_t kMaxParamRank = 5;
+
 /// One validated kernel argument: a contiguous row-major buffer.
 struct BoundParam {
   void *data = nullptr;
   int64_t rank = 0;
-  int64_t sizes[FA_MAX_RANK] = {0, 0, 0, 0};
-  int64_t strides[FA_MAX_RANK] = {0, 0, 0, 0}; ///< canonical, in elements
+  int64_t sizes[kMaxParamRank] = {};
+  int64_t strides[kMaxParamRank] = {}; ///< canonical, in elements
 };
 
 /// A validated launch: the params in the metadata's call order and the
@@ -186,6 +190,9 @@ public:
   virtual ~Backend();
   /// Launches with validated arguments.
   virtual MaybeFailure launch(const LaunchArgs &args, void *cudaStream) = 0;
+  /// The SMs of a CUDA kernel's device (read at load for split-KV
+  /// kernels), else 0.
+  virtual int64_t getMultiprocessorCount() const { return 0; }
 };
 
 /// Loads a CUDA artifact (metadata already parsed; `dir` holds its files).

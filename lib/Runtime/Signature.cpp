@@ -86,6 +86,8 @@ std::string fa::runtime::getKernelSignature(const KernelMetadata &md) {
       add("page_size", std::to_string(md.pageSize));
     if (md.varlen)
       add("varlen", "true");
+    if (md.splitKv)
+      add("split_kv", "true");
   } else {
     add("rank", std::to_string(md.rank));
     add("dimension", std::to_string(md.dimension));
@@ -103,6 +105,10 @@ std::string fa::runtime::getKernelSignature(const KernelMetadata &md) {
         std::to_string(launch.staticSharedBytes));
     add("launch.dynamic_shared_bytes",
         std::to_string(launch.dynamicSharedBytes));
+    if (!launch.mergeSymbol.empty())
+      add("launch.merge", cat(launch.mergeSymbol, " ", launch.mergeBlock[0],
+                              ",", launch.mergeBlock[1], ",",
+                              launch.mergeBlock[2]));
   }
   add("params", std::to_string(md.params.size()));
   for (size_t i = 0; i < md.params.size(); ++i)

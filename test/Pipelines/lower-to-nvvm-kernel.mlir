@@ -29,9 +29,11 @@
 // RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a split-kv=true" | FileCheck %s --check-prefix=SPLIT --implicit-check-not=mma.sync --implicit-check-not=wgmma.mma_async
 // RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 kernel=mma split-kv=true" 2>&1 | FileCheck %s --check-prefix=SPLITMMA
 // SPLIT: gpu.launch_func @attn_f32_kernels::@attn_f32
-// SPLIT: gpu.launch_func @attn_f32_merge_kernels::@attn_f32_merge
+// SPLIT: gpu.launch_func @attn_f32_kernels::@attn_f32_merge
 // SPLIT: gpu.binary @attn_f32_kernels
-// SPLIT: gpu.binary @attn_f32_merge_kernels
+// SPLIT-SAME: .entry attn_f32(
+// SPLIT-SAME: .entry attn_f32_merge(
+// SPLIT-NOT: gpu.binary @attn_f32_merge_kernels
 // SPLITMMA: error: fa-lower-to-nvvm: split-kv needs the SIMT kernels (kernel=auto or kernel=simt); the mma kernels do not split the keys
 
 // MMA: error: fa-lower-to-nvvm: kernel=mma: the attention of @attn_f32 is not eligible for the mma.sync kernels (f16/bf16 Q, K, V in kernel form, head dims multiples of 16 up to 256); use kernel=auto or kernel=simt

@@ -114,6 +114,16 @@ cl::opt<bool> packGqa(
              "(packed_q_tiles, kv_heads, batch); with Hq = Hkv it is the "
              "ordinary SIMT kernel. Needs --kernel auto or simt"),
     cl::cat(compileCategory));
+cl::opt<bool> splitKv(
+    "split-kv",
+    cl::desc("GPU targets: split-KV (flash-decoding, SIMT): the keys of each "
+             "(batch, head) run in Ns parts chosen at launch "
+             "(fa_attention_num_splits), whose f32 partials go to a "
+             "workspace (fa_attention_workspace_size) that a merge kernel "
+             "in the same PTX combines; launch with "
+             "fa_attention_launch_split / _paged_split. Needs --kernel auto "
+             "or simt; not with --varlen"),
+    cl::cat(compileCategory));
 // Replaced by --kernel; given, they are an error naming it.
 cl::opt<bool> removedTensorCores("tensor-cores", cl::Hidden,
                                  cl::cat(compileCategory));
@@ -282,6 +292,16 @@ static Error checkCommonOptions(CompileOptions &options) {
   if (packGqa && varlen)
     return makeError("--pack-gqa cannot be combined with --varlen: the "
                      "variable-length kernel keeps one query head per block");
+  if (splitKv && isCpu)
+    return makeError("--split-kv applies to GPU targets (sm_*) only; the CPU "
+                     "kernels split the keys across threads by themselves");
+  if (splitKv && family && family != KernelFamily::Simt)
+    return makeError("--split-kv makes a SIMT kernel; it cannot be combined "
+                     "with --kernel " +
+                     kernelFamily);
+  if (splitKv && varlen)
+    return makeError("--split-kv cannot be combined with --varlen yet: the "
+                     "variable-length kernel does not split its keys");
   if (outputDir.empty())
     return makeError("missing the output directory: pass -o DIR");
   if (Error err = checkOutputDir(outputDir))
@@ -293,6 +313,7 @@ static Error checkCommonOptions(CompileOptions &options) {
   options.blockKV = blockKV;
   options.kernel = family;
   options.packGqa = packGqa ? "always" : "auto";
+  options.splitKv = splitKv;
   if (blockQ.getNumOccurrences())
     options.gpuBlockQ = blockQ;
   if (blockKV.getNumOccurrences())
@@ -358,6 +379,8 @@ static std::string getDefaultName(const rt::KernelMetadata &md,
     if (md.varlen)
       os << "_varlen";
   }
+  if (splitKv)
+    os << "_split";
   os << "_" << target;
   return name;
 }

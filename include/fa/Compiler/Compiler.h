@@ -76,6 +76,10 @@ struct CompileOptions {
   /// never); always makes a SIMT decode kernel whose grid runs over the kv
   /// heads.
   std::string packGqa = "auto";
+  /// GPU: split-KV (fa-lower-to-nvvm's `split-kv`): the SIMT kernel over
+  /// (query tile x part) blocks writing f32 partials to a workspace, and
+  /// its merge kernel in the same PTX.
+  bool splitKv = false;
 };
 
 //===----------------------------------------------------------------------===//

@@ -460,6 +460,69 @@ FA_RUNTIME_API fa_status fa_check_block_table(const fa_tensor *block_table,
 FA_RUNTIME_API fa_status fa_check_cu_seqlens(const fa_tensor *cu_seqlens,
                                              int64_t tokens);
 
+/*===----------------------------------------------------------------------===*
+ * Split-KV (flash-decoding)
+ *
+ * A CUDA kernel compiled with `fa-compile --split-kv` splits the keys of
+ * each (batch, head) into `num_splits` parts that run as separate blocks,
+ * each writing a partial output and log-sum-exp in f32 to a workspace;
+ * a second kernel (the fa.merge rule) combines the parts into O and LSE.
+ * Both run on the launch's stream, in order, so the workspace may be
+ * reused by the next launch on the same stream. It pays when B x heads x
+ * query tiles leaves SMs idle: decode over long caches.
+ *===----------------------------------------------------------------------===*/
+
+/* *split_kv = 1 for a kernel compiled with --split-kv, else 0. */
+FA_RUNTIME_API fa_status fa_kernel_get_split_kv(const fa_kernel *kernel,
+                                                int32_t *split_kv);
+
+/* The number of parts the documented heuristic picks (docs/serving.md)
+ * for a launch over `batch` entries of `nq` query rows and `nk` keys (the
+ * longest sequence's; for a paged cache M x S) on the kernel's device:
+ * 1 when the blocks without splitting fill 80% of its SMs, else the
+ * fewest parts (at most 128 and the key tiles) within 85% of the best
+ * wave efficiency. Always 1 for a kernel without split-KV. */
+FA_RUNTIME_API fa_status fa_attention_num_splits(const fa_kernel *kernel,
+                                                 int64_t batch, int64_t nq,
+                                                 int64_t nk,
+                                                 int64_t *num_splits);
+
+/* The bytes of workspace a split-KV launch over `batch` entries of `nq`
+ * query rows in `num_splits` parts needs: f32 partial outputs [num_splits,
+ * B, Hq, Nq, Dv] at offset 0, then f32 partial log-sum-exps [num_splits, B,
+ * Hq, Nq] from the next multiple of 256 bytes. */
+FA_RUNTIME_API fa_status fa_attention_workspace_size(const fa_kernel *kernel,
+                                                     int64_t batch,
+                                                     int64_t nq,
+                                                     int64_t num_splits,
+                                                     size_t *bytes);
+
+/* The split of one launch: `num_splits` >= 1 parts (fa_attention_num_splits
+ * or forced; more parts than key tiles leave the extra parts empty, which
+ * is correct but wasted work) and `workspace`, device memory of at least
+ * fa_attention_workspace_size bytes, 16-byte aligned, not overlapping any
+ * tensor of the launch. */
+typedef struct fa_split_kv {
+  int64_t num_splits;
+  void *workspace;
+  size_t workspace_bytes;
+} fa_split_kv;
+
+/* fa_attention_launch_ex / fa_attention_launch_paged for a kernel compiled
+ * with --split-kv: the same tensors, plus `split`. The other launch
+ * functions refuse split-KV kernels (they have no workspace). */
+FA_RUNTIME_API fa_status fa_attention_launch_split(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *kv_lens, const fa_tensor *mask,
+    const fa_attention_extras *extras, const fa_split_kv *split, fa_tensor *o,
+    fa_tensor *lse, void *cuda_stream);
+FA_RUNTIME_API fa_status fa_attention_launch_paged_split(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k_pages,
+    const fa_tensor *v_pages, const fa_tensor *block_table,
+    const fa_tensor *kv_lens, const fa_tensor *mask,
+    const fa_attention_extras *extras, const fa_split_kv *split, fa_tensor *o,
+    fa_tensor *lse, void *cuda_stream);
+
 /* Runs a softmax kernel along the kernel's dimension: y = softmax(x). x and
  * y have the kernel's rank and dtype and the same sizes and must not
  * overlap. Empty tensors are a no-op. */

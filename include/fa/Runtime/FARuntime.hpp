@@ -108,6 +108,9 @@ struct AttentionArgs {
   const fa_tensor *blockTable = nullptr;
   /// The offsets of a variable-length kernel (fa_attention_launch_varlen).
   const fa_tensor *cuSeqlensQ = nullptr, *cuSeqlensK = nullptr;
+  /// The parts and workspace of a split-KV kernel
+  /// (fa_attention_launch_split / _paged_split).
+  const fa_split_kv *split = nullptr;
 };
 
 /// An owned, loaded kernel (move-only).
@@ -137,8 +140,17 @@ public:
 
   /// Launches an attention kernel (see fa_attention_launch_sparse, or
   /// fa_attention_launch_paged / _varlen when `args` has a block table or
-  /// offsets).
+  /// offsets, fa_attention_launch_split / _paged_split with a split).
   Status attention(AttentionArgs &args, void *cudaStream = nullptr) {
+    if (args.split && args.blockTable)
+      return Status::fromCode(fa_attention_launch_paged_split(
+          kernel_, &args.q, &args.k, &args.v, args.blockTable, args.kvLens,
+          args.mask, &args.extras, args.split, &args.o, args.lse,
+          cudaStream));
+    if (args.split)
+      return Status::fromCode(fa_attention_launch_split(
+          kernel_, &args.q, &args.k, &args.v, args.kvLens, args.mask,
+          &args.extras, args.split, &args.o, args.lse, cudaStream));
     if (args.blockTable)
       return Status::fromCode(fa_attention_launch_paged(
           kernel_, &args.q, &args.k, &args.v, args.blockTable, args.kvLens,

@@ -68,6 +68,12 @@ enum class ParamRole {
   /// sequence b's queries (keys) are rows cu[b] .. cu[b + 1] - 1.
   CuSeqlensQ,
   CuSeqlensK,
+  /// A split-KV kernel's workspace (not tensors the caller passes: the
+  /// launcher carves them out of the workspace buffer, see
+  /// getWorkspaceLayout): the parts' f32 outputs [Ns, B, Hq, Nq, Dv] and
+  /// log-sum-exps [Ns, B, Hq, Nq], Ns the number of parts.
+  PartialOutput,
+  PartialLse,
 };
 
 /// The shape of an attention kernel's ALiBi slopes.
@@ -190,6 +196,13 @@ struct LaunchInfo {
                                   GridAxis::Batch};
   int64_t staticSharedBytes = 0;
   int64_t dynamicSharedBytes = 0;
+  /// A split-KV kernel's second entry (the `merge` object; empty symbol
+  /// without one): launched after the first on the same stream with the
+  /// same parameters, over (ceil(B * Hq * Nq / (mergeBlock[0] / 32)), 1, 1)
+  /// blocks of mergeBlock threads, one warp per (batch, head, query row).
+  /// The first entry's grid x is then its axis times Ns.
+  std::string mergeSymbol;
+  std::array<int64_t, 3> mergeBlock = {0, 0, 0};
 };
 
 /// Everything `fa-kernel/3` metadata says.
@@ -220,6 +233,11 @@ struct KernelMetadata {
   /// Q `[Tq, Hq, D]`, K/V `[Tk, Hkv, D|Dv]`, O `[Tq, Hq, Dv]`, LSE
   /// `[Hq, Tq]` and the CuSeqlensQ/K params `[B+1]`.
   bool varlen = false;
+  /// Split-KV (the optional `split_kv` field; CUDA, SIMT kernel): the keys
+  /// of each (batch, head) are split into Ns parts (a launch-time choice)
+  /// whose partial outputs a merge kernel combines (launch.merge); the
+  /// PartialOutput and PartialLse params live in a caller's workspace.
+  bool splitKv = false;
   /// The optional `window`, `softcap`, `chunk`, `alibi` and `has_segments`
   /// fields.
   ModifierInfo modifiers;
@@ -238,8 +256,8 @@ struct KernelMetadata {
   /// The symbols shapes may use, in a fixed order: attention
   /// `B Hq Hkv Nq Nk D Dv` (then `QT KT` with a block mask, `P S M` for a
   /// paged cache: pages, page size, block-table entries per sequence;
-  /// `Tq Tk B+1` for the varlen form: packed query and key tokens, offsets),
-  /// softmax `N0 ...`.
+  /// `Tq Tk B+1` for the varlen form: packed query and key tokens, offsets;
+  /// `Ns` with split-KV: the parts), softmax `N0 ...`.
   std::vector<std::string> getSymbols() const;
   /// The param with `role`, or null.
   const ParamInfo *findParam(ParamRole role) const;
@@ -345,7 +363,43 @@ std::optional<std::string> findPtxSignature(std::string_view ptx,
 /// ceil(queryLen * Hq / Hkv / block_q) and kv_heads = Hkv. Needs a launch
 /// configuration, a positive block_q and non-negative sizes.
 std::array<int64_t, 3> getLaunchGrid(const KernelMetadata &metadata,
-                                     int64_t batch, int64_t queryLen);
+                                     int64_t batch, int64_t queryLen,
+                                     int64_t numSplits = 1);
+
+/// The grid of a split-KV kernel's merge entry (launch.merge):
+/// (ceil(batch * Hq * queryLen / rows per block), 1, 1), saturating at
+/// INT64_MAX.
+std::array<int64_t, 3> getMergeGrid(const KernelMetadata &metadata,
+                                    int64_t batch, int64_t queryLen);
+
+/// Where a split-KV kernel's workspace holds its parts: the f32 partial
+/// outputs [Ns, B, Hq, Nq, Dv] at offset 0, the f32 partial log-sum-exps
+/// [Ns, B, Hq, Nq] at `lseOffset` (256-byte aligned), `bytes` in all.
+struct WorkspaceLayout {
+  uint64_t outputBytes = 0, lseOffset = 0, lseBytes = 0, bytes = 0;
+};
+
+/// The workspace of a launch of `metadata`'s split-KV kernel over `batch`
+/// entries of `queryLen` query rows in `numSplits` parts, or nullopt when
+/// a size is negative, numSplits < 1 or the sizes overflow 64 bits.
+std::optional<WorkspaceLayout>
+getWorkspaceLayout(const KernelMetadata &metadata, int64_t batch,
+                   int64_t queryLen, int64_t numSplits);
+
+/// The most parts chooseNumSplits picks (a launch may force more).
+inline constexpr int64_t kMaxAutoSplits = 128;
+
+/// The split-KV heuristic (docs/serving.md): the number of parts Ns for a
+/// launch of `metadata`'s kernel over `batch` entries of `queryLen` query
+/// rows and `keyLen` keys on a device of `multiprocessors` SMs. 1 when
+/// the blocks without splitting (getLaunchGrid) already fill 80% of the
+/// SMs or there is one key tile; else the smallest Ns in [1, min(key
+/// tiles, kMaxAutoSplits)] whose wave efficiency (blocks / SMs over its
+/// ceiling) is within 85% of the best, counting only Ns that change the
+/// tiles per part.
+int64_t chooseNumSplits(const KernelMetadata &metadata, int64_t batch,
+                        int64_t queryLen, int64_t keyLen,
+                        int64_t multiprocessors);
 
 } // namespace runtime
 } // namespace fa

@@ -598,7 +598,7 @@ TEST_F(FakeDriverTest, LaunchPassesGridAndDescriptors) {
                                 &lse, stream),
             FA_ERROR_LAUNCH);
   EXPECT_THAT(fa_last_error(),
-              HasSubstr("cuLaunchKernel(grid [3, 8, 3], block [128, 1, 1], "
+              HasSubstr("cuLaunchKernel('fa_attn', grid [3, 8, 3], block [128, 1, 1], "
                         "4096 bytes of dynamic shared memory) failed: "
                         "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"));
   fa_kernel_destroy(kernel);
@@ -950,6 +950,159 @@ TEST_F(FakeDriverTest, LaunchPaged) {
     EXPECT_EQ(fake->params[58 + i], tableExpected[i])
         << "block_table value " << i;
   fa_kernel_destroy(kernel);
+}
+
+/// A split-KV kernel on CUDA: the heuristic from the device's SMs, the
+/// workspace size and layout, both entries launched in order with the same
+/// parameters (the workspace carved into partial_o and partial_lse after
+/// the caller's tensors), and the errors of a missing, small or misaligned
+/// workspace.
+TEST_F(FakeDriverTest, LaunchSplit) {
+  md.hasKvLens = true;
+  md.kernel = "simt";
+  md.splitKv = true;
+  md.launch->mergeSymbol = "fa_attn_merge";
+  md.launch->mergeBlock = {128, 1, 1};
+  md.launch->grid = {GridAxis::PackedQueryTiles, GridAxis::KvHeads,
+                     GridAxis::Batch};
+  md.blockQ = 16;
+  md.params = getCanonicalParams(md, DType::I8, false, false);
+  ptx += "\n.visible .entry fa_attn_merge(\n\t.param .u64 p\n)\n{\n\tret;\n}\n";
+  fake->multiprocessors = 132;
+  fa_kernel *kernel = nullptr;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  int32_t split = 0;
+  ASSERT_EQ(fa_kernel_get_split_kv(kernel, &split), FA_SUCCESS);
+  EXPECT_EQ(split, 1);
+
+  // B = 1, Nq = 1, Hkv = 2: 2 blocks without splitting; 8192 keys are 128
+  // tiles of 64. Part counts that change the tiles per part: ..., 43 (3
+  // tiles), 64 (2), 128 (1). The best efficiency is 128 / 132 (s = 64 and
+  // 128); within 85% of it the fewest parts are 64 (s = 43 reaches 86 /
+  // 132, only 67%).
+  int64_t parts = 0;
+  ASSERT_EQ(fa_attention_num_splits(kernel, 1, 1, 8192, &parts), FA_SUCCESS);
+  EXPECT_EQ(parts, 64);
+  // 16 x 2 blocks: 4 parts make 128 of 132.
+  ASSERT_EQ(fa_attention_num_splits(kernel, 16, 1, 8192, &parts), FA_SUCCESS);
+  EXPECT_EQ(parts, 4);
+  // Enough blocks already (B = 64: 128 >= 0.8 x 132): no split.
+  ASSERT_EQ(fa_attention_num_splits(kernel, 64, 1, 8192, &parts), FA_SUCCESS);
+  EXPECT_EQ(parts, 1);
+  // One key tile: nothing to split.
+  ASSERT_EQ(fa_attention_num_splits(kernel, 1, 1, 64, &parts), FA_SUCCESS);
+  EXPECT_EQ(parts, 1);
+  EXPECT_EQ(fa_attention_num_splits(kernel, -1, 1, 64, &parts),
+            FA_ERROR_INVALID_ARGUMENT);
+
+  const int64_t B = 3, Nq = 5, Nk = 700, S = 4;
+  size_t bytes = 0;
+  ASSERT_EQ(fa_attention_workspace_size(kernel, B, Nq, S, &bytes), FA_SUCCESS);
+  // partial_o: 4 x 3 x 8 x 5 x 64 floats = 122880 bytes (a multiple of
+  // 256), then partial_lse: 4 x 3 x 8 x 5 floats.
+  EXPECT_EQ(bytes, 122880u + 1920u);
+  size_t refused = 1;
+  EXPECT_EQ(fa_attention_workspace_size(kernel, B, Nq, 0, &refused),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(refused, 0u);
+
+  fake->paramsToRecord = 82;
+  fa_tensor q = deviceTensor(0x100000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor k = deviceTensor(0x200000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor v = deviceTensor(0x300000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor lens = deviceTensor(0x380000, FA_DTYPE_I32, {B});
+  fa_tensor o = deviceTensor(0x400000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor lse = deviceTensor(0x500000, FA_DTYPE_F32, {B, 8, Nq});
+  fa_split_kv ws = {S, reinterpret_cast<void *>(0x600000), bytes};
+
+  // Without a split, or with a broken one: nothing launches.
+  EXPECT_EQ(fa_attention_launch(kernel, &q, &k, &v, &lens, nullptr, &o, &lse,
+                                nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("was compiled with --split-kv: launch it with "
+                        "fa_attention_launch_split"));
+  fa_split_kv small = ws;
+  small.workspace_bytes = bytes - 1;
+  EXPECT_EQ(fa_attention_launch_split(kernel, &q, &k, &v, &lens, nullptr,
+                                      nullptr, &small, &o, &lse, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("split: workspace_bytes is 124799, but 4 parts over "
+                        "B = 3, Hq = 8, Nq = 5 need 124800"));
+  fa_split_kv zero = ws;
+  zero.num_splits = 0;
+  EXPECT_EQ(fa_attention_launch_split(kernel, &q, &k, &v, &lens, nullptr,
+                                      nullptr, &zero, &o, &lse, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("num_splits is 0, expected at least 1"));
+  fa_split_kv odd = ws;
+  odd.workspace = reinterpret_cast<void *>(0x600008);
+  EXPECT_EQ(fa_attention_launch_split(kernel, &q, &k, &v, &lens, nullptr,
+                                      nullptr, &odd, &o, &lse, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("is not 16-byte aligned"));
+  fa_split_kv overlapping = ws;
+  overlapping.workspace = reinterpret_cast<void *>(0x300000);
+  EXPECT_EQ(fa_attention_launch_split(kernel, &q, &k, &v, &lens, nullptr,
+                                      nullptr, &overlapping, &o, &lse,
+                                      nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("partial_o overlaps v"));
+  EXPECT_EQ(fa_attention_launch_split(kernel, &q, &k, &v, &lens, nullptr,
+                                      nullptr, nullptr, &o, &lse, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fake->launches, 0);
+
+  ASSERT_EQ(fa_attention_launch_split(kernel, &q, &k, &v, &lens, nullptr,
+                                      nullptr, &ws, &o, &lse, nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  ASSERT_EQ(fake->launches, 2);
+  EXPECT_STREQ(fake->launchedNames[0], "fa_attn");
+  // (ceil(5 x 4 / 16) = 2 packed tiles) x 4 parts, Hkv, B.
+  EXPECT_EQ(fake->launchedGrids[0][0], 8u);
+  EXPECT_EQ(fake->launchedGrids[0][1], 2u);
+  EXPECT_EQ(fake->launchedGrids[0][2], 3u);
+  EXPECT_STREQ(fake->launchedNames[1], "fa_attn_merge");
+  // ceil(3 x 8 x 5 / 4 rows per block), 1, 1; 128 threads.
+  EXPECT_EQ(fake->launchedGrids[1][0], 30u);
+  EXPECT_EQ(fake->launchedGrids[1][1], 1u);
+  EXPECT_EQ(fake->launchedBlocks[1][0], 128u);
+  // q, k, v (11 values each), kv_lens (5), o (11), lse (9), then
+  // partial_o (13) and partial_lse (11), both from the workspace.
+  std::vector<int64_t> partialO = {0x600000, 0x600000, 0, S, B, 8, Nq, 64,
+                                   B * 8 * Nq * 64, 8 * Nq * 64, Nq * 64, 64,
+                                   1};
+  for (size_t i = 0; i < partialO.size(); ++i)
+    EXPECT_EQ(fake->params[58 + i], partialO[i]) << "partial_o value " << i;
+  std::vector<int64_t> partialLse = {0x600000 + 122880, 0x600000 + 122880, 0,
+                                     S, B, 8, Nq, B * 8 * Nq, 8 * Nq, Nq, 1};
+  for (size_t i = 0; i < partialLse.size(); ++i)
+    EXPECT_EQ(fake->params[71 + i], partialLse[i])
+        << "partial_lse value " << i;
+
+  // The C++ wrapper takes the split through AttentionArgs.
+  Kernel wrapped;
+  wrapped.reset(kernel);
+  AttentionArgs args;
+  args.q = q;
+  args.k = k;
+  args.v = v;
+  args.o = o;
+  args.kvLens = &lens;
+  args.lse = &lse;
+  EXPECT_EQ(wrapped.attention(args).code(), FA_ERROR_INVALID_ARGUMENT);
+  args.split = &ws;
+  Status launched = wrapped.attention(args);
+  EXPECT_TRUE(launched.ok()) << launched.toString();
+  EXPECT_EQ(fake->launches, 4);
+  wrapped.reset();
+
+  // A PTX without the merge entry is refused at load.
+  ptx = makePtx();
+  EXPECT_EQ(load(&kernel), FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("has no .entry fa_attn_merge"));
 }
 
 /// A variable-length kernel on CUDA: the offsets are device memory, passed

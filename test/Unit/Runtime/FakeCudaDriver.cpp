@@ -114,6 +114,9 @@ int cuDeviceGetAttribute(int *value, int attribute, int) {
   case 8:
     *value = 48 * 1024;
     return 0;
+  case 16: // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+    *value = state.multiprocessors;
+    return 0;
   default:
     return 1; // CUDA_ERROR_INVALID_VALUE
   }
@@ -264,6 +267,11 @@ int cuModuleGetFunction(void **function, void *, const char *name) {
   if (state.missingFunction)
     return 500; // CUDA_ERROR_NOT_FOUND
   *function = kFunction;
+  if (state.functionsFound < 8) {
+    char *slot = state.functionNames[state.functionsFound++];
+    std::snprintf(slot, 128, "%s", name);
+    *function = slot;
+  }
   return 0;
 }
 
@@ -275,11 +283,24 @@ int cuFuncSetAttribute(void *, int attribute, int value) {
 }
 
 #ifndef FAKE_CUDA_INCOMPLETE
-int cuLaunchKernel(void *, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                    unsigned by, unsigned bz, unsigned shared, void *stream,
                    void **params, void **extra) {
   if (state.launchResult)
     return state.launchResult;
+  if (state.launches < 8) {
+    int i = state.launches;
+    bool named = false;
+    for (auto &slot : state.functionNames)
+      named |= function == static_cast<void *>(slot);
+    std::snprintf(state.launchedNames[i], 128, "%s",
+                  named ? static_cast<const char *>(function) : "?");
+    unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
+    for (int d = 0; d < 3; ++d) {
+      state.launchedGrids[i][d] = g[d];
+      state.launchedBlocks[i][d] = b[d];
+    }
+  }
   ++state.launches;
   state.grid[0] = gx;
   state.grid[1] = gy;

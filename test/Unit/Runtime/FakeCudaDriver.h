@@ -18,6 +18,7 @@ struct FakeCudaState {
   int ccMajor = 8, ccMinor = 0;
   int driverVersion = 12040;
   int optinSharedBytes = 163 * 1024;
+  int multiprocessors = 132;
   int ptxLoadResult = 0;
   int cubinLoadResult = 0;
   const char *jitErrorLog = nullptr;
@@ -39,6 +40,13 @@ struct FakeCudaState {
   char globalName[128] = {0};
   int setAttributeCalls = 0, lastAttribute = -1, lastAttributeValue = -1;
   int launches = 0;
+  /// The entries cuModuleGetFunction handed out (in order; a function
+  /// handle points at its name here), and per launch (the first 8) the
+  /// entry's name, grid and block.
+  char functionNames[8][128] = {};
+  int functionsFound = 0;
+  char launchedNames[8][128] = {};
+  unsigned launchedGrids[8][3] = {}, launchedBlocks[8][3] = {};
   unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0}, sharedBytes = 0;
   void *stream = nullptr;
   void **extra = nullptr;

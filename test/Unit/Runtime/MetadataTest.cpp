@@ -644,8 +644,92 @@ TEST(MetadataTest, ServingForms) {
   EXPECT_EQ(verifyKernelMetadata(cuda), std::nullopt);
   cuda.kernel = "mma";
   EXPECT_THAT(verifyKernelMetadata(cuda).value_or(""),
-              HasSubstr("field 'varlen': paged caches and variable-length "
-                        "batches run on the simt kernel, not 'mma'"));
+              HasSubstr("field 'varlen': paged caches, variable-length "
+                        "batches and split-KV run on the simt kernel, not "
+                        "'mma'"));
+}
+
+/// Split-KV metadata: the field, the merge entry, the workspace params,
+/// their rules, the signature, the grids and the workspace layout.
+TEST(MetadataTest, SplitKv) {
+  KernelMetadata md = makeCudaAttentionMetadata();
+  md.kernel = "simt";
+  md.splitKv = true;
+  md.launch->mergeSymbol = "fa_attn_merge";
+  md.launch->mergeBlock = {64, 1, 1};
+  md.params = getCanonicalParams(md, DType::I8, false, false);
+  ASSERT_EQ(md.params.size(), 7u);
+  EXPECT_EQ(md.params[5].role, ParamRole::PartialOutput);
+  EXPECT_EQ(md.params[6].role, ParamRole::PartialLse);
+  std::string error;
+  std::optional<KernelMetadata> back = parseKernelMetadata(toJson(md), error);
+  ASSERT_TRUE(back.has_value()) << error;
+  EXPECT_TRUE(back->splitKv);
+  EXPECT_EQ(back->launch->mergeSymbol, "fa_attn_merge");
+  EXPECT_EQ(back->launch->mergeBlock[0], 64);
+  EXPECT_EQ(back->params[5].getRank(), 5);
+  EXPECT_EQ(back->params[5].shape[0].symbol, "Ns");
+  EXPECT_EQ(toJson(*back), toJson(md));
+
+  std::string base = toJson(md);
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      o.getObject("launch")->erase("merge");
+                                    })),
+              HasSubstr("a split_kv kernel needs its merge entry"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["split_kv"] = false; })),
+              HasSubstr("role 'partial_o' does not belong"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*o.getObject("launch")
+                                            ->getObject("merge"))["block"] =
+                                          json::Array{48, 1, 1};
+                                    })),
+              HasSubstr("field 'launch.merge.block': expected [32 * w, 1, 1]"));
+  EXPECT_THAT(parseError(mutateJson(base,
+                                    [](json::Object &o) {
+                                      (*o.getObject("launch")
+                                            ->getObject("merge"))["symbol"] =
+                                          "fa_attn";
+                                    })),
+              HasSubstr("is not a C identifier other than the symbol"));
+  EXPECT_THAT(parseError(mutateJson(
+                  base, [](json::Object &o) { o["kernel"] = "mma"; })),
+              HasSubstr("field 'split_kv': paged caches, variable-length "
+                        "batches and split-KV run on the simt kernel"));
+  KernelMetadata varlen = md;
+  varlen.varlen = true;
+  varlen.params = getCanonicalParams(varlen, DType::I8, false, false);
+  EXPECT_THAT(verifyKernelMetadata(varlen).value_or(""),
+              HasSubstr("field 'split_kv': the variable-length form"));
+  KernelMetadata partialF16 = md;
+  partialF16.params[5].dtype = DType::F16;
+  EXPECT_THAT(verifyKernelMetadata(partialF16).value_or(""),
+              HasSubstr("dtype 'f16', expected f32"));
+
+  // The signature covers split-KV and the merge entry.
+  KernelMetadata other = md;
+  other.launch->mergeBlock = {128, 1, 1};
+  EXPECT_NE(getKernelSignatureHash(other), getKernelSignatureHash(md));
+
+  // Grids: x times the parts; the merge over rows of 2 warps.
+  EXPECT_EQ(getLaunchGrid(md, 3, 70, 5), (std::array<int64_t, 3>{10, 8, 3}));
+  EXPECT_EQ(getMergeGrid(md, 3, 70), (std::array<int64_t, 3>{840, 1, 1}));
+  // Workspace: 2 x 3 x 8 x 70 x 64 floats, then 2 x 3 x 8 x 70 from the
+  // next 256 bytes.
+  std::optional<WorkspaceLayout> layout = getWorkspaceLayout(md, 3, 70, 2);
+  ASSERT_TRUE(layout.has_value());
+  EXPECT_EQ(layout->outputBytes, 860160u);
+  EXPECT_EQ(layout->lseOffset, 860160u);
+  EXPECT_EQ(layout->lseBytes, 13440u);
+  EXPECT_EQ(layout->bytes, 873600u);
+  md.valueHeadDim = 3; // partial_o of 2 x 3 x 8 x 70 x 3 floats: 40320 bytes
+  layout = getWorkspaceLayout(md, 3, 70, 2);
+  ASSERT_TRUE(layout.has_value());
+  EXPECT_EQ(layout->lseOffset, 40448u);
+  EXPECT_FALSE(getWorkspaceLayout(md, 3, 70, 0).has_value());
+  EXPECT_FALSE(getWorkspaceLayout(md, INT64_MAX, INT64_MAX, 2).has_value());
 }
 
 TEST(MetadataTest, LaunchGridAxes) {

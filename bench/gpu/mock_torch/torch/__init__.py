@@ -25,10 +25,11 @@ class dtype:
 float32 = dtype("float32", np.float32); float16 = dtype("float16", np.float16)
 bfloat16 = dtype("bfloat16", np.float32); int16 = dtype("int16", np.int16)
 int32 = dtype("int32", np.int32); int64 = dtype("int64", np.int64)
-bool = dtype("bool", np.bool_)
+bool = dtype("bool", np.bool_); uint8 = dtype("uint8", np.uint8)
 _NP = {np.dtype(np.float32): float32, np.dtype(np.float16): float16,
        np.dtype(np.int16): int16, np.dtype(np.int32): int32,
-       np.dtype(np.int64): int64, np.dtype(np.bool_): bool}
+       np.dtype(np.int64): int64, np.dtype(np.bool_): bool,
+       np.dtype(np.uint8): uint8}
 
 class Tensor:
     def __init__(self, a, dt=None, bits=None):
@@ -94,6 +95,12 @@ class Generator:
 def randn(*shape, device=None, dtype=None, generator=None):
     assert device == "cuda" and isinstance(generator, Generator)
     return Tensor(generator.rng.standard_normal(shape).astype(np.float32), dtype)
+def empty(n, device=None, dtype=None):
+    assert device == "cuda"; _count("empty")
+    # 256-byte aligned, like torch's caching allocator.
+    raw = np.zeros(n + 256, dtype.np)
+    skip = (-raw.ctypes.data) % 256
+    return Tensor(raw[skip:skip + n])
 def full(shape, value, device=None, dtype=None):
     _count("full")
     # Not NaN, so the fake kernel's untouched output "matches" SDPA's zeros

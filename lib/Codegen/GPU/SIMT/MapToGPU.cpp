@@ -451,14 +451,23 @@ LogicalResult FAMapToGPUPass::mapFunction(func::FuncOp func,
     return blocks.emitError("fa-map-to-gpu: expected a 3-d block forall "
                             "without outputs");
 
-  // gpu.module @<func>_kernels { workgroup globals; gpu.func @<func> }.
+  // gpu.module @<func>_kernels { workgroup globals; gpu.func @<func> }: the
+  // kernels of one function (a split-KV attention and its merge) share the
+  // module, so one PTX file holds both entries.
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                   UnitAttr::get(ctx));
-  OpBuilder mb(module.getBodyRegion());
-  mb.setInsertionPointToEnd(module.getBody());
-  auto gpuModule = gpu::GPUModuleOp::create(mb, loc, kernelName + "_kernels");
+  std::string moduleName = func.getName().str() + "_kernels";
+  auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>(moduleName);
+  if (!gpuModule) {
+    OpBuilder mb(module.getBodyRegion());
+    mb.setInsertionPointToEnd(module.getBody());
+    gpuModule = gpu::GPUModuleOp::create(mb, loc, moduleName);
+  }
   SymbolTable gpuSymbols(gpuModule);
-  OpBuilder gb = OpBuilder::atBlockBegin(gpuModule.getBody());
+  if (gpuSymbols.lookup(kernelName))
+    return func.emitError("fa-map-to-gpu: two kernels named '")
+           << kernelName << "' in '" << moduleName << "'";
+  OpBuilder gb = OpBuilder::atBlockEnd(gpuModule.getBody());
   auto kernel = gpu::GPUFuncOp::create(gb, loc, kernelName,
                                        func.getFunctionType());
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),

@@ -45,17 +45,17 @@
 //       DB:   scf.if %[[ANY]]
 //       DB:     arith.remui %[[JB]], %c2
 //       DB:   scf.for %{{.*}} = %[[JB]] to %[[JE]]
-// fa-map-to-gpu makes two kernels, both over all the arguments: @decode
-// (the workgroup tiles as globals) and @decode_merge (none), launched in
-// that order.
+// fa-map-to-gpu makes two kernels in one gpu.module (one PTX file), both
+// over all the arguments: @decode (the workgroup tiles as globals) and
+// @decode_merge (none), launched in that order.
 // MAP-LABEL: func.func @decode
 //       MAP:   gpu.launch_func @decode_kernels::@decode blocks in
-//       MAP:   gpu.launch_func @decode_merge_kernels::@decode_merge blocks in
+//       MAP:   gpu.launch_func @decode_kernels::@decode_merge blocks in
 //       MAP: gpu.module @decode_kernels
 //       MAP:   memref.global "private" @__fa_smem0
 //       MAP:   gpu.func @decode(
-//       MAP: gpu.module @decode_merge_kernels
 //   MAP-NOT:   memref.global
+//   MAP-NOT:   gpu.module
 //       MAP:   gpu.func @decode_merge(%{{.*}}: memref<?x8x1x64xf16>, {{.*}}, %{{.*}}: memref<?x?x8x1x64xf32>, %{{.*}}: memref<?x?x8x1xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 func.func @decode(%q: memref<?x8x1x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>,
                   %lens: memref<?xi32>, %o: memref<?x8x1x64xf16>, %lse: memref<?x8x1xf32>) {
