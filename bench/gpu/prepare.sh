@@ -26,7 +26,10 @@
 #     (B 4, Nq 1, Nk 1k/8k/32k) against SDPA with enable_gqa.
 #   check_paged_* (page sizes 1, 16 with packed heads, 256) and
 #     check_varlen_*: the serving kernels (SIMT), checked on their own cases;
-#     decode_paged_*: the decode step above from a paged cache (S 16).
+#     decode_paged_*: the decode step above from a paged cache (S 16),
+#     packed (SIMT) and with the default family (decode_paged_auto_*:
+#     mma.sync / wgmma); check_paged_tc_*: 16-row pages on the default
+#     family.
 #   check_split_* (dense with packed heads, paged S 16) and decode_split_*:
 #     split-KV kernels (--split-kv), checked over several part counts and
 #     timed with the heuristic's parts.
@@ -155,6 +158,9 @@ for chip in $CHIPS; do
   compile "check_paged_f16_d64_s256_${chip}" "$STAGE" \
     --head-dim 64 --heads 8 --kv-heads 2 --dtype f16 --causal bottom-right \
     --kv-lens --lse --page-size 256 --target "$chip"
+  compile "check_paged_tc_bf16_d128_s16_${chip}" "$STAGE" \
+    --head-dim 128 --heads 32 --kv-heads 8 --dtype bf16 --causal bottom-right \
+    --kv-lens --lse --page-size 16 --target "$chip"
   compile "check_paged_f32_d64_s1_${chip}" "$STAGE" \
     --head-dim 64 --heads 8 --kv-heads 2 --dtype f32 --kv-lens --lse \
     --page-size 1 --target "$chip"
@@ -168,6 +174,9 @@ for chip in $CHIPS; do
     compile "decode_paged_${dtype}_d128_h32_kv8_s16_${chip}" "$STAGE" \
       --head-dim 128 --heads 32 --kv-heads 8 --dtype "$dtype" --kv-lens \
       --page-size 16 --target "$chip" --pack-gqa
+    compile "decode_paged_auto_${dtype}_d128_h32_kv8_s16_${chip}" "$STAGE" \
+      --head-dim 128 --heads 32 --kv-heads 8 --dtype "$dtype" --kv-lens \
+      --page-size 16 --target "$chip"
   done
   echo "== $chip: split-KV kernels (SIMT + merge)"
   # Checked with the heuristic's parts, 3 and more parts than key tiles;

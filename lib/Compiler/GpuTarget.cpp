@@ -294,14 +294,12 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
       md.params.push_back(std::move(param));
     }
   }
-  // Only the SIMT kernel reads pages and sequence offsets.
-  if ((md.pageSize > 0 || md.varlen) && options.kernel &&
-      *options.kernel != KernelFamily::Simt)
+  // Only the SIMT kernel reads sequence offsets.
+  if (md.varlen && options.kernel && *options.kernel != KernelFamily::Simt)
     return llvm::createStringError(
-        "kernel '" + md.name + "': " +
-        (md.varlen ? "variable-length batches (cu_seqlens)"
-                   : "paged K/V caches (a block_table)") +
-        " run on the SIMT kernel only; drop --kernel " +
+        "kernel '" + md.name +
+        "': variable-length batches (cu_seqlens) run on the SIMT kernel "
+        "only; drop --kernel " +
         getKernelChoiceName(options.kernel).str() + " or pass --kernel simt");
   std::optional<int> ptx = minimumPtxVersion(options.target);
   if (!ptx)

@@ -538,16 +538,11 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
         md.kernel != "wgmma")
       return "field 'kernel': expected one of simt, mma, wgmma, got '" +
              md.kernel + "'";
-    // Only the SIMT kernel reads pages and sequence offsets and splits the
-    // keys.
-    if ((md.pageSize > 0 || md.varlen || md.splitKv) && !md.kernel.empty() &&
-        md.kernel != "simt")
-      return cat("field '",
-                 md.splitKv        ? "split_kv"
-                 : md.pageSize > 0 ? "page_size"
-                                   : "varlen",
-                 "': paged caches, variable-length batches and split-KV run "
-                 "on the simt kernel, not '",
+    // Only the SIMT kernel reads sequence offsets and splits the keys.
+    if ((md.varlen || md.splitKv) && !md.kernel.empty() && md.kernel != "simt")
+      return cat("field '", md.splitKv ? "split_kv" : "varlen",
+                 "': variable-length batches and split-KV run on the simt "
+                 "kernel, not '",
                  md.kernel, "'");
   } else {
     if (md.target.triple.empty())

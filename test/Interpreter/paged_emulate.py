@@ -54,14 +54,15 @@ def load_paged_numerics():
     return mod
 
 
-def kernel_text(c, a):
+def kernel_text(c, a, elt="f32"):
     """@attn in the kernel form: B, Nq, P and M dynamic; a boolean mask
-    enters as i8 and is turned into i1."""
+    enters as i8 and is turned into i1; Q, K, V and O of element type
+    `elt`."""
     Hq, Hkv, D, S = c["Hq"], c["Hkv"], c["D"], c["S"]
-    ty = {"q": f"?x{Hq}x?x{D}xf32", "kc": f"?x{S}x{Hkv}x{D}xf32",
-          "vc": f"?x{S}x{Hkv}x{D}xf32", "lens": "?xi32", "bt": "?x?xi32",
+    ty = {"q": f"?x{Hq}x?x{D}x{elt}", "kc": f"?x{S}x{Hkv}x{D}x{elt}",
+          "vc": f"?x{S}x{Hkv}x{D}x{elt}", "lens": "?xi32", "bt": "?x?xi32",
           "mask": f"?x{Hq}x?x?xi8", "alibi": f"{Hq}xf32",
-          "o": f"?x{Hq}x?x{D}xf32", "l": f"?x{Hq}x?xf32"}
+          "o": f"?x{Hq}x?x{D}x{elt}", "l": f"?x{Hq}x?xf32"}
     names = ["q", "kc", "vc", "lens", "bt"]
     names += [n for n in ("mask", "alibi") if n in a]
     names += ["o", "l"]
@@ -120,8 +121,9 @@ WAYS = {"simt": [], "block_kv16": ["--block-kv", "16"],
         "packed": ["--pack-gqa", "always"]}
 
 
-def run(fa_emulate, c, a, tmp, way, mutate=None):
-    """Runs case `c` one way; returns (o, lse) or raises RuntimeError."""
+def run(fa_emulate, c, a, tmp, way, mutate=None, elt="f32", flags=None):
+    """Runs case `c` one way (`flags`: the kernel's, default the SIMT
+    kernel with WAYS[way]); returns (o, lse) or raises RuntimeError."""
     base = os.path.join(tmp, f"{c['name']}.{way}")
     files = {"q": "--q", "kc": "--k", "vc": "--v", "lens": "--kv-lens",
              "bt": "--block-table", "mask": "--mask", "alibi": "--alibi"}
@@ -130,11 +132,11 @@ def run(fa_emulate, c, a, tmp, way, mutate=None):
         if n in a:
             np.save(f"{base}.{n}.npy", a[n])
             cmd += [flag, f"{base}.{n}.npy"]
-    cmd += ["-o", base + ".o.npy", "--lse", base + ".l.npy", "--check-races",
-            "--kernel", "simt"] + WAYS[way]
+    cmd += ["-o", base + ".o.npy", "--lse", base + ".l.npy", "--check-races"]
+    cmd += flags if flags is not None else ["--kernel", "simt"] + WAYS[way]
     src = base + ".mlir"
     with open(src, "w") as f:
-        f.write(kernel_text(c, a))
+        f.write(kernel_text(c, a, elt))
     if mutate:
         mapped = base + ".mapped.mlir"
         proc = subprocess.run([fa_emulate, src, "--dump-mapped", mapped] + cmd,
@@ -157,6 +159,27 @@ def run(fa_emulate, c, a, tmp, way, mutate=None):
     if proc.returncode != 0:
         raise RuntimeError("fa-emulate failed: " + proc.stderr.strip()[:800])
     return np.load(base + ".o.npy"), np.load(base + ".l.npy")
+
+
+def check_page_past(run_mutant, judge):
+    """Runs the page-past mutant (`run_mutant()` -> (o, lse)) and judges it
+    (`judge(o, lse)` -> failures): it must fail, by wrong values or the
+    interpreter's out-of-bounds read of the block table (any other error
+    is not a catch). Returns the failures of the check itself."""
+    try:
+        o, lse = run_mutant()
+        caught = judge(o, lse)
+    except RuntimeError as e:
+        caught = ["out-of-bounds"] if "out-of-bounds read of " \
+            "block_table" in str(e) else []
+        if not caught:
+            print(f"FAIL mutation page_past: {e}")
+            return [f"mutation page_past: {e}"]
+    if caught:
+        print("PASS mutation page_past is caught")
+        return []
+    print("FAIL mutation page_past was not caught")
+    return ["mutation page_past was not caught"]
 
 
 def main(argv):
@@ -182,24 +205,11 @@ def main(argv):
         rng = np.random.default_rng(seed_of("paged." + c["name"]))
         a = pn.build(c, rng)
         ref_o, ref_l, empty = pn.reference_paged(c, a)
-        try:
-            o, lse = run(fa_emulate, c, a, tmp, "simt",
-                         mutate=pn.mutate_page_past)
-            caught = compare_outputs("mutation page_past", o, lse, ref_o,
-                                     ref_l, empty)
-        except RuntimeError as e:
-            # The interpreter's bounds check catching the read past the
-            # table is a catch too; any other failure is not.
-            caught = ["out-of-bounds"] if "out-of-bounds read of " \
-                "block_table" in str(e) else []
-            if not caught:
-                failures.append(f"mutation page_past: {e}")
-                print(f"FAIL mutation page_past: {e}")
-        if caught:
-            print("PASS mutation page_past is caught")
-        else:
-            failures.append("mutation page_past was not caught")
-            print("FAIL mutation page_past was not caught")
+        failures += check_page_past(
+            lambda: run(fa_emulate, c, a, tmp, "simt",
+                        mutate=pn.mutate_page_past),
+            lambda o, lse: compare_outputs("mutation page_past", o, lse,
+                                           ref_o, ref_l, empty))
     print(f"{len(failures)} failures")
     return 1 if failures else 0
 

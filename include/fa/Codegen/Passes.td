@@ -380,12 +380,17 @@ def FAMapToTensorCoresPass : Pass<"fa-map-to-tensor-cores", "::mlir::ModuleOp"> 
       full for the warp's 16 rows (with segment ids: every tile); q_offset
       in the diagonal offset; the (q, k) of each accumulator element from
       the fragment layout;
+    * a paged K/V cache (`block_table`): each K/V row's copy reads the row
+      from its page (`AttentionSemantics::pagedKeyRow`, the entry clamped
+      into the cache); Nk = M x S and causality aligned to each sequence's
+      length, as on every path;
     * O (in the op's element type) and LSE stored from the fragments; empty
       rows give O = 0 and LSE = -inf.
 
     Eligible: f16 or bf16 Q/K/V, head dims D and Dv multiples of 16 up to
-    256, every `fa.attention` feature. Other kernel functions are left
-    untouched for the SIMT path.
+    256, every `fa.attention` feature but the token-major varlen form
+    (`cu_seqlens`). Other kernel functions are left untouched for the SIMT
+    path.
   }];
   let options = [
     Option<"blockQ", "block-q", "int64_t", /*default=*/"64",
@@ -446,7 +451,9 @@ def FAMapToWgmmaPass : Pass<"fa-map-to-wgmma", "::mlir::ModuleOp"> {
     kernel=auto runs this pass first there, or kernel=wgmma).
     Eligible: f16 or bf16 Q/K/V, head dims D and Dv multiples of 64 up to
     256 (Dv up to 192 with a user mask: register budget), every
-    `fa.attention` feature. Other kernel functions are left untouched for
+    `fa.attention` feature but the token-major varlen form (`cu_seqlens`);
+    a paged cache's K/V rows are copied from their pages as in
+    `fa-map-to-tensor-cores`. Other kernel functions are left untouched for
     `fa-map-to-tensor-cores` or the SIMT path.
   }];
   let options = [

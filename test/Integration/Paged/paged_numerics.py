@@ -122,7 +122,9 @@ def gather(cache, table, b, n):
     return np.stack(rows, axis=1)
 
 
-def reference_paged(c, a):
+def reference_paged(c, a, dt=np.float64):
+    """The reference of case c on its arrays a, computed in floating type
+    `dt` per sequence on its gathered keys: (O, LSE, empty)."""
     outs, lses, empties = [], [], []
     for b in range(c["B"]):
         n = int(a["lens"][b])
@@ -132,7 +134,7 @@ def reference_paged(c, a):
         o, lse, empty = reference(
             a["q"][b:b + 1], gather(a["kc"], a["bt"], b, n)[None],
             gather(a["vc"], a["bt"], b, n)[None], 1.0 / np.sqrt(c["D"]),
-            c["causal"], None, mask, np.float64, **kw)
+            c["causal"], None, mask, dt, **kw)
         outs.append(o)
         lses.append(lse)
         empties.append(empty)

@@ -634,7 +634,14 @@ TEST(MetadataTest, ServingForms) {
               HasSubstr("the varlen form are not available with a paged "
                         "cache"));
 
-  // CUDA artifacts of either form run on the SIMT kernel only.
+  // CUDA artifacts of the varlen form run on the SIMT kernel only; paged
+  // ones on every family.
+  KernelMetadata pagedMma = makeCudaAttentionMetadata();
+  pagedMma.hasKvLens = true;
+  pagedMma.pageSize = 16;
+  pagedMma.params = getCanonicalParams(pagedMma, DType::I8, false, false);
+  pagedMma.kernel = "mma";
+  EXPECT_EQ(verifyKernelMetadata(pagedMma), std::nullopt);
   KernelMetadata cuda = makeCudaAttentionMetadata();
   cuda.varlen = true;
   cuda.params = getCanonicalParams(cuda, DType::I8, false, false);
@@ -644,9 +651,8 @@ TEST(MetadataTest, ServingForms) {
   EXPECT_EQ(verifyKernelMetadata(cuda), std::nullopt);
   cuda.kernel = "mma";
   EXPECT_THAT(verifyKernelMetadata(cuda).value_or(""),
-              HasSubstr("field 'varlen': paged caches, variable-length "
-                        "batches and split-KV run on the simt kernel, not "
-                        "'mma'"));
+              HasSubstr("field 'varlen': variable-length batches and "
+                        "split-KV run on the simt kernel, not 'mma'"));
 }
 
 /// Split-KV metadata: the field, the merge entry, the workspace params,
@@ -696,8 +702,8 @@ TEST(MetadataTest, SplitKv) {
               HasSubstr("is not a C identifier other than the symbol"));
   EXPECT_THAT(parseError(mutateJson(
                   base, [](json::Object &o) { o["kernel"] = "mma"; })),
-              HasSubstr("field 'split_kv': paged caches, variable-length "
-                        "batches and split-KV run on the simt kernel"));
+              HasSubstr("field 'split_kv': variable-length batches and "
+                        "split-KV run on the simt kernel"));
   KernelMetadata varlen = md;
   varlen.varlen = true;
   varlen.params = getCanonicalParams(varlen, DType::I8, false, false);

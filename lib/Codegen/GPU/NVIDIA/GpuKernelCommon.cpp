@@ -55,7 +55,7 @@ gpukernel::collectKernelCandidates(ModuleOp module,
         !isArg(args->kvLens) || !isArg(args->mask) || !isArg(args->o) ||
         !isArg(args->lse) || !isArg(args->alibi) ||
         !isArg(args->qSegments) || !isArg(args->kSegments) ||
-        !isArg(args->blockMask) ||
+        !isArg(args->blockMask) || !isArg(args->blockTable) ||
         !(isArg(args->qOffset) ||
           matchPattern(args->qOffset, m_Constant())) ||
         !llvm::all_of(args->modOperands, isArg))
@@ -127,6 +127,7 @@ void gpukernel::outlineKernel(
                        remap(args.qSegments), remap(args.kSegments),
                        remap(args.qOffset)};
   kargs.blockMask = remap(args.blockMask);
+  kargs.blockTable = remap(args.blockTable);
   for (Value m : args.modOperands)
     kargs.modOperands.push_back(remap(m));
   buildBody(kernel, kargs);
@@ -244,11 +245,14 @@ Value AttentionKernelBuilder::emitBlockIds() {
 
 void AttentionKernelBuilder::emitKeyRange(Value qTile) {
   nq = memref::DimOp::create(b, loc, args.q, 2);
-  nk = memref::DimOp::create(b, loc, args.k, 2);
+  // A paged cache stands for Nk = M x S keys.
+  nk = args.blockTable
+           ? AttentionSemantics::pagedKeyCount(b, loc, args.blockTable,
+                                               op.getPageSize())
+           : Value(memref::DimOp::create(b, loc, args.k, 2));
   q0 = mul(qTile, cIdx(tiles.blockQ));
   Value qRows = arith::MinSIOp::create(b, loc, cIdx(tiles.blockQ),
                                        arith::SubIOp::create(b, loc, nq, q0));
-  diag = sem.diagonalOffset(b, loc, nq, nk, args.qOffset);
   zeroIdx = cIdx(0);
   // Keys past kv_end (key lengths, causally excluded tiles, the window's
   // right bound, the chunk's end) and tiles before the one holding the
@@ -257,8 +261,14 @@ void AttentionKernelBuilder::emitKeyRange(Value qTile) {
   Value len;
   if (args.kvLens)
     len = memref::LoadOp::create(b, loc, args.kvLens, ValueRange{batch});
-  kvEnd = sem.visitedKeyEnd(b, loc, sem.keyLengthEnd(b, loc, len, nk), q0,
-                            qRows, diag);
+  Value keyEnd = sem.keyLengthEnd(b, loc, len, nk);
+  // A paged cache aligns causality per sequence (its len_b keys); with no
+  // pages at all no key can be read.
+  if (args.blockTable)
+    keyEnd = AttentionSemantics::pagedKeyEnd(b, loc, args.k, keyEnd);
+  diag = sem.diagonalOffset(b, loc, nq, args.blockTable ? keyEnd : nk,
+                            args.qOffset);
+  kvEnd = sem.visitedKeyEnd(b, loc, keyEnd, q0, qRows, diag);
   Value begin = sem.visitedTileBegin(b, loc, q0, diag, tiles.blockKV);
   kvBegin = begin ? begin : zeroIdx;
   numKV = arith::CeilDivUIOp::create(
@@ -498,10 +508,17 @@ AttentionKernelBuilder::clampCopyRow(Value row0, Value r, Value rowEnd,
 Value AttentionKernelBuilder::copyChunk(Value dst, ValueRange dstIdx, Value src,
                                         Value srcHead, Value row, Value col,
                                         Value bytes) {
+  SmallVector<Value> srcIdx = {batch, srcHead, row, col};
+  // A paged cache: key `row` is a row of its page, through the block table
+  // (the entry clamped into the cache).
+  if (args.blockTable && (src == args.k || src == args.v)) {
+    AttentionSemantics::PagedRow at = AttentionSemantics::pagedKeyRow(
+        b, loc, args.blockTable, src, op.getPageSize(), batch, row);
+    srcIdx = {at.page, at.row, srcHead, col};
+  }
   auto copy = nvgpu::DeviceAsyncCopyOp::create(
       b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), dst, dstIdx, src,
-      ValueRange{batch, srcHead, row, col}, b.getIndexAttr(8), bytes,
-      b.getUnitAttr());
+      srcIdx, b.getIndexAttr(8), bytes, b.getUnitAttr());
   return copy.getAsyncToken();
 }
 

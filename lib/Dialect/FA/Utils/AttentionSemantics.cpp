@@ -954,9 +954,6 @@ bool fa::isEligible(KernelFamily family, AttentionOp op,
   };
   if (std::optional<std::string> why = getOutlinedRegionProblem(op))
     return fail(*why);
-  if (op.isPaged() && family != KernelFamily::Simt)
-    return fail("paged K/V (a block_table) runs on the SIMT GPU kernel; the "
-                "tensor-core kernels do not read paged caches yet");
   if (op.isVarlen() && family != KernelFamily::Simt)
     return fail("the token-major variable-length form (cu_seqlens) runs on "
                 "the SIMT GPU kernel; the tensor-core kernels do not read it "
