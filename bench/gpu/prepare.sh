@@ -169,7 +169,7 @@ for chip in $CHIPS; do
     --lse --varlen --target "$chip"
   compile "check_varlen_f16_d64_${chip}" "$STAGE" \
     --head-dim 64 --heads 8 --kv-heads 2 --dtype f16 --lse --varlen \
-    --target "$chip"
+    --target "$chip" --kernel simt
   for dtype in bf16 f16; do
     compile "decode_paged_${dtype}_d128_h32_kv8_s16_${chip}" "$STAGE" \
       --head-dim 128 --heads 32 --kv-heads 8 --dtype "$dtype" --kv-lens \

@@ -294,13 +294,6 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
       md.params.push_back(std::move(param));
     }
   }
-  // Only the SIMT kernel reads sequence offsets.
-  if (md.varlen && options.kernel && *options.kernel != KernelFamily::Simt)
-    return llvm::createStringError(
-        "kernel '" + md.name +
-        "': variable-length batches (cu_seqlens) run on the SIMT kernel "
-        "only; drop --kernel " +
-        getKernelChoiceName(options.kernel).str() + " or pass --kernel simt");
   std::optional<int> ptx = minimumPtxVersion(options.target);
   if (!ptx)
     return llvm::createStringError("unsupported GPU target '" + options.target +

@@ -538,11 +538,9 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
         md.kernel != "wgmma")
       return "field 'kernel': expected one of simt, mma, wgmma, got '" +
              md.kernel + "'";
-    // Only the SIMT kernel reads sequence offsets and splits the keys.
-    if ((md.varlen || md.splitKv) && !md.kernel.empty() && md.kernel != "simt")
-      return cat("field '", md.splitKv ? "split_kv" : "varlen",
-                 "': variable-length batches and split-KV run on the simt "
-                 "kernel, not '",
+    // Only the SIMT kernel splits the keys.
+    if (md.splitKv && !md.kernel.empty() && md.kernel != "simt")
+      return cat("field 'split_kv': split-KV runs on the simt kernel, not '",
                  md.kernel, "'");
   } else {
     if (md.target.triple.empty())

@@ -384,13 +384,17 @@ def FAMapToTensorCoresPass : Pass<"fa-map-to-tensor-cores", "::mlir::ModuleOp"> 
       from its page (`AttentionSemantics::pagedKeyRow`, the entry clamped
       into the cache); Nk = M x S and causality aligned to each sequence's
       length, as on every path;
+    * the token-major varlen form (`cu_seqlens`): grid (ceil(Tq / block_q),
+      Hq, B); a block loads its sequence (`AttentionSemantics::loadSequence`:
+      its Nq, Nk and first tokens), visits nothing past its rows, copies
+      Q/K/V rows from the sequence's first token and stores O [Tq, Hq, Dv]
+      and LSE [Hq, Tq] there;
     * O (in the op's element type) and LSE stored from the fragments; empty
       rows give O = 0 and LSE = -inf.
 
     Eligible: f16 or bf16 Q/K/V, head dims D and Dv multiples of 16 up to
-    256, every `fa.attention` feature but the token-major varlen form
-    (`cu_seqlens`). Other kernel functions are left untouched for the SIMT
-    path.
+    256, every `fa.attention` feature. Other kernel functions are left
+    untouched for the SIMT path.
   }];
   let options = [
     Option<"blockQ", "block-q", "int64_t", /*default=*/"64",
@@ -451,10 +455,9 @@ def FAMapToWgmmaPass : Pass<"fa-map-to-wgmma", "::mlir::ModuleOp"> {
     kernel=auto runs this pass first there, or kernel=wgmma).
     Eligible: f16 or bf16 Q/K/V, head dims D and Dv multiples of 64 up to
     256 (Dv up to 192 with a user mask: register budget), every
-    `fa.attention` feature but the token-major varlen form (`cu_seqlens`);
-    a paged cache's K/V rows are copied from their pages as in
-    `fa-map-to-tensor-cores`. Other kernel functions are left untouched for
-    `fa-map-to-tensor-cores` or the SIMT path.
+    `fa.attention` feature (paged caches and the varlen form as in
+    `fa-map-to-tensor-cores`). Other kernel functions are left untouched
+    for `fa-map-to-tensor-cores` or the SIMT path.
   }];
   let options = [
     Option<"warpgroups", "warpgroups", "int64_t", /*default=*/"1",

@@ -505,16 +505,12 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
   if (varlen) {
     // The tile's sequence: its rows and keys are Nq and Nk of every rule;
     // the query tiles past its rows are empty.
-    AttentionSemantics::Sequence qs = AttentionSemantics::loadSequence(
-        b, loc, args.cuSeqlensQ, batch,
-        memref::DimOp::create(b, loc, args.q, 0));
-    AttentionSemantics::Sequence ks = AttentionSemantics::loadSequence(
-        b, loc, args.cuSeqlensK, batch,
-        memref::DimOp::create(b, loc, args.k, 0));
-    qStart = qs.start;
-    nq = qs.length;
-    kStart = ks.start;
-    nk = ks.length;
+    AttentionSemantics::SequencePair seq = AttentionSemantics::loadSequences(
+        b, loc, args.cuSeqlensQ, args.cuSeqlensK, batch, args.q, args.k);
+    qStart = seq.queries.start;
+    nq = seq.queries.length;
+    kStart = seq.keys.start;
+    nk = seq.keys.length;
     numTiles = arith::CeilDivUIOp::create(b, loc, nq, cIdx(b, cfg.blockQ));
     Value inSequence = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                              ivs[2], numTiles);

@@ -16,13 +16,13 @@ paged K/V cache, plain and packed, and on the token-major varlen form
 (fa-gpu-merge) on sm_80 and sm_90a at Dv 40, 128 and 256 (4 kernels);
 and the tensor-core kernels (kernel=mma): D 64/96/128 x f16/bf16 x
 causal none/bottom-right x sm_80/sm_90 with GQA, key lengths and LSE (24),
-boolean and additive masks (4), 3 stages (2), other head dims (6) and a
-paged cache (1), whose
+boolean and additive masks (4), 3 stages (2), other head dims (6), a
+paged cache and the varlen form (2), whose
 PTX must also hold mma.sync m16n8k16, ldmatrix (plain and .trans) and
 cp.async with its commit/wait; and the Hopper wgmma kernels (kernel=wgmma,
 sm_90a only): D 64/128 x f16/bf16 x causal none/bottom-right (8), masks (2),
-two warpgroups, 128-key tiles, 3 stages (4), wide head dims (5) and a paged
-cache (1), whose PTX
+two warpgroups, 128-key tiles, 3 stages (4), wide head dims (5), a paged
+cache and the varlen form (2), whose PTX
 must hold wgmma.mma_async m64nNk16 for S (N = block_kv) and P V (N = Dv, V
 MN-major), the wgmma fence/commit/wait, fence.proxy.async and cp.async;
 every family also with the score/mask modifiers (window + softcap, and
@@ -373,10 +373,13 @@ def main(argv):
                                              ("sm_90", "bf16", "all_mods"),
                                              ("sm_80", "f16", "regions"),
                                              ("sm_90", "bf16", "block_mask"))]
-        # A paged K/V cache (16-row pages) on the tensor-core kernels.
-        configs += [("sm_80", 128, 128, "f16", "bottom_right", tc, "paged"),
-                    ("sm_90a", 128, 128, "bf16", "bottom_right",
-                     " kernel=wgmma", "paged")]
+        # A paged K/V cache (16-row pages) and the token-major varlen form
+        # on the tensor-core kernels.
+        configs += [("sm_80", 128, 128, "f16", "bottom_right", tc, variant)
+                    for variant in ("paged", "varlen")]
+        configs += [("sm_90a", 128, 128, "bf16", "bottom_right",
+                     " kernel=wgmma", variant)
+                    for variant in ("paged", "varlen")]
         # Hopper wgmma kernels (fa-map-to-wgmma, sm_90a only): GQA with key
         # lengths and LSE at D 64/128, f16/bf16, causal none/bottom-right,
         # then the masks, two warpgroups, 128-key tiles, 3 stages and the

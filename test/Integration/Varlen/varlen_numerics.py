@@ -2,6 +2,10 @@
 # RUN: env OMP_NUM_THREADS=2 %python %s %fa_run --parallel
 # The SIMT GPU kernel under the interpreter (fa-run --device emulate).
 # RUN: %python %s %fa_run --device emulate --kernel simt
+# The tensor-core kernels (mma.sync; wgmma at D 64) under the interpreter:
+# every case in float16 where its head dims suit the family.
+# RUN: %python %s %fa_run --device emulate --kernel mma
+# RUN: %python %s %fa_run --device emulate --kernel wgmma
 #
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
@@ -9,7 +13,10 @@
 (cu_seqlens: Q [Tq, Hq, D], K/V [Tk, Hkv, D], O [Tq, Hq, Dv], LSE
 [Hq, Tq]) through fa-run --cu-seqlens-q/--cu-seqlens-k, the CPU vector
 kernel (serial and parallel) and the SIMT GPU kernel under the SIMT
-interpreter (--device emulate), against a float64 reference that cuts each sequence out of the
+interpreter (--device emulate), and the tensor-core kernels (--kernel mma,
+wgmma: each case in float16 where its head dims are multiples of 16, or of
+64 for wgmma, which then runs at D 64), against a float64 reference that
+cuts each sequence out of the
 packed tensors (sharing no code with the kernel) and applies
 test/lib/fa_reference.py's contract to it alone: its own lengths are Nq
 and Nk, so bottom-right causality is aligned per sequence.
@@ -47,6 +54,25 @@ from fa_reference import compare_outputs, reference, seed_of  # noqa: E402
 
 FA_RUN = sys.argv[1]
 EXTRA = sys.argv[2:]
+# The tensor-core families take f16/bf16 inputs and head dims multiples of
+# 16 (mma.sync) or 64 (wgmma).
+FAMILY = EXTRA[EXTRA.index("--kernel") + 1] if "--kernel" in EXTRA else None
+HEAD_DIM_MULTIPLE = {"mma": 16, "wgmma": 64}.get(FAMILY)
+
+
+def for_family(c):
+    """Case c as the kernel family of this run takes it: float16 for the
+    tensor-core families, at D 64 for wgmma; None when its head dims do not
+    suit the family."""
+    if HEAD_DIM_MULTIPLE is None:
+        return c
+    c = dict(c, dtype=np.float16)
+    if FAMILY == "wgmma":
+        c.update(D=64, Dv=None)
+    dv = c["Dv"] or c["D"]
+    if c["D"] % HEAD_DIM_MULTIPLE or dv % HEAD_DIM_MULTIPLE:
+        return None
+    return c
 
 
 def case(name, **kw):
@@ -177,11 +203,13 @@ def main():
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         for c in CASES:
-            failures += run_case(c, tmp)
+            c = for_family(c)
+            if c is not None:
+                failures += run_case(c, tmp)
         # The comparison can fail: wrong alignments and key ranges.
         for name, mutate in (("ragged_gqa", "packed_alignment"),
                              ("ragged_gqa", "next_keys")):
-            c = next(x for x in CASES if x["name"] == name)
+            c = for_family(next(x for x in CASES if x["name"] == name))
             if not run_case(c, tmp, mutate):
                 failures.append(f"{name}: the {mutate} reference matched; "
                                 "the comparison cannot fail")

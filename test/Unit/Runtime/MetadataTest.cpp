@@ -634,8 +634,7 @@ TEST(MetadataTest, ServingForms) {
               HasSubstr("the varlen form are not available with a paged "
                         "cache"));
 
-  // CUDA artifacts of the varlen form run on the SIMT kernel only; paged
-  // ones on every family.
+  // CUDA artifacts of the serving forms run on every family.
   KernelMetadata pagedMma = makeCudaAttentionMetadata();
   pagedMma.hasKvLens = true;
   pagedMma.pageSize = 16;
@@ -650,9 +649,7 @@ TEST(MetadataTest, ServingForms) {
   cuda.kernel = "";
   EXPECT_EQ(verifyKernelMetadata(cuda), std::nullopt);
   cuda.kernel = "mma";
-  EXPECT_THAT(verifyKernelMetadata(cuda).value_or(""),
-              HasSubstr("field 'varlen': variable-length batches and "
-                        "split-KV run on the simt kernel, not 'mma'"));
+  EXPECT_EQ(verifyKernelMetadata(cuda), std::nullopt);
 }
 
 /// Split-KV metadata: the field, the merge entry, the workspace params,
@@ -702,8 +699,8 @@ TEST(MetadataTest, SplitKv) {
               HasSubstr("is not a C identifier other than the symbol"));
   EXPECT_THAT(parseError(mutateJson(
                   base, [](json::Object &o) { o["kernel"] = "mma"; })),
-              HasSubstr("field 'split_kv': variable-length batches and "
-                        "split-KV run on the simt kernel"));
+              HasSubstr("field 'split_kv': split-KV runs on the simt "
+                        "kernel, not 'mma'"));
   KernelMetadata varlen = md;
   varlen.varlen = true;
   varlen.params = getCanonicalParams(varlen, DType::I8, false, false);

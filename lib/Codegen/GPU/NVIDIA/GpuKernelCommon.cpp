@@ -56,6 +56,7 @@ gpukernel::collectKernelCandidates(ModuleOp module,
         !isArg(args->lse) || !isArg(args->alibi) ||
         !isArg(args->qSegments) || !isArg(args->kSegments) ||
         !isArg(args->blockMask) || !isArg(args->blockTable) ||
+        !isArg(args->cuSeqlensQ) || !isArg(args->cuSeqlensK) ||
         !(isArg(args->qOffset) ||
           matchPattern(args->qOffset, m_Constant())) ||
         !llvm::all_of(args->modOperands, isArg))
@@ -128,6 +129,8 @@ void gpukernel::outlineKernel(
                        remap(args.qOffset)};
   kargs.blockMask = remap(args.blockMask);
   kargs.blockTable = remap(args.blockTable);
+  kargs.cuSeqlensQ = remap(args.cuSeqlensQ);
+  kargs.cuSeqlensK = remap(args.cuSeqlensK);
   for (Value m : args.modOperands)
     kargs.modOperands.push_back(remap(m));
   buildBody(kernel, kargs);
@@ -168,8 +171,19 @@ void gpukernel::outlineKernel(
   for (Operation *o : toErase)
     o->erase();
   OpBuilder hb(ret);
-  Value nq = memref::DimOp::create(hb, loc, args.q, 2);
-  Value batches = memref::DimOp::create(hb, loc, args.q, 0);
+  // The varlen form: the query tiles of all Tq tokens (the blocks past
+  // their sequence's rows return at once) over B = offsets - 1 sequences.
+  bool varlen = static_cast<bool>(args.cuSeqlensQ);
+  Value nq = memref::DimOp::create(hb, loc, args.q, varlen ? 0 : 2);
+  Value batches =
+      varlen ? Value(arith::MaxSIOp::create(
+                   hb, loc,
+                   arith::SubIOp::create(
+                       hb, loc,
+                       memref::DimOp::create(hb, loc, args.cuSeqlensQ, 0),
+                       arith::ConstantIndexOp::create(hb, loc, 1)),
+                   arith::ConstantIndexOp::create(hb, loc, 0)))
+             : Value(memref::DimOp::create(hb, loc, args.q, 0));
   Value tiles = arith::CeilDivUIOp::create(
       hb, loc, nq, arith::ConstantIndexOp::create(hb, loc, launch.blockQ));
   Value heads = arith::ConstantIndexOp::create(hb, loc, numHeads);
@@ -244,12 +258,22 @@ Value AttentionKernelBuilder::emitBlockIds() {
 }
 
 void AttentionKernelBuilder::emitKeyRange(Value qTile) {
-  nq = memref::DimOp::create(b, loc, args.q, 2);
-  // A paged cache stands for Nk = M x S keys.
-  nk = args.blockTable
-           ? AttentionSemantics::pagedKeyCount(b, loc, args.blockTable,
-                                               op.getPageSize())
-           : Value(memref::DimOp::create(b, loc, args.k, 2));
+  if (args.cuSeqlensQ) {
+    // The block's sequence: its rows and keys are Nq and Nk of every rule.
+    AttentionSemantics::SequencePair seq = AttentionSemantics::loadSequences(
+        b, loc, args.cuSeqlensQ, args.cuSeqlensK, batch, args.q, args.k);
+    qStart = seq.queries.start;
+    nq = seq.queries.length;
+    kStart = seq.keys.start;
+    nk = seq.keys.length;
+  } else {
+    nq = memref::DimOp::create(b, loc, args.q, 2);
+    // A paged cache stands for Nk = M x S keys.
+    nk = args.blockTable
+             ? AttentionSemantics::pagedKeyCount(b, loc, args.blockTable,
+                                                 op.getPageSize())
+             : Value(memref::DimOp::create(b, loc, args.k, 2));
+  }
   q0 = mul(qTile, cIdx(tiles.blockQ));
   Value qRows = arith::MinSIOp::create(b, loc, cIdx(tiles.blockQ),
                                        arith::SubIOp::create(b, loc, nq, q0));
@@ -274,6 +298,12 @@ void AttentionKernelBuilder::emitKeyRange(Value qTile) {
   numKV = arith::CeilDivUIOp::create(
       b, loc, AttentionSemantics::visitedKeyCount(b, loc, begin, kvEnd),
       cIdx(tiles.blockKV));
+  // A varlen block past its sequence's rows visits nothing (and stores
+  // nothing: every row is past Nq).
+  if (args.cuSeqlensQ)
+    numKV = arith::SelectOp::create(b, loc,
+                                    cmp(arith::CmpIPredicate::slt, q0, nq),
+                                    numKV, zeroIdx);
   slope = AttentionSemantics::loadAlibiSlope(b, loc, args.alibi, batch, head);
 
   // The block mask, when each kernel tile lies inside one of its tiles (the
@@ -509,6 +539,9 @@ Value AttentionKernelBuilder::copyChunk(Value dst, ValueRange dstIdx, Value src,
                                         Value srcHead, Value row, Value col,
                                         Value bytes) {
   SmallVector<Value> srcIdx = {batch, srcHead, row, col};
+  // The varlen form: token-major rows from the sequence's first.
+  if (args.cuSeqlensQ)
+    srcIdx = {add(src == args.q ? qStart : kStart, row), srcHead, col};
   // A paged cache: key `row` is a row of its page, through the block table
   // (the entry clamped into the cache).
   if (args.blockTable && (src == args.k || src == args.v)) {
@@ -520,6 +553,12 @@ Value AttentionKernelBuilder::copyChunk(Value dst, ValueRange dstIdx, Value src,
       b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), dst, dstIdx, src,
       srcIdx, b.getIndexAttr(8), bytes, b.getUnitAttr());
   return copy.getAsyncToken();
+}
+
+SmallVector<Value> AttentionKernelBuilder::outputIndex(Value row, Value col) {
+  if (args.cuSeqlensQ)
+    return {add(qStart, row), head, col};
+  return {batch, head, row, col};
 }
 
 Value AttentionKernelBuilder::copyKVTile(Value j, Value slot,
@@ -647,7 +686,10 @@ void AttentionKernelBuilder::storeOutputRow(const OutputRow &row,
     auto lseIf = scf::IfOp::create(b, loc, TypeRange{}, quadLead,
                                    /*withElse=*/false);
     b.setInsertionPointToStart(&lseIf.getThenRegion().front());
-    memref::StoreOp::create(b, loc, row.lse, args.lse,
-                            ValueRange{batch, head, row.row});
+    // LSE [B, Hq, Nq], or [Hq, Tq] for the varlen form.
+    SmallVector<Value> at = {batch, head, row.row};
+    if (args.cuSeqlensQ)
+      at = {head, add(qStart, row.row)};
+    memref::StoreOp::create(b, loc, row.lse, args.lse, at);
   }
 }

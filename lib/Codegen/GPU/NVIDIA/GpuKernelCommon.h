@@ -228,6 +228,9 @@ protected:
     Value row, inRows, lse;
   };
   OutputRow beginOutputRow(int64_t r, Value m, Value l, Value empty);
+  /// The index of O's element (row, col) of the block's sequence: [batch,
+  /// head, row, col], or token-major [qStart + row, head, col].
+  SmallVector<Value> outputIndex(Value row, Value col);
   /// For a row below Nq: `storeO()`, then the LSE from the quad's lead lane.
   void storeOutputRow(const OutputRow &row, Value quadLead,
                       function_ref<void()> storeO);
@@ -246,6 +249,9 @@ protected:
   // Per-block values.
   Value tid, lane, warp, batch, head, kvHead, q0, nq, nk, diag, kvBegin,
       kvEnd, numKV;
+  /// The varlen form: the first token of the block's query and key
+  /// sequences (null otherwise).
+  Value qStart, kStart;
   /// The ALiBi slope of (batch, head) (f32; null without ALiBi).
   Value slope;
   /// Whether the kernel reads the op's block mask (its tiles line up).

@@ -95,8 +95,8 @@ gpukernel::chooseTensorCoreConfig(AttentionOp op, int64_t blockQ,
                                   int64_t blockKV, int64_t stages,
                                   std::string &error) {
   TensorCoreConfig c;
-  c.headDim = cast<RankedTensorType>(op.getQuery().getType()).getDimSize(3);
-  c.valueDim = cast<RankedTensorType>(op.getValue().getType()).getDimSize(3);
+  c.headDim = op.getHeadDim();
+  c.valueDim = op.getValueHeadDim();
   c.blockQ = blockQ;
   c.stages = stages;
   if (blockKV > 0) {
@@ -666,7 +666,7 @@ void TensorCoreKernelBuilder::epilogue(ValueRange state) {
             vector::ExtractOp::create(b, loc, o[dt], ArrayRef<int64_t>{r});
         vector::StoreOp::create(
             b, loc, part, args.o,
-            ValueRange{batch, head, row.row, addC(laneQuad2, dt * 8)});
+            outputIndex(row.row, addC(laneQuad2, dt * 8)));
       }
     });
   }

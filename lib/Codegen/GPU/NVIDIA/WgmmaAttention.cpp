@@ -139,16 +139,15 @@ bool isWgmmaEligible(AttentionOp op) {
   // A user mask next to the 128 f32 of a Dv = 256 accumulator exceeds the
   // 255 registers of a thread (ptxas spills): such kernels are left to
   // fa-map-to-tensor-cores.
-  auto vType = cast<RankedTensorType>(op.getValue().getType());
-  return !(op.getMask() && vType.getDimSize(3) > kMaxMaskedValueDim);
+  return !(op.getMask() && op.getValueHeadDim() > kMaxMaskedValueDim);
 }
 
 FailureOr<WgmmaConfig> chooseWgmmaConfig(AttentionOp op, int64_t warpgroups,
                                          int64_t blockKV, int64_t stages,
                                          std::string &error) {
   WgmmaConfig c;
-  c.headDim = cast<RankedTensorType>(op.getQuery().getType()).getDimSize(3);
-  c.valueDim = cast<RankedTensorType>(op.getValue().getType()).getDimSize(3);
+  c.headDim = op.getHeadDim();
+  c.valueDim = op.getValueHeadDim();
   c.warpgroups = warpgroups;
   c.blockKV = blockKV;
   c.stages = stages;
@@ -650,7 +649,7 @@ void WgmmaKernelBuilder::epilogue(ValueRange state) {
       for (int64_t i = 0; i < cfg.valueDim / 8; ++i)
         vector::StoreOp::create(
             b, loc, parts[i], args.o,
-            ValueRange{batch, head, row.row, addC(laneQuad2, i * 8)});
+            outputIndex(row.row, addC(laneQuad2, i * 8)));
     });
   }
 }

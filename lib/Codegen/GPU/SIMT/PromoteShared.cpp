@@ -791,16 +791,14 @@ void PromotedBuilder::build(func::FuncOp func) {
     if (varlen) {
       // The block's sequence: its rows and keys are Nq and Nk of every
       // rule; a tile past its rows does nothing (a block-uniform branch).
-      AttentionSemantics::Sequence qs = AttentionSemantics::loadSequence(
-          bb, loc, args.cuSeqlensQ, batch,
-          memref::DimOp::create(bb, loc, args.q, 0));
-      AttentionSemantics::Sequence ks = AttentionSemantics::loadSequence(
-          bb, loc, args.cuSeqlensK, batch,
-          memref::DimOp::create(bb, loc, args.k, 0));
-      qStart = qs.start;
-      nq = qs.length;
-      kStart = ks.start;
-      nk = ks.length;
+      AttentionSemantics::SequencePair seq =
+          AttentionSemantics::loadSequences(bb, loc, args.cuSeqlensQ,
+                                            args.cuSeqlensK, batch, args.q,
+                                            args.k);
+      qStart = seq.queries.start;
+      nq = seq.queries.length;
+      kStart = seq.keys.start;
+      nk = seq.keys.length;
       Value inSequence = arith::CmpIOp::create(
           bb, loc, arith::CmpIPredicate::ult, r0, nq);
       auto ifOp = scf::IfOp::create(bb, loc, inSequence,

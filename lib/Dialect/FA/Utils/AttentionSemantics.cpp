@@ -273,6 +273,14 @@ AttentionSemantics::loadSequence(OpBuilder &b, Location loc, Value cu,
   return {start, arith::SubIOp::create(b, loc, end, start)};
 }
 
+AttentionSemantics::SequencePair
+AttentionSemantics::loadSequences(OpBuilder &b, Location loc, Value cuQ,
+                                  Value cuK, Value batch, Value q, Value k) {
+  return {loadSequence(b, loc, cuQ, batch, memref::DimOp::create(b, loc, q, 0)),
+          loadSequence(b, loc, cuK, batch,
+                       memref::DimOp::create(b, loc, k, 0))};
+}
+
 AttentionSemantics::PackedRow
 AttentionSemantics::unpackGqaRow(OpBuilder &b, Location loc, Value row,
                                  Value kvHead, int64_t group) {
@@ -954,10 +962,6 @@ bool fa::isEligible(KernelFamily family, AttentionOp op,
   };
   if (std::optional<std::string> why = getOutlinedRegionProblem(op))
     return fail(*why);
-  if (op.isVarlen() && family != KernelFamily::Simt)
-    return fail("the token-major variable-length form (cu_seqlens) runs on "
-                "the SIMT GPU kernel; the tensor-core kernels do not read it "
-                "yet");
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto kType = cast<RankedTensorType>(op.getKey().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());

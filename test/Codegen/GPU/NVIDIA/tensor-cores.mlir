@@ -425,3 +425,74 @@ func.func @doc_block_mask(%q: memref<?x4x?x64xf16>, %k: memref<?x2x?x64xf16>, %v
   bufferization.materialize_in_destination %r in restrict writable %o : (tensor<?x4x?x64xf16>, memref<?x4x?x64xf16>) -> ()
   return
 }
+
+// -----
+
+// A paged K/V cache: each K and V row's cp.async reads the block table,
+// clamps the entry into the cache and copies row key % 16 of that page;
+// Nk = M x 16.
+// CHECK-LABEL: gpu.func @paged(
+// CHECK-SAME: %[[KC:[a-z0-9]+]]: memref<?x16x2x64xf16>, %[[VC:[a-z0-9]+]]: memref<?x16x2x64xf16>, %{{.*}}: memref<?xi32>, %[[BT:[a-z0-9]+]]: memref<?x?xi32>
+// CHECK: memref.dim %[[BT]], %c1
+// CHECK: %[[E:.*]] = memref.load %[[BT]][%{{.*}}, %{{.*}}] : memref<?x?xi32>
+// CHECK: %[[P:.*]] = arith.index_cast %[[E]]
+// CHECK: %[[LO:.*]] = arith.maxsi %[[P]], %c0
+// CHECK: %[[PC:.*]] = arith.minsi %[[LO]], %{{.*}}
+// CHECK: %[[R:.*]] = arith.remui %{{.*}}, %c16
+// CHECK: nvgpu.device_async_copy %[[KC]][%[[PC]], %[[R]], %{{.*}}, %{{.*}}]
+// CHECK: nvgpu.device_async_copy %[[VC]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}]
+func.func @paged(%q: memref<?x8x?x64xf16>, %kc: memref<?x16x2x64xf16>, %vc: memref<?x16x2x64xf16>,
+                 %lens: memref<?xi32>, %bt: memref<?x?xi32>, %o: memref<?x8x?x64xf16>) {
+  %qt = bufferization.to_tensor %q restrict : memref<?x8x?x64xf16> to tensor<?x8x?x64xf16>
+  %kt = bufferization.to_tensor %kc restrict : memref<?x16x2x64xf16> to tensor<?x16x2x64xf16>
+  %vt = bufferization.to_tensor %vc restrict : memref<?x16x2x64xf16> to tensor<?x16x2x64xf16>
+  %lt = bufferization.to_tensor %lens restrict : memref<?xi32> to tensor<?xi32>
+  %btt = bufferization.to_tensor %bt restrict : memref<?x?xi32> to tensor<?x?xi32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x8x?x64xf16> to tensor<?x8x?x64xf16>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<?x8x?x64xf16>, tensor<?x16x2x64xf16>, tensor<?x16x2x64xf16>)
+         kv_lens(%lt : tensor<?xi32>) block_table(%btt : tensor<?x?xi32>)
+         outs(%ot : tensor<?x8x?x64xf16>) causal(bottom_right) -> tensor<?x8x?x64xf16>
+  bufferization.materialize_in_destination %r in writable %o : (tensor<?x8x?x64xf16>, memref<?x8x?x64xf16>) -> ()
+  return
+}
+
+// -----
+
+// The token-major varlen form: the grid covers ceil(Tq / 64) query tiles of
+// B = offsets - 1 sequences; a block loads its sequence's offsets (the
+// query and key starts and lengths), visits no key tile past its rows,
+// copies Q, K and V rows from the sequence's first token, and stores O
+// [Tq, Hq, Dv] and LSE [Hq, Tq] at qStart + row.
+// CHECK-LABEL: func.func @varlen(
+// CHECK: %[[T:.*]] = memref.dim %{{.*}}, %{{.*}} : memref<?x8x64xf16>
+// CHECK: %[[NB:.*]] = memref.dim %{{.*}}, %{{.*}} : memref<?xi32>
+// CHECK: %[[B1:.*]] = arith.subi %[[NB]], %{{.*}}
+// CHECK: %[[B:.*]] = arith.maxsi %[[B1]], %{{.*}}
+// CHECK: %[[X:.*]] = arith.ceildivui %[[T]], %c64
+// CHECK: gpu.launch_func @varlen_kernels::@varlen blocks in (%[[X]], %{{.*}}, %[[B]])
+// CHECK-LABEL: gpu.func @varlen(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x8x64xf16>, %[[K:[a-z0-9]+]]: memref<?x2x64xf16>, %{{.*}}: memref<?x2x64xf16>, %[[CQ:[a-z0-9]+]]: memref<?xi32>, %[[CK:[a-z0-9]+]]: memref<?xi32>, %[[O:[a-z0-9]+]]: memref<?x8x64xf16>, %[[L:[a-z0-9]+]]: memref<8x?xf32>
+// CHECK: memref.load %[[CQ]]
+// CHECK: memref.load %[[CK]]
+// CHECK: %[[ANY:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : index
+// CHECK: arith.select %[[ANY]], %{{.*}}, %c0{{.*}} : index
+// CHECK: nvgpu.device_async_copy %[[Q]][%{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK: nvgpu.device_async_copy %[[K]][%{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK: vector.store %{{.*}}, %[[O]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<?x8x64xf16>
+// CHECK: memref.store %{{.*}}, %[[L]][%{{.*}}, %{{.*}}] : memref<8x?xf32>
+func.func @varlen(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>,
+                  %cq: memref<?xi32>, %ck: memref<?xi32>, %o: memref<?x8x64xf16>, %lse: memref<8x?xf32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<?x8x64xf16> to tensor<?x8x64xf16>
+  %kt = bufferization.to_tensor %k restrict : memref<?x2x64xf16> to tensor<?x2x64xf16>
+  %vt = bufferization.to_tensor %v restrict : memref<?x2x64xf16> to tensor<?x2x64xf16>
+  %cqt = bufferization.to_tensor %cq restrict : memref<?xi32> to tensor<?xi32>
+  %ckt = bufferization.to_tensor %ck restrict : memref<?xi32> to tensor<?xi32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<?x8x64xf16> to tensor<?x8x64xf16>
+  %lt = bufferization.to_tensor %lse restrict writable : memref<8x?xf32> to tensor<8x?xf32>
+  %r:2 = fa.attention ins(%qt, %kt, %vt : tensor<?x8x64xf16>, tensor<?x2x64xf16>, tensor<?x2x64xf16>)
+         cu_seqlens(%cqt, %ckt : tensor<?xi32>, tensor<?xi32>)
+         outs(%ot : tensor<?x8x64xf16>, %lt : tensor<8x?xf32>) causal(bottom_right) -> tensor<?x8x64xf16>, tensor<8x?xf32>
+  bufferization.materialize_in_destination %r#0 in writable %o : (tensor<?x8x64xf16>, memref<?x8x64xf16>) -> ()
+  bufferization.materialize_in_destination %r#1 in writable %lse : (tensor<8x?xf32>, memref<8x?xf32>) -> ()
+  return
+}

@@ -189,6 +189,14 @@ public:
   };
   static Sequence loadSequence(OpBuilder &b, Location loc, Value cu,
                                Value batch, Value total);
+  /// Sequence `batch`'s queries and keys: loadSequence of `cuQ` over the
+  /// rows of `q` and of `cuK` over those of `k` (token-major memrefs,
+  /// tokens in dim 0), for every kernel of the varlen form.
+  struct SequencePair {
+    Sequence queries, keys;
+  };
+  static SequencePair loadSequences(OpBuilder &b, Location loc, Value cuQ,
+                                    Value cuK, Value batch, Value q, Value k);
 
   /// Packed query heads (FlashAttention 3's pack_gqa): the G = Hq / Hkv
   /// query heads that share kv head `kvHead` form one sequence of Nq x G
