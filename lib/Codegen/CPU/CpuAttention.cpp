@@ -246,6 +246,12 @@ private:
                    Value maskModPartial = Value());
   void buildScores(OpBuilder &b, Value k0, Value kCols);
   void buildDotScores(OpBuilder &b, Value k0, Value kCols);
+  void buildDotScorePairs(OpBuilder &b, Value k0, Value kCols);
+  void buildDotScoreBlocks(OpBuilder &b, Value k0, Value kCols,
+                           int64_t kRows);
+  /// vw vectors of vw lanes -> one vector whose lane i is the sum of the
+  /// lanes of acc[i].
+  Value transposeReduce(OpBuilder &b, SmallVector<Value> acc);
   void buildSoftmax(OpBuilder &b, Value k0, Value kCols, Value needMask);
   SmallVector<Value> buildScoreModsAndMax(OpBuilder &b, Value k0, Value kCols,
                                           bool removeKeys);
@@ -682,8 +688,10 @@ void CpuKernelBuilder::buildTileBody(OpBuilder &b, Value tile) {
     fill(b, mT, 0.0f);
 
   // Q^T, scaled; lanes past the query rows are 0. The dot-product scores
-  // take the scaled rows (qR) instead, and S^T starts at 0 in the lanes
-  // past the rows, which they never write.
+  // take the scaled rows (qR) instead, 0 past the tile's rows (a block of
+  // rows may run past them), and S^T starts at 0.
+  if (dotScores)
+    fill(b, qR, 0.0f);
   Value scaleC = cF32(b, scale);
   loop(b, zero, rows, [&](OpBuilder &lb, Value r) {
     Value q = rowQuery(lb, r);
@@ -830,7 +838,52 @@ void CpuKernelBuilder::buildKVTile(
       });
 }
 
-void CpuKernelBuilder::buildDotScores(OpBuilder &b, Value k0, Value kCols) {
+Value CpuKernelBuilder::transposeReduce(OpBuilder &b,
+                                        SmallVector<Value> acc) {
+  // Pairs of vectors are added lane-wise after two shuffles that line up
+  // the lanes of the same sum, halving the count at each level: unpack
+  // pairs of floats, then of doubles, within 4-lane blocks, then the even
+  // and the odd 4-lane blocks of both. Each level keeps the order, so that
+  // in the end lane i holds the sum of acc[i].
+  int64_t w = cfg.vw;
+  assert(static_cast<int64_t>(acc.size()) == w && w >= 4 &&
+         llvm::isPowerOf2_64(w) && "one accumulator per lane");
+  for (int64_t period = 1; acc.size() > 1; period *= 2) {
+    SmallVector<int64_t> lo, hi;
+    if (period <= 2) {
+      for (int64_t blk = 0; blk < w; blk += 4) {
+        // period 1: x0 y0 x1 y1 / x2 y2 x3 y3; period 2: x0 x1 y0 y1 /
+        // x2 x3 y2 y3 (indices into x ++ y).
+        for (int64_t half = 0; half < 2; ++half) {
+          SmallVector<int64_t> &m = half ? hi : lo;
+          int64_t base = blk + 2 * half;
+          if (period == 1)
+            m.append({base, w + base, base + 1, w + base + 1});
+          else
+            m.append({base, base + 1, w + base, w + base + 1});
+        }
+      }
+    } else {
+      for (int64_t src : {int64_t(0), w})
+        for (int64_t blk = 0; blk < w / 4; blk += 2)
+          for (int64_t l = 0; l < 4; ++l) {
+            lo.push_back(src + blk * 4 + l);
+            hi.push_back(src + (blk + 1) * 4 + l);
+          }
+    }
+    SmallVector<Value> next;
+    for (size_t i = 0; i < acc.size(); i += 2) {
+      Value x = vector::ShuffleOp::create(b, loc, acc[i], acc[i + 1], lo);
+      Value y = vector::ShuffleOp::create(b, loc, acc[i], acc[i + 1], hi);
+      next.push_back(arith::AddFOp::create(b, loc, x, y));
+    }
+    acc = std::move(next);
+  }
+  return acc.front();
+}
+
+void CpuKernelBuilder::buildDotScorePairs(OpBuilder &b, Value k0,
+                                          Value kCols) {
   // S^T[j][r] = sum_d K[j][d] * (scale Q)[r][d], two keys at a time: their
   // K rows are read once, in place (through the block table of a paged
   // cache), as vectors along d, and dotted with each row's scaled Q (two
@@ -872,6 +925,97 @@ void CpuKernelBuilder::buildDotScores(OpBuilder &b, Value k0, Value kCols) {
       }
     });
   });
+}
+
+void CpuKernelBuilder::buildDotScoreBlocks(OpBuilder &b, Value k0,
+                                           Value kCols, int64_t kRows) {
+  // S^T[j][r] = sum_d K[j][d] * (scale Q)[r][d] in blocks of kRows rows x
+  // vw / kRows keys: vw dot products, each accumulated along d in a vector
+  // of its own (the K rows read in place, through the block table of a
+  // paged cache), then reduced together into one vector of the vw scores
+  // (transposeReduce), stored into S^T as one kRows-lane piece per key. A
+  // block may run past the tile's rows, over rows of qR that are 0. The
+  // last block's keys are clamped to the tile's last key (the same score,
+  // written again).
+  int64_t dVecs = headDim / cfg.vw;
+  int64_t kKeys = cfg.vw / kRows;
+  Value lastCol = sub(b, kCols, cIdx(b, 1));
+  Value keyBlocks = arith::CeilDivUIOp::create(b, loc, kCols, cIdx(b, kKeys));
+  Value rowBlocks = arith::CeilDivUIOp::create(b, loc, rows, cIdx(b, kRows));
+  loop(b, cIdx(b, 0), keyBlocks, [&](OpBuilder &lb, Value kb) {
+    Value j0 = mul(lb, kb, cIdx(lb, kKeys));
+    SmallVector<Value> cols;
+    SmallVector<SmallVector<Value>> keyAt;
+    for (int64_t i = 0; i < kKeys; ++i) {
+      cols.push_back(minI(lb, add(lb, j0, cIdx(lb, i)), lastCol));
+      keyAt.push_back(kvRow(lb, add(lb, k0, cols[i])));
+      if (prefetchAhead)
+        prefetchKeyRows(lb, add(lb, k0, cols[i]));
+    }
+    loop(lb, cIdx(lb, 0), rowBlocks, [&](OpBuilder &rb, Value blk) {
+      Value rr0 = mul(rb, blk, cIdx(rb, kRows));
+      SmallVector<Value> acc(cfg.vw, splatF32(rb, 0.0f));
+      for (int64_t c = 0; c < dVecs; ++c) {
+        SmallVector<Value> qv;
+        for (int64_t r = 0; r < kRows; ++r)
+          qv.push_back(vload(rb, qR, {add(rb, rr0, cIdx(rb, r)),
+                                      cIdx(rb, c * cfg.vw)}));
+        for (int64_t i = 0; i < kKeys; ++i) {
+          Value kv = readRow(rb, args.k, keyAt[i], c * cfg.vw, headDim);
+          for (int64_t r = 0; r < kRows; ++r) {
+            Value &a = acc[i * kRows + r];
+            a = fma(rb, qv[r], kv, a);
+          }
+        }
+      }
+      Value s = transposeReduce(rb, acc);
+      for (int64_t i = 0; i < kKeys; ++i) {
+        Value piece = vector::ExtractStridedSliceOp::create(
+            rb, loc, s, ArrayRef<int64_t>{i * kRows}, ArrayRef<int64_t>{kRows},
+            ArrayRef<int64_t>{1});
+        vector::StoreOp::create(rb, loc, piece, sT, ValueRange{cols[i], rr0});
+      }
+    });
+  });
+}
+
+void CpuKernelBuilder::buildDotScores(OpBuilder &b, Value k0, Value kCols) {
+  // One row (multi-head decode): blocks of 1 row x vw keys. Five to eight
+  // rows: blocks of 8 rows x 2 keys. Otherwise pairs of keys with one
+  // horizontal sum per (key, row), which the blocks of 4 rows x 4 keys did
+  // not beat on a memory-bound decode step (their K loads are spread along
+  // the FMAs instead of issued together); see docs/performance.md.
+  if (cfg.vw != 16)
+    return buildDotScorePairs(b, k0, kCols);
+  auto cmp = [&](OpBuilder &ib, arith::CmpIPredicate pred, int64_t n) {
+    return arith::CmpIOp::create(ib, loc, pred, rows, cIdx(ib, n));
+  };
+  Value one = cmp(b, arith::CmpIPredicate::eq, 1);
+  Value fiveToEight =
+      arith::AndIOp::create(b, loc, cmp(b, arith::CmpIPredicate::ugt, 4),
+                            cmp(b, arith::CmpIPredicate::ule, 8));
+  auto branch = [&](OpBuilder &ib, Value cond,
+                    function_ref<void(OpBuilder &)> then,
+                    function_ref<void(OpBuilder &)> otherwise) {
+    scf::IfOp::create(
+        ib, loc, cond,
+        [&](OpBuilder &tb, Location) {
+          then(tb);
+          scf::YieldOp::create(tb, loc);
+        },
+        [&](OpBuilder &eb, Location) {
+          otherwise(eb);
+          scf::YieldOp::create(eb, loc);
+        });
+  };
+  branch(
+      b, one, [&](OpBuilder &tb) { buildDotScoreBlocks(tb, k0, kCols, 1); },
+      [&](OpBuilder &eb) {
+        branch(
+            eb, fiveToEight,
+            [&](OpBuilder &tb) { buildDotScoreBlocks(tb, k0, kCols, 8); },
+            [&](OpBuilder &fb) { buildDotScorePairs(fb, k0, kCols); });
+      });
 }
 
 void CpuKernelBuilder::buildScores(OpBuilder &b, Value k0, Value kCols) {
