@@ -857,7 +857,18 @@ static Expected<Device> resolveDevice(StringRef op) {
     // "no CUDA driver (...)" reads better as "no CUDA device (...)" here.
     if (StringRef(reason).starts_with("no CUDA driver ("))
       reason = "no CUDA device (" + reason.substr(16);
-    llvm::errs() << "fa-run: note: " << reason << "; running on the CPU\n";
+    llvm::errs() << "fa-run: note: " << reason << "; running on the CPU";
+    // The GPU kernel choices do not apply there; say so rather than drop
+    // them silently.
+    SmallVector<std::string> gpuOnly;
+    if (kernelFamily.getNumOccurrences())
+      gpuOnly.push_back("--kernel " + kernelFamily);
+    if (packGqa)
+      gpuOnly.push_back("--pack-gqa (the CPU kernels pack query heads by "
+                        "themselves when Nq is small)");
+    if (!gpuOnly.empty())
+      llvm::errs() << ", without " << llvm::join(gpuOnly, " and ");
+    llvm::errs() << "\n";
     return Device::Cpu;
   }
   return Device::Cuda;
