@@ -54,6 +54,25 @@ using namespace mlir::fa;
 
 namespace {
 
+/// The longest of the `numSeqs` query sequences that the offsets
+/// `cuSeqlens` cut out of the token-major `q` ([Tq, Hq, D]).
+static Value longestSequence(OpBuilder &b, Location loc, Value cuSeqlens,
+                             Value q, Value numSeqs) {
+  Value total = memref::DimOp::create(b, loc, q, 0);
+  auto zero = arith::ConstantIndexOp::create(b, loc, 0);
+  auto loop = scf::ForOp::create(
+      b, loc, zero, numSeqs, arith::ConstantIndexOp::create(b, loc, 1),
+      ValueRange{zero},
+      [&](OpBuilder &lb, Location, Value s, ValueRange longest) {
+        AttentionSemantics::Sequence seq =
+            AttentionSemantics::loadSequence(lb, loc, cuSeqlens, s, total);
+        scf::YieldOp::create(
+            lb, loc, arith::MaxSIOp::create(lb, loc, longest[0], seq.length)
+                         .getResult());
+      });
+  return loop.getResult(0);
+}
+
 /// Tile and register-block sizes of one kernel.
 struct CpuKernelConfig {
   /// f32 lanes per vector.
@@ -465,15 +484,7 @@ void CpuKernelBuilder::build(OpBuilder &b) {
 }
 
 Value CpuKernelBuilder::longestQuerySequence(OpBuilder &b, Value numSeqs) {
-  Value total = memref::DimOp::create(b, loc, args.q, 0);
-  auto loop = scf::ForOp::create(
-      b, loc, cIdx(b, 0), numSeqs, cIdx(b, 1), ValueRange{cIdx(b, 0)},
-      [&](OpBuilder &lb, Location, Value s, ValueRange longest) {
-        AttentionSemantics::Sequence seq = AttentionSemantics::loadSequence(
-            lb, loc, args.cuSeqlensQ, s, total);
-        scf::YieldOp::create(lb, loc, maxI(lb, longest[0], seq.length));
-      });
-  return loop.getResult(0);
+  return longestSequence(b, loc, args.cuSeqlensQ, args.q, numSeqs);
 }
 
 void CpuKernelBuilder::allocScratch(OpBuilder &b) {
@@ -500,7 +511,7 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
   split = splits.count ? ivs[3] : Value();
   if (cfg.packGroup) {
     // The lanes' heads are per row (rowHead, laneHead).
-    kvHead = ivs[1];
+    kvHead = varlen ? ivs[0] : ivs[1];
     head = Value();
   } else {
     head = varlen ? ivs[0] : ivs[1];
@@ -517,7 +528,9 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
     nq = seq.queries.length;
     kStart = seq.keys.start;
     nk = seq.keys.length;
-    numTiles = arith::CeilDivUIOp::create(b, loc, nq, cIdx(b, cfg.blockQ));
+    Value packedRows = cfg.packGroup ? mul(b, nq, cIdx(b, group)) : nq;
+    numTiles =
+        arith::CeilDivUIOp::create(b, loc, packedRows, cIdx(b, cfg.blockQ));
     Value inSequence = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                              ivs[2], numTiles);
     scf::IfOp::create(b, loc, inSequence, [&](OpBuilder &tb, Location) {
@@ -1582,10 +1595,36 @@ static void buildKernels(AttentionOp op, const KernelOperands &args,
   Location loc = op.getLoc();
   int64_t group = op.getGroupSize();
   auto qType = cast<ShapedType>(op.getQuery().getType());
-  // Token-major variable-length batches take the general kernel (its
-  // query tiles are per sequence).
-  if (!decode || args.blockMask || args.cuSeqlensQ) {
+  if (!decode || args.blockMask) {
     CpuKernelBuilder(op, args, cfg).build(b);
+    return;
+  }
+  if (args.cuSeqlensQ) {
+    // Token-major variable-length batches: the decode kernel (without
+    // split-KV) when the longest query sequence's Nq x G rows fit its
+    // tile, as in a batch of decode steps; else the general one.
+    Value numSeqs = arith::MaxSIOp::create(
+        b, loc,
+        arith::SubIOp::create(
+            b, loc, memref::DimOp::create(b, loc, args.cuSeqlensQ, 0),
+            arith::ConstantIndexOp::create(b, loc, 1)),
+        arith::ConstantIndexOp::create(b, loc, 0));
+    Value rows = arith::MulIOp::create(
+        b, loc, longestSequence(b, loc, args.cuSeqlensQ, args.q, numSeqs),
+        arith::ConstantIndexOp::create(b, loc, group));
+    Value fits = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ule, rows,
+        arith::ConstantIndexOp::create(b, loc, decodeCfg.blockQ));
+    scf::IfOp::create(
+        b, loc, fits,
+        [&](OpBuilder &tb, Location) {
+          CpuKernelBuilder(op, args, decodeCfg).build(tb);
+          scf::YieldOp::create(tb, loc);
+        },
+        [&](OpBuilder &eb, Location) {
+          CpuKernelBuilder(op, args, cfg).build(eb);
+          scf::YieldOp::create(eb, loc);
+        });
     return;
   }
   int64_t nq = qType.getDimSize(2);

@@ -21,7 +21,9 @@ packed tensors (sharing no code with the kernel) and applies
 test/lib/fa_reference.py's contract to it alone: its own lengths are Nq
 and Nk, so bottom-right causality is aligned per sequence.
 
-The cases have ragged lengths not multiple of any tile, sequences with no
+The cases have ragged lengths not multiple of any tile, batches of
+decode steps (few queries per sequence: the CPU's packed decode kernel),
+sequences with no
 queries, with no keys (their rows: O = 0, LSE = -inf), with one token,
 with more queries than keys (the first rows under bottom-right causality
 are empty), GQA and MQA, Dv != D, every causal mode, windows, softcap,
@@ -107,6 +109,17 @@ CASES = [
     case("f16", dtype=np.float16, lq=[33, 70, 0], lk=[33, 100, 4]),
     # One sequence.
     case("single", Hq=2, Hkv=1, lq=[77], lk=[77]),
+    # Batches of decode steps: every sequence's Nq x Hq/Hkv rows fit one
+    # decode tile of the CPU kernel (8 rows with AVX2, 16 with AVX-512),
+    # which packs the query heads of a kv head: empty sequences, one with
+    # queries and no keys, several queries per sequence, MQA with D not a
+    # multiple of the vector width, modifiers read per packed lane.
+    case("decode_gqa", lq=[1, 0, 1, 2, 2, 1], lk=[5, 3, 90, 37, 133, 0]),
+    case("decode_mqa", Hq=8, Hkv=1, D=24, Dv=40, lq=[1, 1, 0, 1],
+         lk=[0, 65, 9, 200]),
+    case("decode_modifiers", window=(16, 0), softcap=3.0, alibi="bh",
+         mag=3.0, lq=[1, 2, 1], lk=[40, 300, 2]),
+    case("decode_outside", lead=5, tail=9, lq=[2, 1, 1], lk=[30, 64, 10]),
 ]
 
 
@@ -208,7 +221,9 @@ def main():
                 failures += run_case(c, tmp)
         # The comparison can fail: wrong alignments and key ranges.
         for name, mutate in (("ragged_gqa", "packed_alignment"),
-                             ("ragged_gqa", "next_keys")):
+                             ("ragged_gqa", "next_keys"),
+                             ("decode_gqa", "packed_alignment"),
+                             ("decode_gqa", "next_keys")):
             c = for_family(next(x for x in CASES if x["name"] == name))
             if not run_case(c, tmp, mutate):
                 failures.append(f"{name}: the {mutate} reference matched; "
