@@ -14,6 +14,17 @@ config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "Inputs", 
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.fa_obj_root, "test")
 
+# A test that hangs (a kernel mutated into an endless loop, a tool waiting
+# on input) fails after this many seconds instead of stalling the suite;
+# the slowest takes about two and a half minutes on two cores. lit needs psutil
+# for it (python3-psutil, installed by .ci/bootstrap); without it the
+# suite runs with no limit.
+try:
+    import psutil  # noqa: F401
+    lit_config.maxIndividualTestTime = 600
+except ImportError:
+    lit_config.note("python3-psutil is missing: no per-test time limit")
+
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])

@@ -265,6 +265,17 @@ private:
                    Value maskModPartial = Value());
   void buildScores(OpBuilder &b, Value k0, Value kCols);
   void buildDotScores(OpBuilder &b, Value k0, Value kCols);
+  /// Block `blk` of kKeys keys of the key tile [k0, k0 + kCols) that the
+  /// dot-product scores visit together: their columns in S^T (the last
+  /// block's clamped to the tile's last key, whose score is then written
+  /// again) and the leading indices of their K and V rows (kvRow), with the
+  /// rows prefetchAhead keys ahead prefetched.
+  struct KeyBlock {
+    SmallVector<Value> cols;
+    SmallVector<SmallVector<Value>> rows;
+  };
+  KeyBlock keyBlock(OpBuilder &b, Value k0, Value kCols, Value blk,
+                    int64_t kKeys);
   void buildDotScorePairs(OpBuilder &b, Value k0, Value kCols);
   void buildDotScoreBlocks(OpBuilder &b, Value k0, Value kCols,
                            int64_t kRows);
@@ -895,6 +906,22 @@ Value CpuKernelBuilder::transposeReduce(OpBuilder &b,
   return acc.front();
 }
 
+CpuKernelBuilder::KeyBlock CpuKernelBuilder::keyBlock(OpBuilder &b, Value k0,
+                                                      Value kCols, Value blk,
+                                                      int64_t kKeys) {
+  KeyBlock keys;
+  Value lastCol = sub(b, kCols, cIdx(b, 1));
+  Value j0 = mul(b, blk, cIdx(b, kKeys));
+  for (int64_t i = 0; i < kKeys; ++i) {
+    keys.cols.push_back(minI(b, add(b, j0, cIdx(b, i)), lastCol));
+    Value key = add(b, k0, keys.cols.back());
+    keys.rows.push_back(kvRow(b, key));
+    if (prefetchAhead)
+      prefetchKeyRows(b, key);
+  }
+  return keys;
+}
+
 void CpuKernelBuilder::buildDotScorePairs(OpBuilder &b, Value k0,
                                           Value kCols) {
   // S^T[j][r] = sum_d K[j][d] * (scale Q)[r][d], two keys at a time: their
@@ -905,21 +932,15 @@ void CpuKernelBuilder::buildDotScorePairs(OpBuilder &b, Value k0,
   // same score, written twice).
   constexpr int64_t kKeys = 2;
   int64_t dVecs = headDim / cfg.vw;
-  Value lastCol = sub(b, kCols, cIdx(b, 1));
   Value pairs = arith::CeilDivUIOp::create(b, loc, kCols, cIdx(b, kKeys));
   loop(b, cIdx(b, 0), pairs, [&](OpBuilder &lb, Value p) {
-    Value j0 = mul(lb, p, cIdx(lb, kKeys));
-    SmallVector<Value> cols;
-    SmallVector<SmallVector<Value>> kv;
-    for (int64_t i = 0; i < kKeys; ++i) {
-      cols.push_back(minI(lb, add(lb, j0, cIdx(lb, i)), lastCol));
-      SmallVector<Value> row = kvRow(lb, add(lb, k0, cols[i]));
-      kv.emplace_back();
+    KeyBlock keys = keyBlock(lb, k0, kCols, p, kKeys);
+    const SmallVector<Value> &cols = keys.cols;
+    SmallVector<SmallVector<Value>> kv(kKeys);
+    for (int64_t i = 0; i < kKeys; ++i)
       for (int64_t c = 0; c < dVecs; ++c)
-        kv[i].push_back(readRow(lb, args.k, row, c * cfg.vw, headDim));
-      if (prefetchAhead)
-        prefetchKeyRows(lb, add(lb, k0, cols[i]));
-    }
+        kv[i].push_back(
+            readRow(lb, args.k, keys.rows[i], c * cfg.vw, headDim));
     loop(lb, cIdx(lb, 0), rows, [&](OpBuilder &rb, Value r) {
       SmallVector<Value> acc(2 * kKeys, splatF32(rb, 0.0f));
       for (int64_t c = 0; c < dVecs; ++c) {
@@ -952,19 +973,12 @@ void CpuKernelBuilder::buildDotScoreBlocks(OpBuilder &b, Value k0,
   // written again).
   int64_t dVecs = headDim / cfg.vw;
   int64_t kKeys = cfg.vw / kRows;
-  Value lastCol = sub(b, kCols, cIdx(b, 1));
   Value keyBlocks = arith::CeilDivUIOp::create(b, loc, kCols, cIdx(b, kKeys));
   Value rowBlocks = arith::CeilDivUIOp::create(b, loc, rows, cIdx(b, kRows));
   loop(b, cIdx(b, 0), keyBlocks, [&](OpBuilder &lb, Value kb) {
-    Value j0 = mul(lb, kb, cIdx(lb, kKeys));
-    SmallVector<Value> cols;
-    SmallVector<SmallVector<Value>> keyAt;
-    for (int64_t i = 0; i < kKeys; ++i) {
-      cols.push_back(minI(lb, add(lb, j0, cIdx(lb, i)), lastCol));
-      keyAt.push_back(kvRow(lb, add(lb, k0, cols[i])));
-      if (prefetchAhead)
-        prefetchKeyRows(lb, add(lb, k0, cols[i]));
-    }
+    KeyBlock keys = keyBlock(lb, k0, kCols, kb, kKeys);
+    const SmallVector<Value> &cols = keys.cols;
+    const SmallVector<SmallVector<Value>> &keyAt = keys.rows;
     loop(lb, cIdx(lb, 0), rowBlocks, [&](OpBuilder &rb, Value blk) {
       Value rr0 = mul(rb, blk, cIdx(rb, kRows));
       SmallVector<Value> acc(cfg.vw, splatF32(rb, 0.0f));

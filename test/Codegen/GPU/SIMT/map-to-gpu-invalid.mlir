@@ -49,3 +49,16 @@ func.func @wrong_thread_count(%m: memref<32xf32>) attributes {fa.gpu_config = {b
   } {mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
   return
 }
+
+// -----
+
+// The kernels of one function are told apart by their block foralls'
+// fa.kernel_suffix; two with the same name are refused, not overwritten.
+// expected-error @+1 {{fa-map-to-gpu: two kernels named 'same_name_merge' in 'same_name_kernels'}}
+func.func @same_name(%m: memref<32xf32>) attributes {fa.gpu_config = {block_kv = 32 : index, block_q = 16 : index, threads = 128 : index}} {
+  scf.forall (%i, %j, %k) in (1, 1, 1) {
+  } {fa.kernel_suffix = "_merge", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
+  scf.forall (%i, %j, %k) in (1, 1, 1) {
+  } {fa.kernel_suffix = "_merge", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
+  return
+}
