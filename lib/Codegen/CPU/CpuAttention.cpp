@@ -95,6 +95,12 @@ struct CpuKernelConfig {
   /// that each K/V tile is read once per group instead of once per query
   /// head.
   bool packGroup = false;
+  /// Decode tiles over a paged cache (with packGroup): one tile holds the
+  /// packed rows of every kv head, with a row state per kv head, and each
+  /// key tile is visited for all kv heads in turn, so that a page, whose
+  /// rows interleave the kv heads ([S, Hkv, D]), is read whole and in
+  /// order instead of one D-row every Hkv rows per tile.
+  bool allKvHeads = false;
   /// Independent partial sums over d per S^T accumulator.
   int64_t dSplit = 1;
 };
@@ -255,8 +261,18 @@ private:
   void allocScratch(OpBuilder &b);
   void buildTile(OpBuilder &b, ValueRange ivs);
   void buildTileBody(OpBuilder &b, Value tile);
+  /// The per-tile vectors of the modifiers' lanes (qPos, qSeg, laneHead,
+  /// laneSlope) for the current kvHead.
+  void buildLanes(OpBuilder &b);
+  /// The row state's initial values and the tile's scaled Q (current
+  /// kvHead).
+  void buildRowsPrologue(OpBuilder &b);
+  /// With allKvHeads: kvHead = h and the row state of head h.
+  void bindKvHead(OpBuilder &b, Value h);
   /// The longest query sequence of a variable-length batch of B sequences.
   Value longestQuerySequence(OpBuilder &b, Value numSeqs);
+  /// The first key and the key count of key tile `j` of the visited range.
+  std::pair<Value, Value> keyTile(OpBuilder &b, Value j);
   void buildKVStep(OpBuilder &b, Value j);
   /// `maskModPartial` (i1, null without a block mask): the block mask
   /// marks the tile partial for the mask_mod.
@@ -340,6 +356,13 @@ private:
   /// With segments: the id range of the tile's query rows.
   AttentionSemantics::SegmentRange qSegRange;
   Value qT, qR, kP, vP, sT, mT, oAcc, mBuf, lBuf, aBuf;
+  /// With allKvHeads: qR, oAcc, mBuf and lBuf of every kv head (a leading
+  /// dim of Hkv); bindKvHead points the per-head names at one head's.
+  Value qRAll, oAccAll, mBufAll, lBufAll;
+  /// Where the K and V rows are read: the operands, or with allKvHeads the
+  /// staged copy of the current key tile, [blockKV, Hkv, D(v) padded] f32,
+  /// whose row 0 is key stageStart (null: not staged).
+  Value kSrc, vSrc, kStage, vStage, stageStart;
   /// The tile's first row and its row count; without packGroup the rows
   /// are the queries [q0, q0 + qRows), with it [q0, q0 + qRows) is the
   /// range of queries the rows hold.
@@ -348,11 +371,14 @@ private:
   /// (vector of index) and its ALiBi slope (vector of f32).
   SmallVector<Value> laneHead, laneSlope;
 
-  /// The leading indices of key `key`'s K and V rows: (batch, kv head,
+  /// The leading indices of key `key`'s K and V rows in kSrc and vSrc:
+  /// (key - stageStart, kv head) in the staged key tile, (batch, kv head,
   /// key), or in a paged cache (page, row of the page, kv head) with the
   /// page block_table[batch, key / S] clamped to [0, P - 1] (a bad table
   /// cannot make the kernel read outside the cache).
   SmallVector<Value> kvRow(OpBuilder &b, Value key) {
+    if (stageStart)
+      return {sub(b, key, stageStart), kvHead};
     if (varlen)
       return {add(b, kStart, key), kvHead};
     if (!args.blockTable)
@@ -440,10 +466,13 @@ void CpuKernelBuilder::build(OpBuilder &b) {
   // rows at once along d.
   directK = elt.isF32() && !cfg.packGroup && !args.blockTable;
   dotScores = cfg.packGroup && headDim % cfg.vw == 0;
-  prefetchAhead = dotScores && args.blockTable ? cfg.blockKV : 0;
+  prefetchAhead =
+      dotScores && args.blockTable && !cfg.allKvHeads ? cfg.blockKV : 0;
+  kSrc = args.k;
+  vSrc = args.v;
   // V rows are read in place, through the block table for a paged cache
   // (kvRow).
-  directV = elt.isF32() && valueDim % cfg.vw == 0;
+  directV = (elt.isF32() && valueDim % cfg.vw == 0) || cfg.allKvHeads;
   if (args.mask) {
     auto mType = cast<MemRefType>(args.mask.getType());
     maskBroadcastsBatch = mType.getDimSize(0) == 1;
@@ -465,7 +494,9 @@ void CpuKernelBuilder::build(OpBuilder &b) {
   // With packGroup the rows of a (batch, kv head) are Nq x G (query, head)
   // pairs.
   Value packedRows = cfg.packGroup ? mul(b, gNq, cIdx(b, group)) : gNq;
-  int64_t heads = cfg.packGroup ? op.getKvHeads() : qType.getDimSize(1);
+  int64_t heads = cfg.allKvHeads  ? 1
+                  : cfg.packGroup ? op.getKvHeads()
+                                  : qType.getDimSize(1);
   Value tiles =
       arith::CeilDivUIOp::create(b, loc, packedRows, cIdx(b, cfg.blockQ));
   numTiles = tiles;
@@ -500,6 +531,22 @@ Value CpuKernelBuilder::longestQuerySequence(OpBuilder &b, Value numSeqs) {
 
 void CpuKernelBuilder::allocScratch(OpBuilder &b) {
   int64_t bq = cfg.blockQ;
+  if (cfg.allKvHeads) {
+    // The row state of every kv head; sT, aBuf (and mT) hold one key tile
+    // of one head at a time and are shared.
+    int64_t hkv = op.getKvHeads();
+    qRAll = scratch(b, {hkv, bq, headDim});
+    oAccAll = scratch(b, {hkv, bq, valueDimPad});
+    mBufAll = scratch(b, {hkv, bq});
+    lBufAll = scratch(b, {hkv, bq});
+    sT = scratch(b, {keyRowsPad, bq});
+    if (args.mask)
+      mT = scratch(b, {cfg.blockKV, bq});
+    aBuf = scratch(b, {bq});
+    kStage = scratch(b, {cfg.blockKV, hkv, headDimPad});
+    vStage = scratch(b, {cfg.blockKV, hkv, valueDimPad});
+    return;
+  }
   if (dotScores)
     qR = scratch(b, {bq, headDim});
   else
@@ -521,7 +568,8 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
   batch = varlen ? ivs[1] : ivs[0];
   split = splits.count ? ivs[3] : Value();
   if (cfg.packGroup) {
-    // The lanes' heads are per row (rowHead, laneHead).
+    // The lanes' heads are per row (rowHead, laneHead); with allKvHeads
+    // kvHead is bound per head (bindKvHead).
     kvHead = varlen ? ivs[0] : ivs[1];
     head = Value();
   } else {
@@ -635,6 +683,90 @@ void CpuKernelBuilder::buildTileBody(OpBuilder &b, Value tile) {
   slope = cfg.packGroup ? Value()
                         : AttentionSemantics::loadAlibiSlope(b, loc, args.alibi,
                                                              batch, head);
+  // Document masking: the id range of the tile's rows decides, per key
+  // tile, whether it is visited and whether it is full.
+  if (args.qSegments)
+    qSegRange = segmentRange(b, args.qSegments, q0, qRows, cfg.blockQ);
+
+  if (!cfg.allKvHeads) {
+    buildLanes(b);
+    buildRowsPrologue(b);
+    Value span =
+        AttentionSemantics::visitedKeyCount(b, loc, kvBegin, kvEnd);
+    Value numKV =
+        arith::CeilDivUIOp::create(b, loc, span, cIdx(b, cfg.blockKV));
+    loop(b, zero, numKV, [&](OpBuilder &lb, Value j) { buildKVStep(lb, j); });
+    buildEpilogue(b);
+    return;
+  }
+  // Every kv head's rows: each key tile is visited for all kv heads before
+  // the next one, the rows of a page read in order.
+  Value heads = cIdx(b, op.getKvHeads());
+  loop(b, zero, heads, [&](OpBuilder &hb, Value h) {
+    bindKvHead(hb, h);
+    buildRowsPrologue(hb);
+  });
+  Value span = AttentionSemantics::visitedKeyCount(b, loc, kvBegin, kvEnd);
+  Value numKV = arith::CeilDivUIOp::create(b, loc, span, cIdx(b, cfg.blockKV));
+  loop(b, zero, numKV, [&](OpBuilder &lb, Value j) {
+    // The key tile's rows of every kv head, staged in the order of the
+    // pages (each key's [Hkv, D] rows are contiguous): the reads stream
+    // through each page as through a contiguous cache.
+    auto [k0, kCols] = keyTile(lb, j);
+    loop(lb, cIdx(lb, 0), kCols, [&](OpBuilder &cb, Value jj) {
+      AttentionSemantics::PagedRow at = AttentionSemantics::pagedKeyRow(
+          cb, loc, args.blockTable, args.k, op.getPageSize(), batch,
+          add(cb, k0, jj));
+      for (auto [mem, stage, width, pad] :
+           {std::tuple{args.k, kStage, headDim, headDimPad},
+            std::tuple{args.v, vStage, valueDim, valueDimPad}})
+        loop(cb, cIdx(cb, 0), heads, [&](OpBuilder &sb, Value h) {
+          for (int64_t c = 0; c < pad; c += cfg.vw)
+            vstore(sb, readRow(sb, mem, {at.page, at.row, h}, c, width),
+                   stage, {jj, h, cIdx(sb, c)});
+        });
+    });
+    kSrc = kStage;
+    vSrc = vStage;
+    stageStart = k0;
+    loop(lb, cIdx(lb, 0), heads, [&](OpBuilder &hb, Value h) {
+      bindKvHead(hb, h);
+      buildLanes(hb);
+      buildKVStep(hb, j);
+    });
+    kSrc = args.k;
+    vSrc = args.v;
+    stageStart = Value();
+  });
+  loop(b, zero, heads, [&](OpBuilder &hb, Value h) {
+    bindKvHead(hb, h);
+    buildEpilogue(hb);
+  });
+}
+
+void CpuKernelBuilder::bindKvHead(OpBuilder &b, Value h) {
+  kvHead = h;
+  auto view = [&](Value all) -> Value {
+    auto t = cast<MemRefType>(all.getType());
+    int64_t rank = t.getRank();
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
+        sizes, strides(rank, b.getIndexAttr(1));
+    offsets[0] = h;
+    sizes.push_back(b.getIndexAttr(1));
+    for (int64_t i = 1; i < rank; ++i)
+      sizes.push_back(b.getIndexAttr(t.getDimSize(i)));
+    auto type = memref::SubViewOp::inferRankReducedResultType(
+        t.getShape().drop_front(), t, offsets, sizes, strides);
+    return memref::SubViewOp::create(b, loc, cast<MemRefType>(type), all,
+                                     offsets, sizes, strides);
+  };
+  qR = view(qRAll);
+  oAcc = view(oAccAll);
+  mBuf = view(mBufAll);
+  lBuf = view(lBufAll);
+}
+
+void CpuKernelBuilder::buildLanes(OpBuilder &b) {
   qPos.clear();
   qSeg.clear();
   laneHead.clear();
@@ -693,11 +825,10 @@ void CpuKernelBuilder::buildTileBody(OpBuilder &b, Value tile) {
     }
   }
 
-  // Document masking: the id range of the tile's rows decides, per key
-  // tile, whether it is visited and whether it is full.
-  if (args.qSegments)
-    qSegRange = segmentRange(b, args.qSegments, q0, qRows, cfg.blockQ);
+}
 
+void CpuKernelBuilder::buildRowsPrologue(OpBuilder &b) {
+  Value zero = cIdx(b, 0);
   // Scratch (f32): Q^T (scaled), the K and V tiles, S^T / P^T, the additive
   // mask tile (transposed), the output accumulator and the row state.
   int64_t bq = cfg.blockQ;
@@ -742,17 +873,17 @@ void CpuKernelBuilder::buildTileBody(OpBuilder &b, Value tile) {
     });
   }
 
-  Value span = AttentionSemantics::visitedKeyCount(b, loc, kvBegin, kvEnd);
-  Value numKV = arith::CeilDivUIOp::create(b, loc, span, cIdx(b, cfg.blockKV));
-  loop(b, zero, numKV, [&](OpBuilder &lb, Value j) { buildKVStep(lb, j); });
-  buildEpilogue(b);
 }
 
-void CpuKernelBuilder::buildKVStep(OpBuilder &b, Value j) {
+std::pair<Value, Value> CpuKernelBuilder::keyTile(OpBuilder &b, Value j) {
   Value k0 = mul(b, j, cIdx(b, cfg.blockKV));
   if (kvBegin)
     k0 = add(b, kvBegin, k0);
-  Value kCols = minI(b, cIdx(b, cfg.blockKV), sub(b, kvEnd, k0));
+  return {k0, minI(b, cIdx(b, cfg.blockKV), sub(b, kvEnd, k0))};
+}
+
+void CpuKernelBuilder::buildKVStep(OpBuilder &b, Value j) {
+  auto [k0, kCols] = keyTile(b, j);
   // The block mask's entry for this tile pair (the kernel's tiles are its
   // tiles): 0 skips the tile, 1 (partial) needs the mask_mod per element.
   Value visited, partial;
@@ -810,11 +941,11 @@ void CpuKernelBuilder::buildKVTile(
       SmallVector<Value> row = kvRow(lb, add(lb, k0, jj));
       if (kP)
         for (int64_t c = 0; c < headDimPad; c += cfg.vw)
-          vstore(lb, readRow(lb, args.k, row, c, headDim), kP,
+          vstore(lb, readRow(lb, kSrc, row, c, headDim), kP,
                  {jj, cIdx(lb, c)});
       if (vP)
         for (int64_t c = 0; c < valueDimPad; c += cfg.vw)
-          vstore(lb, readRow(lb, args.v, row, c, valueDim), vP,
+          vstore(lb, readRow(lb, vSrc, row, c, valueDim), vP,
                  {jj, cIdx(lb, c)});
     });
 
@@ -940,7 +1071,7 @@ void CpuKernelBuilder::buildDotScorePairs(OpBuilder &b, Value k0,
     for (int64_t i = 0; i < kKeys; ++i)
       for (int64_t c = 0; c < dVecs; ++c)
         kv[i].push_back(
-            readRow(lb, args.k, keys.rows[i], c * cfg.vw, headDim));
+            readRow(lb, kSrc, keys.rows[i], c * cfg.vw, headDim));
     loop(lb, cIdx(lb, 0), rows, [&](OpBuilder &rb, Value r) {
       SmallVector<Value> acc(2 * kKeys, splatF32(rb, 0.0f));
       for (int64_t c = 0; c < dVecs; ++c) {
@@ -988,7 +1119,7 @@ void CpuKernelBuilder::buildDotScoreBlocks(OpBuilder &b, Value k0,
           qv.push_back(vload(rb, qR, {add(rb, rr0, cIdx(rb, r)),
                                       cIdx(rb, c * cfg.vw)}));
         for (int64_t i = 0; i < kKeys; ++i) {
-          Value kv = readRow(rb, args.k, keyAt[i], c * cfg.vw, headDim);
+          Value kv = readRow(rb, kSrc, keyAt[i], c * cfg.vw, headDim);
           for (int64_t r = 0; r < kRows; ++r) {
             Value &a = acc[i * kRows + r];
             a = fma(rb, qv[r], kv, a);
@@ -1080,7 +1211,7 @@ void CpuKernelBuilder::buildScores(OpBuilder &b, Value k0, Value kCols) {
         Value kx =
             kP ? Value(memref::LoadOp::create(
                      db, loc, kP, ValueRange{add(db, j0, cIdx(db, i)), d}))
-               : Value(memref::LoadOp::create(db, loc, args.k,
+               : Value(memref::LoadOp::create(db, loc, kSrc,
                                               withLast(keyIdx[i], d)));
         Value kb2 = bcast(db, kx);
         for (int64_t v = 0; v < qVecs; ++v) {
@@ -1319,7 +1450,7 @@ void CpuKernelBuilder::buildPV(OpBuilder &b, Value k0, Value kCols,
               }
               SmallVector<Value> at(vRow);
               at.push_back(col);
-              vv.push_back(vload(kb, args.v, at));
+              vv.push_back(vload(kb, vSrc, at));
             }
             SmallVector<Value> next;
             for (int64_t i = 0; i < rows; ++i) {
@@ -1435,7 +1566,7 @@ static constexpr int64_t kDefaultL2CacheSize = 512 * 1024;
 /// (bench/cpu/bench_tiles.py).
 static void chooseTileSizes(CpuKernelConfig &cfg, int64_t headDim,
                             int64_t valueDim, bool hasMask,
-                            int64_t l2CacheSize) {
+                            int64_t l2CacheSize, int64_t kvHeads = 1) {
   int64_t dPad = llvm::divideCeil(headDim, cfg.vw) * cfg.vw;
   int64_t dvPad = llvm::divideCeil(valueDim, cfg.vw) * cfg.vw;
   if (cfg.blockQ == 0) {
@@ -1447,8 +1578,10 @@ static void chooseTileSizes(CpuKernelConfig &cfg, int64_t headDim,
   if (cfg.blockKV == 0) {
     constexpr int64_t kMinBlockKV = 16, kMaxBlockKV = 512;
     int64_t bq = cfg.blockQ;
-    int64_t queryState = 4 * bq * (dPad + dvPad);
-    int64_t perKey = 4 * (dPad + dvPad + bq * (hasMask ? 2 : 1));
+    // With allKvHeads (kvHeads > 1) a key tile's K and V rows of every kv
+    // head, and every head's row state, share the L2.
+    int64_t queryState = 4 * bq * (dPad + dvPad) * kvHeads;
+    int64_t perKey = 4 * ((dPad + dvPad) * kvHeads + bq * (hasMask ? 2 : 1));
     int64_t fit = (l2CacheSize / 2 - queryState) / perKey;
     cfg.blockKV = std::clamp<int64_t>(fit / kMinBlockKV * kMinBlockKV,
                                       kMinBlockKV, kMaxBlockKV);
@@ -1493,13 +1626,17 @@ static RankedTensorType tensorTypeOf(Value memref) {
   return RankedTensorType::get(t.getShape(), t.getElementType());
 }
 
+/// The largest row state (bytes) of a decode tile over all kv heads
+/// (CpuKernelConfig::allKvHeads), on the stack of each thread.
+constexpr int64_t kMaxAllKvHeadsState = 256 * 1024;
+
 /// Builds the decode kernel at `b`, with split-KV when `kvSplits` asks for
 /// it: the splits write partial (O, LSE) to a workspace and `fa.merge`
 /// combines them into the outputs (lowered by the caller). `kvSplits` > 1
 /// forces that many splits, at most one per key tile of Nk; 0 chooses at
-/// run time with `parallel`: enough
-/// splits for B x Hkv x query tiles x splits to reach twice the OpenMP
-/// threads (omp_get_max_threads), at most one per two key tiles of Nk.
+/// run time with `parallel`: enough splits for B x Hkv (1 with
+/// allKvHeads) x query tiles x splits to reach twice the OpenMP threads
+/// (omp_get_max_threads), at most one per two key tiles of Nk.
 /// 1, or 0 without `parallel`, builds the kernel without splits.
 static void buildDecodeKernel(OpBuilder &b, AttentionOp op,
                               const KernelOperands &args,
@@ -1541,7 +1678,9 @@ static void buildDecodeKernel(OpBuilder &b, AttentionOp op,
             .getResult(0));
     Value rows = arith::MulIOp::create(b, loc, nq, idx(op.getGroupSize()));
     Value items = arith::MulIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, batch, idx(op.getKvHeads())),
+        b, loc,
+        arith::MulIOp::create(b, loc, batch,
+                              idx(cfg.allKvHeads ? 1 : op.getKvHeads())),
         arith::CeilDivUIOp::create(b, loc, rows, idx(cfg.blockQ)));
     items = arith::MaxUIOp::create(b, loc, items, idx(1));
     Value want = arith::CeilDivUIOp::create(
@@ -1757,7 +1896,16 @@ void FACpuAttentionPass::runOnOperation() {
     decodeCfg.blockQ = std::lcm(cfg.vw, cfg.pvRows);
     decodeCfg.keyRows = cfg.vw >= 16 ? 6 : 3;
     decodeCfg.dSplit = 2;
-    chooseTileSizes(decodeCfg, d, dv, static_cast<bool>(args->mask), l2);
+    // A paged cache: all kv heads per tile where D is a multiple of the
+    // vector width (the dot-product scores) and their row state is small
+    // enough for the stack (qR and the accumulator of every head).
+    int64_t hkv = op.getKvHeads();
+    int64_t rowState = 4 * hkv * decodeCfg.blockQ *
+                       (d + llvm::divideCeil(dv, cfg.vw) * cfg.vw);
+    decodeCfg.allKvHeads = args->blockTable && hkv > 1 && d % cfg.vw == 0 &&
+                           rowState <= kMaxAllKvHeadsState;
+    chooseTileSizes(decodeCfg, d, dv, static_cast<bool>(args->mask), l2,
+                    decodeCfg.allKvHeads ? hkv : 1);
     Operation *anchor = op->getParentOp();
     llvm::SmallPtrSet<Operation *, 4> userTanhs;
     anchor->walk([&](math::TanhOp t) { userTanhs.insert(t); });

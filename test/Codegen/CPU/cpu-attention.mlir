@@ -456,36 +456,46 @@ func.func @decode_static(%q: memref<1x8x1x32xf32>, %k: memref<1x2x?x32xf32>, %v:
 // -----
 
 // A paged cache (block_table): Nk = M x 16; the causal alignment uses the
-// sequence's own length (0 when there are no pages); K and V rows are read
-// in place at (page, row of the page, kv head) with the page
-// block_table[b, key / 16] clamped to [0, P - 1].
+// sequence's own length (0 when there are no pages). The decode tile holds
+// the rows of both kv heads (a row state per head: Q, accumulator, max,
+// sum); each key tile's K and V rows of all kv heads are first copied, in
+// the pages' order, from (page, row of the page, kv head) with the page
+// block_table[b, key / 16] clamped to [0, P - 1] into a [64, 2, 32] stage,
+// then visited head by head from the stage.
 // DECODE-LABEL: func.func @paged
 //  DECODE-SAME:   %[[KC:[a-z0-9]+]]: memref<?x16x2x32xf32>, %[[VC:[a-z0-9]+]]: memref<?x16x2x32xf32>, %[[LENS:[a-z0-9]+]]: memref<?xi32>, %[[BT:[a-z0-9]+]]: memref<?x?xi32>
-//       DECODE:   scf.forall (%[[B:.*]], %[[KVH:.*]], %{{.*}}) in (%{{.*}}, 2, %{{.*}})
+//       DECODE:   %[[QR:.*]] = memref.alloca() {{.*}} : memref<2x16x32xf32>
+//       DECODE:   %[[ACC:.*]] = memref.alloca() {{.*}} : memref<2x16x32xf32>
+//       DECODE:   %[[KS:.*]] = memref.alloca() {{.*}} : memref<64x2x32xf32>
+//       DECODE:   %[[VS:.*]] = memref.alloca() {{.*}} : memref<64x2x32xf32>
+//       DECODE:   scf.forall (%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}}, 1, %{{.*}})
 //       DECODE:     %[[M:.*]] = memref.dim %[[BT]], %c1
 //       DECODE:     %[[NK:.*]] = arith.muli %[[M]], %c16
 //       DECODE:     memref.load %[[LENS]][%[[B]]]
 //       DECODE:     %[[P:.*]] = memref.dim %[[KC]], %c0
 //       DECODE:     %[[NOPAGES:.*]] = arith.cmpi eq, %[[P]], %c0
 //       DECODE:     arith.select %[[NOPAGES]], %c0
-//       DECODE:     %[[E:.*]] = memref.load %[[BT]][%[[B]], %{{.*}}] : memref<?x?xi32>
-//       DECODE:     %[[PG:.*]] = arith.index_cast %[[E]] : i32 to index
-//       DECODE:     %[[LAST:.*]] = arith.maxsi %{{.*}}, %c0
-//       DECODE:     %[[LOW:.*]] = arith.maxsi %[[PG]], %c0
-//       DECODE:     %[[PAGE:.*]] = arith.minsi %[[LOW]], %[[LAST]]
-//       DECODE:     %[[ROW:.*]] = arith.remui %{{.*}}, %c16
-//       DECODE:     vector.transfer_read %[[KC]][%[[PAGE]], %[[ROW]], %[[KVH]], %c0{{.*}}]
-// Each key read prefetches, into L2, every line of the K and V rows of the
-// key one tile (64 keys) ahead, clamped to the last visited key, through
-// the block table.
-//       DECODE:     %[[AHEAD:.*]] = arith.addi %{{.*}}, %c64
-//       DECODE:     %[[CL:.*]] = arith.minsi %[[AHEAD]], %{{.*}}
-//       DECODE:     memref.load %[[BT]][%[[B]], %{{.*}}]
-//       DECODE:     memref.prefetch %[[KC]][%{{.*}}, %{{.*}}, %[[KVH]], %c0{{.*}}], read, locality<2>, data
-//       DECODE:     memref.prefetch %[[KC]][%{{.*}}, %{{.*}}, %[[KVH]], %c16{{.*}}], read, locality<2>, data
-//       DECODE:     memref.prefetch %[[VC]][%{{.*}}, %{{.*}}, %[[KVH]], %c0{{.*}}], read, locality<2>, data
-//       DECODE:     memref.prefetch %[[VC]][%{{.*}}, %{{.*}}, %[[KVH]], %c16{{.*}}], read, locality<2>, data
-//       DECODE:     vector.load %[[VC]][%{{.*}}, %{{.*}}, %[[KVH]], %c0{{.*}}]
+//       DECODE:     scf.for %[[H0:.*]] = %{{.*}} to %c2
+//       DECODE:       memref.subview %[[QR]][%[[H0]], 0, 0] [1, 16, 32] [1, 1, 1]
+//       DECODE:     scf.for
+//       DECODE:       scf.for
+//       DECODE:         %[[E:.*]] = memref.load %[[BT]][%[[B]], %{{.*}}] : memref<?x?xi32>
+//       DECODE:         %[[PG:.*]] = arith.index_cast %[[E]] : i32 to index
+//       DECODE:         %[[LAST:.*]] = arith.maxsi %{{.*}}, %c0
+//       DECODE:         %[[LOW:.*]] = arith.maxsi %[[PG]], %c0
+//       DECODE:         %[[PAGE:.*]] = arith.minsi %[[LOW]], %[[LAST]]
+//       DECODE:         %[[ROW:.*]] = arith.remui %{{.*}}, %c16
+//       DECODE:         scf.for %[[HK:.*]] = %{{.*}} to %c2
+//       DECODE:           vector.transfer_read %[[KC]][%[[PAGE]], %[[ROW]], %[[HK]], %c0{{.*}}]
+//       DECODE:           vector.store %{{.*}}, %[[KS]]
+//       DECODE:         scf.for %[[HV:.*]] = %{{.*}} to %c2
+//       DECODE:           vector.transfer_read %[[VC]][%[[PAGE]], %[[ROW]], %[[HV]], %c0{{.*}}]
+//       DECODE:           vector.store %{{.*}}, %[[VS]]
+//       DECODE:       scf.for %[[H:.*]] = %{{.*}} to %c2
+//       DECODE:         memref.subview %[[ACC]][%[[H]], 0, 0] [1, 16, 32] [1, 1, 1]
+//       DECODE:         vector.transfer_read %[[KS]][%{{.*}}, %[[H]], %c0{{.*}}]
+//   DECODE-NOT:         memref.prefetch
+//       DECODE:         vector.load %[[VS]][%{{.*}}, %[[H]], %c0{{.*}}]
 func.func @paged(%q: memref<?x8x?x32xf32>, %kc: memref<?x16x2x32xf32>, %vc: memref<?x16x2x32xf32>, %lens: memref<?xi32>, %bt: memref<?x?xi32>, %o: memref<?x8x?x32xf32>) {
   %qt = bufferization.to_tensor %q restrict : memref<?x8x?x32xf32> to tensor<?x8x?x32xf32>
   %kt = bufferization.to_tensor %kc restrict : memref<?x16x2x32xf32> to tensor<?x16x2x32xf32>

@@ -76,6 +76,16 @@ CASES += [
          window=(24, 0), alibi=True, softcap=3.0, mag=3.0),
     # A boolean mask per head over Nk = M x S.
     case("bool_mask", Nq=2, mask=True, lens=[45, 31, 17]),
+    # D a multiple of the vector width: the decode tile holds every kv
+    # head's rows (each head its own running max, sum and accumulator) and
+    # visits each key tile for all heads; one head's state mixed into
+    # another's fails here.
+    case("all_kv_heads", Hq=8, Hkv=4, D=32, lens=[70, 16, 0], mag=2.0),
+    case("all_kv_heads_mods", Hq=12, Hkv=3, Nq=2, D=16, S=32,
+         lens=[90, 1, 47], window=(30, 0), alibi=True, softcap=4.0,
+         mag=3.0),
+    case("all_kv_heads_mask", Hq=4, Hkv=4, D=16, mask=True,
+         lens=[33, 64, 2]),
 ]
 
 
