@@ -15,13 +15,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Codegen/Passes.h"
+#include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Dialect/FA/Utils/AttentionSemantics.h"
 
 #include "fa/Codegen/Common/KernelForm.h"
-#include "fa/Dialect/FA/Utils/LoweringUtils.h"
 #include "fa/Dialect/FA/Transforms/Transforms.h"
+#include "fa/Dialect/FA/Utils/LoweringUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -67,8 +67,9 @@ static Value longestSequence(OpBuilder &b, Location loc, Value cuSeqlens,
         AttentionSemantics::Sequence seq =
             AttentionSemantics::loadSequence(lb, loc, cuSeqlens, s, total);
         scf::YieldOp::create(
-            lb, loc, arith::MaxSIOp::create(lb, loc, longest[0], seq.length)
-                         .getResult());
+            lb, loc,
+            arith::MaxSIOp::create(lb, loc, longest[0], seq.length)
+                .getResult());
       });
   return loop.getResult(0);
 }
@@ -176,9 +177,9 @@ private:
   }
   /// A 64-byte aligned f32 scratch buffer on the stack.
   Value scratch(OpBuilder &b, ArrayRef<int64_t> shape) {
-    return memref::AllocaOp::create(
-        b, loc, MemRefType::get(shape, b.getF32Type()), ValueRange{},
-        b.getI64IntegerAttr(64));
+    return memref::AllocaOp::create(b, loc,
+                                    MemRefType::get(shape, b.getF32Type()),
+                                    ValueRange{}, b.getI64IntegerAttr(64));
   }
   /// scf.for lb..ub step 1 without iter_args.
   void loop(OpBuilder &b, Value lb, Value ub,
@@ -223,24 +224,24 @@ private:
     Value pad = arith::ConstantOp::create(b, loc, b.getZeroAttr(i32));
     for (int64_t c = 0; c < maxCount; c += cfg.vw) {
       Value left = sub(b, count, cIdx(b, c));
-      Value lanes = vector::CreateMaskOp::create(b, loc, maskType,
-                                                 ValueRange{left});
+      Value lanes =
+          vector::CreateMaskOp::create(b, loc, maskType, ValueRange{left});
       Value x = vector::TransferReadOp::create(
           b, loc, vt, ids, ValueRange{batch, add(b, first, cIdx(b, c))}, pad,
           ArrayRef<bool>{false});
       vmin = arith::MinSIOp::create(
           b, loc, vmin,
-          arith::SelectOp::create(
-              b, loc, lanes, x, splat(std::numeric_limits<int32_t>::max())));
+          arith::SelectOp::create(b, loc, lanes, x,
+                                  splat(std::numeric_limits<int32_t>::max())));
       vmax = arith::MaxSIOp::create(
           b, loc, vmax,
-          arith::SelectOp::create(
-              b, loc, lanes, x, splat(std::numeric_limits<int32_t>::min())));
+          arith::SelectOp::create(b, loc, lanes, x,
+                                  splat(std::numeric_limits<int32_t>::min())));
     }
-    return {vector::ReductionOp::create(b, loc, vector::CombiningKind::MINSI,
-                                        vmin),
-            vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXSI,
-                                        vmax)};
+    return {
+        vector::ReductionOp::create(b, loc, vector::CombiningKind::MINSI, vmin),
+        vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXSI,
+                                    vmax)};
   }
   /// Fills an f32 scratch buffer whose innermost dim is a multiple of vw.
   void fill(OpBuilder &b, Value mem, float value) {
@@ -293,8 +294,7 @@ private:
   KeyBlock keyBlock(OpBuilder &b, Value k0, Value kCols, Value blk,
                     int64_t kKeys);
   void buildDotScorePairs(OpBuilder &b, Value k0, Value kCols);
-  void buildDotScoreBlocks(OpBuilder &b, Value k0, Value kCols,
-                           int64_t kRows);
+  void buildDotScoreBlocks(OpBuilder &b, Value k0, Value kCols, int64_t kRows);
   /// vw vectors of vw lanes -> one vector whose lane i is the sum of the
   /// lanes of acc[i].
   Value transposeReduce(OpBuilder &b, SmallVector<Value> acc);
@@ -391,8 +391,8 @@ private:
   /// Prefetches (into L2) every cache line of the K and V rows of key
   /// `key` + prefetchAhead, clamped to the last visited key.
   void prefetchKeyRows(OpBuilder &b, Value key) {
-    Value ahead = minI(b, add(b, key, cIdx(b, prefetchAhead)),
-                       sub(b, kvEnd, cIdx(b, 1)));
+    Value ahead =
+        minI(b, add(b, key, cIdx(b, prefetchAhead)), sub(b, kvEnd, cIdx(b, 1)));
     SmallVector<Value> row = kvRow(b, ahead);
     int64_t lineElements = 64 / (elt.getIntOrFloatBitWidth() / 8);
     for (auto [mem, width] :
@@ -483,9 +483,10 @@ void CpuKernelBuilder::build(OpBuilder &b) {
   if (varlen) {
     // B sequences (the offsets have B + 1 entries); the query tiles cover
     // the longest one, the tiles past a shorter one's end are skipped.
-    gB = maxI(b, sub(b, memref::DimOp::create(b, loc, args.cuSeqlensQ, 0),
-                     cIdx(b, 1)),
-              cIdx(b, 0));
+    gB = maxI(
+        b,
+        sub(b, memref::DimOp::create(b, loc, args.cuSeqlensQ, 0), cIdx(b, 1)),
+        cIdx(b, 0));
     gNq = longestQuerySequence(b, gB);
   } else {
     gB = memref::DimOp::create(b, loc, args.q, 0);
@@ -574,9 +575,9 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
     head = Value();
   } else {
     head = varlen ? ivs[0] : ivs[1];
-    kvHead = group == 1 ? head
-                        : Value(arith::DivUIOp::create(b, loc, head,
-                                                       cIdx(b, group)));
+    kvHead = group == 1
+                 ? head
+                 : Value(arith::DivUIOp::create(b, loc, head, cIdx(b, group)));
   }
   if (varlen) {
     // The tile's sequence: its rows and keys are Nq and Nk of every rule;
@@ -600,10 +601,9 @@ void CpuKernelBuilder::buildTile(OpBuilder &b, ValueRange ivs) {
   }
   nq = memref::DimOp::create(b, loc, args.q, 2);
   // A paged cache stands for Nk = M x S keys.
-  nk = args.blockTable
-           ? AttentionSemantics::pagedKeyCount(b, loc, args.blockTable,
-                                               op.getPageSize())
-           : Value(memref::DimOp::create(b, loc, args.k, 2));
+  nk = args.blockTable ? AttentionSemantics::pagedKeyCount(
+                             b, loc, args.blockTable, op.getPageSize())
+                       : Value(memref::DimOp::create(b, loc, args.k, 2));
   buildTileBody(b, ivs[2]);
 }
 
@@ -668,9 +668,9 @@ void CpuKernelBuilder::buildTileBody(OpBuilder &b, Value tile) {
     Value tilesTotal = arith::CeilDivUIOp::create(
         b, loc, AttentionSemantics::visitedKeyCount(b, loc, begin, kvEnd),
         cIdx(b, cfg.blockKV));
-    Value run = mul(b,
-                    arith::CeilDivUIOp::create(b, loc, tilesTotal, splits.count),
-                    cIdx(b, cfg.blockKV));
+    Value run =
+        mul(b, arith::CeilDivUIOp::create(b, loc, tilesTotal, splits.count),
+            cIdx(b, cfg.blockKV));
     kvBegin = add(b, begin, mul(b, split, run));
     kvEnd = minI(b, add(b, kvBegin, run), kvEnd);
   }
@@ -691,8 +691,7 @@ void CpuKernelBuilder::buildTileBody(OpBuilder &b, Value tile) {
   if (!cfg.allKvHeads) {
     buildLanes(b);
     buildRowsPrologue(b);
-    Value span =
-        AttentionSemantics::visitedKeyCount(b, loc, kvBegin, kvEnd);
+    Value span = AttentionSemantics::visitedKeyCount(b, loc, kvBegin, kvEnd);
     Value numKV =
         arith::CeilDivUIOp::create(b, loc, span, cIdx(b, cfg.blockKV));
     loop(b, zero, numKV, [&](OpBuilder &lb, Value j) { buildKVStep(lb, j); });
@@ -722,8 +721,8 @@ void CpuKernelBuilder::buildTileBody(OpBuilder &b, Value tile) {
             std::tuple{args.v, vStage, valueDim, valueDimPad}})
         loop(cb, cIdx(cb, 0), heads, [&](OpBuilder &sb, Value h) {
           for (int64_t c = 0; c < pad; c += cfg.vw)
-            vstore(sb, readRow(sb, mem, {at.page, at.row, h}, c, width),
-                   stage, {jj, h, cIdx(sb, c)});
+            vstore(sb, readRow(sb, mem, {at.page, at.row, h}, c, width), stage,
+                   {jj, h, cIdx(sb, c)});
         });
     });
     kSrc = kStage;
@@ -749,8 +748,8 @@ void CpuKernelBuilder::bindKvHead(OpBuilder &b, Value h) {
   auto view = [&](Value all) -> Value {
     auto t = cast<MemRefType>(all.getType());
     int64_t rank = t.getRank();
-    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
-        sizes, strides(rank, b.getIndexAttr(1));
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes,
+        strides(rank, b.getIndexAttr(1));
     offsets[0] = h;
     sizes.push_back(b.getIndexAttr(1));
     for (int64_t i = 1; i < rank; ++i)
@@ -794,8 +793,8 @@ void CpuKernelBuilder::buildLanes(OpBuilder &b) {
           at.push_back(cIdx(b, 0));
           Value all = arith::ConstantOp::create(
               b, loc,
-              DenseElementsAttr::get(
-                  VectorType::get({cfg.vw}, b.getI1Type()), true));
+              DenseElementsAttr::get(VectorType::get({cfg.vw}, b.getI1Type()),
+                                     true));
           laneSlope.push_back(vector::GatherOp::create(
               b, loc, vecType, args.alibi, at, laneHead.back(), all,
               splatF32(b, 0.0f)));
@@ -807,8 +806,7 @@ void CpuKernelBuilder::buildLanes(OpBuilder &b) {
         auto vt = VectorType::get({cfg.vw}, i32);
         Value left = sub(b, rows, cIdx(b, v * cfg.vw));
         Value inRows = vector::CreateMaskOp::create(
-            b, loc, VectorType::get({cfg.vw}, b.getI1Type()),
-            ValueRange{left});
+            b, loc, VectorType::get({cfg.vw}, b.getI1Type()), ValueRange{left});
         qSeg.push_back(vector::GatherOp::create(
             b, loc, vt, args.qSegments, ValueRange{batch, cIdx(b, 0)},
             qPos.back(), inRows,
@@ -824,7 +822,6 @@ void CpuKernelBuilder::buildLanes(OpBuilder &b) {
       }
     }
   }
-
 }
 
 void CpuKernelBuilder::buildRowsPrologue(OpBuilder &b) {
@@ -867,12 +864,10 @@ void CpuKernelBuilder::buildRowsPrologue(OpBuilder &b) {
   } else {
     loop(b, rows, cIdx(b, bq), [&](OpBuilder &lb, Value r) {
       loop(lb, cIdx(lb, 0), cIdx(lb, headDim), [&](OpBuilder &ib, Value d) {
-        memref::StoreOp::create(ib, loc, cF32(ib, 0.0f), qT,
-                                ValueRange{d, r});
+        memref::StoreOp::create(ib, loc, cF32(ib, 0.0f), qT, ValueRange{d, r});
       });
     });
   }
-
 }
 
 std::pair<Value, Value> CpuKernelBuilder::keyTile(OpBuilder &b, Value j) {
@@ -888,8 +883,8 @@ void CpuKernelBuilder::buildKVStep(OpBuilder &b, Value j) {
   // tiles): 0 skips the tile, 1 (partial) needs the mask_mod per element.
   Value visited, partial;
   if (args.blockMask) {
-    Value entry = sem.loadBlockMaskEntry(b, loc, args.blockMask, batch, head,
-                                         q0, k0);
+    Value entry =
+        sem.loadBlockMaskEntry(b, loc, args.blockMask, batch, head, q0, k0);
     Type i8 = b.getI8Type();
     visited = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::ne, entry,
@@ -904,8 +899,8 @@ void CpuKernelBuilder::buildKVStep(OpBuilder &b, Value j) {
     // shares is never visited.
     kRange = segmentRange(b, args.kSegments, k0, kCols, cfg.blockKV);
     Value docs = sem.segmentTileVisited(b, loc, qSegRange, *kRange);
-    visited = visited ? Value(arith::AndIOp::create(b, loc, visited, docs))
-                      : docs;
+    visited =
+        visited ? Value(arith::AndIOp::create(b, loc, visited, docs)) : docs;
   }
   const AttentionSemantics::SegmentRange *kr = kRange ? &*kRange : nullptr;
   if (!visited) {
@@ -941,8 +936,7 @@ void CpuKernelBuilder::buildKVTile(
       SmallVector<Value> row = kvRow(lb, add(lb, k0, jj));
       if (kP)
         for (int64_t c = 0; c < headDimPad; c += cfg.vw)
-          vstore(lb, readRow(lb, kSrc, row, c, headDim), kP,
-                 {jj, cIdx(lb, c)});
+          vstore(lb, readRow(lb, kSrc, row, c, headDim), kP, {jj, cIdx(lb, c)});
       if (vP)
         for (int64_t c = 0; c < valueDimPad; c += cfg.vw)
           vstore(lb, readRow(lb, vSrc, row, c, valueDim), vP,
@@ -956,8 +950,8 @@ void CpuKernelBuilder::buildKVTile(
       Value q = rowQuery(lb, r);
       Value mh = maskBroadcastsHeads ? zero : rowHead(lb, r);
       loop(lb, cIdx(lb, 0), kCols, [&](OpBuilder &ib, Value jj) {
-        Value x = memref::LoadOp::create(ib, loc, args.mask,
-                                         ValueRange{mb, mh, q, add(ib, k0, jj)});
+        Value x = memref::LoadOp::create(
+            ib, loc, args.mask, ValueRange{mb, mh, q, add(ib, k0, jj)});
         // The mask's term of the score: x (additive) or 0 / -inf (keep).
         Value f = cF32(ib, 0.0f), keep;
         sem.applyMaskElement(ib, loc, x, f, keep);
@@ -993,8 +987,7 @@ void CpuKernelBuilder::buildKVTile(
       });
 }
 
-Value CpuKernelBuilder::transposeReduce(OpBuilder &b,
-                                        SmallVector<Value> acc) {
+Value CpuKernelBuilder::transposeReduce(OpBuilder &b, SmallVector<Value> acc) {
   // Pairs of vectors are added lane-wise after two shuffles that line up
   // the lanes of the same sum, halving the count at each level: unpack
   // pairs of floats, then of doubles, within 4-lane blocks, then the even
@@ -1053,8 +1046,7 @@ CpuKernelBuilder::KeyBlock CpuKernelBuilder::keyBlock(OpBuilder &b, Value k0,
   return keys;
 }
 
-void CpuKernelBuilder::buildDotScorePairs(OpBuilder &b, Value k0,
-                                          Value kCols) {
+void CpuKernelBuilder::buildDotScorePairs(OpBuilder &b, Value k0, Value kCols) {
   // S^T[j][r] = sum_d K[j][d] * (scale Q)[r][d], two keys at a time: their
   // K rows are read once, in place (through the block table of a paged
   // cache), as vectors along d, and dotted with each row's scaled Q (two
@@ -1070,8 +1062,7 @@ void CpuKernelBuilder::buildDotScorePairs(OpBuilder &b, Value k0,
     SmallVector<SmallVector<Value>> kv(kKeys);
     for (int64_t i = 0; i < kKeys; ++i)
       for (int64_t c = 0; c < dVecs; ++c)
-        kv[i].push_back(
-            readRow(lb, kSrc, keys.rows[i], c * cfg.vw, headDim));
+        kv[i].push_back(readRow(lb, kSrc, keys.rows[i], c * cfg.vw, headDim));
     loop(lb, cIdx(lb, 0), rows, [&](OpBuilder &rb, Value r) {
       SmallVector<Value> acc(2 * kKeys, splatF32(rb, 0.0f));
       for (int64_t c = 0; c < dVecs; ++c) {
@@ -1083,17 +1074,17 @@ void CpuKernelBuilder::buildDotScorePairs(OpBuilder &b, Value k0,
       }
       for (int64_t i = 0; i < kKeys; ++i) {
         Value sum = arith::AddFOp::create(rb, loc, acc[i * 2], acc[i * 2 + 1]);
-        Value s = vector::ReductionOp::create(rb, loc,
-                                              vector::CombiningKind::ADD, sum,
-                                              arith::FastMathFlags::reassoc);
+        Value s =
+            vector::ReductionOp::create(rb, loc, vector::CombiningKind::ADD,
+                                        sum, arith::FastMathFlags::reassoc);
         memref::StoreOp::create(rb, loc, s, sT, ValueRange{cols[i], r});
       }
     });
   });
 }
 
-void CpuKernelBuilder::buildDotScoreBlocks(OpBuilder &b, Value k0,
-                                           Value kCols, int64_t kRows) {
+void CpuKernelBuilder::buildDotScoreBlocks(OpBuilder &b, Value k0, Value kCols,
+                                           int64_t kRows) {
   // S^T[j][r] = sum_d K[j][d] * (scale Q)[r][d] in blocks of kRows rows x
   // vw / kRows keys: vw dot products, each accumulated along d in a vector
   // of its own (the K rows read in place, through the block table of a
@@ -1116,8 +1107,8 @@ void CpuKernelBuilder::buildDotScoreBlocks(OpBuilder &b, Value k0,
       for (int64_t c = 0; c < dVecs; ++c) {
         SmallVector<Value> qv;
         for (int64_t r = 0; r < kRows; ++r)
-          qv.push_back(vload(rb, qR, {add(rb, rr0, cIdx(rb, r)),
-                                      cIdx(rb, c * cfg.vw)}));
+          qv.push_back(
+              vload(rb, qR, {add(rb, rr0, cIdx(rb, r)), cIdx(rb, c * cfg.vw)}));
         for (int64_t i = 0; i < kKeys; ++i) {
           Value kv = readRow(rb, kSrc, keyAt[i], c * cfg.vw, headDim);
           for (int64_t r = 0; r < kRows; ++r) {
@@ -1201,8 +1192,7 @@ void CpuKernelBuilder::buildScores(OpBuilder &b, Value k0, Value kCols) {
     // chains would otherwise be latency-bound.
     int64_t ds = cfg.dSplit;
     int64_t dMain = headDim - headDim % ds;
-    auto accumulate = [&](OpBuilder &db, Value d, ValueRange acc,
-                          int64_t set) {
+    auto accumulate = [&](OpBuilder &db, Value d, ValueRange acc, int64_t set) {
       SmallVector<Value> next(acc);
       SmallVector<Value> qv;
       for (int64_t v = 0; v < qVecs; ++v)
@@ -1227,8 +1217,8 @@ void CpuKernelBuilder::buildScores(OpBuilder &b, Value k0, Value kCols) {
         [&](OpBuilder &db, Location, Value d, ValueRange acc) {
           SmallVector<Value> next(acc);
           for (int64_t set = 0; set < ds; ++set)
-            next = accumulate(
-                db, set == 0 ? d : add(db, d, cIdx(db, set)), next, set);
+            next = accumulate(db, set == 0 ? d : add(db, d, cIdx(db, set)),
+                              next, set);
           scf::YieldOp::create(db, loc, next);
         });
     SmallVector<Value> acc(dLoop.getResults());
@@ -1281,8 +1271,7 @@ void CpuKernelBuilder::buildSoftmax(OpBuilder &b, Value k0, Value kCols,
     Value mNew = arith::MaximumFOp::create(b, loc, mOld, tileMax[v]);
     Value isInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew,
                                         splatF32(b, -inf));
-    Value use =
-        arith::SelectOp::create(b, loc, isInf, splatF32(b, 0.0f), mNew);
+    Value use = arith::SelectOp::create(b, loc, isInf, splatF32(b, 0.0f), mNew);
     Value alpha = lowering::buildFastExp(
         b, loc, arith::SubFOp::create(b, loc, mOld, use));
     vstore(b, mNew, mBuf, {col});
@@ -1367,9 +1356,13 @@ SmallVector<Value> CpuKernelBuilder::buildScoreModsAndMax(OpBuilder &b,
               s = arith::AddFOp::create(lb, loc, s, m);
             changed = true;
           }
-          AttentionSemantics::ModIndices idx{
-              batch, laneHead.empty() ? head : laneHead[v],
-              qPos.empty() ? Value() : qPos[v], key, nq, nk};
+          AttentionSemantics::ModIndices idx{batch,
+                                             laneHead.empty() ? head
+                                                              : laneHead[v],
+                                             qPos.empty() ? Value() : qPos[v],
+                                             key,
+                                             nq,
+                                             nk};
           if (scoreRegion) {
             s = sem.applyScoreMod(lb, loc, s, idx, args.modOperands);
             changed = true;
@@ -1387,9 +1380,9 @@ SmallVector<Value> CpuKernelBuilder::buildScoreModsAndMax(OpBuilder &b,
             changed = true;
           }
           if (threshold) {
-            Value lanes = cfg.packGroup ? qPos[v]
-                                        : Value(vector::StepOp::create(
-                                              lb, loc, idxVec));
+            Value lanes = cfg.packGroup
+                              ? qPos[v]
+                              : Value(vector::StepOp::create(lb, loc, idxVec));
             if (!cfg.packGroup)
               lanes = arith::AddIOp::create(
                   lb, loc, lanes,
@@ -1459,9 +1452,8 @@ void CpuKernelBuilder::buildPV(OpBuilder &b, Value k0, Value kCols,
               Value pb = bcast(kb, p);
               Value isZero;
               if (guardMasked)
-                isZero = arith::CmpFOp::create(kb, loc,
-                                               arith::CmpFPredicate::OEQ, p,
-                                               cF32(kb, 0.0f));
+                isZero = arith::CmpFOp::create(
+                    kb, loc, arith::CmpFPredicate::OEQ, p, cF32(kb, 0.0f));
               for (int64_t v = 0; v < nv; ++v) {
                 Value a = acc[i * nv + v];
                 Value n = fma(kb, pb, vv[v], a);
@@ -1498,8 +1490,9 @@ void CpuKernelBuilder::buildEpilogue(OpBuilder &b) {
         lb, loc, VectorType::get({cfg.vw}, lb.getI1Type()), empty);
     for (int64_t c = 0; c < valueDimPad; c += cfg.vw) {
       Value a = vload(lb, oAcc, {r, cIdx(lb, c)});
-      Value o = arith::SelectOp::create(lb, loc, emptyB, splatF32(lb, 0.0f),
-                                        arith::MulFOp::create(lb, loc, a, invB));
+      Value o =
+          arith::SelectOp::create(lb, loc, emptyB, splatF32(lb, 0.0f),
+                                  arith::MulFOp::create(lb, loc, a, invB));
       bool inBounds = c + cfg.vw <= valueDim;
       if (split) {
         // The partial result, in f32, for fa.merge.
@@ -1517,8 +1510,8 @@ void CpuKernelBuilder::buildEpilogue(OpBuilder &b) {
     }
     if (args.lse || split) {
       Value m = memref::LoadOp::create(lb, loc, mBuf, ValueRange{r});
-      Value lse = arith::AddFOp::create(lb, loc, m,
-                                        math::LogOp::create(lb, loc, l));
+      Value lse =
+          arith::AddFOp::create(lb, loc, m, math::LogOp::create(lb, loc, l));
       lse = arith::SelectOp::create(lb, loc, empty, cF32(lb, -inf), lse);
       if (split)
         memref::StoreOp::create(lb, loc, lse, splits.lse,
@@ -1565,8 +1558,8 @@ static constexpr int64_t kDefaultL2CacheSize = 512 * 1024;
 /// a 32 KiB L1 at D = 128 and 256, measured no faster than 64-row ones
 /// (bench/cpu/bench_tiles.py).
 static void chooseTileSizes(CpuKernelConfig &cfg, int64_t headDim,
-                            int64_t valueDim, bool hasMask,
-                            int64_t l2CacheSize, int64_t kvHeads = 1) {
+                            int64_t valueDim, bool hasMask, int64_t l2CacheSize,
+                            int64_t kvHeads = 1) {
   int64_t dPad = llvm::divideCeil(headDim, cfg.vw) * cfg.vw;
   int64_t dvPad = llvm::divideCeil(valueDim, cfg.vw) * cfg.vw;
   if (cfg.blockQ == 0) {
@@ -1627,7 +1620,8 @@ static RankedTensorType tensorTypeOf(Value memref) {
 }
 
 /// The largest row state (bytes) of a decode tile over all kv heads
-/// (CpuKernelConfig::allKvHeads), on the stack of each thread.
+/// (CpuKernelConfig::allKvHeads), on the stack of each thread; with the
+/// stage of a key tile at most twice this.
 constexpr int64_t kMaxAllKvHeadsState = 256 * 1024;
 
 /// Builds the decode kernel at `b`, with split-KV when `kvSplits` asks for
@@ -1651,10 +1645,9 @@ static void buildDecodeKernel(OpBuilder &b, AttentionOp op,
   };
   Value batch = memref::DimOp::create(b, loc, args.q, 0);
   Value nq = memref::DimOp::create(b, loc, args.q, 2);
-  Value nk = args.blockTable
-                 ? AttentionSemantics::pagedKeyCount(b, loc, args.blockTable,
-                                                     op.getPageSize())
-                 : Value(memref::DimOp::create(b, loc, args.k, 2));
+  Value nk = args.blockTable ? AttentionSemantics::pagedKeyCount(
+                                   b, loc, args.blockTable, op.getPageSize())
+                             : Value(memref::DimOp::create(b, loc, args.k, 2));
   Value count;
   if (kvSplits > 1) {
     // At most one run per key tile of Nk (more would only add empty runs
@@ -1758,9 +1751,9 @@ static void buildKernels(AttentionOp op, const KernelOperands &args,
     // tile, as in a batch of decode steps; else the general one.
     Value numSeqs = arith::MaxSIOp::create(
         b, loc,
-        arith::SubIOp::create(
-            b, loc, memref::DimOp::create(b, loc, args.cuSeqlensQ, 0),
-            arith::ConstantIndexOp::create(b, loc, 1)),
+        arith::SubIOp::create(b, loc,
+                              memref::DimOp::create(b, loc, args.cuSeqlensQ, 0),
+                              arith::ConstantIndexOp::create(b, loc, 1)),
         arith::ConstantIndexOp::create(b, loc, 0));
     Value rows = arith::MulIOp::create(
         b, loc, longestSequence(b, loc, args.cuSeqlensQ, args.q, numSeqs),
@@ -1788,9 +1781,9 @@ static void buildKernels(AttentionOp op, const KernelOperands &args,
       CpuKernelBuilder(op, args, cfg).build(b);
     return;
   }
-  Value rows = arith::MulIOp::create(
-      b, loc, memref::DimOp::create(b, loc, args.q, 2),
-      arith::ConstantIndexOp::create(b, loc, group));
+  Value rows =
+      arith::MulIOp::create(b, loc, memref::DimOp::create(b, loc, args.q, 2),
+                            arith::ConstantIndexOp::create(b, loc, group));
   Value fits = arith::CmpIOp::create(
       b, loc, arith::CmpIPredicate::ule, rows,
       arith::ConstantIndexOp::create(b, loc, decodeCfg.blockQ));
@@ -1835,9 +1828,8 @@ void FACpuAttentionPass::runOnOperation() {
                          << static_cast<int64_t>(l2CacheSize);
     return signalPassFailure();
   }
-  if (cfg.blockQ < 0 ||
-      (cfg.blockQ > 0 &&
-       (cfg.blockQ % cfg.vw != 0 || cfg.blockQ % cfg.pvRows != 0))) {
+  if (cfg.blockQ < 0 || (cfg.blockQ > 0 && (cfg.blockQ % cfg.vw != 0 ||
+                                            cfg.blockQ % cfg.pvRows != 0))) {
     mlir::emitError(loc) << "fa-cpu-attention: block-q must be 0 "
                             "(automatic) or a positive multiple of "
                             "vector-width ("
@@ -1904,8 +1896,19 @@ void FACpuAttentionPass::runOnOperation() {
                        (d + llvm::divideCeil(dv, cfg.vw) * cfg.vw);
     decodeCfg.allKvHeads = args->blockTable && hkv > 1 && d % cfg.vw == 0 &&
                            rowState <= kMaxAllKvHeadsState;
+    CpuKernelConfig perHeadCfg = decodeCfg;
     chooseTileSizes(decodeCfg, d, dv, static_cast<bool>(args->mask), l2,
                     decodeCfg.allKvHeads ? hkv : 1);
+    // The stage of a key tile (K and V rows of every kv head) is on the
+    // stack too.
+    int64_t stage =
+        4 * decodeCfg.blockKV * hkv *
+        (llvm::divideCeil(d, cfg.vw) + llvm::divideCeil(dv, cfg.vw)) * cfg.vw;
+    if (decodeCfg.allKvHeads && rowState + stage > 2 * kMaxAllKvHeadsState) {
+      decodeCfg = perHeadCfg;
+      decodeCfg.allKvHeads = false;
+      chooseTileSizes(decodeCfg, d, dv, static_cast<bool>(args->mask), l2);
+    }
     Operation *anchor = op->getParentOp();
     llvm::SmallPtrSet<Operation *, 4> userTanhs;
     anchor->walk([&](math::TanhOp t) { userTanhs.insert(t); });
