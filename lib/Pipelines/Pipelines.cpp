@@ -229,10 +229,6 @@ mlir::fa::verifyLowerToNVVMOptions(const LowerToNVVMOptions &options) {
     return "fa-lower-to-nvvm: pack-gqa=always needs the SIMT kernels "
            "(kernel=auto or kernel=simt); the " +
            options.kernel + " kernels do not pack query heads";
-  if (options.splitKv && family && *family != KernelFamily::Simt)
-    return "fa-lower-to-nvvm: split-kv needs the SIMT kernels (kernel=auto "
-           "or kernel=simt); the " +
-           options.kernel + " kernels do not split the keys";
   if (!llvm::is_contained({"isa", "bin", "fatbin"}, options.format.getValue()))
     return "fa-lower-to-nvvm: format must be isa, bin or fatbin, got '" +
            options.format + "'";
@@ -320,9 +316,9 @@ void mlir::fa::buildMapToGPUPipeline(OpPassManager &pm,
   KernelChoice family;
   (void)parseKernelChoice(options.kernel, family);
   SmallVector<KernelFamily, 2> families;
-  // Packed query heads (pack-gqa=always) and split-KV are SIMT kernels:
-  // the tensor-core families are not tried.
-  if (!family && options.packGqa != "always" && !options.splitKv)
+  // Packed query heads (pack-gqa=always) are SIMT kernels: the
+  // tensor-core families are not tried.
+  if (!family && options.packGqa != "always")
     families = getAutoKernelFamilies(options.chip);
   else if (*family != KernelFamily::Simt)
     families.push_back(*family);
@@ -333,6 +329,7 @@ void mlir::fa::buildMapToGPUPipeline(OpPassManager &pm,
       wgOpts.blockKV = options.wgBlockKV;
       wgOpts.stages = options.wgStages;
       wgOpts.chip = options.chip;
+      wgOpts.splitKv = options.splitKv;
       pm.addPass(createFAMapToWgmmaPass(wgOpts));
     } else {
       FAMapToTensorCoresPassOptions tcOpts;
@@ -340,6 +337,7 @@ void mlir::fa::buildMapToGPUPipeline(OpPassManager &pm,
       tcOpts.blockKV = options.tcBlockKV;
       tcOpts.stages = options.tcStages;
       tcOpts.chip = options.chip;
+      tcOpts.splitKv = options.splitKv;
       pm.addPass(createFAMapToTensorCoresPass(tcOpts));
     }
   }

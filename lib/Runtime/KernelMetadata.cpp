@@ -538,10 +538,6 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
         md.kernel != "wgmma")
       return "field 'kernel': expected one of simt, mma, wgmma, got '" +
              md.kernel + "'";
-    // Only the SIMT kernel splits the keys.
-    if (md.splitKv && !md.kernel.empty() && md.kernel != "simt")
-      return cat("field 'split_kv': split-KV runs on the simt kernel, not '",
-                 md.kernel, "'");
   } else {
     if (md.target.triple.empty())
       return std::string("field 'target.triple' must not be empty");

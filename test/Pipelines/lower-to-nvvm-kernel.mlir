@@ -23,18 +23,21 @@
 // PACKMMA: error: fa-lower-to-nvvm: pack-gqa=always needs the SIMT kernels (kernel=auto or kernel=simt); the mma kernels do not pack query heads
 // PACKBAD: error: fa-lower-to-nvvm: pack-gqa must be auto, always or never, got 'yes'
 
-// split-kv: every attention takes the SIMT kernel (no tensor-core family
-// is tried, even on sm_90a) and a merge kernel beside it, launched after
-// it; an explicit tensor-core family is an error.
-// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a split-kv=true" | FileCheck %s --check-prefix=SPLIT --implicit-check-not=mma.sync --implicit-check-not=wgmma.mma_async
-// RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 kernel=mma split-kv=true" 2>&1 | FileCheck %s --check-prefix=SPLITMMA
+// split-kv: every attention takes the family kernel=auto gives (SIMT for
+// f32, wgmma or mma.sync for f16), in its split-KV form, and a merge kernel
+// beside it in the same gpu.module, launched after it.
+// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a split-kv=true" | FileCheck %s --check-prefix=SPLIT
+// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 split-kv=true" | FileCheck %s --check-prefix=SPLIT80
 // SPLIT: gpu.launch_func @attn_f32_kernels::@attn_f32
 // SPLIT: gpu.launch_func @attn_f32_kernels::@attn_f32_merge
 // SPLIT: gpu.binary @attn_f32_kernels
 // SPLIT-SAME: .entry attn_f32(
 // SPLIT-SAME: .entry attn_f32_merge(
 // SPLIT-NOT: gpu.binary @attn_f32_merge_kernels
-// SPLITMMA: error: fa-lower-to-nvvm: split-kv needs the SIMT kernels (kernel=auto or kernel=simt); the mma kernels do not split the keys
+// SPLIT-NOT: mma.sync
+// SPLIT-NOT: wgmma.mma_async
+// SPLIT80: gpu.launch_func @attn_f32_kernels::@attn_f32
+// SPLIT80: gpu.launch_func @attn_f32_kernels::@attn_f32_merge
 
 // MMA: error: fa-lower-to-nvvm: kernel=mma: the attention of @attn_f32 is not eligible for the mma.sync kernels (f16/bf16 Q, K, V in kernel form, head dims multiples of 16 up to 256); use kernel=auto or kernel=simt
 // MMA: error: fa-lower-to-nvvm: kernel=mma: the attention of @attn_f16_d8 is not eligible for the mma.sync kernels
@@ -71,6 +74,16 @@ func.func @attn_f32(%q: memref<?x2x?x64xf32>, %k: memref<?x2x?x64xf32>, %v: memr
 // SM90A-LABEL: gpu.binary @attn_f16_d128_kernels
 // SM90A:       wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
 // SIMT-LABEL: gpu.binary @attn_f16_d128_kernels
+// SPLIT: gpu.launch_func @attn_f16_d128_kernels::@attn_f16_d128
+// SPLIT: gpu.launch_func @attn_f16_d128_kernels::@attn_f16_d128_merge
+// SPLIT: gpu.binary @attn_f16_d128_kernels
+// SPLIT-SAME: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
+// SPLIT-SAME: .entry attn_f16_d128_merge(
+// SPLIT80: gpu.launch_func @attn_f16_d128_kernels::@attn_f16_d128
+// SPLIT80: gpu.launch_func @attn_f16_d128_kernels::@attn_f16_d128_merge
+// SPLIT80: gpu.binary @attn_f16_d128_kernels
+// SPLIT80-SAME: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// SPLIT80-SAME: .entry attn_f16_d128_merge(
 func.func @attn_f16_d128(%q: memref<?x2x?x128xf16>, %k: memref<?x2x?x128xf16>, %v: memref<?x2x?x128xf16>, %o: memref<?x2x?x128xf16>) {
   %qt = bufferization.to_tensor %q restrict : memref<?x2x?x128xf16> to tensor<?x2x?x128xf16>
   %kt = bufferization.to_tensor %k restrict : memref<?x2x?x128xf16> to tensor<?x2x?x128xf16>
@@ -92,6 +105,11 @@ func.func @attn_f16_d128(%q: memref<?x2x?x128xf16>, %k: memref<?x2x?x128xf16>, %
 // SM90A-NOT:   wgmma.mma_async
 // SM90A:       mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // SIMT-LABEL: gpu.binary @attn_f16_d32_kernels
+// SPLIT: gpu.launch_func @attn_f16_d32_kernels::@attn_f16_d32
+// SPLIT: gpu.launch_func @attn_f16_d32_kernels::@attn_f16_d32_merge
+// SPLIT: gpu.binary @attn_f16_d32_kernels
+// SPLIT-SAME: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// SPLIT-SAME: .entry attn_f16_d32_merge(
 func.func @attn_f16_d32(%q: memref<?x2x?x32xf16>, %k: memref<?x2x?x32xf16>, %v: memref<?x2x?x32xf16>, %o: memref<?x2x?x32xf16>) {
   %qt = bufferization.to_tensor %q restrict : memref<?x2x?x32xf16> to tensor<?x2x?x32xf16>
   %kt = bufferization.to_tensor %k restrict : memref<?x2x?x32xf16> to tensor<?x2x?x32xf16>

@@ -116,13 +116,12 @@ cl::opt<bool> packGqa(
     cl::cat(compileCategory));
 cl::opt<bool> splitKv(
     "split-kv",
-    cl::desc("GPU targets: split-KV (flash-decoding, SIMT): the keys of each "
-             "(batch, head) run in Ns parts chosen at launch "
-             "(fa_attention_num_splits), whose f32 partials go to a "
-             "workspace (fa_attention_workspace_size) that a merge kernel "
-             "in the same PTX combines; launch with "
-             "fa_attention_launch_split / _paged_split. Needs --kernel auto "
-             "or simt; not with --varlen"),
+    cl::desc("GPU targets: split-KV (flash-decoding, every kernel "
+             "family): the keys of each (batch, head) run in Ns parts "
+             "chosen at launch (fa_attention_num_splits), whose f32 "
+             "partials go to a workspace (fa_attention_workspace_size) that "
+             "a merge kernel in the same PTX combines; launch with "
+             "fa_attention_launch_split / _paged_split. Not with --varlen"),
     cl::cat(compileCategory));
 // Replaced by --kernel; given, they are an error naming it.
 cl::opt<bool> removedTensorCores("tensor-cores", cl::Hidden,
@@ -295,10 +294,6 @@ static Error checkCommonOptions(CompileOptions &options) {
   if (splitKv && isCpu)
     return makeError("--split-kv applies to GPU targets (sm_*) only; the CPU "
                      "kernels split the keys across threads by themselves");
-  if (splitKv && family && family != KernelFamily::Simt)
-    return makeError("--split-kv makes a SIMT kernel; it cannot be combined "
-                     "with --kernel " +
-                     kernelFamily);
   if (splitKv && varlen)
     return makeError("--split-kv cannot be combined with --varlen yet: the "
                      "variable-length kernel does not split its keys");

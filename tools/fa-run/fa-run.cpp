@@ -217,8 +217,8 @@ cl::opt<unsigned> kvSplitsOpt(
              "head) into N parts run in parallel and combined by fa.merge "
              "(default 0: chosen at run time with --parallel from the "
              "threads and the parallel work; 1: no split). --device "
-             "emulate: N >= 2 runs the split-KV SIMT kernel and its merge "
-             "kernel with N parts"),
+             "emulate: N >= 2 runs the split-KV GPU kernel (of the --kernel "
+             "family) and its merge kernel with N parts"),
     cl::value_desc("N"), cl::init(0), cl::sub(attentionCmd),
     cl::cat(runCategory));
 cl::opt<unsigned> repeatRuns(
@@ -1036,8 +1036,7 @@ static Expected<std::string> runOnEmulator(ModuleOp module,
       blockKV.getNumOccurrences() ? blockKV.getValue() : 0;
   mapOptions.lowering.kernel = kernelFamily.getValue();
   mapOptions.lowering.packGqa = packGqa ? "always" : "auto";
-  // Split-KV on the SIMT kernel: --kv-splits N >= 2 parts (the workspace
-  // below has N).
+  // Split-KV: --kv-splits N >= 2 parts (the workspace below has N).
   unsigned parts = kvSplitsOpt;
   mapOptions.lowering.splitKv = parts >= 2;
   // The emulated chip: sm_80 unless given (sm_90a for --kernel wgmma).
@@ -1391,10 +1390,6 @@ static Error runAttention(MLIRContext &ctx) {
                      "kernels (--device cpu, --cpu-kernel vector, no "
                      "--reference or --promoted) and to the SIMT kernel "
                      "under --device emulate");
-  if (*device == Device::Emulate && kvSplitsOpt >= 2 &&
-      kernelFamily != "auto" && kernelFamily != "simt")
-    return makeError("--kv-splits: split-KV is a SIMT kernel; drop --kernel " +
-                     kernelFamily + " or pass --kernel simt");
   if (varlen) {
     if ((*device != Device::Cpu && *device != Device::Emulate) ||
         referenceLowering || promotedLowering || cpuKernel != "vector")

@@ -392,6 +392,20 @@ def FAMapToTensorCoresPass : Pass<"fa-map-to-tensor-cores", "::mlir::ModuleOp"> 
     * O (in the op's element type) and LSE stored from the fragments; empty
       rows give O = 0 and LSE = -inf.
 
+    With `split-kv` (flash-decoding), as `fa-promote-shared split-kv`: the
+    function gets the workspace arguments partial O `[S, B, Hq, Nq, Dv]`
+    and partial LSE `[S, B, Hq, Nq]` (f32, argument attribute
+    `fa.workspace`; S, the number of parts, is their first dim at run
+    time); the grid's x runs over (query tile, part), the part fastest; a
+    block computes its rows over its part of the visited key tiles
+    (`ceil(tiles / S)` consecutive tiles, its copies reading nothing past
+    the last) and stores O / l in f32 and the LSE of the part (-inf where
+    it has no key) into the workspace; after the launch, the merge's block
+    forall (fa.merge's kernel, 4 warps, one row each) combines the parts
+    into O and LSE, and `fa-map-to-gpu` outlines it as `<function>_merge`
+    into the same `gpu.module`. `fa.gpu_config` gets the unit entry
+    `split_kv`. Not with the varlen form (an error).
+
     Eligible: f16 or bf16 Q/K/V, head dims D and Dv multiples of 16 up to
     256, every `fa.attention` feature. Other kernel functions are left
     untouched for the SIMT path.
@@ -407,6 +421,10 @@ def FAMapToTensorCoresPass : Pass<"fa-map-to-tensor-cores", "::mlir::ModuleOp"> 
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_80\"",
            "The chip the kernels are for: their workgroup memory must fit "
            "what one block of it may opt in to (99 KiB on sm_86/sm_89)">,
+    Option<"splitKv", "split-kv", "bool", /*default=*/"false",
+           "Split-KV: append the workspace arguments (partial O and LSE, "
+           "their first dim the number of parts), write f32 partials per "
+           "part of the key tiles and merge them in a second kernel">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
@@ -451,6 +469,10 @@ def FAMapToWgmmaPass : Pass<"fa-map-to-wgmma", "::mlir::ModuleOp"> {
       attending rows and zeroed in the tile before the wgmma);
     * stores O / l and LSE, empty rows giving O = 0 and LSE = -inf.
 
+    With `split-kv`, the split-KV form of `fa-map-to-tensor-cores`
+    (workspace arguments, f32 partials per part of the key tiles, the
+    merge kernel).
+
     The result needs chip sm_90a (`fa-lower-to-nvvm{chip=sm_90a}`, whose
     kernel=auto runs this pass first there, or kernel=wgmma).
     Eligible: f16 or bf16 Q/K/V, head dims D and Dv multiples of 64 up to
@@ -469,6 +491,8 @@ def FAMapToWgmmaPass : Pass<"fa-map-to-wgmma", "::mlir::ModuleOp"> {
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
            "The chip the kernels are for: their workgroup memory must fit "
            "what one block of it may opt in to">,
+    Option<"splitKv", "split-kv", "bool", /*default=*/"false",
+           "Split-KV, as in fa-map-to-tensor-cores">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

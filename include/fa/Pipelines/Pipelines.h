@@ -141,7 +141,8 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init("auto")};
   PassOptions::Option<bool> splitKv{
       *this, "split-kv",
-      llvm::cl::desc("Split-KV SIMT kernels (fa-promote-shared split-kv): "
+      llvm::cl::desc("Split-KV kernels (split-kv of fa-promote-shared, "
+                     "fa-map-to-tensor-cores and fa-map-to-wgmma): "
                      "workspace arguments for partial results, a merge "
                      "kernel beside each attention kernel"),
       llvm::cl::init(false)};

@@ -2,6 +2,8 @@
 # RUN: env OMP_NUM_THREADS=2 %python %s %fa_run --parallel
 # RUN: %python %s %fa_run --device emulate --kernel simt --split-cases
 # RUN: %python %s %fa_run --device emulate --kernel simt --pack-gqa --split-cases
+# RUN: %python %s %fa_run --device emulate --kernel mma --split-cases
+# RUN: %python %s %fa_run --device emulate --kernel wgmma --split-cases
 #
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
@@ -20,11 +22,16 @@ differs per lane in a packed tile: windows, softcap, ALiBi slopes per head
 (gathered), masks per head and broadcast, segment ids (gathered per
 query), chunks, and score_mod / mask_mod regions that read the head index.
 With --split-cases (under --device emulate --kernel simt, also with
---pack-gqa) only the split-KV cases run, on the SIMT kernel's split-KV
-form (fa-promote-shared split-kv: a kernel writing partials per part of
-the key tiles, then the merge kernel), 64 parts leaving most without keys.
-Pass criteria: relative Frobenius error of O and LSE below 2e-5; empty
-rows exactly O = 0 and LSE = -inf; no NaN.
+--pack-gqa, and --kernel mma / wgmma) only the split-KV cases run, on the
+GPU kernels' split-KV form (split-kv of fa-promote-shared,
+fa-map-to-tensor-cores and fa-map-to-wgmma: a kernel writing f32 partials
+per part of the key tiles, then the merge kernel), 64 parts leaving most
+without keys; the tensor-core families take the cases in float16 (at
+D = 64 for wgmma), judged against the float64 reference of the float16
+inputs.
+Pass criteria: relative Frobenius error of O and LSE below 2e-5 (2e-3
+for float16 inputs, whose P is rounded to float16 for P V); empty rows
+exactly O = 0 and LSE = -inf; no NaN.
 
 The comparison can fail: two cases are compared again against a reference
 whose query heads of group 0 read kv head 1, and must fail (a packed
@@ -49,6 +56,9 @@ FA_RUN = sys.argv[1]
 # merge kernels under the interpreter: --device emulate --kernel simt).
 SPLIT_ONLY = "--split-cases" in sys.argv[2:]
 EXTRA = [a for a in sys.argv[2:] if a != "--split-cases"]
+# The tensor-core families take float16 inputs (wgmma at D = 64).
+FAMILY = EXTRA[EXTRA.index("--kernel") + 1] if "--kernel" in EXTRA else None
+TENSOR_CORES = FAMILY in ("mma", "wgmma")
 
 
 def case(name, **kw):
@@ -116,16 +126,23 @@ CASES += [
 
 def run_case(c, tmp, mutate=False):
     rng = np.random.default_rng(seed_of("decode." + c["name"]))
+    if FAMILY == "wgmma":
+        c = dict(c, D=64)
     B, Hq, Hkv, Nq, Nk, D = c["B"], c["Hq"], c["Hkv"], c["Nq"], c["Nk"], c["D"]
-    q = rng.standard_normal((B, Hq, Nq, D), dtype=np.float32) * c["mag"]
-    k = rng.standard_normal((B, Hkv, Nk, D), dtype=np.float32)
-    v = rng.standard_normal((B, Hkv, Nk, D), dtype=np.float32)
+    dt = np.float16 if TENSOR_CORES else np.float32
+    # The reference reads the inputs the kernel reads (float16 rounded).
+    q = (rng.standard_normal((B, Hq, Nq, D), dtype=np.float32)
+         * c["mag"]).astype(dt).astype(np.float32)
+    k = rng.standard_normal((B, Hkv, Nk, D), dtype=np.float32).astype(
+        dt).astype(np.float32)
+    v = rng.standard_normal((B, Hkv, Nk, D), dtype=np.float32).astype(
+        dt).astype(np.float32)
     p = {n: os.path.join(tmp, f"{c['name']}.{n}.npy")
          for n in ("q", "k", "v", "o", "lse", "lens", "mask", "alibi",
                    "qs", "ks", "mods", "m0")}
-    np.save(p["q"], q)
-    np.save(p["k"], k)
-    np.save(p["v"], v)
+    np.save(p["q"], q.astype(dt))
+    np.save(p["k"], k.astype(dt))
+    np.save(p["v"], v.astype(dt))
     cmd = [FA_RUN, "attention", "--q", p["q"], "--k", p["k"], "--v", p["v"],
            "-o", p["o"], "--lse", p["lse"], "--causal", c["causal"],
            "--quiet"] + EXTRA
@@ -150,8 +167,8 @@ def run_case(c, tmp, mutate=False):
         table[1, 0] = table[0, 0]
         k[1, :, :S] = k[0, :, :S]
         v[1, :, :S] = v[0, :, :S]
-        np.save(p["k"], kc)
-        np.save(p["v"], vc)
+        np.save(p["k"], kc.astype(dt))
+        np.save(p["v"], vc.astype(dt))
         p["bt"] = os.path.join(tmp, c["name"] + ".bt.npy")
         np.save(p["bt"], table)
         cmd += ["--block-table", p["bt"]]
@@ -229,8 +246,9 @@ def run_case(c, tmp, mutate=False):
                                         c["causal"], lens, mask, np.float64,
                                         **kw)
     tag = (f"{c['name']}{' (mutant)' if mutate else ''}: B={B} Hq={Hq} "
-           f"Hkv={Hkv} Nq={Nq} Nk={Nk}")
-    return compare_outputs(tag, o, lse, ref_o, ref_l, empty)
+           f"Hkv={Hkv} Nq={Nq} Nk={Nk} D={D} {np.dtype(dt).name}")
+    return compare_outputs(tag, o.astype(np.float64), lse, ref_o, ref_l,
+                           empty, tol=2e-3 if TENSOR_CORES else 2e-5)
 
 
 def main():

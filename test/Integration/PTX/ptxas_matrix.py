@@ -529,17 +529,22 @@ def main(argv):
         configs += merges
         # Split-KV (split-kv=true): one binary with two entries, the
         # attention kernel writing partials and fa_attention_merge; both
-        # must assemble with no spills (decode shapes: packed heads, D 128,
-        # f16 and bf16).
-        splits = [("sm_80", "f16"), ("sm_90a", "bf16")]
-        for chip, t in splits:
-            name = f"split_{chip}_d128_{t}"
+        # must assemble with no spills (decode shapes, D 128: the SIMT
+        # kernel with packed heads in f16 and bf16, the mma.sync and wgmma
+        # kernels in f16).
+        splits = [("sm_80", "f16", "simt"), ("sm_90a", "bf16", "simt"),
+                  ("sm_80", "f16", "mma"), ("sm_90a", "f16", "wgmma")]
+        needles = {"simt": None, "mma": "mma.sync.aligned",
+                   "wgmma": "wgmma.mma_async"}
+        for chip, t, family in splits:
+            name = f"split_{family}_{chip}_d128_{t}"
             src = os.path.join(tmp, name + ".mlir")
             with open(src, "w") as f:
                 f.write(kernel_text(128, 128, t, "bottom_right", ""))
+            packed = " pack-gqa=always" if family == "simt" else ""
             lowered = subprocess.run(
-                [fa_opt, src, f"-fa-lower-to-nvvm=chip={chip} kernel=simt "
-                 "pack-gqa=always split-kv=true"],
+                [fa_opt, src, f"-fa-lower-to-nvvm=chip={chip} "
+                 f"kernel={family}{packed} split-kv=true"],
                 capture_output=True, text=True)
             ptxs = extract_ptxs(lowered.stdout)
             problems = []
@@ -549,8 +554,9 @@ def main(argv):
             infos = []
             for ptx in ptxs[:1]:
                 for entry in (".entry fa_attention(",
-                              ".entry fa_attention_merge("):
-                    if entry not in ptx:
+                              ".entry fa_attention_merge(",
+                              needles[family]):
+                    if entry and entry not in ptx:
                         problems.append(f"the binary lacks '{entry}'")
                 ok, info, _ = assemble(ptxas, chip, ptx, tmp, name)
                 # ptxas -v reports each entry's frame and spills.

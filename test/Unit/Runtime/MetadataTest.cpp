@@ -697,10 +697,12 @@ TEST(MetadataTest, SplitKv) {
                                           "fa_attn";
                                     })),
               HasSubstr("is not a C identifier other than the symbol"));
-  EXPECT_THAT(parseError(mutateJson(
-                  base, [](json::Object &o) { o["kernel"] = "mma"; })),
-              HasSubstr("field 'split_kv': split-KV runs on the simt "
-                        "kernel, not 'mma'"));
+  // Every kernel family splits the keys.
+  for (const char *family : {"simt", "mma", "wgmma"})
+    EXPECT_EQ(parseError(mutateJson(
+                  base, [&](json::Object &o) { o["kernel"] = family; })),
+              "")
+        << family;
   KernelMetadata varlen = md;
   varlen.varlen = true;
   varlen.params = getCanonicalParams(varlen, DType::I8, false, false);

@@ -37,6 +37,10 @@ struct KernelOperands {
   /// The memrefs the score_mod / mask_mod regions read (the op's
   /// mod_operands, in order).
   SmallVector<Value> modOperands;
+  /// Split-KV on the GPU: the f32 workspace arguments a mapping pass
+  /// appended to the kernel function, partial O [S, <O's dims>] and
+  /// partial LSE [S, <O's dims but the last>] (null otherwise).
+  Value partialO, partialLse;
 };
 
 /// The memrefs `op` reads and writes, or failure when it is not in the

@@ -11,9 +11,11 @@
 #include "fa/Codegen/Common/KernelForm.h"
 #include "fa/Dialect/FA/IR/FA.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <string>
+#include <utility>
 
 namespace mlir {
 namespace fa {
@@ -87,6 +89,13 @@ constexpr const char *kForallKernelSuffixAttrName = "fa.kernel_suffix";
 /// Argument attribute naming a workspace argument that fa-promote-shared
 /// appended to a split-KV kernel function ("partial_o", "partial_lse").
 constexpr const char *kWorkspaceAttrName = "fa.workspace";
+
+/// Split-KV: appends the workspace arguments to `func`, partial O
+/// `[S, <O's dims>]` and partial LSE `[S, <O's dims but the last>]` in f32
+/// (argument attribute kWorkspaceAttrName "partial_o", "partial_lse"),
+/// whose first dim S, the number of parts, is the caller's choice at run
+/// time; `o` is the function's output memref. Returns the two arguments.
+std::pair<Value, Value> appendSplitWorkspace(func::FuncOp func, Value o);
 
 /// Whether `mode` is a pack-gqa mode (auto, always, never).
 bool isPackGqaMode(llvm::StringRef mode);

@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -92,6 +93,18 @@ LogicalResult gpukernel::checkSharedMemoryFits(AttentionOp op, StringRef pass,
                         << ")";
 }
 
+LogicalResult gpukernel::addSplitWorkspace(AttentionOp op, StringRef pass,
+                                           func::FuncOp func,
+                                           KernelOperands &args) {
+  if (op.isVarlen())
+    return op.emitError() << pass
+                          << ": split-kv does not apply to variable-length "
+                             "batches (cu_seqlens) yet";
+  std::tie(args.partialO, args.partialLse) =
+      appendSplitWorkspace(func, args.o);
+  return success();
+}
+
 void gpukernel::outlineKernel(
     ModuleOp module, func::FuncOp func, AttentionOp op,
     const KernelOperands &args, const KernelLaunch &launch,
@@ -133,6 +146,8 @@ void gpukernel::outlineKernel(
   kargs.cuSeqlensK = remap(args.cuSeqlensK);
   for (Value m : args.modOperands)
     kargs.modOperands.push_back(remap(m));
+  kargs.partialO = remap(args.partialO);
+  kargs.partialLse = remap(args.partialLse);
   buildBody(kernel, kargs);
   // The softcap's tanh: a rational approximation (a few ulp), as on the
   // CPU; NVVM has no tanh without libdevice. Its math.fma and math.absf
@@ -186,6 +201,10 @@ void gpukernel::outlineKernel(
              : Value(memref::DimOp::create(hb, loc, args.q, 0));
   Value tiles = arith::CeilDivUIOp::create(
       hb, loc, nq, arith::ConstantIndexOp::create(hb, loc, launch.blockQ));
+  // Split-KV: x runs over (query tile, part), the part fastest.
+  if (launch.splitKv)
+    tiles = arith::MulIOp::create(
+        hb, loc, tiles, memref::DimOp::create(hb, loc, args.partialLse, 0));
   Value heads = arith::ConstantIndexOp::create(hb, loc, numHeads);
   Value one = arith::ConstantIndexOp::create(hb, loc, 1);
   Value threads = arith::ConstantIndexOp::create(hb, loc, launch.numThreads);
@@ -195,6 +214,17 @@ void gpukernel::outlineKernel(
                             gpu::KernelDim3{tiles, heads, batches},
                             gpu::KernelDim3{threads, one, one}, smemBytes,
                             ValueRange(func.getArguments()));
+  if (launch.splitKv) {
+    // The second kernel: fa.merge's (one warp per row) over the partials,
+    // into O and LSE; fa-map-to-gpu outlines it as <function>_merge.
+    scf::ForallOp merge = buildMergeForall(
+        hb, loc,
+        MergeKernelOperands{args.partialO, args.partialLse, args.o, args.lse},
+        kSplitMergeWarps);
+    merge->setAttr(kForallThreadsAttrName,
+                   hb.getIndexAttr(kSplitMergeWarps * kWarpSize));
+    merge->setAttr(kForallKernelSuffixAttrName, hb.getStringAttr("_merge"));
+  }
 
   SmallVector<NamedAttribute> entries;
   for (auto &[name, value] : launch.configEntries)
@@ -203,6 +233,9 @@ void gpukernel::outlineKernel(
                        IntegerAttr::get(IndexType::get(ctx), value)));
   entries.push_back(
       NamedAttribute(StringAttr::get(ctx, launch.flag), UnitAttr::get(ctx)));
+  if (launch.splitKv)
+    entries.push_back(
+        NamedAttribute(StringAttr::get(ctx, "split_kv"), UnitAttr::get(ctx)));
   func->setAttr(kConfigAttrName, DictionaryAttr::get(ctx, entries));
 }
 
@@ -247,6 +280,11 @@ void AttentionKernelBuilder::emitThreadIds() {
 
 Value AttentionKernelBuilder::emitBlockIds() {
   Value qTile = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  if (isSplit()) {
+    numParts = memref::DimOp::create(b, loc, args.partialLse, 0);
+    part = arith::RemUIOp::create(b, loc, qTile, numParts);
+    qTile = arith::DivUIOp::create(b, loc, qTile, numParts);
+  }
   head = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
   kvHead = group == 1
@@ -304,6 +342,20 @@ void AttentionKernelBuilder::emitKeyRange(Value qTile) {
     numKV = arith::SelectOp::create(b, loc,
                                     cmp(arith::CmpIPredicate::slt, q0, nq),
                                     numKV, zeroIdx);
+  copyEnd = kvEnd;
+  if (isSplit()) {
+    // The block's part: ceil(tiles / S) consecutive visited tiles (parts
+    // past the last tile have none: LSE -inf, which the merge ignores).
+    // The copies read nothing past the part's last tile.
+    Value chunk = arith::CeilDivUIOp::create(b, loc, numKV, numParts);
+    Value jBegin =
+        arith::MinUIOp::create(b, loc, mul(part, chunk), numKV);
+    Value jEnd = arith::MinUIOp::create(b, loc, add(jBegin, chunk), numKV);
+    kvBegin = add(kvBegin, mul(jBegin, cIdx(tiles.blockKV)));
+    numKV = arith::SubIOp::create(b, loc, jEnd, jBegin);
+    copyEnd = arith::MinUIOp::create(
+        b, loc, kvEnd, add(kvBegin, mul(numKV, cIdx(tiles.blockKV))));
+  }
   slope = AttentionSemantics::loadAlibiSlope(b, loc, args.alibi, batch, head);
 
   // The block mask, when each kernel tile lies inside one of its tiles (the
@@ -558,7 +610,13 @@ Value AttentionKernelBuilder::copyChunk(Value dst, ValueRange dstIdx, Value src,
 SmallVector<Value> AttentionKernelBuilder::outputIndex(Value row, Value col) {
   if (args.cuSeqlensQ)
     return {add(qStart, row), head, col};
+  if (isSplit())
+    return {part, batch, head, row, col};
   return {batch, head, row, col};
+}
+
+Type AttentionKernelBuilder::storedOutputType() const {
+  return isSplit() ? Type(Float32Type::get(ctx)) : oElt;
 }
 
 Value AttentionKernelBuilder::copyKVTile(Value j, Value slot,
@@ -570,10 +628,10 @@ Value AttentionKernelBuilder::copyKVTile(Value j, Value slot,
   copyKeep = tileVisited(k0);
   tileMaskModPartial = Value();
   tileKSegRange.reset();
-  copyTile(args.k, kvHead, k0, kvEnd, tiles.blockKV, tiles.headDim, ks, slot,
+  copyTile(args.k, kvHead, k0, copyEnd, tiles.blockKV, tiles.headDim, ks, slot,
            tokens);
-  copyTile(args.v, kvHead, k0, kvEnd, tiles.blockKV, tiles.valueDim, vs, slot,
-           tokens);
+  copyTile(args.v, kvHead, k0, copyEnd, tiles.blockKV, tiles.valueDim, vs,
+           slot, tokens);
   copyKeep = Value();
   return nvgpu::DeviceAsyncCreateGroupOp::create(
       b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), tokens);
@@ -659,7 +717,7 @@ AttentionKernelBuilder::beginOutputRow(int64_t r, Value m, Value l,
   OutputRow out;
   out.row = rowIndex(r);
   out.inRows = cmp(arith::CmpIPredicate::slt, out.row, nq);
-  if (args.lse) {
+  if (args.lse || isSplit()) {
     // LSE = ln 2 * (m + log2 l), natural log; -inf for an empty row.
     Value lg = LLVM::CallIntrinsicOp::create(
                    b, loc, Type(b.getF32Type()),
@@ -682,14 +740,20 @@ void AttentionKernelBuilder::storeOutputRow(const OutputRow &row,
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&ifOp.getThenRegion().front());
   storeO();
-  if (args.lse) {
+  if (args.lse || isSplit()) {
     auto lseIf = scf::IfOp::create(b, loc, TypeRange{}, quadLead,
                                    /*withElse=*/false);
     b.setInsertionPointToStart(&lseIf.getThenRegion().front());
-    // LSE [B, Hq, Nq], or [Hq, Tq] for the varlen form.
+    // LSE [B, Hq, Nq], or [Hq, Tq] for the varlen form; every part's LSE
+    // [S, B, Hq, Nq] with split-KV.
     SmallVector<Value> at = {batch, head, row.row};
     if (args.cuSeqlensQ)
       at = {head, add(qStart, row.row)};
-    memref::StoreOp::create(b, loc, row.lse, args.lse, at);
+    if (isSplit()) {
+      at.insert(at.begin(), part);
+      memref::StoreOp::create(b, loc, row.lse, args.partialLse, at);
+    } else {
+      memref::StoreOp::create(b, loc, row.lse, args.lse, at);
+    }
   }
 }

@@ -52,13 +52,20 @@ collectKernelCandidates(ModuleOp module,
 
 /// Launch geometry and the `fa.gpu_config` entries of one kernel.
 struct KernelLaunch {
-  /// Query rows per block (blocks: ceil(Nq / blockQ) x heads x batches).
+  /// Query rows per block (blocks: ceil(Nq / blockQ) x heads x batches;
+  /// with split-KV ceil(Nq / blockQ) x S in x).
   int64_t blockQ;
   int64_t numThreads;
   int64_t sharedBytes;
   /// Index entries of the config attribute, then `flag` as a unit entry.
   SmallVector<std::pair<StringRef, int64_t>> configEntries;
   StringRef flag;
+  /// Split-KV: the kernel writes partials into the workspace arguments
+  /// (KernelOperands::partialO/partialLse), whose first dim S multiplies
+  /// the grid's x; a second kernel, `<function>_merge` (fa.merge's, built
+  /// as a block forall that fa-map-to-gpu outlines), combines them.
+  /// fa.gpu_config gets the unit entry `split_kv`.
+  bool splitKv = false;
 };
 
 /// Checks that `launch.sharedBytes` of workgroup memory fit what one block of
@@ -71,10 +78,17 @@ LogicalResult checkSharedMemoryFits(AttentionOp op, StringRef pass,
                                     const KernelLaunch &launch,
                                     StringRef tiles);
 
+/// Split-KV: appends the workspace arguments to `func` and records them in
+/// `args` (partialO, partialLse); an error naming `pass` for the forms it
+/// does not apply to (variable-length batches).
+LogicalResult addSplitWorkspace(AttentionOp op, StringRef pass,
+                                func::FuncOp func, KernelOperands &args);
+
 /// Moves `func` into a gpu.module kernel: creates the gpu.func (same
 /// signature, the known block size), lets `buildBody` emit its body from its
-/// remapped memrefs, replaces the body of `func` by the launch and records
-/// the configuration on `func`.
+/// remapped memrefs, replaces the body of `func` by the launch (with
+/// split-KV, followed by the merge's block forall) and records the
+/// configuration on `func`.
 void outlineKernel(
     ModuleOp module, func::FuncOp func, AttentionOp op,
     const KernelOperands &args, const KernelLaunch &launch,
@@ -88,6 +102,10 @@ void outlineKernel(
 struct KernelTiles {
   int64_t blockQ, blockKV, stages, headDim, valueDim, numThreads;
 };
+
+/// Warps per block of the merge kernel of a split-KV tensor-core kernel
+/// (one row per warp).
+constexpr int64_t kSplitMergeWarps = 4;
 
 /// State and emitters shared by the tensor-core kernel builders.
 class AttentionKernelBuilder {
@@ -115,12 +133,16 @@ protected:
 
   /// Emits tid, lane and warp.
   void emitThreadIds();
-  /// Emits batch, head, kvHead, laneRow and laneQuad2; returns the query
-  /// tile index.
+  /// Emits batch, head, kvHead, laneRow and laneQuad2 (with split-KV,
+  /// numParts and part: the grid's x is query tile x S, the part fastest);
+  /// returns the query tile index.
   Value emitBlockIds();
   /// Emits nq, nk, q0, diag (with the q_offset), kvBegin, kvEnd (key
   /// lengths, causality, the window and the chunk applied), numKV and the
   /// head's ALiBi slope for the query tile `qTile`; zeroIdx is its index 0.
+  /// With split-KV, kvBegin and numKV are the block's part of the visited
+  /// tiles: ceil(tiles / S) consecutive ones (none for the parts past the
+  /// last), and copyEnd the end of its last tile.
   void emitKeyRange(Value qTile);
   /// The first key of K/V tile `j` of the block: kvBegin + j * blockKV.
   Value tileStart(Value j);
@@ -229,9 +251,17 @@ protected:
   };
   OutputRow beginOutputRow(int64_t r, Value m, Value l, Value empty);
   /// The index of O's element (row, col) of the block's sequence: [batch,
-  /// head, row, col], or token-major [qStart + row, head, col].
+  /// head, row, col], or token-major [qStart + row, head, col]; with
+  /// split-KV the part's partial O element [part, batch, head, row, col].
   SmallVector<Value> outputIndex(Value row, Value col);
-  /// For a row below Nq: `storeO()`, then the LSE from the quad's lead lane.
+  /// Where O is stored: args.o, or with split-KV the partial O.
+  Value outputBuffer() const { return isSplit() ? args.partialO : args.o; }
+  /// The element type O is stored in: O's, or f32 for a split-KV partial.
+  Type storedOutputType() const;
+  /// Whether the kernel writes split-KV partials.
+  bool isSplit() const { return static_cast<bool>(args.partialO); }
+  /// For a row below Nq: `storeO()`, then the LSE from the quad's lead lane
+  /// (with split-KV into the partial LSE, -inf where the part has no key).
   void storeOutputRow(const OutputRow &row, Value quadLead,
                       function_ref<void()> storeO);
 
@@ -249,6 +279,11 @@ protected:
   // Per-block values.
   Value tid, lane, warp, batch, head, kvHead, q0, nq, nk, diag, kvBegin,
       kvEnd, numKV;
+  /// Where the K/V copies stop reading (rows from it on are zero-filled):
+  /// kvEnd, or with split-KV the end of the part's last tile if earlier.
+  Value copyEnd;
+  /// Split-KV: the number of parts S and the block's part (null otherwise).
+  Value numParts, part;
   /// The varlen form: the first token of the block's query and key
   /// sequences (null otherwise).
   Value qStart, kStart;

@@ -648,11 +648,13 @@ void TensorCoreKernelBuilder::epilogue(ValueRange state) {
   Value empty[2], inv[2];
   reduceRowSums(l, empty, inv);
   Value invV = rowsToFragment(inv[0], inv[1]);
-  auto outType = VectorType::get({2, 2}, oElt);
+  // A split-KV partial stays in f32 until the merge.
+  Type stored = storedOutputType();
+  auto outType = VectorType::get({2, 2}, stored);
   SmallVector<Value> o;
   for (Value v : oFrag) {
     Value scaled = arith::MulFOp::create(b, loc, v, invV);
-    if (!oElt.isF32())
+    if (!stored.isF32())
       scaled = arith::TruncFOp::create(b, loc, outType, scaled);
     o.push_back(scaled);
   }
@@ -662,10 +664,10 @@ void TensorCoreKernelBuilder::epilogue(ValueRange state) {
     OutputRow row = beginOutputRow(r, m[r], l[r], empty[r]);
     storeOutputRow(row, quadLead, [&] {
       for (int64_t dt = 0; dt < nDT; ++dt) {
-        Value part =
+        Value pair =
             vector::ExtractOp::create(b, loc, o[dt], ArrayRef<int64_t>{r});
         vector::StoreOp::create(
-            b, loc, part, args.o,
+            b, loc, pair, outputBuffer(),
             outputIndex(row.row, addC(laneQuad2, dt * 8)));
       }
     });
@@ -730,13 +732,13 @@ struct FAMapToTensorCoresPass final
   using Base::Base;
   void runOnOperation() override;
   LogicalResult mapFunction(func::FuncOp func, AttentionOp op,
-                            const KernelOperands &args);
+                            KernelOperands args);
 };
 } // namespace
 
 LogicalResult FAMapToTensorCoresPass::mapFunction(func::FuncOp func,
                                                   AttentionOp op,
-                                                  const KernelOperands &args) {
+                                                  KernelOperands args) {
   std::string error;
   FailureOr<TensorCoreConfig> cfg =
       chooseTensorCoreConfig(op, blockQ, blockKV, stages, error);
@@ -750,13 +752,16 @@ LogicalResult FAMapToTensorCoresPass::mapFunction(func::FuncOp func,
                        {"threads", cfg->numThreads()},
                        {"stages", cfg->stages},
                        {"dynamic_shared_bytes", cfg->sharedBytes()}},
-                      "tensor_cores"};
+                      "tensor_cores",
+                      splitKv};
   std::string tiles = llvm::formatv("D = {0}, Dv = {1}, block-q = {2}, "
                                     "block-kv = {3}, stages = {4}",
                                     cfg->headDim, cfg->valueDim, cfg->blockQ,
                                     cfg->blockKV, cfg->stages)
                           .str();
   if (failed(checkSharedMemoryFits(op, getArgument(), chip, launch, tiles)))
+    return failure();
+  if (splitKv && failed(addSplitWorkspace(op, getArgument(), func, args)))
     return failure();
   outlineKernel(getOperation(), func, op, args, launch,
                 [&](gpu::GPUFuncOp kernel, const KernelOperands &kargs) {

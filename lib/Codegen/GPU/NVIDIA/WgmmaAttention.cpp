@@ -630,7 +630,9 @@ void WgmmaKernelBuilder::epilogue(ValueRange state) {
   Value quadLead = cmp(arith::CmpIPredicate::eq,
                        arith::RemUIOp::create(b, loc, lane, cIdx(4)), cIdx(0));
   auto pairF32 = VectorType::get({2}, b.getF32Type());
-  auto outType = VectorType::get({2}, oElt);
+  // A split-KV partial stays in f32 until the merge.
+  Type stored = storedOutputType();
+  auto outType = VectorType::get({2}, stored);
   for (int64_t r = 0; r < 2; ++r) {
     OutputRow row = beginOutputRow(r, m[r], l[r], empty[r]);
     SmallVector<Value> parts;
@@ -641,14 +643,14 @@ void WgmmaKernelBuilder::epilogue(ValueRange state) {
                                        inv[r]);
       Value pair =
           vector::FromElementsOp::create(b, loc, pairF32, ValueRange{v0, v1});
-      if (!oElt.isF32())
+      if (!stored.isF32())
         pair = arith::TruncFOp::create(b, loc, outType, pair);
       parts.push_back(pair);
     }
     storeOutputRow(row, quadLead, [&] {
       for (int64_t i = 0; i < cfg.valueDim / 8; ++i)
         vector::StoreOp::create(
-            b, loc, parts[i], args.o,
+            b, loc, parts[i], outputBuffer(),
             outputIndex(row.row, addC(laneQuad2, i * 8)));
     });
   }
@@ -747,12 +749,12 @@ struct FAMapToWgmmaPass final
   using Base::Base;
   void runOnOperation() override;
   LogicalResult mapFunction(func::FuncOp func, AttentionOp op,
-                            const KernelOperands &args);
+                            KernelOperands args);
 };
 } // namespace
 
 LogicalResult FAMapToWgmmaPass::mapFunction(func::FuncOp func, AttentionOp op,
-                                            const KernelOperands &args) {
+                                            KernelOperands args) {
   std::string error;
   FailureOr<WgmmaConfig> cfg =
       chooseWgmmaConfig(op, warpgroups, blockKV, stages, error);
@@ -767,7 +769,8 @@ LogicalResult FAMapToWgmmaPass::mapFunction(func::FuncOp func, AttentionOp op,
                        {"stages", cfg->stages},
                        {"warpgroups", cfg->warpgroups},
                        {"dynamic_shared_bytes", cfg->sharedBytes()}},
-                      "wgmma"};
+                      "wgmma",
+                      splitKv};
   std::string tiles =
       llvm::formatv("D = {0}, Dv = {1}, block-kv = {2}, stages = {3}, "
                     "warpgroups = {4}",
@@ -775,6 +778,8 @@ LogicalResult FAMapToWgmmaPass::mapFunction(func::FuncOp func, AttentionOp op,
                     cfg->warpgroups)
           .str();
   if (failed(checkSharedMemoryFits(op, getArgument(), chip, launch, tiles)))
+    return failure();
+  if (splitKv && failed(addSplitWorkspace(op, getArgument(), func, args)))
     return failure();
   outlineKernel(getOperation(), func, op, args, launch,
                 [&](gpu::GPUFuncOp kernel, const KernelOperands &kargs) {

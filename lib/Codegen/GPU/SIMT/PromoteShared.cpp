@@ -33,6 +33,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 namespace mlir {
 namespace fa {
@@ -122,6 +123,27 @@ scf::ForallOp gpukernel::createBlockForall(OpBuilder &b, Location loc,
       b.getArrayAttr({gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX),
                       gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
                       gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ)}));
+}
+
+std::pair<Value, Value> gpukernel::appendSplitWorkspace(func::FuncOp func,
+                                                       Value o) {
+  MLIRContext *ctx = func.getContext();
+  Location loc = func.getLoc();
+  auto oType = cast<MemRefType>(o.getType());
+  SmallVector<int64_t> poShape = {ShapedType::kDynamic};
+  llvm::append_range(poShape, oType.getShape());
+  Type f32 = Float32Type::get(ctx);
+  auto poType = MemRefType::get(poShape, f32);
+  auto plType = MemRefType::get(ArrayRef<int64_t>(poShape).drop_back(), f32);
+  unsigned n = func.getNumArguments();
+  auto role = [&](StringRef name) {
+    return DictionaryAttr::get(
+        ctx, {NamedAttribute(StringAttr::get(ctx, kWorkspaceAttrName),
+                             StringAttr::get(ctx, name))});
+  };
+  (void)func.insertArgument(n, poType, role("partial_o"), loc);
+  (void)func.insertArgument(n + 1, plType, role("partial_lse"), loc);
+  return {func.getArgument(n), func.getArgument(n + 1)};
 }
 
 bool gpukernel::isPackGqaMode(StringRef mode) {
@@ -702,24 +724,8 @@ void PromotedBuilder::build(func::FuncOp func) {
   // Split-KV: the workspace of partial results, two arguments appended to
   // the function (its first dim, the number of parts S, is chosen by the
   // caller at run time).
-  if (split) {
-    auto oType = cast<MemRefType>(args.o.getType());
-    SmallVector<int64_t> poShape = {ShapedType::kDynamic};
-    llvm::append_range(poShape, oType.getShape());
-    Type f32 = Float32Type::get(ctx);
-    auto poType = MemRefType::get(poShape, f32);
-    auto plType = MemRefType::get(ArrayRef<int64_t>(poShape).drop_back(), f32);
-    unsigned n = func.getNumArguments();
-    auto role = [&](StringRef name) {
-      return DictionaryAttr::get(
-          ctx, {NamedAttribute(StringAttr::get(ctx, kWorkspaceAttrName),
-                               StringAttr::get(ctx, name))});
-    };
-    (void)func.insertArgument(n, poType, role("partial_o"), loc);
-    (void)func.insertArgument(n + 1, plType, role("partial_lse"), loc);
-    partialO = func.getArgument(n);
-    partialLse = func.getArgument(n + 1);
-  }
+  if (split)
+    std::tie(partialO, partialLse) = appendSplitWorkspace(func, args.o);
   // Drop the tensor-level body; the kernel only needs the memref arguments.
   Block &entry = func.getBody().front();
   Operation *ret = entry.getTerminator();

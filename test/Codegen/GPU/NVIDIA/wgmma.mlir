@@ -1,6 +1,7 @@
 // RUN: fa-opt %s -split-input-file -fa-map-to-wgmma | FileCheck %s
 // RUN: fa-opt %s -split-input-file -fa-map-to-wgmma="warpgroups=2 stages=3" | FileCheck %s --check-prefix=OPTS
 // RUN: fa-opt %s -split-input-file -fa-map-to-wgmma="block-kv=128" | FileCheck %s --check-prefix=KV128
+// RUN: fa-opt %s -split-input-file -fa-map-to-wgmma="split-kv=true" | FileCheck %s --check-prefix=SPLIT
 // RUN: not fa-opt %s -split-input-file -fa-map-to-wgmma="warpgroups=3" 2>&1 | FileCheck %s --check-prefix=BADWG
 // RUN: not fa-opt %s -split-input-file -fa-map-to-wgmma="block-kv=32" 2>&1 | FileCheck %s --check-prefix=BADKV
 // RUN: not fa-opt %s -split-input-file -fa-map-to-wgmma="stages=1" 2>&1 | FileCheck %s --check-prefix=BADSTAGES
@@ -197,6 +198,23 @@
 // KV128: memref.view {{.*}} to memref<1x2x64x64xf16, #gpu.address_space<workgroup>>
 // KV128: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
 // KV128: llvm.extractvalue %{{.*}}[63]
+// split-kv=true: fa-map-to-tensor-cores' split-KV form (its test,
+// tensor-cores-split-kv.mlir, has the details): the workspace arguments,
+// the launch over (query tiles x S) and the merge forall after it; the
+// kernel's part from block x, f32 partial O / LSE stores at [part, ...].
+// SPLIT-LABEL: func.func @gqa_causal(
+//  SPLIT-SAME:   %{{.*}}: memref<?x?x8x?x128xf32> {fa.workspace = "partial_o"}, %[[PL:.*]]: memref<?x?x8x?xf32> {fa.workspace = "partial_lse"})
+//  SPLIT-SAME:   split_kv
+//       SPLIT:   %[[S:.*]] = memref.dim %[[PL]], %c0
+//       SPLIT:   %[[X:.*]] = arith.muli %{{.*}}, %[[S]]
+//       SPLIT:   gpu.launch_func @gqa_causal_kernels::@gqa_causal blocks in (%[[X]],
+//       SPLIT:   } {fa.kernel_suffix = "_merge", fa.threads = 128 : index
+//       SPLIT:   gpu.func @gqa_causal(
+//       SPLIT:     %[[BX:.*]] = gpu.block_id  x
+//       SPLIT:     %[[PART:.*]] = arith.remui %[[BX]]
+//       SPLIT:     nvvm.wgmma.mma_async
+//       SPLIT:     vector.store %{{.*}}, %{{.*}}[%[[PART]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<?x?x8x?x128xf32>, vector<2xf32>
+//       SPLIT:     memref.store %{{.*}}, %{{.*}}[%[[PART]], %{{.*}}, %{{.*}}, %{{.*}}] : memref<?x?x8x?xf32>
 
 func.func @gqa_causal(%q: memref<?x8x?x128xf16>, %k: memref<?x2x?x128xf16>, %v: memref<?x2x?x128xf16>,
                       %lens: memref<?xi32>, %o: memref<?x8x?x128xf16>, %lse: memref<?x8x?xf32>) {
