@@ -225,10 +225,10 @@ mlir::fa::verifyLowerToNVVMOptions(const LowerToNVVMOptions &options) {
     return "fa-lower-to-nvvm: pack-gqa must be auto, always or never, got '" +
            options.packGqa + "'";
   if (options.packGqa == "always" && family &&
-      *family != KernelFamily::Simt)
-    return "fa-lower-to-nvvm: pack-gqa=always needs the SIMT kernels "
-           "(kernel=auto or kernel=simt); the " +
-           options.kernel + " kernels do not pack query heads";
+      *family == KernelFamily::Wgmma)
+    return "fa-lower-to-nvvm: pack-gqa=always needs the SIMT or mma.sync "
+           "kernels (kernel=auto, simt or mma); the wgmma kernels do not "
+           "pack query heads";
   if (!llvm::is_contained({"isa", "bin", "fatbin"}, options.format.getValue()))
     return "fa-lower-to-nvvm: format must be isa, bin or fatbin, got '" +
            options.format + "'";
@@ -316,10 +316,13 @@ void mlir::fa::buildMapToGPUPipeline(OpPassManager &pm,
   KernelChoice family;
   (void)parseKernelChoice(options.kernel, family);
   SmallVector<KernelFamily, 2> families;
-  // Packed query heads (pack-gqa=always) are SIMT kernels: the
-  // tensor-core families are not tried.
-  if (!family && options.packGqa != "always")
+  // Packed query heads (pack-gqa=always): the SIMT and mma.sync kernels
+  // pack, wgmma is not tried.
+  if (!family) {
     families = getAutoKernelFamilies(options.chip);
+    if (options.packGqa == "always")
+      llvm::erase(families, KernelFamily::Wgmma);
+  }
   else if (*family != KernelFamily::Simt)
     families.push_back(*family);
   for (KernelFamily f : families) {
@@ -338,6 +341,7 @@ void mlir::fa::buildMapToGPUPipeline(OpPassManager &pm,
       tcOpts.stages = options.tcStages;
       tcOpts.chip = options.chip;
       tcOpts.splitKv = options.splitKv;
+      tcOpts.packGqa = options.packGqa;
       pm.addPass(createFAMapToTensorCoresPass(tcOpts));
     }
   }

@@ -13,14 +13,15 @@
 // RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 kernel=fast" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 tensor-cores=true" 2>&1 | FileCheck %s --check-prefix=OLDTC
 // RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a wgmma=true" 2>&1 | FileCheck %s --check-prefix=OLDWG
-// pack-gqa=always (packed query heads, a SIMT kernel) keeps the f16 kernels
-// off the tensor cores; it cannot be combined with an explicit tensor-core
-// family; an unknown mode is an error.
-// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a pack-gqa=always" | FileCheck %s --check-prefix=PACK --implicit-check-not=mma.sync --implicit-check-not=wgmma.mma_async
-// RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 kernel=mma pack-gqa=always" 2>&1 | FileCheck %s --check-prefix=PACKMMA
+// pack-gqa=always (packed query heads: the SIMT and mma.sync kernels pack)
+// keeps the f16 kernels off wgmma, on mma.sync where eligible; it cannot
+// be combined with kernel=wgmma; an unknown mode is an error.
+// RUN: fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a pack-gqa=always" | FileCheck %s --check-prefix=PACK --implicit-check-not=wgmma.mma_async
+// RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_90a kernel=wgmma pack-gqa=always" 2>&1 | FileCheck %s --check-prefix=PACKWG
 // RUN: not fa-opt %s -split-input-file -fa-lower-to-nvvm="chip=sm_80 pack-gqa=yes" 2>&1 | FileCheck %s --check-prefix=PACKBAD
 // PACK-LABEL: gpu.binary @attn_f32_kernels
-// PACKMMA: error: fa-lower-to-nvvm: pack-gqa=always needs the SIMT kernels (kernel=auto or kernel=simt); the mma kernels do not pack query heads
+// PACK-NOT: mma.sync
+// PACKWG: error: fa-lower-to-nvvm: pack-gqa=always needs the SIMT or mma.sync kernels (kernel=auto, simt or mma); the wgmma kernels do not pack query heads
 // PACKBAD: error: fa-lower-to-nvvm: pack-gqa must be auto, always or never, got 'yes'
 
 // split-kv: every attention takes the family kernel=auto gives (SIMT for
@@ -84,6 +85,8 @@ func.func @attn_f32(%q: memref<?x2x?x64xf32>, %k: memref<?x2x?x64xf32>, %v: memr
 // SPLIT80: gpu.binary @attn_f16_d128_kernels
 // SPLIT80-SAME: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // SPLIT80-SAME: .entry attn_f16_d128_merge(
+// PACK-LABEL: gpu.binary @attn_f16_d128_kernels
+// PACK-SAME: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 func.func @attn_f16_d128(%q: memref<?x2x?x128xf16>, %k: memref<?x2x?x128xf16>, %v: memref<?x2x?x128xf16>, %o: memref<?x2x?x128xf16>) {
   %qt = bufferization.to_tensor %q restrict : memref<?x2x?x128xf16> to tensor<?x2x?x128xf16>
   %kt = bufferization.to_tensor %k restrict : memref<?x2x?x128xf16> to tensor<?x2x?x128xf16>

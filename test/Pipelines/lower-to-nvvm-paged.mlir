@@ -1,12 +1,13 @@
 // A paged K/V cache runs on every kernel family: kernel=auto takes the
 // tensor-core kernel the chip has (wgmma on sm_90a, mma.sync on sm_80) for
-// an f16 paged attention, pack-gqa=always the packed SIMT decode kernel,
-// and kernel=simt the SIMT one (test/Codegen/GPU/NVIDIA/tensor-cores.mlir
+// an f16 paged attention, pack-gqa=always the packed mma.sync decode kernel
+// (with kernel=simt the packed SIMT one), and kernel=simt the SIMT one (test/Codegen/GPU/NVIDIA/tensor-cores.mlir
 // checks the tensor-core kernel's page reads).
 // RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_90a" | FileCheck %s --check-prefix=WGMMA
 // RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_80" | FileCheck %s --check-prefix=MMA --implicit-check-not=wgmma.mma_async
 // RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_80 kernel=mma" | FileCheck %s --check-prefix=MMA --implicit-check-not=wgmma.mma_async
-// RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_80 pack-gqa=always" | FileCheck %s --implicit-check-not=mma.sync
+// RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_80 pack-gqa=always" | FileCheck %s --check-prefix=MMA --implicit-check-not=wgmma.mma_async
+// RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_80 kernel=simt pack-gqa=always" | FileCheck %s --implicit-check-not=mma.sync
 // RUN: fa-opt %s -fa-lower-to-nvvm="chip=sm_90a kernel=simt" | FileCheck %s --implicit-check-not=mma.sync --implicit-check-not=wgmma.mma_async
 
 // CHECK: gpu.binary @paged_kernels

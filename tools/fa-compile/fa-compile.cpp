@@ -108,11 +108,11 @@ cl::opt<std::string> kernelFamily(
     cl::cat(compileCategory));
 cl::opt<bool> packGqa(
     "pack-gqa",
-    cl::desc("GPU targets: a decode kernel with packed query heads (SIMT): "
-             "each block runs the Hq/Hkv query heads of one kv head, so K "
-             "and V are read once per kv head; the grid runs over "
-             "(packed_q_tiles, kv_heads, batch); with Hq = Hkv it is the "
-             "ordinary SIMT kernel. Needs --kernel auto or simt"),
+    cl::desc("GPU targets: a decode kernel with packed query heads (SIMT, "
+             "or mma.sync for f16/bf16): each block runs the Hq/Hkv query "
+             "heads of one kv head, so K and V are read once per kv head; "
+             "the grid runs over (packed_q_tiles, kv_heads, batch); with "
+             "Hq = Hkv it is the ordinary kernel. Not with --kernel wgmma"),
     cl::cat(compileCategory));
 cl::opt<bool> splitKv(
     "split-kv",
@@ -284,10 +284,9 @@ static Error checkCommonOptions(CompileOptions &options) {
     return makeError("--pack-gqa applies to GPU targets (sm_*) only; the CPU "
                      "kernels pack query heads by themselves when Nq is "
                      "small");
-  if (packGqa && family && family != KernelFamily::Simt)
-    return makeError("--pack-gqa makes a SIMT kernel; it cannot be combined "
-                     "with --kernel " +
-                     kernelFamily);
+  if (packGqa && family == KernelFamily::Wgmma)
+    return makeError("--pack-gqa makes a SIMT or mma.sync kernel; it cannot "
+                     "be combined with --kernel wgmma");
   if (packGqa && varlen)
     return makeError("--pack-gqa cannot be combined with --varlen: the "
                      "variable-length kernel keeps one query head per block");

@@ -139,10 +139,10 @@ cl::opt<std::string> kernelFamily(
     cl::sub(attentionCmd), cl::cat(runCategory));
 cl::opt<bool> packGqa(
     "pack-gqa",
-    cl::desc("GPU kernels (--device cuda, emulate, auto): the SIMT decode "
+    cl::desc("GPU kernels (--device cuda, emulate, auto): the decode "
              "kernel with packed query heads (each block runs the Hq/Hkv "
              "query heads of one kv head, so K and V are read once per kv "
-             "head); not with --kernel mma or wgmma"),
+             "head), SIMT or mma.sync; not with --kernel wgmma"),
     cl::sub(attentionCmd), cl::cat(runCategory));
 // Replaced by --kernel; given, they are an error naming it.
 cl::opt<bool> removedTensorCores("tensor-cores", cl::Hidden,
@@ -808,10 +808,9 @@ static Expected<Device> resolveDevice(StringRef op) {
     return makeError("--pack-gqa applies to --device cuda, emulate or auto "
                      "only (the CPU kernels pack query heads by themselves "
                      "when Nq is small)");
-  if (packGqa && kernelFamily != "auto" && kernelFamily != "simt")
-    return makeError("--pack-gqa makes a SIMT kernel; it cannot be combined "
-                     "with --kernel " +
-                     kernelFamily);
+  if (packGqa && kernelFamily == "wgmma")
+    return makeError("--pack-gqa makes a SIMT or mma.sync kernel; it cannot "
+                     "be combined with --kernel wgmma");
   bool cudaOnlyOption = chipName.getNumOccurrences() ||
                         artifactsDir.getNumOccurrences();
   if (deviceName == "cpu") {

@@ -406,6 +406,18 @@ def FAMapToTensorCoresPass : Pass<"fa-map-to-tensor-cores", "::mlir::ModuleOp"> 
     into the same `gpu.module`. `fa.gpu_config` gets the unit entry
     `split_kv`. Not with the varlen form (an error).
 
+    With `pack-gqa` (FlashAttention 3's pack_gqa, for decode; `auto` packs
+    when Nq is static and packing reads fewer K/V tiles, as in
+    `fa-promote-shared`), the G = Hq / Hkv query heads of a kv head share
+    the query tiles: the grid is (ceil(Nq G / block_q), Hkv, B), a block's
+    row p is query p / G of head kvHead G + p % G
+    (`AttentionSemantics::unpackGqaRow`), so each K/V tile is read once per
+    group; its Q rows are copied from their heads, every mask, modifier
+    and output reads its row's head and query (ALiBi slopes per row; the
+    key range from the queries the block's rows hold), the block mask is
+    not used. `fa.gpu_config` gets the unit entry `pack_gqa`. Not with
+    the varlen form (`always` is an error there; `auto` does not pack).
+
     Eligible: f16 or bf16 Q/K/V, head dims D and Dv multiples of 16 up to
     256, every `fa.attention` feature. Other kernel functions are left
     untouched for the SIMT path.
@@ -425,6 +437,10 @@ def FAMapToTensorCoresPass : Pass<"fa-map-to-tensor-cores", "::mlir::ModuleOp"> 
            "Split-KV: append the workspace arguments (partial O and LSE, "
            "their first dim the number of parts), write f32 partials per "
            "part of the key tiles and merge them in a second kernel">,
+    Option<"packGqa", "pack-gqa", "std::string", /*default=*/"\"auto\"",
+           "Pack the query heads of a kv head into the query tiles "
+           "(decode): auto (when Nq is static and packing reads fewer K/V "
+           "tiles), always or never">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

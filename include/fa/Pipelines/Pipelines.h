@@ -134,10 +134,11 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init(false)};
   PassOptions::Option<std::string> packGqa{
       *this, "pack-gqa",
-      llvm::cl::desc("Packed query heads for decode (fa-promote-shared "
-                     "pack-gqa): auto (static Nq, when packing reads fewer "
-                     "K/V tiles), always (the SIMT kernel takes every "
-                     "attention, packed where Hq > Hkv) or never"),
+      llvm::cl::desc("Packed query heads for decode (pack-gqa of "
+                     "fa-promote-shared and fa-map-to-tensor-cores): auto "
+                     "(static Nq, when packing reads fewer K/V tiles), "
+                     "always (the SIMT or mma.sync kernel, packed where "
+                     "Hq > Hkv; wgmma is not tried) or never"),
       llvm::cl::init("auto")};
   PassOptions::Option<bool> splitKv{
       *this, "split-kv",

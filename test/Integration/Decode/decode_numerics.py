@@ -3,6 +3,7 @@
 # RUN: %python %s %fa_run --device emulate --kernel simt --split-cases
 # RUN: %python %s %fa_run --device emulate --kernel simt --pack-gqa --split-cases
 # RUN: %python %s %fa_run --device emulate --kernel mma --split-cases
+# RUN: %python %s %fa_run --device emulate --kernel mma --pack-gqa
 # RUN: %python %s %fa_run --device emulate --kernel wgmma --split-cases
 #
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
@@ -29,6 +30,11 @@ per part of the key tiles, then the merge kernel), 64 parts leaving most
 without keys; the tensor-core families take the cases in float16 (at
 D = 64 for wgmma), judged against the float64 reference of the float16
 inputs.
+With --device emulate --kernel mma --pack-gqa every case whose head dim
+is a multiple of 16 runs in float16 on the mma.sync kernel with packed
+query heads (fa-map-to-tensor-cores pack-gqa: a block's rows are those of
+the query heads of one kv head, each with its own head's Q, masks,
+slopes, regions and outputs), the split cases composing both.
 Pass criteria: relative Frobenius error of O and LSE below 2e-5 (2e-3
 for float16 inputs, whose P is rounded to float16 for P V); empty rows
 exactly O = 0 and LSE = -inf; no NaN.
@@ -128,6 +134,10 @@ def run_case(c, tmp, mutate=False):
     rng = np.random.default_rng(seed_of("decode." + c["name"]))
     if FAMILY == "wgmma":
         c = dict(c, D=64)
+    if TENSOR_CORES and c["D"] % 16:
+        print(f"{c['name']}: skipped (D = {c['D']} is not a multiple of 16 "
+              f"for {FAMILY})")
+        return []
     B, Hq, Hkv, Nq, Nk, D = c["B"], c["Hq"], c["Hkv"], c["Nq"], c["Nk"], c["D"]
     dt = np.float16 if TENSOR_CORES else np.float32
     # The reference reads the inputs the kernel reads (float16 rounded).

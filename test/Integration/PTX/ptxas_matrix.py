@@ -530,21 +530,25 @@ def main(argv):
         # Split-KV (split-kv=true): one binary with two entries, the
         # attention kernel writing partials and fa_attention_merge; both
         # must assemble with no spills (decode shapes, D 128: the SIMT
-        # kernel with packed heads in f16 and bf16, the mma.sync and wgmma
-        # kernels in f16).
+        # kernel with packed heads in f16 and bf16, the mma.sync kernel in
+        # f16 with and without packed heads, wgmma in f16).
         splits = [("sm_80", "f16", "simt"), ("sm_90a", "bf16", "simt"),
-                  ("sm_80", "f16", "mma"), ("sm_90a", "f16", "wgmma")]
+                  ("sm_80", "f16", "mma"), ("sm_80", "bf16", "mma_packed"),
+                  ("sm_90a", "f16", "wgmma")]
         needles = {"simt": None, "mma": "mma.sync.aligned",
+                   "mma_packed": "mma.sync.aligned",
                    "wgmma": "wgmma.mma_async"}
         for chip, t, family in splits:
             name = f"split_{family}_{chip}_d128_{t}"
             src = os.path.join(tmp, name + ".mlir")
             with open(src, "w") as f:
                 f.write(kernel_text(128, 128, t, "bottom_right", ""))
-            packed = " pack-gqa=always" if family == "simt" else ""
+            packed = (" pack-gqa=always" if family in ("simt", "mma_packed")
+                      else " pack-gqa=never")
+            kernel = family.split("_")[0]
             lowered = subprocess.run(
                 [fa_opt, src, f"-fa-lower-to-nvvm=chip={chip} "
-                 f"kernel={family}{packed} split-kv=true"],
+                 f"kernel={kernel}{packed} split-kv=true"],
                 capture_output=True, text=True)
             ptxs = extract_ptxs(lowered.stdout)
             problems = []

@@ -176,6 +176,7 @@ void gpukernel::outlineKernel(
 
   int64_t numHeads =
       cast<RankedTensorType>(op.getQuery().getType()).getDimSize(1);
+  int64_t group = op.getGroupSize();
 
   // Host side: replace the body by the launch.
   Block &body = func.getBody().front();
@@ -199,13 +200,20 @@ void gpukernel::outlineKernel(
                        arith::ConstantIndexOp::create(hb, loc, 1)),
                    arith::ConstantIndexOp::create(hb, loc, 0)))
              : Value(memref::DimOp::create(hb, loc, args.q, 0));
+  int64_t numHeadsInGrid = numHeads;
+  if (launch.packGqa) {
+    // Packed heads: the Nq x G rows of a kv head's query heads.
+    nq = arith::MulIOp::create(hb, loc, nq,
+                               arith::ConstantIndexOp::create(hb, loc, group));
+    numHeadsInGrid = numHeads / group;
+  }
   Value tiles = arith::CeilDivUIOp::create(
       hb, loc, nq, arith::ConstantIndexOp::create(hb, loc, launch.blockQ));
   // Split-KV: x runs over (query tile, part), the part fastest.
   if (launch.splitKv)
     tiles = arith::MulIOp::create(
         hb, loc, tiles, memref::DimOp::create(hb, loc, args.partialLse, 0));
-  Value heads = arith::ConstantIndexOp::create(hb, loc, numHeads);
+  Value heads = arith::ConstantIndexOp::create(hb, loc, numHeadsInGrid);
   Value one = arith::ConstantIndexOp::create(hb, loc, 1);
   Value threads = arith::ConstantIndexOp::create(hb, loc, launch.numThreads);
   Value smemBytes =
@@ -236,6 +244,9 @@ void gpukernel::outlineKernel(
   if (launch.splitKv)
     entries.push_back(
         NamedAttribute(StringAttr::get(ctx, "split_kv"), UnitAttr::get(ctx)));
+  if (launch.packGqa)
+    entries.push_back(
+        NamedAttribute(StringAttr::get(ctx, "pack_gqa"), UnitAttr::get(ctx)));
   func->setAttr(kConfigAttrName, DictionaryAttr::get(ctx, entries));
 }
 
@@ -272,6 +283,13 @@ Value AttentionKernelBuilder::rowIndex(int64_t r) {
   return addC(add(add(q0, warpRow0), laneRow), 8 * r);
 }
 
+AttentionSemantics::QueryRange
+AttentionKernelBuilder::queriesOfRows(Value r0, Value rows) {
+  if (!packed)
+    return {r0, rows};
+  return AttentionSemantics::packedQueryRange(b, loc, r0, rows, group);
+}
+
 void AttentionKernelBuilder::emitThreadIds() {
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = gpu::LaneIdOp::create(b, loc, /*upperBound=*/nullptr);
@@ -285,11 +303,17 @@ Value AttentionKernelBuilder::emitBlockIds() {
     part = arith::RemUIOp::create(b, loc, qTile, numParts);
     qTile = arith::DivUIOp::create(b, loc, qTile, numParts);
   }
-  head = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
-  kvHead = group == 1
-               ? head
-               : Value(arith::DivUIOp::create(b, loc, head, cIdx(group)));
+  if (packed) {
+    // Packed heads: y runs over the kv heads; each row has its own head.
+    kvHead = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+    head = Value();
+  } else {
+    head = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+    kvHead = group == 1
+                 ? head
+                 : Value(arith::DivUIOp::create(b, loc, head, cIdx(group)));
+  }
   laneRow = arith::DivUIOp::create(b, loc, lane, cIdx(4));
   laneQuad2 = mul(arith::RemUIOp::create(b, loc, lane, cIdx(4)), cIdx(2));
   return qTile;
@@ -313,8 +337,12 @@ void AttentionKernelBuilder::emitKeyRange(Value qTile) {
              : Value(memref::DimOp::create(b, loc, args.k, 2));
   }
   q0 = mul(qTile, cIdx(tiles.blockQ));
-  Value qRows = arith::MinSIOp::create(b, loc, cIdx(tiles.blockQ),
-                                       arith::SubIOp::create(b, loc, nq, q0));
+  nRows = packed ? mul(nq, cIdx(group)) : nq;
+  Value qRows = arith::MinSIOp::create(
+      b, loc, cIdx(tiles.blockQ), arith::SubIOp::create(b, loc, nRows, q0));
+  AttentionSemantics::QueryRange queries = queriesOfRows(q0, qRows);
+  qFirst = queries.q0;
+  qCount = queries.count;
   zeroIdx = cIdx(0);
   // Keys past kv_end (key lengths, causally excluded tiles, the window's
   // right bound, the chunk's end) and tiles before the one holding the
@@ -330,8 +358,8 @@ void AttentionKernelBuilder::emitKeyRange(Value qTile) {
     keyEnd = AttentionSemantics::pagedKeyEnd(b, loc, args.k, keyEnd);
   diag = sem.diagonalOffset(b, loc, nq, args.blockTable ? keyEnd : nk,
                             args.qOffset);
-  kvEnd = sem.visitedKeyEnd(b, loc, keyEnd, q0, qRows, diag);
-  Value begin = sem.visitedTileBegin(b, loc, q0, diag, tiles.blockKV);
+  kvEnd = sem.visitedKeyEnd(b, loc, keyEnd, qFirst, qCount, diag);
+  Value begin = sem.visitedTileBegin(b, loc, qFirst, diag, tiles.blockKV);
   kvBegin = begin ? begin : zeroIdx;
   numKV = arith::CeilDivUIOp::create(
       b, loc, AttentionSemantics::visitedKeyCount(b, loc, begin, kvEnd),
@@ -356,15 +384,29 @@ void AttentionKernelBuilder::emitKeyRange(Value qTile) {
     copyEnd = arith::MinUIOp::create(
         b, loc, kvEnd, add(kvBegin, mul(numKV, cIdx(tiles.blockKV))));
   }
-  slope = AttentionSemantics::loadAlibiSlope(b, loc, args.alibi, batch, head);
+  if (packed) {
+    // Each of the thread's rows: its query, head and slope.
+    for (int64_t r = 0; r < 2; ++r) {
+      AttentionSemantics::PackedRow pr =
+          AttentionSemantics::unpackGqaRow(b, loc, rowIndex(r), kvHead, group);
+      packedQuery[r] = pr.query;
+      packedHead[r] = pr.head;
+      packedSlope[r] = AttentionSemantics::loadAlibiSlope(b, loc, args.alibi,
+                                                          batch, pr.head);
+    }
+  } else {
+    slope =
+        AttentionSemantics::loadAlibiSlope(b, loc, args.alibi, batch, head);
+  }
 
   // The block mask, when each kernel tile lies inside one of its tiles (the
-  // first visited key tile stays on the kernel's tile grid).
-  useBlockMask = args.blockMask &&
+  // first visited key tile stays on the kernel's tile grid); not with
+  // packed heads, whose rows are of several heads.
+  useBlockMask = args.blockMask && !packed &&
                  sem.canUseBlockMask(tiles.blockQ, tiles.blockKV);
   // Document masking: the id range of the block's rows.
   if (args.qSegments)
-    qSegRange = segmentRange(args.qSegments, q0, qRows, tiles.blockQ);
+    qSegRange = segmentRange(args.qSegments, qFirst, qCount, tiles.blockQ);
 }
 
 AttentionSemantics::SegmentRange
@@ -438,12 +480,13 @@ Value AttentionKernelBuilder::tileMayRemoveKeys(Value k0) {
     return arith::ConstantIntOp::create(b, loc, 1, 1);
   if (!sem.hasWindowLeft() && !sem.hasWindowRight() && !sem.hasChunk())
     return tileCrossesBlockDiagonal(k0);
-  return sem.tileNeedsElementMask(b, loc, k0, cIdx(tiles.blockKV), kvEnd, q0,
-                                  diag, cIdx(tiles.blockQ));
+  return sem.tileNeedsElementMask(b, loc, k0, cIdx(tiles.blockKV), kvEnd,
+                                  qFirst, diag,
+                                  packed ? qCount : cIdx(tiles.blockQ));
 }
 
 Value AttentionKernelBuilder::tileCrossesBlockDiagonal(Value k0) {
-  return sem.crossesDiagonal(b, loc, k0, cIdx(tiles.blockKV), q0, diag);
+  return sem.crossesDiagonal(b, loc, k0, cIdx(tiles.blockKV), qFirst, diag);
 }
 
 Value AttentionKernelBuilder::ifElseFalse(Value cond,
@@ -462,8 +505,7 @@ Value AttentionKernelBuilder::ifElseFalse(Value cond,
 AttentionKernelBuilder::ScoreMask AttentionKernelBuilder::beginScoreMask() {
   ScoreMask m;
   m.ninf = cF32(-std::numeric_limits<float>::infinity());
-  Value rowQ[2] = {add(add(q0, warpRow0), laneRow),
-                   addC(add(add(q0, warpRow0), laneRow), 8)};
+  Value rowQ[2] = {rowQuery(0), rowQuery(1)};
   for (int r = 0; r < 2; ++r)
     m.row[r] = rowQ[r];
   if (args.mask || args.qSegments) {
@@ -477,7 +519,8 @@ AttentionKernelBuilder::ScoreMask AttentionKernelBuilder::beginScoreMask() {
   if (args.mask) {
     auto mType = cast<MemRefType>(args.mask.getType());
     m.mb = mType.getDimSize(0) == 1 ? cIdx(0) : batch;
-    m.mh = mType.getDimSize(1) == 1 ? cIdx(0) : head;
+    for (int r = 0; r < 2; ++r)
+      m.mh[r] = mType.getDimSize(1) == 1 ? cIdx(0) : rowHead(r);
   }
   if (args.qSegments)
     for (int r = 0; r < 2; ++r)
@@ -498,11 +541,12 @@ Value AttentionKernelBuilder::maskScore(const ScoreMask &sm, Value v, Value key,
   if (args.mask) {
     Value keyC = arith::MinSIOp::create(b, loc, key, sm.lastKey);
     Value m = memref::LoadOp::create(
-        b, loc, args.mask, ValueRange{sm.mb, sm.mh, sm.maskRow[r], keyC});
+        b, loc, args.mask, ValueRange{sm.mb, sm.mh[r], sm.maskRow[r], keyC});
     // Scores are in the log2 domain.
     sem.applyMaskElement(b, loc, m, v, valid, M_LOG2E);
   }
-  AttentionSemantics::ModIndices idx{batch, head, sm.row[r], key, nq, nk};
+  AttentionSemantics::ModIndices idx{batch, rowHead(r), sm.row[r], key, nq,
+                                     nk};
   // With an additive mask the score_mod comes after it, so here (every
   // tile is masked then); otherwise modifyScores applied it.
   if (sem.hasAdditiveMask())
@@ -524,12 +568,13 @@ SmallVector<Value> AttentionKernelBuilder::modifyScores(ArrayRef<Value> x,
   bool scoreMod = sem.hasScoreMod() && !sem.hasAdditiveMask();
   if (!sem.hasSoftcap() && !sem.hasAlibi() && !scoreMod)
     return SmallVector<Value>(x);
-  Value row[2] = {rowIndex(0), rowIndex(1)};
+  Value row[2] = {rowQuery(0), rowQuery(1)};
   // Scores are in the log2 domain.
   return mapScores(x, k0, [&](Value v, Value key, int64_t r) {
-    v = sem.modifyScore(b, loc, v, row[r], key, diag, slope, M_LOG2E);
+    v = sem.modifyScore(b, loc, v, row[r], key, diag, rowSlope(r), M_LOG2E);
     if (scoreMod)
-      v = sem.applyScoreMod(b, loc, v, {batch, head, row[r], key, nq, nk},
+      v = sem.applyScoreMod(b, loc, v,
+                            {batch, rowHead(r), row[r], key, nq, nk},
                             args.modOperands, M_LOG2E);
     return v;
   });
@@ -542,9 +587,11 @@ AttentionKernelBuilder::maskScoresWhereNeeded(SmallVector<Value> x, Value k0) {
   // Only the tile holding kv_end, the tiles crossing the causal diagonal of
   // this warp's 16 rows and those the window or the chunk cut need masking
   // (with segments: every tile).
+  AttentionSemantics::QueryRange warpQueries =
+      queriesOfRows(add(q0, warpRow0), cIdx(16));
   Value need = sem.tileNeedsElementMask(
-      b, loc, k0, cIdx(tiles.blockKV), kvEnd, add(q0, warpRow0), diag,
-      cIdx(16), qSegRange && tileKSegRange ? &*qSegRange : nullptr,
+      b, loc, k0, cIdx(tiles.blockKV), kvEnd, warpQueries.q0, diag,
+      warpQueries.count, qSegRange && tileKSegRange ? &*qSegRange : nullptr,
       tileKSegRange ? &*tileKSegRange : nullptr, tileMaskModPartial);
   SmallVector<Type> types =
       llvm::to_vector(llvm::map_range(x, [](Value v) { return v.getType(); }));
@@ -607,12 +654,13 @@ Value AttentionKernelBuilder::copyChunk(Value dst, ValueRange dstIdx, Value src,
   return copy.getAsyncToken();
 }
 
-SmallVector<Value> AttentionKernelBuilder::outputIndex(Value row, Value col) {
+SmallVector<Value> AttentionKernelBuilder::outputIndex(const OutputRow &row,
+                                                      Value col) {
   if (args.cuSeqlensQ)
-    return {add(qStart, row), head, col};
+    return {add(qStart, row.query), row.head, col};
   if (isSplit())
-    return {part, batch, head, row, col};
-  return {batch, head, row, col};
+    return {part, batch, row.head, row.query, col};
+  return {batch, row.head, row.query, col};
 }
 
 Type AttentionKernelBuilder::storedOutputType() const {
@@ -649,8 +697,9 @@ ValueRange AttentionKernelBuilder::emitMainLoop(ValueRange init) {
   b.setInsertionPointToStart(&work.getThenRegion().front());
   // Prologue: Q with K/V tile 0 as one group, then tiles 1 .. stages - 2.
   SmallVector<Value> qTokens;
-  copyTile(args.q, head, q0, nq, tiles.blockQ, tiles.headDim, qs, ValueRange{},
-           qTokens);
+  // With packed heads each Q row is of its own head (a null source head).
+  copyTile(args.q, packed ? Value() : head, q0, nRows, tiles.blockQ,
+           tiles.headDim, qs, ValueRange{}, qTokens);
   Value first = copyKVTile(cIdx(0), cIdx(0), qTokens);
   for (int64_t st = 1; st < tiles.stages - 1; ++st)
     copyKVTile(cIdx(st), cIdx(st));
@@ -716,7 +765,9 @@ AttentionKernelBuilder::beginOutputRow(int64_t r, Value m, Value l,
                                        Value empty) {
   OutputRow out;
   out.row = rowIndex(r);
-  out.inRows = cmp(arith::CmpIPredicate::slt, out.row, nq);
+  out.inRows = cmp(arith::CmpIPredicate::slt, out.row, nRows);
+  out.query = packed ? packedQuery[r] : out.row;
+  out.head = rowHead(r);
   if (args.lse || isSplit()) {
     // LSE = ln 2 * (m + log2 l), natural log; -inf for an empty row.
     Value lg = LLVM::CallIntrinsicOp::create(
@@ -746,9 +797,9 @@ void AttentionKernelBuilder::storeOutputRow(const OutputRow &row,
     b.setInsertionPointToStart(&lseIf.getThenRegion().front());
     // LSE [B, Hq, Nq], or [Hq, Tq] for the varlen form; every part's LSE
     // [S, B, Hq, Nq] with split-KV.
-    SmallVector<Value> at = {batch, head, row.row};
+    SmallVector<Value> at = {batch, row.head, row.query};
     if (args.cuSeqlensQ)
-      at = {head, add(qStart, row.row)};
+      at = {row.head, add(qStart, row.query)};
     if (isSplit()) {
       at.insert(at.begin(), part);
       memref::StoreOp::create(b, loc, row.lse, args.partialLse, at);

@@ -66,6 +66,11 @@ struct KernelLaunch {
   /// as a block forall that fa-map-to-gpu outlines), combines them.
   /// fa.gpu_config gets the unit entry `split_kv`.
   bool splitKv = false;
+  /// Packed query heads (decode, FlashAttention 3's pack_gqa): the grid is
+  /// (ceil(Nq G / blockQ), Hkv, B), a block's rows the packed rows of the
+  /// G query heads of its kv head (AttentionSemantics::unpackGqaRow).
+  /// fa.gpu_config gets the unit entry `pack_gqa`.
+  bool packGqa = false;
 };
 
 /// Checks that `launch.sharedBytes` of workgroup memory fit what one block of
@@ -128,8 +133,18 @@ protected:
   Value shuffleXor(Value v, int64_t offset);
   /// exp2 of an f32 as the NVVM intrinsic ex2.approx.f32 (no libdevice).
   Value ex2(Value x);
-  /// Query row `r` (0 or 1) of the thread: q0 + 16 warp + lane / 4 + 8 r.
+  /// Row `r` (0 or 1) of the thread: q0 + 16 warp + lane / 4 + 8 r (a
+  /// packed row with packed query heads).
   Value rowIndex(int64_t r);
+  /// The query position, the head and the ALiBi slope of the thread's row
+  /// `r`: rowIndex(r), the block's head and slope, or with packed heads
+  /// its unpacked row's.
+  Value rowQuery(int64_t r) { return packed ? packedQuery[r] : rowIndex(r); }
+  Value rowHead(int64_t r) { return packed ? packedHead[r] : head; }
+  Value rowSlope(int64_t r) { return packed ? packedSlope[r] : slope; }
+  /// The query positions [first, first + count) that the rows [r0, r0 +
+  /// rows) hold (themselves without packed heads).
+  AttentionSemantics::QueryRange queriesOfRows(Value r0, Value rows);
 
   /// Emits tid, lane and warp.
   void emitThreadIds();
@@ -181,7 +196,7 @@ protected:
   /// What the masking of one tile's scores reads, computed once per tile.
   struct ScoreMask {
     Value ninf;
-    Value row[2], maskRow[2], mb, mh, lastKey;
+    Value row[2], maskRow[2], mb, mh[2], lastKey;
     /// The segment ids of the thread's two rows (null without segments).
     Value qSeg[2];
   };
@@ -244,16 +259,17 @@ protected:
   /// Sums the thread's row sums `l` over the quad; `empty`: rows without
   /// any attended key, `inv`: 1 / l (0 for empty rows).
   void reduceRowSums(Value (&l)[2], Value (&empty)[2], Value (&inv)[2]);
-  /// Row `r` of the output: its index, whether it is below Nq, its LSE
-  /// (null without one).
+  /// Row `r` of the output: its index, whether it is a row of the block's
+  /// sequence (below Nq, or Nq G packed), its query position and head, its
+  /// LSE (null without one).
   struct OutputRow {
-    Value row, inRows, lse;
+    Value row, inRows, query, head, lse;
   };
   OutputRow beginOutputRow(int64_t r, Value m, Value l, Value empty);
   /// The index of O's element (row, col) of the block's sequence: [batch,
   /// head, row, col], or token-major [qStart + row, head, col]; with
   /// split-KV the part's partial O element [part, batch, head, row, col].
-  SmallVector<Value> outputIndex(Value row, Value col);
+  SmallVector<Value> outputIndex(const OutputRow &row, Value col);
   /// Where O is stored: args.o, or with split-KV the partial O.
   Value outputBuffer() const { return isSplit() ? args.partialO : args.o; }
   /// The element type O is stored in: O's, or f32 for a split-KV partial.
@@ -267,6 +283,9 @@ protected:
 
   AttentionOp op;
   KernelTiles tiles;
+  /// Packed query heads (KernelLaunch::packGqa): `head` and `slope` are
+  /// null, rows are packed rows; set by the builder before emitBlockIds.
+  bool packed = false;
   MLIRContext *ctx;
   Location loc;
   OpBuilder b{op.getContext()};
@@ -284,6 +303,11 @@ protected:
   Value copyEnd;
   /// Split-KV: the number of parts S and the block's part (null otherwise).
   Value numParts, part;
+  /// The block's rows (Nq, or Nq G with packed heads) and the query
+  /// positions [qFirst, qFirst + qCount) its rows hold.
+  Value nRows, qFirst, qCount;
+  /// Packed heads: the query, head and slope of the thread's two rows.
+  Value packedQuery[2], packedHead[2], packedSlope[2];
   /// The varlen form: the first token of the block's query and key
   /// sequences (null otherwise).
   Value qStart, kStart;

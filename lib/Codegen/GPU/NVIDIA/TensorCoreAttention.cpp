@@ -152,11 +152,14 @@ namespace {
 /// Emits the tensor-core kernel body of one kernel function.
 class TensorCoreKernelBuilder : public AttentionKernelBuilder {
 public:
-  TensorCoreKernelBuilder(AttentionOp op, const TensorCoreConfig &cfg)
+  TensorCoreKernelBuilder(AttentionOp op, const TensorCoreConfig &cfg,
+                          bool packHeads)
       : AttentionKernelBuilder(op,
                                {cfg.blockQ, cfg.blockKV, cfg.stages,
                                 cfg.headDim, cfg.valueDim, cfg.numThreads()}),
-        cfg(cfg) {}
+        cfg(cfg) {
+    packed = packHeads;
+  }
 
   /// Emits the kernel into the entry block of `kernel`, whose arguments are
   /// the kernel function's memrefs; `a` names them.
@@ -194,7 +197,8 @@ private:
                                      /*numTiles=*/4);
   }
 
-  /// Copies into `dst[prefix..., r, c]`.
+  /// Copies into `dst[prefix..., r, c]`; a null `srcHead` reads packed
+  /// query heads (each row unpacked into its head and query).
   void copyTile(Value src, Value srcHead, Value row0, Value rowEnd,
                 int64_t rows, int64_t width, Value dst, ValueRange prefix,
                 SmallVectorImpl<Value> &tokens) override;
@@ -250,7 +254,15 @@ void TensorCoreKernelBuilder::copyTile(Value src, Value srcHead, Value row0,
     SmallVector<Value> dstIdx(prefix.begin(), prefix.end());
     dstIdx.push_back(r);
     dstIdx.push_back(c);
-    tokens.push_back(copyChunk(dst, dstIdx, src, srcHead, rowC, c, nsrc));
+    Value head = srcHead;
+    if (!head) {
+      // Packed query heads: the row is query rowC / G of its own head.
+      AttentionSemantics::PackedRow pr =
+          AttentionSemantics::unpackGqaRow(b, loc, rowC, kvHead, group);
+      rowC = pr.query;
+      head = pr.head;
+    }
+    tokens.push_back(copyChunk(dst, dstIdx, src, head, rowC, c, nsrc));
   }
 }
 
@@ -668,7 +680,7 @@ void TensorCoreKernelBuilder::epilogue(ValueRange state) {
             vector::ExtractOp::create(b, loc, o[dt], ArrayRef<int64_t>{r});
         vector::StoreOp::create(
             b, loc, pair, outputBuffer(),
-            outputIndex(row.row, addC(laneQuad2, dt * 8)));
+            outputIndex(row, addC(laneQuad2, dt * 8)));
       }
     });
   }
@@ -744,6 +756,18 @@ LogicalResult FAMapToTensorCoresPass::mapFunction(func::FuncOp func,
       chooseTensorCoreConfig(op, blockQ, blockKV, stages, error);
   if (failed(cfg))
     return op.emitError() << "fa-map-to-tensor-cores: " << error;
+  if (!isPackGqaMode(packGqa))
+    return op.emitError() << "fa-map-to-tensor-cores: pack-gqa must be "
+                              "auto, always or never, got '"
+                           << packGqa << "'";
+  bool packed = shouldPackGqa(op, packGqa, cfg->blockQ);
+  if (packed && op.isVarlen()) {
+    if (packGqa == "always")
+      return op.emitError() << "fa-map-to-tensor-cores: pack-gqa does not "
+                               "apply to variable-length batches "
+                               "(cu_seqlens) yet";
+    packed = false;
+  }
   KernelLaunch launch{cfg->blockQ,
                       cfg->numThreads(),
                       cfg->sharedBytes(),
@@ -753,7 +777,8 @@ LogicalResult FAMapToTensorCoresPass::mapFunction(func::FuncOp func,
                        {"stages", cfg->stages},
                        {"dynamic_shared_bytes", cfg->sharedBytes()}},
                       "tensor_cores",
-                      splitKv};
+                      splitKv,
+                      packed};
   std::string tiles = llvm::formatv("D = {0}, Dv = {1}, block-q = {2}, "
                                     "block-kv = {3}, stages = {4}",
                                     cfg->headDim, cfg->valueDim, cfg->blockQ,
@@ -765,7 +790,8 @@ LogicalResult FAMapToTensorCoresPass::mapFunction(func::FuncOp func,
     return failure();
   outlineKernel(getOperation(), func, op, args, launch,
                 [&](gpu::GPUFuncOp kernel, const KernelOperands &kargs) {
-                  TensorCoreKernelBuilder(op, *cfg).build(kernel, kargs);
+                  TensorCoreKernelBuilder(op, *cfg, packed).build(kernel,
+                                                                  kargs);
                 });
   return success();
 }

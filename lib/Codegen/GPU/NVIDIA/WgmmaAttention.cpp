@@ -651,7 +651,7 @@ void WgmmaKernelBuilder::epilogue(ValueRange state) {
       for (int64_t i = 0; i < cfg.valueDim / 8; ++i)
         vector::StoreOp::create(
             b, loc, parts[i], outputBuffer(),
-            outputIndex(row.row, addC(laneQuad2, i * 8)));
+            outputIndex(row, addC(laneQuad2, i * 8)));
     });
   }
 }

@@ -1,6 +1,12 @@
-// RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(fa-map-to-tensor-cores{block-q=16 split-kv=true})' -verify-diagnostics | FileCheck %s
-// RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(fa-map-to-tensor-cores{block-q=16 split-kv=true},fa-map-to-gpu,canonicalize,cse)' -verify-diagnostics | FileCheck %s --check-prefix=MAP
+// RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(fa-map-to-tensor-cores{block-q=16 split-kv=true pack-gqa=never})' -verify-diagnostics | FileCheck %s
+// RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(fa-map-to-tensor-cores{block-q=16 split-kv=true pack-gqa=never},fa-map-to-gpu,canonicalize,cse)' -verify-diagnostics | FileCheck %s --check-prefix=MAP
+// RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(fa-map-to-tensor-cores{block-q=16})' | FileCheck %s --check-prefix=PACK
+// RUN: fa-opt %s -split-input-file -pass-pipeline='builtin.module(fa-map-to-tensor-cores{block-q=16 split-kv=true})' -verify-diagnostics | FileCheck %s --check-prefix=PACKSPLIT
 
+// The decode forms of fa-map-to-tensor-cores: split-KV and packed query
+// heads (pack-gqa, auto by default: Nq = 1 is static and G = 4 rows of a
+// kv head fit one 16-row tile, so they are packed).
+//
 // fa-map-to-tensor-cores' split-KV form (split-kv=true), as
 // fa-promote-shared's: the workspace is appended to the function (partial
 // O [S, B, Hq, Nq, Dv] and LSE [S, B, Hq, Nq], f32, S its first dim at run
@@ -54,6 +60,28 @@
 //       MAP:     nvgpu.mma.sync
 //   MAP-NOT:   gpu.module
 //       MAP:   gpu.func @decode_merge(%{{.*}}: memref<?x8x1x64xf16>, {{.*}}, %{{.*}}: memref<?x?x8x1x64xf32>, %{{.*}}: memref<?x?x8x1xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// Packed heads: the grid is (ceil(Nq G / 16), Hkv, B); y is the kv head;
+// packed row p is query p / 4 of head 4 kvHead + p % 4: the Q copy reads
+// each row from its head, O and LSE are stored at the row's head and
+// query.
+// PACK-LABEL: func.func @decode
+//  PACK-SAME:   pack_gqa
+//       PACK:   %[[ROWS:.*]] = arith.muli %{{.*}}, %c4
+//       PACK:   %[[T:.*]] = arith.ceildivui %[[ROWS]], %c16
+//       PACK:   gpu.launch_func @decode_kernels::@decode blocks in (%[[T]], %c2{{.*}}, %{{.*}})
+//       PACK:   gpu.func @decode(
+//       PACK:     %[[KVH:.*]] = gpu.block_id  y
+//   PACK-NOT:     nvgpu.device_async_copy %arg0[%block_id_z, %block_id_y
+//       PACK:     nvgpu.device_async_copy %arg0[%block_id_z, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}]
+//       PACK:     nvgpu.mma.sync
+//       PACK:     vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<?x8x1x64xf16>, vector<2xf16>
+//       PACK:     memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : memref<?x8x1xf32>
+// Both: packed heads writing split-KV partials.
+// PACKSPLIT-LABEL: func.func @decode
+//  PACKSPLIT-SAME:   pack_gqa
+//  PACKSPLIT-SAME:   split_kv
+//       PACKSPLIT:   gpu.launch_func @decode_kernels::@decode blocks in (%{{.*}}, %c2{{.*}}, %{{.*}})
+//       PACKSPLIT:   fa.kernel_suffix = "_merge"
 func.func @decode(%q: memref<?x8x1x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>,
                   %lens: memref<?xi32>, %o: memref<?x8x1x64xf16>, %lse: memref<?x8x1xf32>) {
   %qt = bufferization.to_tensor %q restrict : memref<?x8x1x64xf16> to tensor<?x8x1x64xf16>
