@@ -375,12 +375,10 @@ void AttentionKernelBuilder::emitKeyRange(Value qTile) {
     // The block's part: ceil(tiles / S) consecutive visited tiles (parts
     // past the last tile have none: LSE -inf, which the merge ignores).
     // The copies read nothing past the part's last tile.
-    Value chunk = arith::CeilDivUIOp::create(b, loc, numKV, numParts);
-    Value jBegin =
-        arith::MinUIOp::create(b, loc, mul(part, chunk), numKV);
-    Value jEnd = arith::MinUIOp::create(b, loc, add(jBegin, chunk), numKV);
-    kvBegin = add(kvBegin, mul(jBegin, cIdx(tiles.blockKV)));
-    numKV = arith::SubIOp::create(b, loc, jEnd, jBegin);
+    AttentionSemantics::TileRange range =
+        AttentionSemantics::splitTileRange(b, loc, numKV, part, numParts);
+    kvBegin = add(kvBegin, mul(range.begin, cIdx(tiles.blockKV)));
+    numKV = arith::SubIOp::create(b, loc, range.end, range.begin);
     copyEnd = arith::MinUIOp::create(
         b, loc, kvEnd, add(kvBegin, mul(numKV, cIdx(tiles.blockKV))));
   }

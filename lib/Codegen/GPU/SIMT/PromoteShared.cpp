@@ -896,11 +896,10 @@ void PromotedBuilder::build(func::FuncOp func) {
     // empty: LSE -inf, which the merge ignores).
     Value jBegin = cIdx(bb, 0), jEnd = numKV;
     if (split) {
-      Value chunk = arith::CeilDivUIOp::create(bb, loc, numKV, numParts);
-      jBegin = arith::MinUIOp::create(
-          bb, loc, arith::MulIOp::create(bb, loc, splitIdx, chunk), numKV);
-      jEnd = arith::MinUIOp::create(
-          bb, loc, arith::AddIOp::create(bb, loc, jBegin, chunk), numKV);
+      AttentionSemantics::TileRange range = AttentionSemantics::splitTileRange(
+          bb, loc, numKV, splitIdx, numParts);
+      jBegin = range.begin;
+      jEnd = range.end;
     }
     int64_t kSlot = cfg.blockKV * cfg.keyStride;
     int64_t vSlot = cfg.blockKV * cfg.valueDim;

@@ -294,6 +294,17 @@ AttentionSemantics::unpackGqaRow(OpBuilder &b, Location loc, Value row,
   return {query, arith::AddIOp::create(b, loc, inGroup, base)};
 }
 
+AttentionSemantics::TileRange
+AttentionSemantics::splitTileRange(OpBuilder &b, Location loc, Value numTiles,
+                                   Value part, Value numParts) {
+  Value chunk = arith::CeilDivUIOp::create(b, loc, numTiles, numParts);
+  Value begin = arith::MinUIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, part, chunk), numTiles);
+  Value end = arith::MinUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, begin, chunk), numTiles);
+  return {begin, end};
+}
+
 AttentionSemantics::QueryRange
 AttentionSemantics::packedQueryRange(OpBuilder &b, Location loc, Value r0,
                                      Value rows, int64_t group) {

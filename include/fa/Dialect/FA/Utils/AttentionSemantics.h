@@ -217,6 +217,16 @@ public:
   static QueryRange packedQueryRange(OpBuilder &b, Location loc, Value r0,
                                      Value rows, int64_t group);
 
+  /// Split-KV on the GPU kernels: the key tiles [begin, end) of part
+  /// `part` of `numParts` over `numTiles` visited tiles, ceil(numTiles /
+  /// numParts) consecutive ones (begin = end = numTiles for the parts past
+  /// the last tile: no key, LSE -inf, which the merge ignores).
+  struct TileRange {
+    Value begin, end;
+  };
+  static TileRange splitTileRange(OpBuilder &b, Location loc, Value numTiles,
+                                  Value part, Value numParts);
+
   /// A paged K/V cache ([P, S, Hkv, D] pages read through an i32 block
   /// table [B, M]; docs/serving.md), for every kernel that reads one. The
   /// keys of a sequence: Nk = M S (`pagedKeyCount`); its length
