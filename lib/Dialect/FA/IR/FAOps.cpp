@@ -294,27 +294,42 @@ void AttentionOp::getCanonicalizationPatterns(RewritePatternSet &results,
   results.add<FoldTensorCastIntoAttention>(context);
 }
 
-LogicalResult AttentionOp::verify() {
-  auto qType = cast<RankedTensorType>(getQuery().getType());
-  auto kType = cast<RankedTensorType>(getKey().getType());
-  auto vType = cast<RankedTensorType>(getValue().getType());
-  auto oType = cast<RankedTensorType>(getOutput().getType());
+/// The operands and attributes of the forward computation, as both
+/// fa.attention and fa.attention_backward hold them (null when absent).
+struct ForwardOperands {
+  Value query, key, value, kvLens, blockTable, cuSeqlensQ, cuSeqlensK, mask,
+      alibi, qSegments, kSegments, qOffset, blockMask, output, lse;
+  ValueRange modOperands;
+  bool hasScoreMod = false, hasMaskMod = false;
+  DenseI64ArrayAttr window, blockTiles;
+  FloatAttr softcap, scale;
+  IntegerAttr chunk;
+};
+
+/// Checks the forward operands of `op` against fa.attention's contract
+/// (the rules of FAOps.td), naming the operand and dims in its errors.
+static LogicalResult verifyForwardOperands(Operation *op,
+                                           const ForwardOperands &f) {
+  auto qType = cast<RankedTensorType>(f.query.getType());
+  auto kType = cast<RankedTensorType>(f.key.getType());
+  auto vType = cast<RankedTensorType>(f.value.getType());
+  auto oType = cast<RankedTensorType>(f.output.getType());
 
   // Ranks.
   auto checkRank = [&](RankedTensorType t, StringRef name, int64_t rank,
                        StringRef layout) -> LogicalResult {
     if (t.getRank() != rank)
-      return emitOpError() << name << " must have rank " << rank << " "
-                           << layout << ", got rank " << t.getRank() << " "
-                           << shapeStr(t.getShape());
+      return op->emitOpError()
+             << name << " must have rank " << rank << " " << layout
+             << ", got rank " << t.getRank() << " " << shapeStr(t.getShape());
     return success();
   };
   // The token-major variable-length form is checked as the logical
   // [B, H, T, D] operands it stands for (below).
-  if (static_cast<bool>(getCuSeqlensQ()) !=
-      static_cast<bool>(getCuSeqlensK()))
-    return emitOpError("cu_seqlens needs both the query and the key offsets");
-  bool varlen = isVarlen();
+  if (static_cast<bool>(f.cuSeqlensQ) != static_cast<bool>(f.cuSeqlensK))
+    return op->emitOpError(
+        "cu_seqlens needs both the query and the key offsets");
+  bool varlen = static_cast<bool>(f.cuSeqlensQ);
   if (varlen) {
     if (failed(checkRank(qType, "with cu_seqlens, query", 3, "[Tq, Hq, D]")) ||
         failed(checkRank(kType, "with cu_seqlens, key", 3, "[Tk, Hkv, D]")) ||
@@ -323,10 +338,10 @@ LogicalResult AttentionOp::verify() {
         failed(checkRank(oType, "with cu_seqlens, output", 3,
                          "[Tq, Hq, Dv]")))
       return failure();
-    if (getKvLens() || getBlockTable() || getMask() || getQSegments() ||
-        getBlockMask())
-      return emitOpError("kv_lens, a block_table, a mask, segment ids and a "
-                         "block_mask are not available with cu_seqlens");
+    if (f.kvLens || f.blockTable || f.mask || f.qSegments || f.blockMask)
+      return op->emitOpError(
+          "kv_lens, a block_table, a mask, segment ids and a "
+          "block_mask are not available with cu_seqlens");
   } else if (failed(checkRank(qType, "query", 4, "[B, Hq, Nq, D]")) ||
              failed(checkRank(kType, "key", 4, "[B, Hkv, Nk, D]")) ||
              failed(checkRank(vType, "value", 4, "[B, Hkv, Nk, Dv]")) ||
@@ -337,18 +352,18 @@ LogicalResult AttentionOp::verify() {
   // Element types.
   Type elt = qType.getElementType();
   if (!isSupportedFloat(elt))
-    return emitOpError("query element type must be f32, f16 or bf16, got ")
+    return op->emitOpError("query element type must be f32, f16 or bf16, got ")
            << elt;
   if (kType.getElementType() != elt)
-    return emitOpError("key element type ")
+    return op->emitOpError("key element type ")
            << kType.getElementType() << " must match query element type "
            << elt;
   if (vType.getElementType() != elt)
-    return emitOpError("value element type ")
+    return op->emitOpError("value element type ")
            << vType.getElementType() << " must match query element type "
            << elt;
   if (oType.getElementType() != elt)
-    return emitOpError("output element type ")
+    return op->emitOpError("output element type ")
            << oType.getElementType() << " must match query element type "
            << elt;
 
@@ -360,24 +375,25 @@ LogicalResult AttentionOp::verify() {
   SmallVector<int64_t> qVar, kVar, vVar, oVar;
   if (varlen) {
     int64_t batch = ShapedType::kDynamic;
-    for (auto [cu, name] : {std::pair<Value, StringRef>{getCuSeqlensQ(), "query"},
-                            {getCuSeqlensK(), "key"}}) {
+    for (auto [cu, name] : {std::pair<Value, StringRef>{f.cuSeqlensQ, "query"},
+                            {f.cuSeqlensK, "key"}}) {
       auto cType = cast<RankedTensorType>(cu.getType());
       if (!cType.getElementType().isSignlessInteger(32) ||
           cType.getRank() != 1)
-        return emitOpError("cu_seqlens must be i32 tensors [B + 1], got ")
+        return op->emitOpError("cu_seqlens must be i32 tensors [B + 1], got ")
                << cType << " for the " << name << " offsets";
       int64_t n = cType.getDimSize(0);
       if (n == 0)
-        return emitOpError("cu_seqlens must have B + 1 >= 1 entries, got 0 "
-                           "for the ")
+        return op->emitOpError("cu_seqlens must have B + 1 >= 1 entries, got 0 "
+                               "for the ")
                << name << " offsets";
       int64_t b = ShapedType::isDynamic(n) ? n : n - 1;
       if (!dimsCompatible(batch, b))
-        return emitOpError("the query and key cu_seqlens must have the same "
-                           "B + 1 entries, got ")
-               << shapeStr(cast<RankedTensorType>(getCuSeqlensQ().getType())
-                               .getShape())
+        return op->emitOpError(
+                   "the query and key cu_seqlens must have the same "
+                   "B + 1 entries, got ")
+               << shapeStr(
+                      cast<RankedTensorType>(f.cuSeqlensQ.getType()).getShape())
                << " and " << shapeStr(cType.getShape());
       if (ShapedType::isDynamic(batch))
         batch = b;
@@ -392,7 +408,7 @@ LogicalResult AttentionOp::verify() {
     o = oVar;
   }
   if (varlen && (!dimsCompatible(k[2], v[2]) || k[1] != v[1]))
-    return emitOpError("with cu_seqlens, key ")
+    return op->emitOpError("with cu_seqlens, key ")
            << shapeStr(kType.getShape()) << " and value "
            << shapeStr(vType.getShape())
            << " must have the same tokens Tk and heads Hkv";
@@ -400,40 +416,40 @@ LogicalResult AttentionOp::verify() {
   // A paged cache [P, S, Hkv, D] is checked as the logical [B, Hkv, M * S,
   // D] it stands for (B and M from the block table).
   SmallVector<int64_t> kLogical, vLogical;
-  if (Value table = getBlockTable()) {
+  if (Value table = f.blockTable) {
     auto tType = cast<RankedTensorType>(table.getType());
     if (!tType.getElementType().isSignlessInteger(32) || tType.getRank() != 2)
-      return emitOpError("block_table must be an i32 tensor [B, M], got ")
+      return op->emitOpError("block_table must be an i32 tensor [B, M], got ")
              << tType;
     if (kType.getRank() != 4 || vType.getRank() != 4)
-      return emitOpError("with a block_table, key and value must be paged "
-                         "caches [P, S, Hkv, D] and [P, S, Hkv, Dv], got ")
+      return op->emitOpError("with a block_table, key and value must be paged "
+                             "caches [P, S, Hkv, D] and [P, S, Hkv, Dv], got ")
              << shapeStr(k) << " and " << shapeStr(v);
     if (ShapedType::isDynamic(k[1]) || k[1] <= 0)
-      return emitOpError("the page size S (key dim 1) must be static and "
-                         "positive, got key ")
+      return op->emitOpError("the page size S (key dim 1) must be static and "
+                             "positive, got key ")
              << shapeStr(k);
     if (!dimsCompatible(k[0], v[0]) || k[1] != v[1])
-      return emitOpError("key and value must have the same pages [P, S], "
-                         "got key ")
+      return op->emitOpError("key and value must have the same pages [P, S], "
+                             "got key ")
              << shapeStr(k) << " and value " << shapeStr(v);
-    if (!getKvLens())
-      return emitOpError("a paged cache needs kv_lens: the number of keys "
-                         "of each sequence");
-    if (getQSegments() || getBlockMask())
-      return emitOpError("segment ids and block masks are not available "
-                         "with a block_table");
+    if (!f.kvLens)
+      return op->emitOpError("a paged cache needs kv_lens: the number of keys "
+                             "of each sequence");
+    if (f.qSegments || f.blockMask)
+      return op->emitOpError("segment ids and block masks are not available "
+                             "with a block_table");
     int64_t m = tType.getDimSize(1);
     if (!ShapedType::isDynamic(m) && m > 0 &&
         k[1] > std::numeric_limits<int64_t>::max() / m)
-      return emitOpError("the key length M x S of block_table ")
+      return op->emitOpError("the key length M x S of block_table ")
              << shapeStr(tType.getShape()) << " and key " << shapeStr(k)
              << " overflows";
     int64_t nk = ShapedType::isDynamic(m) ? ShapedType::kDynamic : m * k[1];
     int64_t b = tType.getDimSize(0);
     if (!dimsCompatible(b, q[0]))
-      return emitOpError("block_table must have shape [B, M] with B from "
-                         "query ")
+      return op->emitOpError("block_table must have shape [B, M] with B from "
+                             "query ")
              << shapeStr(q) << ", got " << shapeStr(tType.getShape());
     kLogical = {b, k[2], nk, k[3]};
     vLogical = {b, v[2], nk, v[3]};
@@ -444,20 +460,20 @@ LogicalResult AttentionOp::verify() {
   // Static head counts and head dims.
   if (ShapedType::isDynamic(q[1]) || ShapedType::isDynamic(k[1]) ||
       ShapedType::isDynamic(v[1]))
-    return emitOpError("head counts must be static, got query ")
+    return op->emitOpError("head counts must be static, got query ")
            << shapeStr(q) << ", key " << shapeStr(k) << ", value "
            << shapeStr(v);
   if (ShapedType::isDynamic(q[3]) || ShapedType::isDynamic(k[3]))
-    return emitOpError("head dim D must be static, got query ")
+    return op->emitOpError("head dim D must be static, got query ")
            << shapeStr(q) << " and key " << shapeStr(k);
   if (ShapedType::isDynamic(v[3]))
-    return emitOpError("value head dim Dv must be static, got value ")
+    return op->emitOpError("value head dim Dv must be static, got value ")
            << shapeStr(v);
   if (q[1] <= 0 || k[1] <= 0)
-    return emitOpError("head counts must be positive, got Hq = ")
+    return op->emitOpError("head counts must be positive, got Hq = ")
            << q[1] << " and Hkv = " << k[1];
   if (q[3] <= 0 || v[3] <= 0)
-    return emitOpError("head dims must be positive, got D = ")
+    return op->emitOpError("head dims must be positive, got D = ")
            << q[3] << " and Dv = " << v[3];
 
   // A dynamic B, Nq or Nk takes the size any operand gives it statically,
@@ -477,23 +493,23 @@ LogicalResult AttentionOp::verify() {
   learn(B, o[0]);
   learn(Nk, v[2]);
   learn(Nq, o[2]);
-  if (ArrayRef<int64_t> s = shapeOf(getKvLens()); s.size() == 1)
+  if (ArrayRef<int64_t> s = shapeOf(f.kvLens); s.size() == 1)
     learn(B, s[0]);
-  if (ArrayRef<int64_t> s = shapeOf(getMask()); s.size() == 4) {
+  if (ArrayRef<int64_t> s = shapeOf(f.mask); s.size() == 4) {
     learn(Nq, s[2]);
     learn(Nk, s[3]);
   }
-  if (ArrayRef<int64_t> s = shapeOf(getAlibi()); s.size() == 2)
+  if (ArrayRef<int64_t> s = shapeOf(f.alibi); s.size() == 2)
     learn(B, s[0]);
-  if (ArrayRef<int64_t> s = shapeOf(getQSegments()); s.size() == 2) {
+  if (ArrayRef<int64_t> s = shapeOf(f.qSegments); s.size() == 2) {
     learn(B, s[0]);
     learn(Nq, s[1]);
   }
-  if (ArrayRef<int64_t> s = shapeOf(getKSegments()); s.size() == 2) {
+  if (ArrayRef<int64_t> s = shapeOf(f.kSegments); s.size() == 2) {
     learn(B, s[0]);
     learn(Nk, s[1]);
   }
-  if (ArrayRef<int64_t> s = shapeOf(getLse()); !varlen && s.size() == 3) {
+  if (ArrayRef<int64_t> s = shapeOf(f.lse); !varlen && s.size() == 3) {
     learn(B, s[0]);
     learn(Nq, s[2]);
   } else if (varlen && s.size() == 2) {
@@ -502,164 +518,163 @@ LogicalResult AttentionOp::verify() {
 
   // Matching dims.
   if (!dimsCompatible(B, k[0]) || !dimsCompatible(B, v[0]))
-    return emitOpError("batch dim B must match: query ")
+    return op->emitOpError("batch dim B must match: query ")
            << shapeStr(q) << ", key " << shapeStr(k) << ", value "
            << shapeStr(v);
   if (k[1] != v[1])
-    return emitOpError("key and value must have the same number of heads "
-                       "Hkv, got key ")
+    return op->emitOpError("key and value must have the same number of heads "
+                           "Hkv, got key ")
            << shapeStr(k) << " and value " << shapeStr(v);
   if (q[1] % k[1] != 0)
-    return emitOpError("query heads Hq = ")
+    return op->emitOpError("query heads Hq = ")
            << q[1] << " must be a multiple of key/value heads Hkv = " << k[1];
   if (q[3] != k[3])
-    return emitOpError("head dim D of query ")
+    return op->emitOpError("head dim D of query ")
            << shapeStr(q) << " and key " << shapeStr(k) << " must match";
   if (!dimsCompatible(Nk, v[2]))
-    return emitOpError("key length Nk of key ")
+    return op->emitOpError("key length Nk of key ")
            << shapeStr(k) << " and value " << shapeStr(v) << " must match";
   if (varlen && (!dimsCompatible(o[2], Nq) || o[1] != q[1] || o[3] != v[3]))
-    return emitOpError("with cu_seqlens, output shape ")
+    return op->emitOpError("with cu_seqlens, output shape ")
            << shapeStr(oType.getShape()) << " must be [Tq, Hq, Dv] = "
-           << shapeStr(SmallVector<int64_t>{Nq, q[1], v[3]})
-           << " from query " << shapeStr(qType.getShape()) << " and value "
+           << shapeStr(SmallVector<int64_t>{Nq, q[1], v[3]}) << " from query "
+           << shapeStr(qType.getShape()) << " and value "
            << shapeStr(vType.getShape());
   if (!dimsCompatible(o[0], B) || o[1] != q[1] || !dimsCompatible(o[2], Nq) ||
       o[3] != v[3])
-    return emitOpError("output shape ")
+    return op->emitOpError("output shape ")
            << shapeStr(o) << " must be [B, Hq, Nq, Dv] = "
            << shapeStr(SmallVector<int64_t>{q[0], q[1], q[2], v[3]})
-           << " from query "
-           << shapeStr(q)
-           << " and value " << shapeStr(v);
+           << " from query " << shapeStr(q) << " and value " << shapeStr(v);
 
   // Key lengths.
-  if (Value lens = getKvLens()) {
+  if (Value lens = f.kvLens) {
     auto lType = cast<RankedTensorType>(lens.getType());
     if (!lType.getElementType().isSignlessInteger(32))
-      return emitOpError("kv_lens element type must be i32, got ")
+      return op->emitOpError("kv_lens element type must be i32, got ")
              << lType.getElementType();
     if (lType.getRank() != 1 || !dimsCompatible(lType.getDimSize(0), B))
-      return emitOpError("kv_lens must have shape [B] with B from query ")
+      return op->emitOpError("kv_lens must have shape [B] with B from query ")
              << shapeStr(q) << ", got " << shapeStr(lType.getShape());
   }
 
   // Mask.
-  if (Value mask = getMask()) {
+  if (Value mask = f.mask) {
     auto mType = cast<RankedTensorType>(mask.getType());
     Type mElt = mType.getElementType();
     if (!mElt.isSignlessInteger(1) && !isSupportedFloat(mElt))
-      return emitOpError("mask element type must be i1 (true = attend) or "
-                         "f32, f16, bf16 (additive), got ")
+      return op->emitOpError("mask element type must be i1 (true = attend) or "
+                             "f32, f16, bf16 (additive), got ")
              << mElt;
     if (mType.getRank() != 4)
-      return emitOpError("mask must have rank 4 [B|1, Hq|1, Nq, Nk], got ")
+      return op->emitOpError("mask must have rank 4 [B|1, Hq|1, Nq, Nk], got ")
              << shapeStr(mType.getShape());
     ArrayRef<int64_t> m = mType.getShape();
     bool ok = (m[0] == 1 || dimsCompatible(m[0], B)) &&
               (m[1] == 1 || m[1] == q[1]) && dimsCompatible(m[2], Nq) &&
               dimsCompatible(m[3], Nk);
     if (!ok)
-      return emitOpError("mask shape ")
+      return op->emitOpError("mask shape ")
              << shapeStr(m)
              << " is not broadcastable to [B|1, Hq|1, Nq, Nk] with query "
              << shapeStr(q) << " and key " << shapeStr(k);
   }
 
   // ALiBi slopes.
-  if (Value alibi = getAlibi()) {
+  if (Value alibi = f.alibi) {
     auto aType = cast<RankedTensorType>(alibi.getType());
     if (!aType.getElementType().isF32())
-      return emitOpError("alibi slopes element type must be f32, got ")
+      return op->emitOpError("alibi slopes element type must be f32, got ")
              << aType.getElementType();
     ArrayRef<int64_t> a = aType.getShape();
     bool ok = (a.size() == 1 && a[0] == q[1]) ||
               (a.size() == 2 && dimsCompatible(a[0], B) && a[1] == q[1]);
     if (!ok)
-      return emitOpError("alibi slopes must have shape [Hq] or [B, Hq] = [")
+      return op->emitOpError("alibi slopes must have shape [Hq] or [B, Hq] = [")
              << (ShapedType::isDynamic(B) ? std::string("?")
                                           : std::to_string(B))
-             << ", " << q[1] << "] from query "
-             << shapeStr(qType.getShape()) << ", got " << shapeStr(a);
+             << ", " << q[1] << "] from query " << shapeStr(qType.getShape())
+             << ", got " << shapeStr(a);
   }
 
   // Segment ids.
-  if (static_cast<bool>(getQSegments()) != static_cast<bool>(getKSegments()))
-    return emitOpError("segments need both query and key segment ids");
-  if (Value qs = getQSegments()) {
+  if (static_cast<bool>(f.qSegments) != static_cast<bool>(f.kSegments))
+    return op->emitOpError("segments need both query and key segment ids");
+  if (Value qs = f.qSegments) {
     auto checkSegments = [&](Value ids, StringRef name, int64_t n,
                              StringRef dim) -> LogicalResult {
       auto t = cast<RankedTensorType>(ids.getType());
       if (!t.getElementType().isSignlessInteger(32))
-        return emitOpError() << name << " segment ids element type must be "
-                             << "i32, got " << t.getElementType();
+        return op->emitOpError() << name << " segment ids element type must be "
+                                 << "i32, got " << t.getElementType();
       ArrayRef<int64_t> sh = t.getShape();
       if (sh.size() != 2 || !dimsCompatible(sh[0], B) ||
           !dimsCompatible(sh[1], n))
-        return emitOpError()
+        return op->emitOpError()
                << name << " segment ids must have shape [B, " << dim
                << "] from query " << shapeStr(q) << " and key " << shapeStr(k)
                << ", got " << shapeStr(sh);
       return success();
     };
     if (failed(checkSegments(qs, "query", Nq, "Nq")) ||
-        failed(checkSegments(getKSegments(), "key", Nk, "Nk")))
+        failed(checkSegments(f.kSegments, "key", Nk, "Nk")))
       return failure();
   }
 
   // Window, softcap, chunk.
-  if (auto window = getWindowAttr()) {
+  if (auto window = f.window) {
     if (window.size() != 2)
-      return emitOpError("window must have two bounds (left, right), got ")
+      return op->emitOpError("window must have two bounds (left, right), got ")
              << window.size();
     if (window[0] < -1 || window[1] < -1 || window[0] > kMaxPosition ||
         window[1] > kMaxPosition)
-      return emitOpError("window bounds must be in [-1, 2^31 - 1] (-1 = "
-                         "unbounded), got left = ")
+      return op->emitOpError("window bounds must be in [-1, 2^31 - 1] (-1 = "
+                             "unbounded), got left = ")
              << window[0] << " and right = " << window[1];
   }
-  if (auto cap = getSoftcapAttr()) {
+  if (auto cap = f.softcap) {
     double c = cap.getValueAsDouble();
     if (!(c > 0) || !std::isfinite(c))
-      return emitOpError("softcap must be positive and finite, got ") << c;
+      return op->emitOpError("softcap must be positive and finite, got ") << c;
   }
-  if (auto chunk = getChunkAttr()) {
+  if (auto chunk = f.chunk) {
     if (chunk.getInt() <= 0 || chunk.getInt() > kMaxPosition)
-      return emitOpError("chunk size must be in [1, 2^31 - 1], got ")
+      return op->emitOpError("chunk size must be in [1, 2^31 - 1], got ")
              << chunk.getInt();
   }
 
-  if (Value off = getQOffset()) {
+  if (Value off = f.qOffset) {
     APInt p;
     if (matchPattern(off, m_ConstantInt(&p)) &&
         (p.getSExtValue() < -kMaxPosition || p.getSExtValue() > kMaxPosition))
-      return emitOpError("q_offset must be in [-(2^31 - 1), 2^31 - 1], got ")
+      return op->emitOpError(
+                 "q_offset must be in [-(2^31 - 1), 2^31 - 1], got ")
              << p.getSExtValue();
   }
 
   // Operands of the modifier regions.
-  if (!getModOperands().empty() && !hasScoreMod() && !hasMaskMod())
-    return emitOpError("mod_operands are given but there is no score_mod or "
-                       "mask_mod region to read them");
+  if (!f.modOperands.empty() && !f.hasScoreMod && !f.hasMaskMod)
+    return op->emitOpError(
+        "mod_operands are given but there is no score_mod or "
+        "mask_mod region to read them");
 
   // Block mask.
-  if (static_cast<bool>(getBlockMask()) !=
-      static_cast<bool>(getBlockTilesAttr()))
-    return emitOpError("block_mask and block_tiles go together: the tiles "
-                       "say what the block mask's entries cover");
-  if (Value bm = getBlockMask()) {
-    if (!hasMaskMod())
-      return emitOpError("a block_mask describes a mask_mod, and there is "
-                         "none");
-    DenseI64ArrayAttr tiles = getBlockTilesAttr();
+  if (static_cast<bool>(f.blockMask) != static_cast<bool>(f.blockTiles))
+    return op->emitOpError("block_mask and block_tiles go together: the tiles "
+                           "say what the block mask's entries cover");
+  if (Value bm = f.blockMask) {
+    if (!f.hasMaskMod)
+      return op->emitOpError("a block_mask describes a mask_mod, and there is "
+                             "none");
+    DenseI64ArrayAttr tiles = f.blockTiles;
     if (tiles.size() != 2 || tiles[0] <= 0 || tiles[1] <= 0 ||
         tiles[0] > kMaxPosition || tiles[1] > kMaxPosition)
-      return emitOpError("block_tiles must be two sizes in [1, 2^31 - 1], "
-                         "got ")
+      return op->emitOpError("block_tiles must be two sizes in [1, 2^31 - 1], "
+                             "got ")
              << tiles;
     auto bType = cast<RankedTensorType>(bm.getType());
     if (!bType.getElementType().isSignlessInteger(8))
-      return emitOpError("block_mask element type must be i8, got ")
+      return op->emitOpError("block_mask element type must be i8, got ")
              << bType.getElementType();
     ArrayRef<int64_t> bs = bType.getShape();
     auto tilesOf = [](int64_t n, int64_t t) {
@@ -670,7 +685,7 @@ LogicalResult AttentionOp::verify() {
               dimsCompatible(bs[2], tilesOf(Nq, tiles[0])) &&
               dimsCompatible(bs[3], tilesOf(Nk, tiles[1]));
     if (!ok)
-      return emitOpError("block_mask shape ")
+      return op->emitOpError("block_mask shape ")
              << shapeStr(bs)
              << " must be [B|1, Hq|1, ceil(Nq / TQ), ceil(Nk / TK)] with "
                 "block_tiles("
@@ -679,29 +694,61 @@ LogicalResult AttentionOp::verify() {
   }
 
   // Scale.
-  if (auto s = getScaleAttr()) {
+  if (auto s = f.scale) {
     double sv = s.getValueAsDouble();
     if (!std::isfinite(sv))
-      return emitOpError("scale must be finite, got ") << sv;
+      return op->emitOpError("scale must be finite, got ") << sv;
   }
 
   // Log-sum-exp.
-  if (Value lse = getLse()) {
+  if (Value lse = f.lse) {
     auto lType = cast<RankedTensorType>(lse.getType());
     if (!lType.getElementType().isF32())
-      return emitOpError("lse element type must be f32, got ")
+      return op->emitOpError("lse element type must be f32, got ")
              << lType.getElementType();
     ArrayRef<int64_t> l = lType.getShape();
     if (varlen && (l.size() != 2 || l[0] != q[1] || !dimsCompatible(l[1], Nq)))
-      return emitOpError("with cu_seqlens, lse shape ")
+      return op->emitOpError("with cu_seqlens, lse shape ")
              << shapeStr(l) << " must be [Hq, Tq] from query "
              << shapeStr(qType.getShape());
     if (!varlen && (l.size() != 3 || !dimsCompatible(l[0], B) ||
                     l[1] != q[1] || !dimsCompatible(l[2], Nq)))
-      return emitOpError("lse shape ")
+      return op->emitOpError("lse shape ")
              << shapeStr(l) << " must be [B, Hq, Nq] from query "
              << shapeStr(q);
   }
+
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  ForwardOperands f;
+  f.query = getQuery();
+  f.key = getKey();
+  f.value = getValue();
+  f.kvLens = getKvLens();
+  f.blockTable = getBlockTable();
+  f.cuSeqlensQ = getCuSeqlensQ();
+  f.cuSeqlensK = getCuSeqlensK();
+  f.mask = getMask();
+  f.alibi = getAlibi();
+  f.qSegments = getQSegments();
+  f.kSegments = getKSegments();
+  f.qOffset = getQOffset();
+  f.blockMask = getBlockMask();
+  f.output = getOutput();
+  f.lse = getLse();
+  f.modOperands = getModOperands();
+  f.hasScoreMod = hasScoreMod();
+  f.hasMaskMod = hasMaskMod();
+  f.window = getWindowAttr();
+  f.blockTiles = getBlockTilesAttr();
+  f.softcap = getSoftcapAttr();
+  f.scale = getScaleAttr();
+  f.chunk = getChunkAttr();
+  if (failed(verifyForwardOperands(getOperation(), f)))
+    return failure();
+  auto oType = cast<RankedTensorType>(getOutput().getType());
 
   // Results mirror the destinations.
   if (getResult().getType() != oType)
@@ -714,6 +761,86 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("lse result type ")
            << getLseResult().getType() << " must match lse type "
            << getLse().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionBackwardOp
+//===----------------------------------------------------------------------===//
+
+int64_t AttentionBackwardOp::getHeadDim() {
+  return cast<RankedTensorType>(getQuery().getType()).getDimSize(3);
+}
+
+int64_t AttentionBackwardOp::getValueHeadDim() {
+  return cast<RankedTensorType>(getValue().getType()).getDimSize(3);
+}
+
+int64_t AttentionBackwardOp::getQueryHeads() {
+  return cast<RankedTensorType>(getQuery().getType()).getDimSize(1);
+}
+
+int64_t AttentionBackwardOp::getKvHeads() {
+  return cast<RankedTensorType>(getKey().getType()).getDimSize(1);
+}
+
+float AttentionBackwardOp::getEffectiveScale() {
+  if (auto s = getScaleAttr())
+    return s.getValueAsDouble();
+  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(getHeadDim())));
+}
+
+LogicalResult AttentionBackwardOp::verify() {
+  // The forward operands follow fa.attention's rules; the LSE is required.
+  ForwardOperands f;
+  f.query = getQuery();
+  f.key = getKey();
+  f.value = getValue();
+  f.kvLens = getKvLens();
+  f.mask = getMask();
+  f.alibi = getAlibi();
+  f.qSegments = getQSegments();
+  f.kSegments = getKSegments();
+  f.qOffset = getQOffset();
+  f.output = getOutput();
+  f.lse = getLse();
+  f.window = getWindowAttr();
+  f.softcap = getSoftcapAttr();
+  f.scale = getScaleAttr();
+  f.chunk = getChunkAttr();
+  if (failed(verifyForwardOperands(getOperation(), f)))
+    return failure();
+
+  // dO is shaped like O; each gradient like its input.
+  auto oType = cast<RankedTensorType>(getOutput().getType());
+  auto doType = cast<RankedTensorType>(getGradOutput().getType());
+  if (doType.getElementType() != oType.getElementType() ||
+      doType.getRank() != oType.getRank() ||
+      llvm::any_of(
+          llvm::zip(doType.getShape(), oType.getShape()), [](auto dims) {
+            return !dimsCompatible(std::get<0>(dims), std::get<1>(dims));
+          }))
+    return emitOpError("grad_output ")
+           << doType << " must have the output's shape and type " << oType;
+  for (auto [grad, input, result, name] :
+       {std::tuple<Value, Value, Value, StringRef>{
+            getGradQuery(), getQuery(), getGradQueryResult(), "grad_query"},
+        {getGradKey(), getKey(), getGradKeyResult(), "grad_key"},
+        {getGradValue(), getValue(), getGradValueResult(), "grad_value"}}) {
+    auto gType = cast<RankedTensorType>(grad.getType());
+    auto iType = cast<RankedTensorType>(input.getType());
+    bool ok = gType.getElementType() == iType.getElementType() &&
+              gType.getRank() == iType.getRank();
+    for (int64_t d = 0; ok && d < gType.getRank(); ++d)
+      ok = dimsCompatible(gType.getDimSize(d), iType.getDimSize(d));
+    if (!ok)
+      return emitOpError() << name << " " << gType
+                           << " must have the shape and type of its input "
+                           << iType;
+    if (result.getType() != gType)
+      return emitOpError() << "result type " << result.getType()
+                           << " must match " << name << " type " << gType;
+  }
   return success();
 }
 

@@ -147,22 +147,34 @@ AttentionSemantics AttentionSemantics::get(CausalKind causal,
   return s;
 }
 
-AttentionSemantics AttentionSemantics::get(AttentionOp op) {
-  Type maskElt;
-  if (Value mask = op.getMask())
-    maskElt = getElementTypeOrSelf(mask.getType());
+/// The built-in modifiers of an op, from its attributes and operands.
+static AttentionModifiers builtinModifiers(DenseI64ArrayAttr window,
+                                           FloatAttr softcap, IntegerAttr chunk,
+                                           Value alibi, Value qSegments,
+                                           Value qOffset) {
   AttentionModifiers mods;
-  if (DenseI64ArrayAttr window = op.getWindowAttr()) {
+  if (window) {
     mods.windowLeft = window[0];
     mods.windowRight = window[1];
   }
-  if (FloatAttr cap = op.getSoftcapAttr())
-    mods.softcap = cap.getValueAsDouble();
-  if (IntegerAttr chunk = op.getChunkAttr())
+  if (softcap)
+    mods.softcap = softcap.getValueAsDouble();
+  if (chunk)
     mods.chunk = chunk.getInt();
-  mods.alibi = static_cast<bool>(op.getAlibi());
-  mods.segments = static_cast<bool>(op.getQSegments());
-  mods.qOffset = static_cast<bool>(op.getQOffset());
+  mods.alibi = static_cast<bool>(alibi);
+  mods.segments = static_cast<bool>(qSegments);
+  mods.qOffset = static_cast<bool>(qOffset);
+  return mods;
+}
+
+static Type maskElementTypeOf(Value mask) {
+  return mask ? getElementTypeOrSelf(mask.getType()) : Type();
+}
+
+AttentionSemantics AttentionSemantics::get(AttentionOp op) {
+  AttentionModifiers mods = builtinModifiers(
+      op.getWindowAttr(), op.getSoftcapAttr(), op.getChunkAttr(), op.getAlibi(),
+      op.getQSegments(), op.getQOffset());
   if (op.hasScoreMod())
     mods.scoreMod = &op.getScoreMod();
   if (op.hasMaskMod())
@@ -172,7 +184,16 @@ AttentionSemantics AttentionSemantics::get(AttentionOp op) {
     mods.blockTileQ = tiles[0];
     mods.blockTileKV = tiles[1];
   }
-  return get(op.getCausal(), static_cast<bool>(op.getKvLens()), maskElt, mods);
+  return get(op.getCausal(), static_cast<bool>(op.getKvLens()),
+             maskElementTypeOf(op.getMask()), mods);
+}
+
+AttentionSemantics AttentionSemantics::get(AttentionBackwardOp op) {
+  AttentionModifiers mods = builtinModifiers(
+      op.getWindowAttr(), op.getSoftcapAttr(), op.getChunkAttr(), op.getAlibi(),
+      op.getQSegments(), op.getQOffset());
+  return get(op.getCausal(), static_cast<bool>(op.getKvLens()),
+             maskElementTypeOf(op.getMask()), mods);
 }
 
 Value AttentionSemantics::diagonalOffset(OpBuilder &b, Location loc, Value nq,

@@ -332,6 +332,151 @@ def FA_AttentionOp : FA_Op<"attention", [
 }
 
 //===----------------------------------------------------------------------===//
+// AttentionBackwardOp
+//===----------------------------------------------------------------------===//
+
+def FA_AttentionBackwardOp : FA_Op<"attention_backward", [
+    Pure, DestinationStyleOpInterface, AttrSizedOperandSegments]> {
+  let summary = "Gradients dQ, dK, dV of fa.attention from its saved output "
+                "and log-sum-exp";
+  let description = [{
+    The backward pass of `fa.attention`: given the forward's inputs, its
+    output `O` and log-sum-exp `LSE` (saved by the forward) and the
+    gradient `dO` of a loss with respect to `O`, computes the gradients
+    `dQ`, `dK` and `dV` of that loss with respect to `Q`, `K` and `V`.
+
+    | operand       | shape                 | element type              |
+    |---------------|-----------------------|---------------------------|
+    | `query`       | `[B, Hq, Nq, D]`      | f32, f16 or bf16          |
+    | `key`         | `[B, Hkv, Nk, D]`     | same as `query`           |
+    | `value`       | `[B, Hkv, Nk, Dv]`    | same as `query`           |
+    | `output`      | `[B, Hq, Nq, Dv]`     | same as `query`           |
+    | `lse`         | `[B, Hq, Nq]`         | f32                       |
+    | `grad_output` | `[B, Hq, Nq, Dv]`     | same as `query`           |
+    | `kv_lens`, `mask`, `alibi`, `segments`, `q_offset` | as fa.attention's | |
+    | `grad_query`  | `[B, Hq, Nq, D]`      | same as `query`           |
+    | `grad_key`    | `[B, Hkv, Nk, D]`     | same as `query`           |
+    | `grad_value`  | `[B, Hkv, Nk, Dv]`    | same as `query`           |
+
+    The key lengths, masks, causal alignment, scale and built-in modifiers
+    (`window`, `softcap`, `chunk`, `alibi`, `segments`, `q_offset`) are
+    those of fa.attention, with the same rules: they must be the ones the
+    forward ran with, or the gradients are not those of its output. With
+    `P = exp(S - LSE)` (row-wise; the scores `S` as the forward computes
+    them, removed keys at `-inf`) and `Delta = rowsum(dO * O)`:
+
+    * `dV = P^T dO`;
+    * `dP = dO V^T`, `dS = P * (dP - Delta)`;
+    * where `softcap(c)` is on, `dS` is multiplied by the derivative of the
+      cap, `1 - tanh(s / c)^2` at the scaled score `s` (ALiBi and an
+      additive mask are constants: their derivative is 1);
+    * `dQ = scale * dS K` and `dK = scale * dS^T Q`.
+
+    With grouped query heads (`Hq > Hkv`), `dK` and `dV` of a key/value
+    head sum the contributions of its `Hq / Hkv` query heads. A removed key
+    gets `P = 0` and so no gradient from that row; a row with no attended
+    key (`LSE = -inf`) contributes nothing (zero `dQ`, never NaN), and so
+    does a key no row attends (zero `dK`, `dV`). The additive mask,
+    slopes and segment ids get no gradient.
+
+    Gradients are accumulated in f32 and rounded to the element type of
+    `query` once. The lowerings never materialize an `[Nq, Nk]` buffer
+    (FlashAttention 2's algorithm: per key tile, a loop over the query
+    tiles recomputes `S` and `P`).
+
+    General `score_mod` / `mask_mod` regions, block masks, paged caches
+    and the variable-length form are not available on this op.
+
+    Example:
+
+    ```mlir
+    %dq, %dk, %dv = fa.attention_backward
+        ins(%q, %k, %v : tensor<1x8x?x64xf32>, tensor<1x2x?x64xf32>,
+                         tensor<1x2x?x64xf32>)
+        forward(%o, %lse : tensor<1x8x?x64xf32>, tensor<1x8x?xf32>)
+        grad_output(%do : tensor<1x8x?x64xf32>)
+        outs(%dq0, %dk0, %dv0 : tensor<1x8x?x64xf32>, tensor<1x2x?x64xf32>,
+                                tensor<1x2x?x64xf32>)
+        causal(bottom_right)
+        -> tensor<1x8x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    FA_Tensor:$query,
+    FA_Tensor:$key,
+    FA_Tensor:$value,
+    FA_Tensor:$output,
+    FA_Tensor:$lse,
+    FA_Tensor:$grad_output,
+    Optional<FA_Tensor>:$kv_lens,
+    Optional<FA_Tensor>:$mask,
+    Optional<FA_Tensor>:$alibi,
+    Optional<FA_Tensor>:$q_segments,
+    Optional<FA_Tensor>:$k_segments,
+    Optional<Index>:$q_offset,
+    FA_Tensor:$grad_query,
+    FA_Tensor:$grad_key,
+    FA_Tensor:$grad_value,
+    OptionalAttr<F32Attr>:$scale,
+    DefaultValuedAttr<FA_CausalAttr, "::mlir::fa::CausalKind::none">:$causal,
+    OptionalAttr<DenseI64ArrayAttr>:$window,
+    OptionalAttr<F32Attr>:$softcap,
+    OptionalAttr<I64Attr>:$chunk
+  );
+  let results = (outs FA_Tensor:$grad_query_result,
+                      FA_Tensor:$grad_key_result,
+                      FA_Tensor:$grad_value_result);
+
+  let assemblyFormat = [{
+    `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,`
+        type($value) `)`
+    `forward` `(` $output `,` $lse `:` type($output) `,` type($lse) `)`
+    `grad_output` `(` $grad_output `:` type($grad_output) `)`
+    (`kv_lens` `(` $kv_lens^ `:` type($kv_lens) `)`)?
+    (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
+    (`segments` `(` $q_segments^ `,` $k_segments `:` type($q_segments) `,`
+        type($k_segments) `)`)?
+    (`q_offset` `(` $q_offset^ `)`)?
+    `outs` `(` $grad_query `,` $grad_key `,` $grad_value `:`
+        type($grad_query) `,` type($grad_key) `,` type($grad_value) `)`
+    custom<CausalClause>($causal)
+    (`window` `(` custom<WindowBounds>($window)^ `)`)?
+    (`softcap` `(` $softcap^ `)`)?
+    (`chunk` `(` $chunk^ `)`)?
+    (`scale` `(` $scale^ `)`)?
+    attr-dict `->` type($grad_query_result) `,` type($grad_key_result) `,`
+        type($grad_value_result)
+  }];
+
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      // grad_query, grad_key and grad_value are the trailing operands.
+      return ::mlir::MutableOperandRange(
+          getOperation(), getOperation()->getNumOperands() - 3, 3);
+    }
+
+    /// Whether any built-in modifier (window, softcap, ALiBi, chunk,
+    /// segments, q_offset) is set.
+    bool hasModifiers() {
+      return getWindowAttr() || getSoftcapAttr() || getChunkAttr() ||
+             getAlibi() || getQSegments() || getQOffset();
+    }
+    /// The scale applied to Q K^T: the attribute, or 1/sqrt(D).
+    float getEffectiveScale();
+    /// The head dims D and Dv, the query heads Hq and key/value heads Hkv.
+    int64_t getHeadDim();
+    int64_t getValueHeadDim();
+    int64_t getQueryHeads();
+    int64_t getKvHeads();
+    /// Number of query heads per key/value head (Hq / Hkv).
+    int64_t getGroupSize() { return getQueryHeads() / getKvHeads(); }
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // YieldOp
 //===----------------------------------------------------------------------===//
 

@@ -99,6 +99,8 @@ public:
 
   /// The rules of `op`.
   static AttentionSemantics get(AttentionOp op);
+  /// The rules of the forward computation `op` differentiates.
+  static AttentionSemantics get(AttentionBackwardOp op);
   /// The rules of an op with these parts (for kernels described outside IR).
   static AttentionSemantics get(CausalKind causal, bool hasKeyLengths,
                                 Type maskElementType,
