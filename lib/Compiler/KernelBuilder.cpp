@@ -191,8 +191,12 @@ mlir::fa::compile::buildKernelModule(MLIRContext &ctx,
   llvm::DenseMap<unsigned, Value> tensors, memrefs;
   for (auto [i, param] : llvm::enumerate(md.params)) {
     Value memref = body->getArgument(i);
-    bool isOutput = param.role == rt::ParamRole::Output ||
-                    param.role == rt::ParamRole::Lse;
+    bool backward = md.op == rt::OpKind::AttentionBackward;
+    bool isOutput = backward ? param.role == rt::ParamRole::GradQuery ||
+                                   param.role == rt::ParamRole::GradKey ||
+                                   param.role == rt::ParamRole::GradValue
+                             : param.role == rt::ParamRole::Output ||
+                                   param.role == rt::ParamRole::Lse;
     Value t = toTensor(b, loc, memref, isOutput);
     if (param.role == rt::ParamRole::Mask && param.dtype == rt::DType::I8)
       t = bytesToI1(b, loc, t);
@@ -215,9 +219,6 @@ mlir::fa::compile::buildKernelModule(MLIRContext &ctx,
   } else {
     Value oInit = get(rt::ParamRole::Output);
     Value lseInit = get(rt::ParamRole::Lse);
-    llvm::SmallVector<Type> resultTypes = {oInit.getType()};
-    if (lseInit)
-      resultTypes.push_back(lseInit.getType());
     CausalKind causal = fromRuntimeCausal(md.causal);
     // The scale attribute is only set when it differs from the default.
     float defaultScale = 1.0f / std::sqrt(static_cast<float>(md.headDim));
@@ -234,6 +235,31 @@ mlir::fa::compile::buildKernelModule(MLIRContext &ctx,
     IntegerAttr chunk;
     if (mods.chunk > 0)
       chunk = b.getI64IntegerAttr(mods.chunk);
+    if (md.op == rt::OpKind::AttentionBackward) {
+      Value dq = get(rt::ParamRole::GradQuery),
+            dk = get(rt::ParamRole::GradKey),
+            dv = get(rt::ParamRole::GradValue);
+      auto backward = AttentionBackwardOp::create(
+          b, loc, TypeRange{dq.getType(), dk.getType(), dv.getType()},
+          get(rt::ParamRole::Query), get(rt::ParamRole::Key),
+          get(rt::ParamRole::Value), oInit, lseInit,
+          get(rt::ParamRole::GradOutput), get(rt::ParamRole::KvLens),
+          get(rt::ParamRole::Mask), get(rt::ParamRole::Alibi),
+          get(rt::ParamRole::QSegments), get(rt::ParamRole::KSegments),
+          /*q_offset=*/Value(), dq, dk, dv, scale,
+          CausalKindAttr::get(&ctx, causal), window, softcap, chunk);
+      const std::pair<Value, rt::ParamRole> results[] = {
+          {backward.getGradQueryResult(), rt::ParamRole::GradQuery},
+          {backward.getGradKeyResult(), rt::ParamRole::GradKey},
+          {backward.getGradValueResult(), rt::ParamRole::GradValue}};
+      for (auto [result, role] : results)
+        materialize(b, loc, result, getMemRef(role));
+      func::ReturnOp::create(b, loc);
+      return module;
+    }
+    llvm::SmallVector<Type> resultTypes = {oInit.getType()};
+    if (lseInit)
+      resultTypes.push_back(lseInit.getType());
     auto attention = AttentionOp::create(
         b, loc, resultTypes, get(rt::ParamRole::Query), get(rt::ParamRole::Key),
         get(rt::ParamRole::Value), get(rt::ParamRole::KvLens),
@@ -312,10 +338,16 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
   };
 
   llvm::SmallVector<Operation *> faOps;
+  bool hasBackward = false;
   func.walk([&](Operation *op) {
     if (isa<AttentionOp, SoftmaxOp>(op))
       faOps.push_back(op);
+    hasBackward |= isa<AttentionBackwardOp>(op);
   });
+  if (hasBackward)
+    return err("holds fa.attention_backward, which fa-compile does not "
+               "compile from .mlir files yet (fa-run attention-backward "
+               "runs it on the CPU)");
   if (faOps.empty())
     return std::optional<KernelJob>();
   if (faOps.size() > 1)

@@ -92,6 +92,8 @@ void mlir::fa::buildLowerToCPUPipeline(OpPassManager &pm,
   }
   pm.addPass(createFATileAttentionPass(
       FATileAttentionPassOptions{options.blockQ, options.blockKV}));
+  pm.addPass(createFATileAttentionBackwardPass(
+      FATileAttentionBackwardPassOptions{options.blockQ, options.blockKV}));
   FAOnlineSoftmaxPassOptions softmaxOpts;
   softmaxOpts.tileSize = options.softmaxTile;
   softmaxOpts.vectorWidth = options.vectorWidth;

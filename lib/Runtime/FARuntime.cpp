@@ -215,10 +215,12 @@ extern "C" fa_status fa_kernel_get_info(const fa_kernel *kernel,
   info->symbol = md.symbol.c_str();
   info->target = md.target.kind == TargetKind::Cuda ? md.target.chip.c_str()
                                                     : md.target.triple.c_str();
-  info->op = md.op == OpKind::Attention ? FA_OP_ATTENTION : FA_OP_SOFTMAX;
+  info->op = md.op == OpKind::Attention ? FA_OP_ATTENTION
+             : md.op == OpKind::Softmax ? FA_OP_SOFTMAX
+                                        : FA_OP_ATTENTION_BACKWARD;
   info->device = kernel->device;
   info->dtype = toCDType(md.dtype);
-  if (md.op == OpKind::Attention) {
+  if (isAttentionOp(md.op)) {
     info->head_dim = static_cast<int32_t>(md.headDim);
     info->value_head_dim = static_cast<int32_t>(md.valueHeadDim);
     info->heads = static_cast<int32_t>(md.heads);

@@ -32,7 +32,15 @@ using MaybeError = std::optional<std::string>;
 //===----------------------------------------------------------------------===//
 
 std::string fa::runtime::getOpName(OpKind op) {
-  return op == OpKind::Attention ? "attention" : "softmax";
+  switch (op) {
+  case OpKind::Attention:
+    return "attention";
+  case OpKind::Softmax:
+    return "softmax";
+  case OpKind::AttentionBackward:
+    return "attention_backward";
+  }
+  return "?";
 }
 
 std::string fa::runtime::getDTypeName(DType dtype) {
@@ -141,6 +149,14 @@ std::string fa::runtime::getRoleName(ParamRole role) {
     return "partial_o";
   case ParamRole::PartialLse:
     return "partial_lse";
+  case ParamRole::GradOutput:
+    return "grad_output";
+  case ParamRole::GradQuery:
+    return "grad_query";
+  case ParamRole::GradKey:
+    return "grad_key";
+  case ParamRole::GradValue:
+    return "grad_value";
   }
   return "?";
 }
@@ -202,7 +218,7 @@ static bool isVersion(std::string_view text) {
 //===----------------------------------------------------------------------===//
 
 std::vector<std::string> KernelMetadata::getSymbols() const {
-  if (op == OpKind::Attention) {
+  if (isAttentionOp(op)) {
     std::vector<std::string> symbols = {"B",  "Hq", "Hkv", "Nq",
                                         "Nk", "D",  "Dv"};
     if (modifiers.hasBlockMask())
@@ -263,7 +279,8 @@ fa::runtime::getCanonicalShape(const KernelMetadata &md, ParamRole role) {
   case ParamRole::Mask:
     return {"B", "Hq", "Nq", "Nk"};
   case ParamRole::Output:
-    if (md.op == OpKind::Attention)
+  case ParamRole::GradOutput:
+    if (isAttentionOp(md.op))
       return {"B", "Hq", "Nq", "Dv"};
     [[fallthrough]];
   case ParamRole::Input: {
@@ -296,6 +313,12 @@ fa::runtime::getCanonicalShape(const KernelMetadata &md, ParamRole role) {
     return {"Ns", "B", "Hq", "Nq", "Dv"};
   case ParamRole::PartialLse:
     return {"Ns", "B", "Hq", "Nq"};
+  case ParamRole::GradQuery:
+    return {"B", "Hq", "Nq", "D"};
+  case ParamRole::GradKey:
+    return {"B", "Hkv", "Nk", "D"};
+  case ParamRole::GradValue:
+    return {"B", "Hkv", "Nk", "Dv"};
   }
   return {};
 }
@@ -355,8 +378,14 @@ fa::runtime::getCanonicalParams(const KernelMetadata &md, DType maskDType,
     add("k_segments", ParamRole::KSegments, DType::I32);
   }
   add("o", ParamRole::Output, md.dtype);
-  if (md.hasLse)
+  if (md.hasLse || md.op == OpKind::AttentionBackward)
     add("lse", ParamRole::Lse, DType::F32);
+  if (md.op == OpKind::AttentionBackward) {
+    add("d_o", ParamRole::GradOutput, md.dtype);
+    add("d_q", ParamRole::GradQuery, md.dtype);
+    add("d_k", ParamRole::GradKey, md.dtype);
+    add("d_v", ParamRole::GradValue, md.dtype);
+  }
   // fa-compile appends these to the kernel function (attachBlockTable,
   // attachCuSeqlens).
   if (md.pageSize > 0)
@@ -628,7 +657,17 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
            getDTypeName(md.dtype) + "'";
 
   // Op attributes.
-  if (md.op == OpKind::Attention) {
+  if (md.op == OpKind::AttentionBackward) {
+    if (!md.hasLse)
+      return std::string("field 'has_lse': the backward op reads the "
+                         "forward's lse, so it must be true");
+    if (md.pageSize != 0 || md.varlen || md.splitKv ||
+        md.modifiers.hasRegions() || md.modifiers.hasBlockMask())
+      return std::string("fields 'page_size', 'varlen', 'split_kv', "
+                         "'score_mod', 'mask_mod' and 'block_tiles' are not "
+                         "available on attention_backward kernels");
+  }
+  if (isAttentionOp(md.op)) {
     const std::pair<const char *, int64_t> positives[] = {
         {"head_dim", md.headDim}, {"value_head_dim", md.valueHeadDim},
         {"heads", md.heads},      {"kv_heads", md.kvHeads},
@@ -689,9 +728,13 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
 
   // Params: the roles the op and its flags call for, each once.
   std::vector<ParamRole> expected;
-  if (md.op == OpKind::Attention) {
+  if (isAttentionOp(md.op)) {
     expected = {ParamRole::Query, ParamRole::Key, ParamRole::Value,
                 ParamRole::Output};
+    if (md.op == OpKind::AttentionBackward)
+      expected.insert(expected.end(),
+                      {ParamRole::GradOutput, ParamRole::GradQuery,
+                       ParamRole::GradKey, ParamRole::GradValue});
     if (md.hasKvLens)
       expected.push_back(ParamRole::KvLens);
     if (md.mask != MaskKind::None)
@@ -810,7 +853,7 @@ MaybeError fa::runtime::verifyKernelSignature(const KernelMetadata &md) {
 
     // Rank and shape.
     int64_t rank =
-        md.op == OpKind::Attention
+        isAttentionOp(md.op)
             ? static_cast<int64_t>(getCanonicalShape(md, param.role).size())
             : md.rank;
     if (param.getRank() != rank)
@@ -1215,7 +1258,11 @@ static MaybeError readParam(const Json &value, size_t index, ParamInfo &param) {
       {"cu_seqlens_q", ParamRole::CuSeqlensQ},
       {"cu_seqlens_k", ParamRole::CuSeqlensK},
       {"partial_o", ParamRole::PartialOutput},
-      {"partial_lse", ParamRole::PartialLse}};
+      {"partial_lse", ParamRole::PartialLse},
+      {"grad_output", ParamRole::GradOutput},
+      {"grad_query", ParamRole::GradQuery},
+      {"grad_key", ParamRole::GradKey},
+      {"grad_value", ParamRole::GradValue}};
   if (MaybeError err = reader.getEnum("role", param.role, roles))
     return err;
   if (MaybeError err = reader.getEnum("dtype", param.dtype, kDTypeChoices))
@@ -1264,7 +1311,9 @@ static MaybeError readMetadata(const Json &root, KernelMetadata &md) {
   if (MaybeError err = reader.getString("name", md.name))
     return err;
   constexpr std::pair<const char *, OpKind> ops[] = {
-      {"attention", OpKind::Attention}, {"softmax", OpKind::Softmax}};
+      {"attention", OpKind::Attention},
+      {"softmax", OpKind::Softmax},
+      {"attention_backward", OpKind::AttentionBackward}};
   if (MaybeError err = reader.getEnum("op", md.op, ops))
     return err;
   if (MaybeError err = reader.getString("generator", md.generator, false))
@@ -1299,7 +1348,7 @@ static MaybeError readMetadata(const Json &root, KernelMetadata &md) {
   if (MaybeError err = reader.getEnum("dtype", md.dtype, kDTypeChoices))
     return err;
 
-  if (md.op == OpKind::Attention) {
+  if (isAttentionOp(md.op)) {
     const std::pair<const char *, int64_t *> ints[] = {
         {"head_dim", &md.headDim}, {"value_head_dim", &md.valueHeadDim},
         {"heads", &md.heads},      {"kv_heads", &md.kvHeads},
@@ -1482,7 +1531,7 @@ std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
   j["symbol"] = md.symbol;
   j["signature"] = getKernelSignatureHash(md);
   j["dtype"] = getDTypeName(md.dtype);
-  if (md.op == OpKind::Attention) {
+  if (isAttentionOp(md.op)) {
     j["head_dim"] = md.headDim;
     j["value_head_dim"] = md.valueHeadDim;
     j["heads"] = md.heads;

@@ -51,7 +51,7 @@ std::string fa::runtime::getKernelSignature(const KernelMetadata &md) {
   add("op", getOpName(md.op));
   add("symbol", md.symbol);
   add("dtype", getDTypeName(md.dtype));
-  if (md.op == OpKind::Attention) {
+  if (isAttentionOp(md.op)) {
     add("head_dim", std::to_string(md.headDim));
     add("value_head_dim", std::to_string(md.valueHeadDim));
     add("heads", std::to_string(md.heads));

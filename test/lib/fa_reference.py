@@ -68,11 +68,37 @@ def reference(q, k, v, scale, causal, lens, mask, dt, window=None,
     keys."""
     q, k, v = q.astype(dt), k.astype(dt), v.astype(dt)
     B, Hq, Nq, _ = q.shape
+    Nk = k.shape[2]
+    s, _ = scores(q, k, scale, causal, lens, mask, dt, window, softcap,
+                  alibi, chunk, segments, q_offset, score_mod, mask_mod)
+    # Query head h reads kv head h // group.
+    v = np.repeat(v, Hq // k.shape[1], axis=1)
+    if Nk == 0:
+        m = np.full((B, Hq, Nq, 1), -np.inf, dtype=dt)
+    else:
+        m = s.max(axis=-1, keepdims=True)
+    empty = ~np.isfinite(m[..., 0]) & (m[..., 0] < 0)
+    m_safe = np.where(np.isfinite(m), m, dt(0))
+    p = np.exp(s - m_safe)
+    l = p.sum(axis=-1)
+    o = np.einsum("bhqk,bhkd->bhqd", p, v)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        o = np.where(empty[..., None], dt(0), o / l[..., None])
+        lse = np.where(empty, dt(-np.inf), m[..., 0] + np.log(l))
+    return o.astype(dt), lse.astype(dt), empty
+
+
+def scores(q, k, scale, causal, lens, mask, dt, window=None, softcap=None,
+           alibi=None, chunk=None, segments=None, q_offset=0, score_mod=None,
+           mask_mod=None):
+    """The scores of the op description in type `dt`, [B, Hq, Nq, Nk], with
+    removed keys at -inf, and the scaled products scale * Q K^T (before the
+    modifiers; the softcap's derivative is taken there)."""
+    q, k = q.astype(dt), k.astype(dt)
+    B, Hq, Nq, _ = q.shape
     Hkv, Nk = k.shape[1], k.shape[2]
     group = Hq // Hkv
-    # Query head h reads kv head h // group.
     k = np.repeat(k, group, axis=1)
-    v = np.repeat(v, group, axis=1)
     if dt == np.float64:
         s = np.einsum("bhqd,bhkd->bhqk", q, k)
     else:
@@ -82,6 +108,7 @@ def reference(q, k, v, scale, causal, lens, mask, dt, window=None,
         for d in range(q.shape[3]):
             s += q[:, :, :, d, None] * k[:, :, None, :, d]
     s = dt(scale) * s
+    scaled = s
     qi = np.arange(Nq)[:, None]
     ki = np.arange(Nk)[None, :]
     off = (Nk - Nq if causal == "bottom-right" else 0) + q_offset
@@ -122,20 +149,44 @@ def reference(q, k, v, scale, causal, lens, mask, dt, window=None,
     if lens is not None:
         kv_end = np.clip(lens.astype(np.int64), 0, Nk)
         keep &= ki[None, None] < kv_end[:, None, None, None]
-    s = np.where(keep, s, dt(-np.inf))
-    if Nk == 0:
-        m = np.full((B, Hq, Nq, 1), -np.inf, dtype=dt)
-    else:
-        m = s.max(axis=-1, keepdims=True)
-    empty = ~np.isfinite(m[..., 0]) & (m[..., 0] < 0)
-    m_safe = np.where(np.isfinite(m), m, dt(0))
-    p = np.exp(s - m_safe)
-    l = p.sum(axis=-1)
-    o = np.einsum("bhqk,bhkd->bhqd", p, v)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        o = np.where(empty[..., None], dt(0), o / l[..., None])
-        lse = np.where(empty, dt(-np.inf), m[..., 0] + np.log(l))
-    return o.astype(dt), lse.astype(dt), empty
+    return np.where(keep, s, dt(-np.inf)), scaled
+
+
+def reference_backward(q, k, v, do, scale, causal, lens, mask, window=None,
+                       softcap=None, alibi=None, chunk=None, segments=None):
+    """The gradients (dQ, dK, dV) of sum(O * dO) for attention with these
+    rules, in float64, from the contract (docs/FA/FADialect.md,
+    fa.attention_backward): P = softmax of the scores (0 for removed keys
+    and empty rows), dV = P^T dO, dP = dO V^T, Delta = rowsum(dO * O),
+    dS = P (dP - Delta) (times 1 - tanh(s / c)^2 with a softcap, s the
+    scaled product), dQ = scale dS K, dK = scale dS^T Q; GQA sums dK and dV
+    over the query heads of a group."""
+    dt = np.float64
+    q, k, v, do = (a.astype(dt) for a in (q, k, v, do))
+    Hq, Hkv = q.shape[1], k.shape[1]
+    group = Hq // Hkv
+    o, lse, empty = reference(q, k, v, scale, causal, lens, mask, dt, window,
+                              softcap, alibi, chunk, segments)
+    s, scaled = scores(q, k, scale, causal, lens, mask, dt, window, softcap,
+                       alibi, chunk, segments)
+    lse_safe = np.where(empty, 0.0, lse)
+    p = np.where(empty[..., None], 0.0, np.exp(s - lse_safe[..., None]))
+    kr = np.repeat(k, group, axis=1)
+    vr = np.repeat(v, group, axis=1)
+    dv = np.einsum("bhqk,bhqd->bhkd", p, do)
+    dp = np.einsum("bhqd,bhkd->bhqk", do, vr)
+    delta = (do * o).sum(axis=-1)
+    ds = p * (dp - delta[..., None])
+    if softcap is not None:
+        ds = ds * (1.0 - np.tanh(scaled / softcap) ** 2)
+    dq = scale * np.einsum("bhqk,bhkd->bhqd", ds, kr)
+    dk = scale * np.einsum("bhqk,bhqd->bhkd", ds, q)
+    B, _, Nk, D = k.shape
+
+    def fold(g):
+        # Sum the group's query heads into their kv head.
+        return g.reshape(B, Hkv, group, Nk, g.shape[-1]).sum(axis=2)
+    return dq, fold(dk), fold(dv)
 
 
 def sorted_segments(rng, B, N, docs):

@@ -111,6 +111,10 @@ cl::SubCommand attentionCmd(
     "attention",
     "Scaled dot-product attention: O = softmax(scale * Q K^T + masks) V");
 cl::SubCommand softmaxCmd("softmax", "Softmax along one dimension");
+cl::SubCommand backwardCmd(
+    "attention-backward",
+    "The gradients dQ, dK, dV of attention from the forward's O and LSE and "
+    "dO (fa.attention_backward; --device cpu)");
 
 cl::OptionCategory runCategory("fa-run options");
 
@@ -127,7 +131,8 @@ cl::opt<std::string> deviceName(
              "auto (cuda when a CUDA device is present, else the CPU with a "
              "note)"),
     cl::value_desc("cpu|cuda|emulate|auto"), cl::init("cpu"),
-    cl::sub(attentionCmd), cl::sub(softmaxCmd), cl::cat(runCategory));
+    cl::sub(attentionCmd), cl::sub(softmaxCmd), cl::sub(backwardCmd),
+    cl::cat(runCategory));
 cl::opt<std::string> kernelFamily(
     "kernel",
     cl::desc("GPU kernels (--device cuda, emulate, auto): the attention "
@@ -188,17 +193,19 @@ cl::opt<bool> parallelRun(
     "parallel",
     cl::desc("CPU: run the (batch, head, query tile) loop on OpenMP threads "
              "(OMP_NUM_THREADS; the promoted form stays sequential)"),
-    cl::sub(attentionCmd), cl::sub(softmaxCmd), cl::cat(runCategory));
+    cl::sub(attentionCmd), cl::sub(softmaxCmd), cl::sub(backwardCmd),
+    cl::cat(runCategory));
 cl::opt<bool> printIRAfterAll(
     "print-ir-after-all",
     cl::desc("Print the kernel module before lowering and after every pass "
              "(to stderr)"),
-    cl::sub(attentionCmd), cl::sub(softmaxCmd), cl::cat(runCategory));
+    cl::sub(attentionCmd), cl::sub(softmaxCmd), cl::sub(backwardCmd),
+    cl::cat(runCategory));
 cl::opt<std::string> dumpLLVMDialect(
     "dump-llvm-dialect",
     cl::desc("Write the lowered module (LLVM dialect) to this file"),
     cl::value_desc("file"), cl::sub(attentionCmd), cl::sub(softmaxCmd),
-    cl::cat(runCategory));
+    cl::sub(backwardCmd), cl::cat(runCategory));
 cl::opt<std::string> dataType(
     "dtype",
     cl::desc("Element type of the float inputs: auto (default: float32 or "
@@ -206,11 +213,11 @@ cl::opt<std::string> dataType(
              "patterns in uint16 ('<u2') or ml_dtypes bfloat16 ('<V2') "
              "files; the output is written in the input's format"),
     cl::value_desc("type"), cl::init("auto"), cl::sub(attentionCmd),
-    cl::sub(softmaxCmd), cl::cat(runCategory));
+    cl::sub(softmaxCmd), cl::sub(backwardCmd), cl::cat(runCategory));
 cl::opt<bool> printTimes("time",
                          cl::desc("Print compile and run times (to stderr)"),
                          cl::sub(attentionCmd), cl::sub(softmaxCmd),
-                         cl::cat(runCategory));
+                         cl::sub(backwardCmd), cl::cat(runCategory));
 cl::opt<unsigned> kvSplitsOpt(
     "kv-splits",
     cl::desc("CPU decode kernels: split the key range of each (batch, kv "
@@ -227,31 +234,33 @@ cl::opt<unsigned> repeatRuns(
              "outputs) and report the fastest run with --time: the first "
              "call's one-time costs (thread start, page faults) out"),
     cl::value_desc("N"), cl::init(1), cl::sub(attentionCmd),
-    cl::sub(softmaxCmd), cl::cat(runCategory));
+    cl::sub(softmaxCmd), cl::sub(backwardCmd), cl::cat(runCategory));
 cl::opt<bool> quiet("quiet",
                     cl::desc("Do not print the one-line summary on success"),
                     cl::sub(attentionCmd), cl::sub(softmaxCmd),
-                    cl::cat(runCategory));
+                    cl::sub(backwardCmd), cl::cat(runCategory));
 
 // Attention.
 cl::opt<std::string>
     queryPath("q", cl::desc("Query [B, Hq, Nq, D], float32 or float16"),
               cl::value_desc("file"), cl::sub(attentionCmd),
-              cl::cat(runCategory));
+              cl::sub(backwardCmd), cl::cat(runCategory));
 cl::opt<std::string> keyPath("k",
                              cl::desc("Key [B, Hkv, Nk, D], the query dtype"),
                              cl::value_desc("file"), cl::sub(attentionCmd),
-                             cl::cat(runCategory));
+                             cl::sub(backwardCmd), cl::cat(runCategory));
 cl::opt<std::string>
     valuePath("v", cl::desc("Value [B, Hkv, Nk, Dv], the query dtype"),
               cl::value_desc("file"), cl::sub(attentionCmd),
-              cl::cat(runCategory));
+              cl::sub(backwardCmd), cl::cat(runCategory));
 cl::opt<std::string> lsePath(
     "lse", cl::desc("Also write the log-sum-exp [B, Hq, Nq] (float32) here"),
     cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
-cl::opt<std::string> kvLensPath(
-    "kv-lens", cl::desc("Key lengths [B], int32 (keys k < len are kept)"),
-    cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<std::string>
+    kvLensPath("kv-lens",
+               cl::desc("Key lengths [B], int32 (keys k < len are kept)"),
+               cl::value_desc("file"), cl::sub(attentionCmd),
+               cl::sub(backwardCmd), cl::cat(runCategory));
 cl::opt<std::string> blockTablePath(
     "block-table",
     cl::desc("A paged K/V cache: block table [B, M], int32; -k and -v are "
@@ -277,48 +286,52 @@ cl::opt<std::string> maskPath(
     "mask",
     cl::desc("Mask [B|1, Hq|1, Nq, Nk]: bool (true = attend) or float32 "
              "(added to the scaled scores)"),
-    cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
+    cl::value_desc("file"), cl::sub(attentionCmd), cl::sub(backwardCmd),
+    cl::cat(runCategory));
 cl::opt<std::string>
     causalName("causal",
                cl::desc("Causal alignment: none, top-left (keep k <= q) or "
                         "bottom-right (keep k <= q + Nk - Nq)"),
                cl::value_desc("kind"), cl::init("none"), cl::sub(attentionCmd),
-               cl::cat(runCategory));
+               cl::sub(backwardCmd), cl::cat(runCategory));
 cl::opt<std::string> scaleText("scale",
                                cl::desc("Scale of Q K^T (default 1/sqrt(D))"),
                                cl::value_desc("S"), cl::sub(attentionCmd),
-                               cl::cat(runCategory));
+                               cl::sub(backwardCmd), cl::cat(runCategory));
 cl::opt<std::string> windowText(
     "window",
     cl::desc("Sliding window L,R: query q keeps keys q + off - L <= k <= "
              "q + off + R (off: the causal alignment's offset; -1 = "
              "unbounded)"),
-    cl::value_desc("L,R"), cl::sub(attentionCmd), cl::cat(runCategory));
+    cl::value_desc("L,R"), cl::sub(attentionCmd), cl::sub(backwardCmd),
+    cl::cat(runCategory));
 cl::opt<std::string>
     softcapText("softcap", cl::desc("Score softcap C > 0: s = C * tanh(s / C)"),
                 cl::value_desc("C"), cl::sub(attentionCmd),
-                cl::cat(runCategory));
+                cl::sub(backwardCmd), cl::cat(runCategory));
 cl::opt<int64_t>
     chunkSize("chunk",
               cl::desc("Chunked attention: keep keys of the query's chunk, "
                        "floor((q + off) / C) == floor(k / C)"),
               cl::value_desc("C"), cl::init(0), cl::sub(attentionCmd),
-              cl::cat(runCategory));
+              cl::sub(backwardCmd), cl::cat(runCategory));
 cl::opt<std::string>
     alibiPath("alibi",
               cl::desc("ALiBi slopes [Hq] or [B, Hq], float32: adds "
                        "-slope * |q + off - k| to the scaled scores"),
               cl::value_desc("file"), cl::sub(attentionCmd),
-              cl::cat(runCategory));
+              cl::sub(backwardCmd), cl::cat(runCategory));
 cl::opt<std::string> qSegmentsPath(
     "q-segments",
     cl::desc("Query segment ids [B, Nq], int32 (with --k-segments: keys of "
              "another segment are removed)"),
-    cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
+    cl::value_desc("file"), cl::sub(attentionCmd), cl::sub(backwardCmd),
+    cl::cat(runCategory));
 cl::opt<std::string> kSegmentsPath("k-segments",
                                    cl::desc("Key segment ids [B, Nk], int32"),
                                    cl::value_desc("file"),
-                                   cl::sub(attentionCmd), cl::cat(runCategory));
+                                   cl::sub(attentionCmd), cl::sub(backwardCmd),
+                                   cl::cat(runCategory));
 cl::opt<std::string> modsPath(
     "mods",
     cl::desc("General modifiers: an .mlir file defining func.func "
@@ -341,10 +354,37 @@ cl::list<std::string> modOperandPaths(
     cl::value_desc("file"), cl::sub(attentionCmd), cl::cat(runCategory));
 cl::opt<int64_t> blockQ("block-q", cl::desc("Query tile size"),
                         cl::value_desc("N"), cl::init(64),
-                        cl::sub(attentionCmd), cl::cat(runCategory));
+                        cl::sub(attentionCmd), cl::sub(backwardCmd),
+                        cl::cat(runCategory));
 cl::opt<int64_t> blockKV("block-kv", cl::desc("Key/value tile size"),
                          cl::value_desc("N"), cl::init(64),
-                         cl::sub(attentionCmd), cl::cat(runCategory));
+                         cl::sub(attentionCmd), cl::sub(backwardCmd),
+                         cl::cat(runCategory));
+
+// Attention backward: the forward's outputs and dO in, the gradients out.
+cl::opt<std::string> forwardOutPath(
+    "out", cl::desc("The forward's output O [B, Hq, Nq, Dv], the query dtype"),
+    cl::value_desc("file"), cl::sub(backwardCmd), cl::cat(runCategory));
+cl::opt<std::string> forwardLsePath(
+    "lse",
+    cl::desc("The forward's log-sum-exp [B, Hq, Nq], float32 (fa-run "
+             "attention --lse)"),
+    cl::value_desc("file"), cl::sub(backwardCmd), cl::cat(runCategory));
+cl::opt<std::string> gradOutPath(
+    "do", cl::desc("The gradient dO [B, Hq, Nq, Dv], the query dtype"),
+    cl::value_desc("file"), cl::sub(backwardCmd), cl::cat(runCategory));
+cl::opt<std::string> gradQueryPath("dq",
+                                   cl::desc("Write dQ [B, Hq, Nq, D] here"),
+                                   cl::value_desc("file"), cl::sub(backwardCmd),
+                                   cl::cat(runCategory));
+cl::opt<std::string> gradKeyPath("dk",
+                                 cl::desc("Write dK [B, Hkv, Nk, D] here"),
+                                 cl::value_desc("file"), cl::sub(backwardCmd),
+                                 cl::cat(runCategory));
+cl::opt<std::string> gradValuePath("dv",
+                                   cl::desc("Write dV [B, Hkv, Nk, Dv] here"),
+                                   cl::value_desc("file"), cl::sub(backwardCmd),
+                                   cl::cat(runCategory));
 
 // Softmax.
 cl::opt<std::string> inputPath("x",
@@ -1194,6 +1234,96 @@ static Error attachMods(MLIRContext &ctx, ModuleOp module,
   return Error::success();
 }
 
+/// The optional inputs of a dense attention (or its backward): key
+/// lengths, a mask, ALiBi slopes, segment ids.
+struct AuxInputs {
+  std::optional<Input> lens, mask, alibi, qSegments, kSegments;
+};
+
+/// Loads --kv-lens, --mask, --alibi and --q-segments / --k-segments.
+static Expected<AuxInputs> loadAuxInputs() {
+  AuxInputs aux;
+  auto load = [](StringRef path, ArrayRef<NpyDType> allowed,
+                 std::optional<Input> &to) -> Error {
+    if (path.empty())
+      return Error::success();
+    Expected<Input> in = loadInput(path, allowed);
+    if (!in)
+      return in.takeError();
+    to = std::move(*in);
+    return Error::success();
+  };
+  if (Error err = load(kvLensPath, {NpyDType::Int32}, aux.lens))
+    return std::move(err);
+  if (Error err = load(maskPath, {NpyDType::Bool, NpyDType::Float32}, aux.mask))
+    return std::move(err);
+  if (Error err = load(alibiPath, {NpyDType::Float32}, aux.alibi))
+    return std::move(err);
+  if (Error err = load(qSegmentsPath, {NpyDType::Int32}, aux.qSegments))
+    return std::move(err);
+  if (!aux.qSegments)
+    return aux;
+  if (Error err = load(kSegmentsPath, {NpyDType::Int32}, aux.kSegments))
+    return std::move(err);
+  return aux;
+}
+
+/// Checks the mask, ALiBi slopes and segment ids against B, Hq, Nq and Nk
+/// (from the query `q` and the key `k`) and records the ALiBi and segment
+/// modifiers in `mods`.
+static Error checkAuxInputs(const Input &qIn, const Input &kIn, int64_t B,
+                            int64_t Hq, int64_t Nq, int64_t Nk,
+                            const std::optional<Input> &mask,
+                            const std::optional<Input> &alibi,
+                            const std::optional<Input> &qSegments,
+                            const std::optional<Input> &kSegments,
+                            rt::ModifierInfo &mods) {
+  const Input *q = &qIn, *k = &kIn;
+  auto dimError = [](const Input &in, const Twine &message) {
+    return makeError(in.path + ": " + message);
+  };
+  if (mask) {
+    ArrayRef<int64_t> m = mask->shape();
+    bool ok = m.size() == 4 && (m[0] == B || m[0] == 1) &&
+              (m[1] == Hq || m[1] == 1) && m[2] == Nq && m[3] == Nk;
+    if (!ok)
+      return dimError(*mask, formatv("mask shape {0} does not match [B|1, "
+                                     "Hq|1, Nq, Nk] = [{1}|1, {2}|1, {3}, "
+                                     "{4}] from the query {5} and the key "
+                                     "{6}",
+                                     formatNpyShape(m), B, Hq, Nq, Nk,
+                                     q->describe(), k->describe()));
+  }
+
+  if (alibi) {
+    ArrayRef<int64_t> a = alibi->shape();
+    if (!((a.size() == 1 && a[0] == Hq) ||
+          (a.size() == 2 && a[0] == B && a[1] == Hq)))
+      return dimError(*alibi, formatv("expected ALiBi slopes of shape ({0},) "
+                                      "or ({1}, {0}) (Hq and B from the "
+                                      "query {2}), got {3}",
+                                      Hq, B, q->describe(), formatNpyShape(a)));
+    mods.alibi =
+        a.size() == 2 ? rt::AlibiKind::BatchHeads : rt::AlibiKind::Heads;
+  }
+  if (qSegments) {
+    for (auto [in, n, name] :
+         {std::tuple<const Input *, int64_t, StringRef>{&*qSegments, Nq, "Nq"},
+          {&*kSegments, Nk, "Nk"}}) {
+      ArrayRef<int64_t> sh = in->shape();
+      if (sh.size() != 2 || sh[0] != B || sh[1] != n)
+        return dimError(*in, formatv("expected segment ids of shape ({0}, "
+                                     "{1}) (B and {2} from the query {3} and "
+                                     "the key {4}), got {5}",
+                                     B, n, name, q->describe(), k->describe(),
+                                     formatNpyShape(sh)));
+    }
+    mods.segments = true;
+  }
+
+  return Error::success();
+}
+
 static Error runAttention(MLIRContext &ctx) {
   if (Error err = checkCommonOptions())
     return err;
@@ -1250,13 +1380,13 @@ static Error runAttention(MLIRContext &ctx) {
   Expected<Input> v = loadFloatInput(valuePath);
   if (!v)
     return v.takeError();
-  std::optional<Input> lens, mask;
-  if (!kvLensPath.empty()) {
-    Expected<Input> in = loadInput(kvLensPath, {NpyDType::Int32});
-    if (!in)
-      return in.takeError();
-    lens = std::move(*in);
-  }
+  Expected<AuxInputs> aux = loadAuxInputs();
+  if (!aux)
+    return aux.takeError();
+  std::optional<Input> lens = std::move(aux->lens), mask = std::move(aux->mask);
+  std::optional<Input> alibi = std::move(aux->alibi),
+                       qSegments = std::move(aux->qSegments),
+                       kSegments = std::move(aux->kSegments);
   std::optional<Input> table;
   if (!blockTablePath.empty()) {
     Expected<Input> in = loadInput(blockTablePath, {NpyDType::Int32});
@@ -1278,32 +1408,6 @@ static Error runAttention(MLIRContext &ctx) {
     cuK = std::move(*inK);
   }
   bool varlen = cuQ.has_value();
-  if (!maskPath.empty()) {
-    Expected<Input> in =
-        loadInput(maskPath, {NpyDType::Bool, NpyDType::Float32});
-    if (!in)
-      return in.takeError();
-    mask = std::move(*in);
-  }
-
-  std::optional<Input> alibi, qSegments, kSegments;
-  if (!alibiPath.empty()) {
-    Expected<Input> in = loadInput(alibiPath, {NpyDType::Float32});
-    if (!in)
-      return in.takeError();
-    alibi = std::move(*in);
-  }
-  if (!qSegmentsPath.empty()) {
-    Expected<Input> qs = loadInput(qSegmentsPath, {NpyDType::Int32});
-    if (!qs)
-      return qs.takeError();
-    qSegments = std::move(*qs);
-    Expected<Input> ks = loadInput(kSegmentsPath, {NpyDType::Int32});
-    if (!ks)
-      return ks.takeError();
-    kSegments = std::move(*ks);
-  }
-
   // General modifiers: the CPU lowerings run them.
   SmallVector<Input> modOperands;
   if (modsPath.empty() && !modOperandPaths.empty())
@@ -1511,44 +1615,9 @@ static Error runAttention(MLIRContext &ctx) {
                  : dimError(*table, problem->message + " (the cache: " +
                                         k->describe() + ")");
   }
-  if (mask) {
-    ArrayRef<int64_t> m = mask->shape();
-    bool ok = m.size() == 4 && (m[0] == B || m[0] == 1) &&
-              (m[1] == Hq || m[1] == 1) && m[2] == Nq && m[3] == Nk;
-    if (!ok)
-      return dimError(*mask, formatv("mask shape {0} does not match [B|1, "
-                                     "Hq|1, Nq, Nk] = [{1}|1, {2}|1, {3}, "
-                                     "{4}] from the query {5} and the key "
-                                     "{6}",
-                                     formatNpyShape(m), B, Hq, Nq, Nk,
-                                     q->describe(), k->describe()));
-  }
-
-  if (alibi) {
-    ArrayRef<int64_t> a = alibi->shape();
-    if (!((a.size() == 1 && a[0] == Hq) ||
-          (a.size() == 2 && a[0] == B && a[1] == Hq)))
-      return dimError(*alibi, formatv("expected ALiBi slopes of shape ({0},) "
-                                      "or ({1}, {0}) (Hq and B from the "
-                                      "query {2}), got {3}",
-                                      Hq, B, q->describe(), formatNpyShape(a)));
-    mods.alibi =
-        a.size() == 2 ? rt::AlibiKind::BatchHeads : rt::AlibiKind::Heads;
-  }
-  if (qSegments) {
-    for (auto [in, n, name] :
-         {std::tuple<Input *, int64_t, StringRef>{&*qSegments, Nq, "Nq"},
-          {&*kSegments, Nk, "Nk"}}) {
-      ArrayRef<int64_t> sh = in->shape();
-      if (sh.size() != 2 || sh[0] != B || sh[1] != n)
-        return dimError(*in, formatv("expected segment ids of shape ({0}, "
-                                     "{1}) (B and {2} from the query {3} and "
-                                     "the key {4}), got {5}",
-                                     B, n, name, q->describe(), k->describe(),
-                                     formatNpyShape(sh)));
-    }
-    mods.segments = true;
-  }
+  if (Error err = checkAuxInputs(*q, *k, B, Hq, Nq, Nk, mask, alibi, qSegments,
+                                 kSegments, mods))
+    return err;
 
   // The outputs, poisoned.
   NpyArray out = varlen ? NpyArray(dtype, {Nq, Hq, Dv})
@@ -1742,6 +1811,237 @@ static Error runAttention(MLIRContext &ctx) {
 }
 
 //===----------------------------------------------------------------------===//
+// Attention backward
+//===----------------------------------------------------------------------===//
+
+/// Validates the backward's inputs, runs fa.attention_backward on the CPU
+/// and writes dQ, dK and dV.
+static Error runAttentionBackward(MLIRContext &ctx) {
+  if (queryPath.empty() || keyPath.empty() || valuePath.empty() ||
+      forwardOutPath.empty() || forwardLsePath.empty() || gradOutPath.empty())
+    return makeError("attention-backward needs --q, --k, --v, --out, --lse "
+                     "and --do (and --dq, --dk, --dv)");
+  if (gradQueryPath.empty() || gradKeyPath.empty() || gradValuePath.empty())
+    return makeError("attention-backward writes three files: pass --dq, --dk "
+                     "and --dv");
+  if (dataType != "auto" && dataType != "f32" && dataType != "f16" &&
+      dataType != "bf16")
+    return makeError("--dtype must be auto, f32, f16 or bf16, got '" +
+                     dataType + "'");
+  if (deviceName != "cpu")
+    return makeError("attention-backward runs on --device cpu only (no GPU "
+                     "backward kernel yet), got '" +
+                     deviceName + "'");
+  std::optional<CausalKind> causal = parseCausalKind(causalName);
+  if (!causal)
+    return makeError("--causal must be none, top-left or bottom-right, got '" +
+                     causalName + "'");
+  if (blockQ <= 0 || blockKV <= 0)
+    return makeError(llvm::formatv("--block-q and --block-kv must be "
+                                   "positive, got {0} and {1}",
+                                   blockQ.getValue(), blockKV.getValue()));
+  std::optional<float> scale;
+  if (scaleText.getNumOccurrences()) {
+    double value = 0;
+    if (StringRef(scaleText).trim().getAsDouble(value) ||
+        !std::isfinite(value) || !std::isfinite(static_cast<float>(value)))
+      return makeError("--scale must be a finite float32 number, got '" +
+                       scaleText + "'");
+    scale = static_cast<float>(value);
+  }
+  Expected<rt::ModifierInfo> parsedMods = compile::parseModifierFlags(
+      compile::getGivenValue(windowText), compile::getGivenValue(softcapText),
+      chunkSize.getNumOccurrences() ? std::optional<int64_t>(chunkSize)
+                                    : std::nullopt,
+      std::nullopt, false);
+  if (!parsedMods)
+    return parsedMods.takeError();
+  rt::ModifierInfo mods = *parsedMods;
+  if (qSegmentsPath.empty() != kSegmentsPath.empty())
+    return makeError("--q-segments and --k-segments go together: give both");
+  const std::string *outs[] = {&gradQueryPath.getValue(),
+                               &gradKeyPath.getValue(),
+                               &gradValuePath.getValue()};
+  for (size_t i = 0; i < 3; ++i) {
+    for (size_t j = 0; j < i; ++j)
+      if (sameOutputFile(*outs[i], *outs[j]))
+        return makeError("--dq, --dk and --dv must name three files, got '" +
+                         *outs[i] + "' twice");
+    if (Error err = checkWritable(*outs[i]))
+      return err;
+  }
+
+  // Inputs.
+  Expected<Input> q = loadFloatInput(queryPath);
+  if (!q)
+    return q.takeError();
+  Expected<Input> k = loadFloatInput(keyPath);
+  if (!k)
+    return k.takeError();
+  Expected<Input> v = loadFloatInput(valuePath);
+  if (!v)
+    return v.takeError();
+  Expected<Input> o = loadFloatInput(forwardOutPath);
+  if (!o)
+    return o.takeError();
+  Expected<Input> dO = loadFloatInput(gradOutPath);
+  if (!dO)
+    return dO.takeError();
+  Expected<Input> lse = loadInput(forwardLsePath, {NpyDType::Float32});
+  if (!lse)
+    return lse.takeError();
+  Expected<AuxInputs> aux = loadAuxInputs();
+  if (!aux)
+    return aux.takeError();
+
+  auto dimError = [](const Input &in, const Twine &message) {
+    return makeError(in.path + ": " + message);
+  };
+  for (Input *in : {&*q, &*k, &*v, &*o, &*dO})
+    if (in->array.getRank() != 4)
+      return dimError(*in, "expected rank 4, got shape " +
+                               formatNpyShape(in->shape()));
+  NpyDType dtype = q->array.getDType();
+  for (Input *in : {&*k, &*v, &*o, &*dO})
+    if (in->array.getDType() != dtype)
+      return dimError(*in, "dtype " + getNpyDTypeName(in->array.getDType()) +
+                               " does not match the query's " +
+                               getNpyDTypeName(dtype) + " (" + q->path + ")");
+  ArrayRef<int64_t> qs = q->shape(), ks = k->shape(), vs = v->shape();
+  int64_t B = qs[0], Hq = qs[1], Nq = qs[2], D = qs[3];
+  int64_t Hkv = ks[1], Nk = ks[2], Dv = vs[3];
+  if (ks[0] != B || vs[0] != B || vs[1] != Hkv || vs[2] != Nk || ks[3] != D)
+    return dimError(*k, formatv("key {0} and value {1} must be [B, Hkv, Nk, "
+                                "D] and [B, Hkv, Nk, Dv] with B and D from "
+                                "the query {2}",
+                                k->describe(), v->describe(), q->describe()));
+  if (Hq == 0 || Hkv == 0 || Hq % Hkv != 0)
+    return dimError(*k, formatv("query heads Hq = {0} must be a positive "
+                                "multiple of key/value heads Hkv = {1}",
+                                Hq, Hkv));
+  if (D == 0 || Dv == 0)
+    return dimError(*q, formatv("head dims must be positive, got D = {0} and "
+                                "Dv = {1}",
+                                D, Dv));
+  for (Input *in : {&*o, &*dO})
+    if (in->shape() != ArrayRef<int64_t>{B, Hq, Nq, Dv})
+      return dimError(*in, formatv("expected [B, Hq, Nq, Dv] = ({0}, {1}, "
+                                   "{2}, {3}) from the query and the value, "
+                                   "got {4}",
+                                   B, Hq, Nq, Dv, formatNpyShape(in->shape())));
+  if (lse->shape() != ArrayRef<int64_t>{B, Hq, Nq})
+    return dimError(*lse, formatv("expected the forward's log-sum-exp [B, Hq, "
+                                  "Nq] = ({0}, {1}, {2}), got {3}",
+                                  B, Hq, Nq, formatNpyShape(lse->shape())));
+  if (aux->lens &&
+      (aux->lens->array.getRank() != 1 || aux->lens->shape()[0] != B))
+    return dimError(*aux->lens,
+                    formatv("expected key lengths of shape ({0},) (B from the "
+                            "query {1}), got {2}",
+                            B, q->describe(),
+                            formatNpyShape(aux->lens->shape())));
+  if (Error err = checkAuxInputs(*q, *k, B, Hq, Nq, Nk, aux->mask, aux->alibi,
+                                 aux->qSegments, aux->kSegments, mods))
+    return err;
+
+  // Outputs, poisoned.
+  NpyArray dq(dtype, {B, Hq, Nq, D}), dk(dtype, {B, Hkv, Nk, D}),
+      dv(dtype, {B, Hkv, Nk, Dv});
+  for (NpyArray *a : {&dq, &dk, &dv})
+    poison(*a);
+
+  bool boolMask = aux->mask && aux->mask->array.getDType() == NpyDType::Bool;
+  rt::KernelMetadata md;
+  md.name = "attention_backward";
+  md.symbol = "fa_kernel";
+  md.generator = "fa-run";
+  md.op = rt::OpKind::AttentionBackward;
+  md.dtype = getKernelDType(dtype);
+  md.headDim = D;
+  md.valueHeadDim = Dv;
+  md.heads = Hq;
+  md.kvHeads = Hkv;
+  md.causal = compile::toRuntimeCausal(*causal);
+  md.scale = scale ? *scale : 1.0f / std::sqrt(static_cast<float>(D));
+  md.mask = !aux->mask ? rt::MaskKind::None
+            : boolMask ? rt::MaskKind::Bool
+                       : rt::MaskKind::Additive;
+  md.hasKvLens = aux->lens.has_value();
+  md.hasLse = true;
+  md.blockQ = blockQ;
+  md.blockKV = blockKV;
+  md.modifiers = mods;
+  md.params = rt::getCanonicalParams(
+      md, boolMask ? rt::DType::I8 : rt::DType::F32,
+      /*maskBroadcastBatch=*/aux->mask && aux->mask->shape()[0] == 1,
+      /*maskBroadcastHeads=*/aux->mask && aux->mask->shape()[1] == 1);
+  if (std::optional<std::string> err = rt::verifyKernelSignature(md))
+    return makeError("internal error: " + *err);
+
+  Expected<OwningOpRef<ModuleOp>> module = buildKernel(ctx, md);
+  if (!module)
+    return module.takeError();
+  auto arrayOf = [&](rt::ParamRole role) -> NpyArray * {
+    switch (role) {
+    case rt::ParamRole::Query:
+      return &q->array;
+    case rt::ParamRole::Key:
+      return &k->array;
+    case rt::ParamRole::Value:
+      return &v->array;
+    case rt::ParamRole::Output:
+      return &o->array;
+    case rt::ParamRole::Lse:
+      return &lse->array;
+    case rt::ParamRole::GradOutput:
+      return &dO->array;
+    case rt::ParamRole::KvLens:
+      return &aux->lens->array;
+    case rt::ParamRole::Mask:
+      return &aux->mask->array;
+    case rt::ParamRole::Alibi:
+      return &aux->alibi->array;
+    case rt::ParamRole::QSegments:
+      return &aux->qSegments->array;
+    case rt::ParamRole::KSegments:
+      return &aux->kSegments->array;
+    case rt::ParamRole::GradQuery:
+      return &dq;
+    case rt::ParamRole::GradKey:
+      return &dk;
+    case rt::ParamRole::GradValue:
+      return &dv;
+    default:
+      return nullptr;
+    }
+  };
+  llvm::SmallVector<MemRefDescriptor> descriptors;
+  for (const rt::ParamInfo &param : md.params) {
+    NpyArray *array = arrayOf(param.role);
+    if (!array)
+      return makeError("internal error: no array for parameter '" + param.name +
+                       "'");
+    descriptors.emplace_back(array->getData(), array->getShape());
+  }
+  double compileMs = 0, runMs = 0;
+  if (Error err = lowerAndRun(**module, pipelineText(blockQ, blockKV, 256),
+                              descriptors, compileMs, runMs))
+    return err;
+  if (Error err = writeOutputs(
+          {{gradQueryPath, &dq}, {gradKeyPath, &dk}, {gradValuePath, &dv}}))
+    return err;
+  std::string summary =
+      formatv("attention-backward {0} B={1} Hq={2} Hkv={3} Nq={4} Nk={5} "
+              "D={6} Dv={7} causal={8} on cpu -> {9}, {10}, {11}",
+              getFloatTypeName(dtype), B, Hq, Hkv, Nq, Nk, D, Dv,
+              causalName.getValue(), gradQueryPath.getValue(),
+              gradKeyPath.getValue(), gradValuePath.getValue())
+          .str();
+  reportSuccess(summary, compileMs, runMs);
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
 // Softmax
 //===----------------------------------------------------------------------===//
 
@@ -1825,12 +2125,15 @@ int main(int argc, char **argv) {
       "fa-run: compile an fa kernel for the shapes of .npy files and run it "
       "(CPU JIT, or --device cuda|auto through FARuntime)\n\n"
       "  fa-run attention --q Q.npy --k K.npy --v V.npy -o O.npy [options]\n"
-      "  fa-run softmax --x X.npy -o Y.npy [options]\n\n"
+      "  fa-run softmax --x X.npy -o Y.npy [options]\n"
+      "  fa-run attention-backward --q Q.npy --k K.npy --v V.npy --out O.npy "
+      "--lse LSE.npy --do DO.npy --dq DQ.npy --dk DK.npy --dv DV.npy "
+      "[options]\n\n"
       "`fa-run <subcommand> --help` lists a subcommand's options.\n");
 
-  if (!attentionCmd && !softmaxCmd) {
-    llvm::errs() << "fa-run: error: expected a subcommand: 'attention' or "
-                    "'softmax' (see fa-run --help)\n";
+  if (!attentionCmd && !softmaxCmd && !backwardCmd) {
+    llvm::errs() << "fa-run: error: expected a subcommand: 'attention', "
+                    "'attention-backward' or 'softmax' (see fa-run --help)\n";
     return 1;
   }
 
@@ -1852,7 +2155,9 @@ int main(int argc, char **argv) {
                   linalg::LinalgDialect, tensor::TensorDialect>();
   ScopedDiagnosticHandler diagHandler(&ctx, printDiagnostic);
 
-  Error err = attentionCmd ? runAttention(ctx) : runSoftmax(ctx);
+  Error err = attentionCmd  ? runAttention(ctx)
+              : backwardCmd ? runAttentionBackward(ctx)
+                            : runSoftmax(ctx);
   if (err) {
     llvm::errs() << "fa-run: error: " << llvm::toString(std::move(err)) << "\n";
     return 1;

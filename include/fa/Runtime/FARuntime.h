@@ -95,7 +95,12 @@ typedef enum fa_dtype {
   FA_DTYPE_BOOL = 5
 } fa_dtype;
 
-typedef enum fa_op { FA_OP_ATTENTION = 0, FA_OP_SOFTMAX = 1 } fa_op;
+typedef enum fa_op {
+  FA_OP_ATTENTION = 0,
+  FA_OP_SOFTMAX = 1,
+  /* The backward op (fa.attention_backward); no launch function yet. */
+  FA_OP_ATTENTION_BACKWARD = 2
+} fa_op;
 
 typedef enum fa_causal {
   FA_CAUSAL_NONE = 0,

@@ -34,7 +34,11 @@ namespace runtime {
 /// The format string this library reads and writes.
 inline constexpr const char *kMetadataFormat = "fa-kernel/3";
 
-enum class OpKind { Attention, Softmax };
+enum class OpKind { Attention, Softmax, AttentionBackward };
+
+/// Whether `op` carries attention's fields (heads, head dims, causal
+/// alignment, masks, modifiers): the forward and the backward op.
+inline bool isAttentionOp(OpKind op) { return op != OpKind::Softmax; }
 enum class TargetKind { Cuda, Cpu };
 enum class DType { F32, F16, BF16, I32, I8 };
 enum class Causal { None, TopLeft, BottomRight };
@@ -74,6 +78,13 @@ enum class ParamRole {
   /// log-sum-exps [Ns, B, Hq, Nq], Ns the number of parts.
   PartialOutput,
   PartialLse,
+  // The backward op: dO [B, Hq, Nq, Dv] (read) and the gradients dQ, dK,
+  // dV (written), shaped like Q, K and V; its Output and Lse are the
+  // forward's, read.
+  GradOutput,
+  GradQuery,
+  GradKey,
+  GradValue,
 };
 
 /// The shape of an attention kernel's ALiBi slopes.

@@ -75,6 +75,50 @@ TEST(MetadataTest, RoundTrip) {
   EXPECT_EQ(toJson(*back), toJson(md));
 }
 
+TEST(MetadataTest, AttentionBackward) {
+  // The backward op: the forward's fields, the forward's O and LSE read,
+  // dO read and dQ, dK, dV written; round-trips and checks its rules.
+  KernelMetadata md = makeCudaAttentionMetadata();
+  md.target = TargetInfo();
+  md.target.kind = TargetKind::Cpu;
+  md.target.triple = "x86_64-unknown-linux-gnu";
+  md.files = FileInfo();
+  md.files.library = "attn.so";
+  md.launch.reset();
+  md.op = OpKind::AttentionBackward;
+  md.hasLse = true;
+  md.hasKvLens = true;
+  md.params = getCanonicalParams(md, DType::F32, false, false);
+  std::vector<std::string> names;
+  for (const ParamInfo &param : md.params)
+    names.push_back(param.name + ":" + getRoleName(param.role));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "q:query", "k:key", "v:value", "kv_lens:kv_lens",
+                       "o:output", "lse:lse", "d_o:grad_output",
+                       "d_q:grad_query", "d_k:grad_key", "d_v:grad_value"}));
+  EXPECT_EQ(md.findParam(ParamRole::GradKey)->shape[1].symbol, "Hkv");
+  EXPECT_FALSE(verifyKernelSignature(md).has_value());
+  std::string error;
+  std::optional<KernelMetadata> back = parseKernelMetadata(toJson(md), error);
+  ASSERT_TRUE(back.has_value()) << error;
+  EXPECT_EQ(back->op, OpKind::AttentionBackward);
+  EXPECT_EQ(toJson(*back), toJson(md));
+
+  KernelMetadata noLse = md;
+  noLse.hasLse = false;
+  EXPECT_THAT(verifyKernelSignature(noLse).value_or(""),
+              HasSubstr("the backward op reads the forward's lse"));
+  KernelMetadata paged = md;
+  paged.pageSize = 16;
+  EXPECT_THAT(verifyKernelSignature(paged).value_or(""),
+              HasSubstr("not available on attention_backward kernels"));
+  KernelMetadata forward = md;
+  forward.op = OpKind::Attention;
+  EXPECT_THAT(verifyKernelSignature(forward).value_or(""),
+              HasSubstr("role 'grad_output' does not belong to this "
+                        "attention kernel"));
+}
+
 TEST(MetadataTest, NotJson) {
   EXPECT_THAT(parseError("{ \"format\": "), HasSubstr("not valid JSON"));
   EXPECT_THAT(parseError("[1, 2]"), HasSubstr("JSON object at the top"));
@@ -385,10 +429,10 @@ TEST(MetadataTest, WrongTypes) {
 
 TEST(MetadataTest, UnknownValues) {
   std::string base = toJson(makeCudaAttentionMetadata());
-  EXPECT_THAT(parseError(mutateJson(
-                  base, [](json::Object &o) { o["op"] = "matmul"; })),
-              HasSubstr("field 'op': expected one of attention, softmax, got "
-                        "'matmul'"));
+  EXPECT_THAT(
+      parseError(mutateJson(base, [](json::Object &o) { o["op"] = "matmul"; })),
+      HasSubstr("field 'op': expected one of attention, softmax, "
+                "attention_backward, got 'matmul'"));
   EXPECT_THAT(parseError(mutateJson(
                   base, [](json::Object &o) { o["causal"] = "diagonal"; })),
               HasSubstr("field 'causal': expected one of none, top_left, "

@@ -164,61 +164,38 @@ SmallVector<Value> TileAttentionPattern::buildKVStep(
       })[0];
 
   // Scale, then masks, before the max: (i, j).
-  SmallVector<Value> scoreIns = {s};
-  Value maskTile;
+  ScoreTileOperands so;
+  so.products = s;
   if (info.mask) {
     auto mType = cast<RankedTensorType>(info.mask.getType());
     auto mTileType = RankedTensorType::get(
         {ShapedType::kDynamic, ShapedType::kDynamic}, mType.getElementType());
     OpFoldResult mb = info.maskBroadcastsBatch ? zeroAttr : OpFoldResult(tc.b);
     OpFoldResult mh = info.maskBroadcastsHeads ? zeroAttr : OpFoldResult(tc.h);
-    maskTile = tensor::ExtractSliceOp::create(
+    so.maskTile = tensor::ExtractSliceOp::create(
         b, loc, mTileType, info.mask,
         SmallVector<OpFoldResult>{mb, mh, tc.q0, k0},
         SmallVector<OpFoldResult>{one, one, rows, kCols}, unitStrides);
-    scoreIns.push_back(maskTile);
   }
-  SmallVector<AffineMap> scoreMaps(scoreIns.size(), map2({d0, d1}));
   if (tc.qSegTile) {
-    Value kSegTile = tensor::ExtractSliceOp::create(
+    so.qSegTile = tc.qSegTile;
+    so.kSegTile = tensor::ExtractSliceOp::create(
         b, loc, RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type()),
         info.kSegments, SmallVector<OpFoldResult>{tc.b, k0},
         SmallVector<OpFoldResult>{one, kCols},
         SmallVector<OpFoldResult>{one, one});
-    scoreIns.push_back(tc.qSegTile);
-    scoreMaps.push_back(map2({d0}));
-    scoreIns.push_back(kSegTile);
-    scoreMaps.push_back(map2({d1}));
   }
-  scoreMaps.push_back(map2({d0, d1}));
-  Value sEmpty = tensor::EmptyOp::create(
-      b, loc, SmallVector<OpFoldResult>{rows, kCols}, f32);
-  Value scores = buildGeneric(
-      b, loc, scoreIns, {sEmpty}, scoreMaps, {par, par},
-      [&](OpBuilder &nb, Location nl, ValueRange a) -> SmallVector<Value> {
-        Value scaleC =
-            arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(info.scale));
-        Value x = arith::MulFOp::create(nb, nl, a[0], scaleC);
-        // Keys past the key end are never visited; the causal rule and
-        // the mask remove keys inside the tile.
-        Value qPos = arith::AddIOp::create(nb, nl, tc.q0, loopIndex(nb, nl, 0));
-        Value kPos = arith::AddIOp::create(nb, nl, k0, loopIndex(nb, nl, 1));
-        Value keep = info.sem.keepKey(nb, nl, qPos, kPos, /*keyEnd=*/Value(),
-                                      tc.diagOffset);
-        x = info.sem.modifyScore(nb, nl, x, qPos, kPos, tc.diagOffset,
-                                 tc.slope);
-        unsigned next = 1;
-        if (info.mask)
-          info.sem.applyMaskElement(nb, nl, a[next++], x, keep);
-        if (tc.qSegTile)
-          info.sem.applySegments(nb, nl, a[next], a[next + 1], keep);
-        AttentionSemantics::ModIndices idx{tc.b, tc.h, qPos, kPos, info.nq,
-                                           info.nk};
-        x = info.sem.applyScoreMod(nb, nl, x, idx, info.modOperands);
-        info.sem.applyMaskMod(nb, nl, idx, info.modOperands, keep);
-        x = AttentionSemantics::removeUnkept(nb, nl, keep, x);
-        return {x};
-      })[0];
+  so.q0 = tc.q0;
+  so.k0 = k0;
+  so.diagOffset = tc.diagOffset;
+  so.slope = tc.slope;
+  so.batch = tc.b;
+  so.head = tc.h;
+  so.nq = info.nq;
+  so.nk = info.nk;
+  so.modOperands = info.modOperands;
+  so.scale = info.scale;
+  Value scores = buildScoreTile(b, loc, info.sem, so)[0];
 
   // Tile row max, new running max.
   Value tmInit =
@@ -367,12 +344,7 @@ TileAttentionPattern::matchAndRewrite(AttentionOp op,
       SmallVector<OpFoldResult>{one, one, tc.qRows,
                                 b.getIndexAttr(info.headDim)},
       unitStrides);
-  if (info.alibi) {
-    SmallVector<Value> at = {tc.h};
-    if (cast<RankedTensorType>(info.alibi.getType()).getRank() == 2)
-      at.insert(at.begin(), tc.b);
-    tc.slope = tensor::ExtractOp::create(b, loc, info.alibi, at);
-  }
+  tc.slope = AttentionSemantics::loadAlibiSlope(b, loc, info.alibi, tc.b, tc.h);
   if (info.qSegments)
     tc.qSegTile = tensor::ExtractSliceOp::create(
         b, loc, RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type()),

@@ -274,9 +274,11 @@ Value AttentionSemantics::loadAlibiSlope(OpBuilder &b, Location loc,
   if (!slopes)
     return Value();
   SmallVector<Value> at;
-  if (cast<MemRefType>(slopes.getType()).getRank() == 2)
+  if (cast<ShapedType>(slopes.getType()).getRank() == 2)
     at.push_back(batch);
   at.push_back(head);
+  if (isa<RankedTensorType>(slopes.getType()))
+    return tensor::ExtractOp::create(b, loc, slopes, at);
   return memref::LoadOp::create(b, loc, slopes, at);
 }
 
@@ -620,6 +622,18 @@ Value AttentionSemantics::modifyScore(OpBuilder &b, Location loc, Value score,
   return x;
 }
 
+Value AttentionSemantics::scoreDerivative(OpBuilder &b, Location loc,
+                                          Value score) const {
+  if (!hasSoftcap())
+    return Value();
+  // d/ds c tanh(s / c) = 1 - tanh(s / c)^2.
+  Value cap = cFloatLike(b, loc, score, *mods.softcap);
+  Value t =
+      math::TanhOp::create(b, loc, arith::DivFOp::create(b, loc, score, cap));
+  return arith::SubFOp::create(b, loc, cFloatLike(b, loc, score, 1.0),
+                               arith::MulFOp::create(b, loc, t, t));
+}
+
 //===----------------------------------------------------------------------===//
 // Modifier regions
 //===----------------------------------------------------------------------===//
@@ -894,6 +908,16 @@ Value fa::guardedLogSumExp(OpBuilder &b, Location loc, Value m, Value l) {
   Value lse = arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, l));
   Value ninf = cFloatLike(b, loc, l, -std::numeric_limits<double>::infinity());
   return arith::SelectOp::create(b, loc, empty, ninf, lse);
+}
+
+Value fa::guardedProbability(OpBuilder &b, Location loc, Value s, Value lse) {
+  Value ninf =
+      cFloatLike(b, loc, lse, -std::numeric_limits<double>::infinity());
+  Value empty =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, lse, ninf);
+  Value p = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, s, lse));
+  Value zero = cFloatLike(b, loc, p, 0.0);
+  return arith::SelectOp::create(b, loc, empty, zero, p);
 }
 
 Value fa::maskedProduct(OpBuilder &b, Location loc, Value p, Value v) {

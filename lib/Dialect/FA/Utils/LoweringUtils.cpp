@@ -153,3 +153,66 @@ StringRef mlir::fa::lowering::getNVVMIntrinsicName(Operation *op) {
     return "llvm.fabs.f32";
   return StringRef();
 }
+
+SmallVector<Value> lowering::buildScoreTile(OpBuilder &b, Location loc,
+                                            const AttentionSemantics &sem,
+                                            const ScoreTileOperands &ops,
+                                            bool withDerivative) {
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  AffineExpr d0, d1;
+  bindDims(ctx, d0, d1);
+  auto map2 = [&](ArrayRef<AffineExpr> r) {
+    return AffineMap::get(2, 0, r, ctx);
+  };
+  SmallVector<Value> ins = {ops.products};
+  SmallVector<AffineMap> maps = {map2({d0, d1})};
+  if (ops.maskTile) {
+    ins.push_back(ops.maskTile);
+    maps.push_back(map2({d0, d1}));
+  }
+  if (ops.qSegTile) {
+    ins.push_back(ops.qSegTile);
+    maps.push_back(map2({d0}));
+    ins.push_back(ops.kSegTile);
+    maps.push_back(map2({d1}));
+  }
+  withDerivative = withDerivative && sem.hasSoftcap();
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, ops.products);
+  SmallVector<Value> outs = {tensor::EmptyOp::create(b, loc, sizes, f32)};
+  if (withDerivative)
+    outs.push_back(tensor::EmptyOp::create(b, loc, sizes, f32));
+  maps.append(outs.size(), map2({d0, d1}));
+  return buildGeneric(
+      b, loc, ins, outs, maps,
+      {utils::IteratorType::parallel, utils::IteratorType::parallel},
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> SmallVector<Value> {
+        Value scaleC =
+            arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(ops.scale));
+        Value scaled = arith::MulFOp::create(nb, nl, a[0], scaleC);
+        Value qPos =
+            arith::AddIOp::create(nb, nl, ops.q0, loopIndex(nb, nl, 0));
+        Value kPos =
+            arith::AddIOp::create(nb, nl, ops.k0, loopIndex(nb, nl, 1));
+        // Keys past the key end are never visited; the positional rules
+        // and the mask remove keys inside the tile.
+        Value keep =
+            sem.keepKey(nb, nl, qPos, kPos, /*keyEnd=*/Value(), ops.diagOffset);
+        Value x = sem.modifyScore(nb, nl, scaled, qPos, kPos, ops.diagOffset,
+                                  ops.slope);
+        unsigned next = 1;
+        if (ops.maskTile)
+          sem.applyMaskElement(nb, nl, a[next++], x, keep);
+        if (ops.qSegTile)
+          sem.applySegments(nb, nl, a[next], a[next + 1], keep);
+        AttentionSemantics::ModIndices idx{ops.batch, ops.head, qPos,
+                                           kPos,      ops.nq,   ops.nk};
+        x = sem.applyScoreMod(nb, nl, x, idx, ops.modOperands);
+        sem.applyMaskMod(nb, nl, idx, ops.modOperands, keep);
+        SmallVector<Value> results = {
+            AttentionSemantics::removeUnkept(nb, nl, keep, x)};
+        if (withDerivative)
+          results.push_back(sem.scoreDerivative(nb, nl, scaled));
+        return results;
+      });
+}

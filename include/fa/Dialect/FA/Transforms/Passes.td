@@ -53,6 +53,53 @@ def FATileAttentionPass : Pass<"fa-tile-attention"> {
   ];
 }
 
+def FATileAttentionBackwardPass : Pass<"fa-tile-attention-backward"> {
+  let summary = "Lower fa.attention_backward to FlashAttention 2's tiled "
+                "backward loops";
+  let description = [{
+    Rewrites every `fa.attention_backward` into tiled loops on tensors that
+    never hold more than one `[block-q, block-kv]` tile of scores:
+
+    ```
+    Delta = rowsum(dO * O)                       // f32 [B, Hq, Nq]
+    forall (batch, kv head):                     // one task per pair
+      for each key tile j (keys below the batch's key length):
+        dK_j = dV_j = 0                          // f32
+        for each query head h of the group, each query tile i that
+            visits key tile j (the forward's key range of tile i):
+          S    = the forward's scores of (i, j) // removed keys -inf
+          P    = exp(S - LSE_i)                  // 0 where LSE = -inf
+          dV_j += P^T dO_i
+          dP   = dO_i V_j^T
+          dS   = scale * P * (dP - Delta_i)      // x (1 - tanh^2) softcap
+          dK_j += dS^T Q_i
+          dQ_i += dS K_j                         // f32, owned by the task
+        dK[j], dV[j] = round(dK_j), round(dV_j)
+    dQ = round(dQ_acc)
+    ```
+
+    A task owns the dK / dV rows of its kv head and the dQ rows of its
+    group's query heads, so the `scf.forall` has no two tasks writing one
+    element and the result does not depend on the number of threads (the
+    reduction order is fixed). Keys at or past a batch's key length keep
+    dK = dV = 0. A removed key's dS is exactly 0 (even where its V row holds
+    NaN or inf), and its K row does not reach dQ where keys inside the
+    visited range can be removed. Extra memory: the f32 dQ accumulator and
+    Delta, O((Nq + Nk) D) per head.
+  }];
+  let options = [
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"64",
+           "Query rows per tile">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"64",
+           "Keys per key/value tile">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def FAOnlineSoftmaxPass : Pass<"fa-online-softmax"> {
   let summary = "Lower fa.softmax to a two-sweep online softmax";
   let description = [{

@@ -30,6 +30,9 @@ struct AttentionTileSizes {
 void populateFATileAttentionPatterns(RewritePatternSet &patterns,
                                      AttentionTileSizes sizes);
 
+void populateFATileAttentionBackwardPatterns(RewritePatternSet &patterns,
+                                             AttentionTileSizes sizes);
+
 /// fa.softmax -> two-sweep online softmax with row tiles of `tileSize`.
 void populateFAOnlineSoftmaxPatterns(RewritePatternSet &patterns,
                                      int64_t tileSize);

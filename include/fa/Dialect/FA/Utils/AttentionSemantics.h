@@ -176,8 +176,8 @@ public:
   Value loadBlockMaskEntry(OpBuilder &b, Location loc, Value blockMask,
                            Value batch, Value head, Value q0, Value k0) const;
 
-  /// The ALiBi slope of (batch, head) from the slopes memref ([Hq] or
-  /// [B, Hq], f32); null without slopes.
+  /// The ALiBi slope of (batch, head) from the slopes ([Hq] or [B, Hq],
+  /// f32; a memref or a tensor); null without slopes.
   static Value loadAlibiSlope(OpBuilder &b, Location loc, Value slopes,
                               Value batch, Value head);
 
@@ -356,6 +356,12 @@ public:
   Value modifyScore(OpBuilder &b, Location loc, Value score, Value q, Value k,
                     Value off, Value slope, double factor = 1.0) const;
 
+  /// The derivative of the modified score with respect to the scaled score
+  /// `score` (f32 scalar or vector, before modifyScore): 1 - tanh(s / c)^2
+  /// with softcap(c), null (1) without; ALiBi and an additive mask add
+  /// constants. The backward pass multiplies dS by it.
+  Value scoreDerivative(OpBuilder &b, Location loc, Value score) const;
+
   /// The indices a modifier region sees: batch, query head, query row and
   /// key (index scalars or vectors of index), and the op's Nq and Nk
   /// (index scalars), to which q and k are clamped (a kernel may evaluate
@@ -422,6 +428,11 @@ Value guardedDivide(OpBuilder &b, Location loc, Value num, Value den);
 /// `l == 0 ? -inf : m + log(l)`: the natural log-sum-exp of a row, -inf for
 /// a row with nothing attended.
 Value guardedLogSumExp(OpBuilder &b, Location loc, Value m, Value l);
+
+/// The backward pass's probability of a score `s` in a row with
+/// log-sum-exp `lse` (f32 scalars or vectors): exp(s - lse), and 0 when
+/// lse = -inf (a row with nothing attended), never exp(-inf - -inf).
+Value guardedProbability(OpBuilder &b, Location loc, Value s, Value lse);
 
 /// `p == 0 ? 0 : p * v`: a masked key (p == 0) contributes 0 even when its
 /// value row holds NaN or inf.

@@ -63,6 +63,33 @@ StringRef getNVVMIntrinsicName(Operation *op);
 /// The index `i` as an f32-free index value from linalg.index.
 Value loopIndex(OpBuilder &b, Location loc, int64_t dim);
 
+/// One (query tile, key tile) of an attention op's scores, for the tiled
+/// lowerings (fa-tile-attention, fa-tile-attention-backward).
+struct ScoreTileOperands {
+  /// Q K^T of the tile, [rows, cols] f32.
+  Value products;
+  /// The mask's [rows, cols] tile and the segment ids of the rows and keys
+  /// ([rows], [cols] i32); null when absent.
+  Value maskTile, qSegTile, kSegTile;
+  /// The tile's first query row and key, the diagonal offset, the ALiBi
+  /// slope of (batch, head) (null without ALiBi), and the indices the
+  /// modifier regions see.
+  Value q0, k0, diagOffset, slope, batch, head, nq, nk;
+  ValueRange modOperands;
+  float scale = 1.0f;
+};
+
+/// The scores of one tile in the documented order (scale, the positional
+/// rules, softcap and ALiBi, the mask, segment ids, the regions), removed
+/// keys at -inf: a linalg.generic over [rows, cols]. With
+/// `withDerivative` and a softcap, a second result holds the derivative
+/// of each score with respect to the scaled product
+/// (AttentionSemantics::scoreDerivative).
+SmallVector<Value> buildScoreTile(OpBuilder &b, Location loc,
+                                  const AttentionSemantics &sem,
+                                  const ScoreTileOperands &ops,
+                                  bool withDerivative = false);
+
 } // namespace lowering
 } // namespace fa
 } // namespace mlir
