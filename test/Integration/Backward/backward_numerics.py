@@ -23,7 +23,9 @@ framework would save them), runs fa-run and compares dQ, dK and dV:
   * exact zeros: dQ rows of queries with no attended key (LSE = -inf) and
     dK / dV rows of keys no query attends (past a key length, or removed
     for every row); no NaN anywhere (the outputs are poisoned first), also
-    when K / V rows past a key length or under a boolean mask hold NaN.
+    when K / V rows past a key length or under a boolean mask hold NaN;
+  * determinism: one case's gradients are bit-identical serially and on 2
+    threads, run twice.
 
 Usage: backward_numerics.py FA_RUN [--parallel] [SUBSTRING...]
 """
@@ -328,12 +330,45 @@ def _attended(a, c, scale, kw):
     return kept.any(axis=(2, 3))
 
 
+def check_determinism(workdir):
+    """The gradients are bit-identical across runs and thread counts (one
+    task owns every element it writes, in a fixed order): the gqa case run
+    serially, then twice on 2 threads."""
+    c = next(x for x in CASES if x["name"] == "gqa")
+    outputs = []
+    for threads, parallel in (("1", False), ("2", True), ("2", True)):
+        d = os.path.join(workdir, f"det{len(outputs)}")
+        os.makedirs(d)
+        global PARALLEL
+        saved, PARALLEL = PARALLEL, parallel
+        env = dict(os.environ, OMP_NUM_THREADS=threads)
+        old_env = os.environ.copy()
+        os.environ.update(env)
+        try:
+            problems = run_case(c, d)
+        finally:
+            os.environ.clear()
+            os.environ.update(old_env)
+            PARALLEL = saved
+        if problems:
+            return problems
+        outputs.append([open(os.path.join(d, f"gqa.{n}.npy"), "rb").read()
+                        for n in ("dq", "dk", "dv")])
+    if any(o != outputs[0] for o in outputs[1:]):
+        return ["determinism: the gradients differ between runs or thread "
+                "counts"]
+    print("determinism: bit-identical on 1 and 2 threads, twice")
+    return []
+
+
 def main():
     failures = check_reference()
     cases = [c for c in CASES if not ONLY or any(s in c["name"] for s in ONLY)]
     with tempfile.TemporaryDirectory() as workdir:
         for c in cases:
             failures += run_case(c, workdir)
+        if not ONLY:
+            failures += check_determinism(workdir)
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures))
         sys.exit(1)
