@@ -89,6 +89,12 @@ void mlir::fa::buildLowerToCPUPipeline(OpPassManager &pm,
       cpuOpts.pvRows = 2;
     }
     pm.addPass(createFACpuAttentionPass(cpuOpts));
+    FACpuAttentionBackwardPassOptions bwdOpts;
+    bwdOpts.vectorWidth = options.vectorWidth;
+    // Query tiles of 4 vectors (the micro-kernels' 4 query vectors).
+    bwdOpts.blockQ = 4 * options.vectorWidth;
+    bwdOpts.parallel = options.parallel;
+    pm.addPass(createFACpuAttentionBackwardPass(bwdOpts));
   }
   pm.addPass(createFATileAttentionPass(
       FATileAttentionPassOptions{options.blockQ, options.blockKV}));

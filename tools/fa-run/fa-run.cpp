@@ -186,9 +186,11 @@ cl::opt<bool> doubleBuffer(
 cl::opt<std::string> cpuKernel(
     "cpu-kernel",
     cl::desc("CPU attention kernel: vector (fa-cpu-attention, the default) "
-             "or tiled (fa-tile-attention)"),
+             "or tiled (fa-tile-attention); attention-backward: vector "
+             "(fa-cpu-attention-backward) or tiled "
+             "(fa-tile-attention-backward)"),
     cl::value_desc("kind"), cl::init("vector"), cl::sub(attentionCmd),
-    cl::cat(runCategory));
+    cl::sub(backwardCmd), cl::cat(runCategory));
 cl::opt<bool> parallelRun(
     "parallel",
     cl::desc("CPU: run the (batch, head, query tile) loop on OpenMP threads "
@@ -1832,6 +1834,9 @@ static Error runAttentionBackward(MLIRContext &ctx) {
     return makeError("attention-backward runs on --device cpu only (no GPU "
                      "backward kernel yet), got '" +
                      deviceName + "'");
+  if (cpuKernel != "vector" && cpuKernel != "tiled")
+    return makeError("--cpu-kernel must be vector or tiled, got '" + cpuKernel +
+                     "'");
   std::optional<CausalKind> causal = parseCausalKind(causalName);
   if (!causal)
     return makeError("--causal must be none, top-left or bottom-right, got '" +

@@ -163,6 +163,61 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
   ];
 }
 
+def FACpuAttentionBackwardPass : Pass<"fa-cpu-attention-backward"> {
+  let summary = "Lower kernel-form fa.attention_backward to a vectorized CPU "
+                "kernel";
+  let description = [{
+    Rewrites each `fa.attention_backward` in kernel form (operands read from
+    memrefs through `bufferization.to_tensor`, results materialized into
+    memrefs) into memref-level loops on `vector<Wxf32>` values (W =
+    `vector-width`), FlashAttention 2's algorithm with the loops of
+    `fa-tile-attention-backward` (its description has the formulas):
+
+    * an `scf.forall` over (batch, kv head); a task owns the dK / dV rows
+      of its kv head (the outputs themselves for f32, else f32 accumulators
+      rounded at the end) and the dQ rows of its group's query heads, so
+      the result does not depend on the number of threads;
+    * per query head of the group and query tile of `block-q` rows, Q and
+      dO are packed transposed (one query per lane; lanes past the rows are
+      0, their LSE -inf so that P = 0), with Delta = rowsum(dO * O) and the
+      LSE per lane;
+    * per key tile of `block-kv` keys that the forward visited for the
+      query tile (the forward's key range: key lengths, causality, window,
+      chunk), S^T and (dP - Delta)^T by a broadcast micro-kernel (rows of
+      keys x the query vectors, accumulators as `scf.for` iter_args),
+      then per lane the forward's scores (AttentionSemantics: positional
+      rules, softcap, ALiBi), P = exp(S - LSE) guarded for LSE = -inf,
+      dS = P (dP - Delta) scale (x the softcap's derivative), exactly 0
+      where P = 0;
+    * dV += P^T dO, dK += dS^T Q (rows of keys) and dQ += dS K (rows of
+      queries) by outer-product micro-kernels: a block of rows x up to 4
+      vectors of the head dim, each step broadcasting one P / dS element
+      and doing `vector.fma` with a row of dO, Q or K; where keys inside
+      the range can be removed, dQ reads K from a copy whose non-finite
+      values are 0 (a removed key's dS is 0);
+    * `exp` and `tanh` on vectors as polynomials (no libm calls).
+
+    Ops with a mask or segment ids, head dims that are not multiples of W,
+    or operands not in kernel form are left for
+    `fa-tile-attention-backward`.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
+           "f32 lanes per vector (16: AVX-512, 8: AVX2)">,
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"64",
+           "Query rows per tile (a multiple of vector-width)">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"64",
+           "Keys per key tile">,
+    Option<"parallel", "parallel", "bool", /*default=*/"false",
+           "Scratch buffers per task (the tasks run on OpenMP threads)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // GPU, SIMT
 //===----------------------------------------------------------------------===//

@@ -129,6 +129,29 @@ FailureOr<KernelOperands> fa::matchKernelForm(AttentionOp op) {
   return k;
 }
 
+FailureOr<BackwardKernelOperands>
+fa::matchBackwardKernelForm(AttentionBackwardOp op) {
+  BackwardKernelOperands k;
+  auto trace = [](Value operand, Value &memref) {
+    if (operand)
+      memref = traceToMemref(operand);
+    return !operand || memref;
+  };
+  bool ok = trace(op.getQuery(), k.q) && trace(op.getKey(), k.k) &&
+            trace(op.getValue(), k.v) && trace(op.getOutput(), k.o) &&
+            trace(op.getLse(), k.lse) && trace(op.getGradOutput(), k.dO) &&
+            trace(op.getKvLens(), k.kvLens) && trace(op.getMask(), k.mask) &&
+            trace(op.getAlibi(), k.alibi) &&
+            trace(op.getQSegments(), k.qSegments) &&
+            trace(op.getKSegments(), k.kSegments);
+  k.qOffset = op.getQOffset();
+  k.dq = traceToDestination(op.getGradQueryResult());
+  k.dk = traceToDestination(op.getGradKeyResult());
+  k.dv = traceToDestination(op.getGradValueResult());
+  if (!ok || !k.dq || !k.dk || !k.dv)
+    return failure();
+  return k;
+}
 
 FailureOr<MergeKernelOperands> fa::matchMergeKernelForm(MergeOp op) {
   MergeKernelOperands k;

@@ -1,10 +1,13 @@
 # RUN: %python %s %fa_run
 # RUN: env OMP_NUM_THREADS=2 %python %s %fa_run --parallel
+# RUN: %python %s %fa_run --tiled
 #
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-"""Numerics of `fa-run attention-backward` (fa.attention_backward through
-fa-tile-attention-backward on the CPU) against the float64 gradients of
+"""Numerics of `fa-run attention-backward` on the CPU (fa.attention_backward
+through the vector kernel, fa-cpu-attention-backward, which leaves ops with
+a mask or segment ids to fa-tile-attention-backward; with --tiled all of
+them through fa-tile-attention-backward) against the float64 gradients of
 test/lib/fa_reference.py (reference_backward), written from the op's
 contract and shared with no lowering.
 
@@ -27,7 +30,7 @@ framework would save them), runs fa-run and compares dQ, dK and dV:
   * determinism: one case's gradients are bit-identical serially and on 2
     threads, run twice.
 
-Usage: backward_numerics.py FA_RUN [--parallel] [SUBSTRING...]
+Usage: backward_numerics.py FA_RUN [--parallel] [--tiled] [SUBSTRING...]
 """
 
 import os
@@ -46,7 +49,8 @@ from mlir_exec import bf16_bits, bf16_round  # noqa: E402
 FA_RUN = sys.argv[1]
 ARGS = sys.argv[2:]
 PARALLEL = "--parallel" in ARGS
-ONLY = [a for a in ARGS if a != "--parallel"]
+TILED = "--tiled" in ARGS
+ONLY = [a for a in ARGS if a not in ("--parallel", "--tiled")]
 
 
 def case(name, **kw):
@@ -272,6 +276,8 @@ def run_case(c, workdir):
         cmd += ["--block-kv", str(c["block_kv"])]
     if PARALLEL:
         cmd += ["--parallel"]
+    if TILED:
+        cmd += ["--cpu-kernel", "tiled"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         return [f"{c['name']}: fa-run failed: {r.stderr.strip()[-2000:]}"]

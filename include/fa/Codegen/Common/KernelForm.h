@@ -58,6 +58,19 @@ struct MergeKernelOperands {
 /// kernel form.
 FailureOr<MergeKernelOperands> matchMergeKernelForm(MergeOp op);
 
+/// The memrefs of an fa.attention_backward in the kernel form (null when
+/// absent).
+struct BackwardKernelOperands {
+  Value q, k, v, o, lse, dO, kvLens, mask, alibi, qSegments, kSegments;
+  Value qOffset;
+  Value dq, dk, dv;
+};
+
+/// The memrefs `op` reads and writes, or failure when it is not in the
+/// kernel form.
+FailureOr<BackwardKernelOperands>
+matchBackwardKernelForm(AttentionBackwardOp op);
+
 /// Checks that the results of `op`, in the kernel form, are used only by
 /// their `bufferization.materialize_in_destination` (which has no uses
 /// itself): a kernel builder replaces the op and erases those users, so any

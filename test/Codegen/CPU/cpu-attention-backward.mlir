@@ -1,0 +1,96 @@
+// RUN: fa-opt %s -split-input-file -fa-cpu-attention-backward="vector-width=8 block-q=16 block-kv=8" | FileCheck %s
+// RUN: fa-opt %s -split-input-file -fa-cpu-attention-backward="vector-width=8 block-q=16 block-kv=8 parallel=true" | FileCheck %s --check-prefix=PAR
+// RUN: not fa-opt %s -split-input-file -fa-cpu-attention-backward="vector-width=4" 2>&1 | FileCheck %s --check-prefix=VW
+// RUN: not fa-opt %s -split-input-file -fa-cpu-attention-backward="vector-width=8 block-q=12" 2>&1 | FileCheck %s --check-prefix=BQ
+
+// VW: error: fa-cpu-attention-backward: vector-width must be 8 or 16, got 4
+// BQ: error: fa-cpu-attention-backward: block-q must be a positive multiple of vector-width and block-kv positive, got block-q=12 block-kv=64
+
+// f32, GQA (Hq = 4, Hkv = 2), bottom-right causal, softcap: the task loop,
+// the scratch, the packing, the micro-kernels and the per-lane rules.
+// CHECK-LABEL: func.func @f32_gqa_causal_softcap
+//   CHECK-NOT:   fa.attention_backward
+// Scratch before the task loop: Q^T [D][BQ], dO^T [Dv][BQ], S^T, dS^T and
+// the softcap derivative [BK][BQ], LSE and Delta [BQ], dQ [BQ][D], the
+// guarded K tile [BK][D].
+//   CHECK-DAG:   memref.alloca() {alignment = 64 : i64} : memref<16x16xf32>
+//   CHECK-DAG:   memref.alloca() {alignment = 64 : i64} : memref<8x16xf32>
+//   CHECK-DAG:   memref.alloca() {alignment = 64 : i64} : memref<16xf32>
+// One task per (batch, kv head).
+//       CHECK:   scf.forall (%{{.*}}, %{{.*}}) in (%{{.*}}, 2) {
+// f32 gradients: dK / dV accumulate in the outputs (no heap accumulator).
+//   CHECK-NOT:     memref.alloc(
+// S^T by the broadcast micro-kernel: 3 keys x 2 query vectors.
+//       CHECK:     vector.step : vector<8xindex>
+//       CHECK:     scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+//       CHECK:       vector.fma
+// P = exp(S - LSE) guarded for LSE = -inf (the exp as a polynomial), the
+// causal rule per lane.
+//       CHECK:     arith.cmpi sle, %{{.*}} : vector<8xindex>
+//       CHECK:     arith.cmpf oeq, %{{.*}} : vector<8xf32>
+//   CHECK-NOT:     math.exp
+// (dP - Delta)^T starts from -Delta.
+//       CHECK:     arith.negf %{{.*}} : vector<8xf32>
+// dS = P (dP - Delta) scale, 0 where P = 0.
+//       CHECK:     arith.cmpf oeq, %{{.*}} : vector<8xf32>
+//       CHECK:     arith.select
+// The guarded copy of K for dQ (non-finite -> 0).
+//       CHECK:     arith.cmpf ord, %{{.*}} : vector<8xf32>
+//   CHECK-NOT:   math.tanh
+//       CHECK:   return
+// PAR-LABEL: func.func @f32_gqa_causal_softcap
+// PAR:         scf.forall
+// PAR-NEXT:      memref.alloca()
+func.func @f32_gqa_causal_softcap(%q: memref<1x4x?x16xf32>, %k: memref<1x2x?x16xf32>, %v: memref<1x2x?x16xf32>, %o: memref<1x4x?x16xf32>, %lse: memref<1x4x?xf32>, %do: memref<1x4x?x16xf32>, %dq: memref<1x4x?x16xf32>, %dk: memref<1x2x?x16xf32>, %dv: memref<1x2x?x16xf32>) {
+  %tq = bufferization.to_tensor %q restrict : memref<1x4x?x16xf32> to tensor<1x4x?x16xf32>
+  %tk = bufferization.to_tensor %k restrict : memref<1x2x?x16xf32> to tensor<1x2x?x16xf32>
+  %tv = bufferization.to_tensor %v restrict : memref<1x2x?x16xf32> to tensor<1x2x?x16xf32>
+  %to = bufferization.to_tensor %o restrict : memref<1x4x?x16xf32> to tensor<1x4x?x16xf32>
+  %tl = bufferization.to_tensor %lse restrict : memref<1x4x?xf32> to tensor<1x4x?xf32>
+  %td = bufferization.to_tensor %do restrict : memref<1x4x?x16xf32> to tensor<1x4x?x16xf32>
+  %gq = bufferization.to_tensor %dq restrict writable : memref<1x4x?x16xf32> to tensor<1x4x?x16xf32>
+  %gk = bufferization.to_tensor %dk restrict writable : memref<1x2x?x16xf32> to tensor<1x2x?x16xf32>
+  %gv = bufferization.to_tensor %dv restrict writable : memref<1x2x?x16xf32> to tensor<1x2x?x16xf32>
+  %r:3 = fa.attention_backward ins(%tq, %tk, %tv : tensor<1x4x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>) forward(%to, %tl : tensor<1x4x?x16xf32>, tensor<1x4x?xf32>) grad_output(%td : tensor<1x4x?x16xf32>) outs(%gq, %gk, %gv : tensor<1x4x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>) causal(bottom_right) softcap(20.0) -> tensor<1x4x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>
+  bufferization.materialize_in_destination %r#0 in restrict writable %dq : (tensor<1x4x?x16xf32>, memref<1x4x?x16xf32>) -> ()
+  bufferization.materialize_in_destination %r#1 in restrict writable %dk : (tensor<1x2x?x16xf32>, memref<1x2x?x16xf32>) -> ()
+  bufferization.materialize_in_destination %r#2 in restrict writable %dv : (tensor<1x2x?x16xf32>, memref<1x2x?x16xf32>) -> ()
+  return
+}
+
+// -----
+
+// f16: f32 accumulators for dK / dV on the heap, rounded at the end; K rows
+// read in place (no removed keys inside the range: no guarded copy).
+// CHECK-LABEL: func.func @f16_dense
+//       CHECK:   scf.forall
+//       CHECK:     memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x16xf32>
+//       CHECK:     memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x16xf32>
+//   CHECK-NOT:     arith.cmpf ord
+//       CHECK:     arith.truncf %{{.*}} : vector<8xf32> to vector<8xf16>
+func.func @f16_dense(%q: memref<1x2x?x16xf16>, %k: memref<1x2x?x16xf16>, %v: memref<1x2x?x16xf16>, %o: memref<1x2x?x16xf16>, %lse: memref<1x2x?xf32>, %do: memref<1x2x?x16xf16>, %dq: memref<1x2x?x16xf16>, %dk: memref<1x2x?x16xf16>, %dv: memref<1x2x?x16xf16>) {
+  %tq = bufferization.to_tensor %q restrict : memref<1x2x?x16xf16> to tensor<1x2x?x16xf16>
+  %tk = bufferization.to_tensor %k restrict : memref<1x2x?x16xf16> to tensor<1x2x?x16xf16>
+  %tv = bufferization.to_tensor %v restrict : memref<1x2x?x16xf16> to tensor<1x2x?x16xf16>
+  %to = bufferization.to_tensor %o restrict : memref<1x2x?x16xf16> to tensor<1x2x?x16xf16>
+  %tl = bufferization.to_tensor %lse restrict : memref<1x2x?xf32> to tensor<1x2x?xf32>
+  %td = bufferization.to_tensor %do restrict : memref<1x2x?x16xf16> to tensor<1x2x?x16xf16>
+  %gq = bufferization.to_tensor %dq restrict writable : memref<1x2x?x16xf16> to tensor<1x2x?x16xf16>
+  %gk = bufferization.to_tensor %dk restrict writable : memref<1x2x?x16xf16> to tensor<1x2x?x16xf16>
+  %gv = bufferization.to_tensor %dv restrict writable : memref<1x2x?x16xf16> to tensor<1x2x?x16xf16>
+  %r:3 = fa.attention_backward ins(%tq, %tk, %tv : tensor<1x2x?x16xf16>, tensor<1x2x?x16xf16>, tensor<1x2x?x16xf16>) forward(%to, %tl : tensor<1x2x?x16xf16>, tensor<1x2x?xf32>) grad_output(%td : tensor<1x2x?x16xf16>) outs(%gq, %gk, %gv : tensor<1x2x?x16xf16>, tensor<1x2x?x16xf16>, tensor<1x2x?x16xf16>) -> tensor<1x2x?x16xf16>, tensor<1x2x?x16xf16>, tensor<1x2x?x16xf16>
+  bufferization.materialize_in_destination %r#0 in restrict writable %dq : (tensor<1x2x?x16xf16>, memref<1x2x?x16xf16>) -> ()
+  bufferization.materialize_in_destination %r#1 in restrict writable %dk : (tensor<1x2x?x16xf16>, memref<1x2x?x16xf16>) -> ()
+  bufferization.materialize_in_destination %r#2 in restrict writable %dv : (tensor<1x2x?x16xf16>, memref<1x2x?x16xf16>) -> ()
+  return
+}
+
+// -----
+
+// A boolean mask and tensor operands are left for fa-tile-attention-backward.
+// CHECK-LABEL: func.func @left_alone
+//       CHECK:   fa.attention_backward
+func.func @left_alone(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %o: tensor<1x2x8x16xf32>, %lse: tensor<1x2x8xf32>, %do: tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) {
+  %r:3 = fa.attention_backward ins(%q, %k, %v : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) forward(%o, %lse : tensor<1x2x8x16xf32>, tensor<1x2x8xf32>) grad_output(%do : tensor<1x2x8x16xf32>) outs(%q, %k, %v : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  return %r#0, %r#1, %r#2 : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+}
