@@ -91,8 +91,9 @@ void mlir::fa::buildLowerToCPUPipeline(OpPassManager &pm,
     pm.addPass(createFACpuAttentionPass(cpuOpts));
     FACpuAttentionBackwardPassOptions bwdOpts;
     bwdOpts.vectorWidth = options.vectorWidth;
-    // Query tiles of 4 vectors (the micro-kernels' 4 query vectors).
-    bwdOpts.blockQ = 4 * options.vectorWidth;
+    // Query tiles of 8 vectors: K, V and the dK / dV rows are streamed
+    // once per query tile.
+    bwdOpts.blockQ = 16 * options.vectorWidth;
     bwdOpts.parallel = options.parallel;
     pm.addPass(createFACpuAttentionBackwardPass(bwdOpts));
   }

@@ -420,74 +420,95 @@ void BackwardKernelBuilder::buildKeyTile(OpBuilder &b, Value batch, Value head,
   // the derivative, per lane.
   Value qLanes = vector::StepOp::create(
       b, loc, VectorType::get({cfg.vw}, b.getIndexType()));
-  forBlocks(b, kCols, cfg.rows, [&](OpBuilder &nb, Value r0, int64_t count) {
-    contract(
-        nb, count, qVecs, cIdx(nb, headDim),
-        [&](OpBuilder &ib, int64_t, int64_t) { return splat(ib, 0.0); },
-        [&](OpBuilder &ib, Value d, int64_t i) {
-          return sload(ib, args.k,
-                       {batch, kvHead, key(ib, add(ib, r0, cIdx(ib, i))), d});
-        },
-        [&](OpBuilder &ib, Value d, int64_t v) {
-          return vector::LoadOp::create(ib, loc, vecType, qT,
-                                        ValueRange{d, lanes(ib, v)})
-              .getResult();
-        },
-        [&](OpBuilder &ib, int64_t i, int64_t v, Value s) {
-          Value r = add(ib, r0, cIdx(ib, i));
-          Value kPos = key(ib, r);
-          Value qPos =
-              add(ib,
-                  vector::BroadcastOp::create(ib, loc, qLanes.getType(),
-                                              add(ib, q0, lanes(ib, v))),
-                  qLanes);
-          Value scaled = arith::MulFOp::create(ib, loc, s, splat(ib, scale));
-          Value keep = sem.keepKey(ib, loc, qPos, kPos, Value(), diagOffset);
-          Value x =
-              sem.modifyScore(ib, loc, scaled, qPos, kPos, diagOffset, slope);
-          x = AttentionSemantics::removeUnkept(ib, loc, keep, x);
-          Value lse = vector::LoadOp::create(ib, loc, vecType, lseT,
-                                             ValueRange{lanes(ib, v)});
-          vstore(ib, guardedProbability(ib, loc, x, lse), sT,
-                 {r, lanes(ib, v)});
-          if (derT)
-            vstore(ib, sem.scoreDerivative(ib, loc, scaled), derT,
-                   {r, lanes(ib, v)});
-        });
-  });
+  // Query vectors outermost: their Q^T / dO^T columns stay in L1 while the
+  // key blocks walk them.
+  for (int64_t v0 = 0; v0 < qVecs; v0 += cfg.vectors)
+    forBlocks(b, kCols, cfg.rows, [&](OpBuilder &nb, Value r0, int64_t count) {
+      {
+        auto lanes = [&](OpBuilder &ib, int64_t v) {
+          return cIdx(ib, (v0 + v) * cfg.vw);
+        };
+        contract(
+            nb, count, std::min(cfg.vectors, qVecs - v0), cIdx(nb, headDim),
+            [&](OpBuilder &ib, int64_t, int64_t) { return splat(ib, 0.0); },
+            [&](OpBuilder &ib, Value d, int64_t i) {
+              return sload(
+                  ib, args.k,
+                  {batch, kvHead, key(ib, add(ib, r0, cIdx(ib, i))), d});
+            },
+            [&](OpBuilder &ib, Value d, int64_t v) {
+              return vector::LoadOp::create(ib, loc, vecType, qT,
+                                            ValueRange{d, lanes(ib, v)})
+                  .getResult();
+            },
+            [&](OpBuilder &ib, int64_t i, int64_t v, Value s) {
+              Value r = add(ib, r0, cIdx(ib, i));
+              Value kPos = key(ib, r);
+              Value qPos =
+                  add(ib,
+                      vector::BroadcastOp::create(ib, loc, qLanes.getType(),
+                                                  add(ib, q0, lanes(ib, v))),
+                      qLanes);
+              Value scaled =
+                  arith::MulFOp::create(ib, loc, s, splat(ib, scale));
+              Value keep =
+                  sem.keepKey(ib, loc, qPos, kPos, Value(), diagOffset);
+              Value x = sem.modifyScore(ib, loc, scaled, qPos, kPos, diagOffset,
+                                        slope);
+              x = AttentionSemantics::removeUnkept(ib, loc, keep, x);
+              Value lse = vector::LoadOp::create(ib, loc, vecType, lseT,
+                                                 ValueRange{lanes(ib, v)});
+              vstore(ib, guardedProbability(ib, loc, x, lse), sT,
+                     {r, lanes(ib, v)});
+              if (derT)
+                vstore(ib, sem.scoreDerivative(ib, loc, scaled), derT,
+                       {r, lanes(ib, v)});
+            });
+      }
+    });
 
   // (dP - Delta)^T[k][q] = sum_dv V[k][dv] dO^T[dv][q] - Delta[q], then
   // dS^T = P^T (dP - Delta)^T scale (x derivative), exactly 0 where P = 0.
-  forBlocks(b, kCols, cfg.rows, [&](OpBuilder &nb, Value r0, int64_t count) {
-    contract(
-        nb, count, qVecs, cIdx(nb, valueDim),
-        [&](OpBuilder &ib, int64_t, int64_t v) {
-          Value delta = vector::LoadOp::create(ib, loc, vecType, deltaT,
-                                               ValueRange{lanes(ib, v)});
-          return arith::NegFOp::create(ib, loc, delta).getResult();
-        },
-        [&](OpBuilder &ib, Value d, int64_t i) {
-          return sload(ib, args.v,
-                       {batch, kvHead, key(ib, add(ib, r0, cIdx(ib, i))), d});
-        },
-        [&](OpBuilder &ib, Value d, int64_t v) {
-          return vector::LoadOp::create(ib, loc, vecType, doT,
-                                        ValueRange{d, lanes(ib, v)})
-              .getResult();
-        },
-        [&](OpBuilder &ib, int64_t i, int64_t v, Value dp) {
-          Value r = add(ib, r0, cIdx(ib, i));
-          Value p = vector::LoadOp::create(ib, loc, vecType, sT,
-                                           ValueRange{r, lanes(ib, v)});
-          Value diff = arith::MulFOp::create(ib, loc, dp, splat(ib, scale));
-          if (derT)
-            diff = arith::MulFOp::create(
-                ib, loc, diff,
-                vector::LoadOp::create(ib, loc, vecType, derT,
-                                       ValueRange{r, lanes(ib, v)}));
-          vstore(ib, maskedProduct(ib, loc, p, diff), dsT, {r, lanes(ib, v)});
-        });
-  });
+  // Query vectors outermost: their Q^T / dO^T columns stay in L1 while the
+  // key blocks walk them.
+  for (int64_t v0 = 0; v0 < qVecs; v0 += cfg.vectors)
+    forBlocks(b, kCols, cfg.rows, [&](OpBuilder &nb, Value r0, int64_t count) {
+      {
+        auto lanes = [&](OpBuilder &ib, int64_t v) {
+          return cIdx(ib, (v0 + v) * cfg.vw);
+        };
+        contract(
+            nb, count, std::min(cfg.vectors, qVecs - v0), cIdx(nb, valueDim),
+            [&](OpBuilder &ib, int64_t, int64_t v) {
+              Value delta = vector::LoadOp::create(ib, loc, vecType, deltaT,
+                                                   ValueRange{lanes(ib, v)});
+              return arith::NegFOp::create(ib, loc, delta).getResult();
+            },
+            [&](OpBuilder &ib, Value d, int64_t i) {
+              return sload(
+                  ib, args.v,
+                  {batch, kvHead, key(ib, add(ib, r0, cIdx(ib, i))), d});
+            },
+            [&](OpBuilder &ib, Value d, int64_t v) {
+              return vector::LoadOp::create(ib, loc, vecType, doT,
+                                            ValueRange{d, lanes(ib, v)})
+                  .getResult();
+            },
+            [&](OpBuilder &ib, int64_t i, int64_t v, Value dp) {
+              Value r = add(ib, r0, cIdx(ib, i));
+              Value p = vector::LoadOp::create(ib, loc, vecType, sT,
+                                               ValueRange{r, lanes(ib, v)});
+              Value diff = arith::MulFOp::create(ib, loc, dp, splat(ib, scale));
+              if (derT)
+                diff = arith::MulFOp::create(
+                    ib, loc, diff,
+                    vector::LoadOp::create(ib, loc, vecType, derT,
+                                           ValueRange{r, lanes(ib, v)}));
+              vstore(ib, maskedProduct(ib, loc, p, diff), dsT,
+                     {r, lanes(ib, v)});
+            });
+      }
+    });
 
   // dV[k] += sum_q P^T[k][q] dO[q], dK[k] += sum_q dS^T[k][q] Q[q]: rows of
   // keys, `vectors` vectors of the head dim at a time.
@@ -627,7 +648,7 @@ void FACpuAttentionBackwardPass::runOnOperation() {
     // Register blocks for the register file: 32 vectors with AVX-512, 16
     // with AVX2.
     cfg.rows = vectorWidth == 16 ? 6 : 3;
-    cfg.vectors = std::min<int64_t>(4, blockQ / vectorWidth);
+    cfg.vectors = 4;
     cfg.parallel = parallel;
     OpBuilder b(op);
     BackwardKernelBuilder(op, *args, cfg).build(b);
