@@ -91,9 +91,9 @@ void mlir::fa::buildLowerToCPUPipeline(OpPassManager &pm,
     pm.addPass(createFACpuAttentionPass(cpuOpts));
     FACpuAttentionBackwardPassOptions bwdOpts;
     bwdOpts.vectorWidth = options.vectorWidth;
-    // Query tiles of 8 vectors: K, V and the dK / dV rows are streamed
-    // once per query tile.
-    bwdOpts.blockQ = 16 * options.vectorWidth;
+    // Query tiles of 128 rows: K, V and the dK / dV rows are streamed
+    // once per query tile; the scratch stays a few hundred KiB per thread.
+    bwdOpts.blockQ = 128;
     bwdOpts.parallel = options.parallel;
     pm.addPass(createFACpuAttentionBackwardPass(bwdOpts));
   }

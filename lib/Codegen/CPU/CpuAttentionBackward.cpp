@@ -314,16 +314,28 @@ void BackwardKernelBuilder::buildTask(OpBuilder &b, Value batch, Value kvHead) {
       Value rows = minI(qb, cIdx(qb, cfg.blockQ), sub(qb, nq, q0));
       buildQueryTile(qb, batch, head, q0, rows, dkAcc, dvAcc);
     });
-  });
-
-  if (inPlace)
+  }); // dK = scale dS^T Q: the scale once per element.
+  auto scaleRows = [&](OpBuilder &lb, Value r, Value mem, int64_t c) {
+    Value v = vector::LoadOp::create(lb, loc, vecType, mem,
+                                     ValueRange{r, cIdx(lb, c)});
+    return arith::MulFOp::create(lb, loc, v, splat(lb, scale)).getResult();
+  };
+  if (inPlace) {
+    loop(b, cIdx(b, 0), nk, [&](OpBuilder &lb, Value r) {
+      for (int64_t c = 0; c < headDim; c += cfg.vw)
+        vstore(lb, scaleRows(lb, r, dkAcc, c), dkAcc, {r, cIdx(lb, c)});
+    });
     return;
+  }
   // Round dK / dV once.
   auto round = [&](Value acc, Value out, int64_t cols) {
     loop(b, cIdx(b, 0), nk, [&](OpBuilder &lb, Value r) {
       for (int64_t c = 0; c < cols; c += cfg.vw) {
-        Value v = vector::LoadOp::create(lb, loc, vecType, acc,
-                                         ValueRange{r, cIdx(lb, c)});
+        Value v = acc == dkAcc
+                      ? scaleRows(lb, r, acc, c)
+                      : vector::LoadOp::create(lb, loc, vecType, acc,
+                                               ValueRange{r, cIdx(lb, c)})
+                            .getResult();
         Value t =
             arith::TruncFOp::create(lb, loc, VectorType::get({cfg.vw}, elt), v);
         vector::StoreOp::create(lb, loc, t, out,
@@ -357,8 +369,12 @@ void BackwardKernelBuilder::buildQueryTile(OpBuilder &b, Value batch,
   loop(b, cIdx(b, 0), rows, [&](OpBuilder &lb, Value r) {
     Value q = add(lb, q0, r);
     loop(lb, cIdx(lb, 0), cIdx(lb, headDim), [&](OpBuilder &db, Value d) {
-      memref::StoreOp::create(db, loc, sload(db, args.q, {batch, head, q, d}),
-                              qT, ValueRange{d, r});
+      // Q^T pre-scaled: the micro-kernel gives the scaled scores.
+      memref::StoreOp::create(
+          db, loc,
+          arith::MulFOp::create(db, loc, sload(db, args.q, {batch, head, q, d}),
+                                cF32(db, scale)),
+          qT, ValueRange{d, r});
     });
     Value deltaVec = splat(lb, 0.0);
     for (int64_t c = 0; c < valueDim; c += cfg.vw) {
@@ -400,6 +416,7 @@ void BackwardKernelBuilder::buildQueryTile(OpBuilder &b, Value batch,
     for (int64_t c = 0; c < headDim; c += cfg.vw) {
       Value v = vector::LoadOp::create(lb, loc, vecType, dqAcc,
                                        ValueRange{r, cIdx(lb, c)});
+      v = arith::MulFOp::create(lb, loc, v, splat(lb, scale));
       if (!inPlace)
         v = arith::TruncFOp::create(lb, loc, VectorType::get({cfg.vw}, elt), v);
       vector::StoreOp::create(
@@ -449,8 +466,7 @@ void BackwardKernelBuilder::buildKeyTile(OpBuilder &b, Value batch, Value head,
                       vector::BroadcastOp::create(ib, loc, qLanes.getType(),
                                                   add(ib, q0, lanes(ib, v))),
                       qLanes);
-              Value scaled =
-                  arith::MulFOp::create(ib, loc, s, splat(ib, scale));
+              Value scaled = s;
               Value keep =
                   sem.keepKey(ib, loc, qPos, kPos, Value(), diagOffset);
               Value x = sem.modifyScore(ib, loc, scaled, qPos, kPos, diagOffset,
@@ -498,7 +514,8 @@ void BackwardKernelBuilder::buildKeyTile(OpBuilder &b, Value batch, Value head,
               Value r = add(ib, r0, cIdx(ib, i));
               Value p = vector::LoadOp::create(ib, loc, vecType, sT,
                                                ValueRange{r, lanes(ib, v)});
-              Value diff = arith::MulFOp::create(ib, loc, dp, splat(ib, scale));
+              // scale is applied to dQ and dK once, at the end.
+              Value diff = dp;
               if (derT)
                 diff = arith::MulFOp::create(
                     ib, loc, diff,
