@@ -19,6 +19,16 @@ lowered IR, which must then miss the reference (or give NaN):
                     fully masked row computes exp(-inf - -inf) = NaN;
   unguarded_dq      dQ's product dS K without the removed-key guard, with
                     NaN in a K row every query masks.
+
+The CPU vector kernel (fa-cpu-attention-backward, 8 lanes, query tiles of
+16 rows, key tiles of 8) is mutated the same way in its vector IR, on two
+kernel-form cases: bottom-right causal with Nq > Nk (rows with no key in
+a visited tile) and softcap; a window whose visited key tile holds keys no
+query attends, with NaN in their K rows:
+  vec_no_delta         the -Delta start of (dP - Delta)^T becomes 0;
+  vec_no_softcap_grad  the stored softcap derivative becomes 1;
+  vec_unguarded_exp    the LSE = -inf test of P never holds;
+  vec_unguarded_dq     dQ reads K without zeroing non-finite values.
 """
 
 import os
@@ -33,6 +43,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
 from fa_reference import reference, reference_backward, seed_of  # noqa: E402
 from mlir_exec import (PRINT_DECL, constant, execute, fa_opt,  # noqa: E402
                        print_call, rel_err, tensor_type)
+
+VW, BQ, BK = 8, 16, 8
 
 FA_OPT = sys.argv[1]
 B, Hq, Hkv, Nq, Nk, D = 1, 4, 2, 21, 27, 16
@@ -95,6 +107,159 @@ def mutate(tiled):
     return mutants
 
 
+def memref_type(shape):
+    return "memref<" + "".join(f"{d}x" for d in shape) + "f32>"
+
+
+def build_kernel_form(a, clauses):
+    """@bwd in the kernel form (memref arguments) and @main passing the
+    constants and printing dQ, dK, dV."""
+    names = ("q", "k", "v", "o", "lse", "do")
+    outs = (("dq", a["q"].shape), ("dk", a["k"].shape), ("dv", a["v"].shape))
+    params, body, consts, call, ctypes = [], "", "", [], []
+    for n in names:
+        mt, tt = memref_type(a[n].shape), tensor_type(a[n].shape, "f32")
+        params.append(f"%{n}_m: {mt}")
+        consts += constant("c_" + n, a[n])
+        consts += (f"    %a_{n} = bufferization.to_buffer %c_{n} : {tt} to "
+                   f"{mt}\n")
+        call.append(f"%a_{n}")
+        ctypes.append(mt)
+        body += (f"    %{n} = bufferization.to_tensor %{n}_m restrict : {mt} "
+                 f"to {tt}\n")
+    main_allocs, prints = "", ""
+    for n, shape in outs:
+        mt, tt = memref_type(shape), tensor_type(shape, "f32")
+        params.append(f"%{n}_m: {mt}")
+        body += (f"    %{n}0 = bufferization.to_tensor %{n}_m restrict "
+                 f"writable : {mt} to {tt}\n")
+        main_allocs += f"    %out_{n} = memref.alloc() : {mt}\n"
+        call.append(f"%out_{n}")
+        ctypes.append(mt)
+        prints += (f"    %{n}_u = memref.cast %out_{n} : {mt} to "
+                   f"memref<*xf32>\n    func.call @printMemrefF32(%{n}_u) : "
+                   f"(memref<*xf32>) -> ()\n")
+    t = {n: tensor_type(a[n].shape, "f32") for n in names}
+    op = (f"    %g:3 = fa.attention_backward ins(%q, %k, %v : {t['q']}, "
+          f"{t['k']}, {t['v']}) forward(%o, %lse : {t['o']}, {t['lse']}) "
+          f"grad_output(%do : {t['do']}) outs(%dq0, %dk0, %dv0 : {t['q']}, "
+          f"{t['k']}, {t['v']}) {clauses} -> {t['q']}, {t['k']}, {t['v']}\n")
+    for i, (n, shape) in enumerate(outs):
+        op += (f"    bufferization.materialize_in_destination %g#{i} in "
+               f"restrict writable %{n}_m : ({tensor_type(shape, 'f32')}, "
+               f"{memref_type(shape)}) -> ()\n")
+    kernel = (f"  func.func @bwd({', '.join(params)}) {{\n" + body + op +
+              "    return\n  }\n")
+    main = ("  func.func @main() {\n" + consts + main_allocs +
+            f"    func.call @bwd({', '.join(call)}) : ({', '.join(ctypes)}) "
+            "-> ()\n" + prints + "    return\n  }\n")
+    return "module {\n" + PRINT_DECL + kernel + main + "}\n"
+
+
+def vector_case(rng, Nq, Nk, causal, window=None, softcap=None,
+                nan_keys=()):
+    B, Hq, Hkv, D = 1, 2, 1, 16
+    a = {"q": rng.standard_normal((B, Hq, Nq, D)).astype(np.float32),
+         "k": rng.standard_normal((B, Hkv, Nk, D)).astype(np.float32),
+         "v": rng.standard_normal((B, Hkv, Nk, D)).astype(np.float32),
+         "do": rng.standard_normal((B, Hq, Nq, D)).astype(np.float32)}
+    kw = dict(window=window, softcap=softcap)
+    o, lse, _ = reference(a["q"], a["k"], a["v"], SCALE, causal, None, None,
+                          np.float64, **kw)
+    a["o"], a["lse"] = o.astype(np.float32), lse.astype(np.float32)
+    ref = reference_backward(a["q"], a["k"], a["v"], a["do"], SCALE, causal,
+                             None, None, **kw)
+    for key in nan_keys:
+        a["k"][:, :, key, :] = np.nan
+    clauses = {"bottom-right": "causal(bottom_right)", "none": ""}[causal]
+    if window:
+        clauses += f" window({window[0]}, {window[1]})"
+    if softcap:
+        clauses += f" softcap({softcap})"
+    clauses += f" scale({SCALE})"
+    return build_kernel_form(a, clauses), ref
+
+
+def all_sub(pattern, repl, text):
+    """`text` with every match of `pattern` replaced (the kernel repeats
+    each micro-kernel per block shape), or None without a match."""
+    out, n = re.subn(pattern, repl, text)
+    return out if n else None
+
+
+def mutate_vector(kernel, derivative_scratch):
+    mutants = {}
+    vec = f"vector<{VW}xf32>"
+    mutants["vec_no_delta"] = all_sub(rf"arith\.negf (%\w+) : {vec}",
+                                      rf"arith.subf \1, \1 : {vec}", kernel)
+    # The P guard compares the LSE with a -inf constant.
+    ninf = "|".join(re.findall(
+        rf"(%\w+) = arith\.constant dense<0xFF800000> : {vec}", kernel))
+    mutants["vec_unguarded_exp"] = all_sub(
+        rf"arith\.cmpf oeq, (%\w+), ({ninf}) : {vec}",
+        rf"arith.cmpf une, \1, \1 : {vec}", kernel) if ninf else None
+    # The guarded copy of K: select(ord(k - k), k, 0) keeps everything.
+    mutants["vec_unguarded_dq"] = all_sub(
+        rf"arith\.cmpf ord, (%\w+), (%\w+) : {vec}",
+        rf"arith.cmpf true, \1, \2 : {vec}", kernel)
+    if derivative_scratch:
+        # The derivative scratch is the third [BK][BQ] buffer (S^T, dS^T,
+        # then it); the values stored there become 1.
+        allocas = re.findall(rf"(%\w+) = memref\.alloca\(\) "
+                             rf"{{alignment = 64 : i64}} : "
+                             rf"memref<{BK}x{BQ}xf32>", kernel)
+        text = (all_sub(rf"vector\.store %\w+, {allocas[2]}\[",
+                        f"vector.store %mut_one, {allocas[2]}[", kernel)
+                if len(allocas) >= 3 else None)
+        if text is not None:
+            at = text.index("{", text.index("func.func @bwd(")) + 1
+            text = (text[:at] + f"\n    %mut_one = arith.constant "
+                    f"dense<1.000000e+00> : {vec}" + text[at:])
+        mutants["vec_no_softcap_grad"] = text
+    return mutants
+
+
+def run_vector(workdir):
+    failures = []
+    rng = np.random.default_rng(seed_of("backward.mutations.vector"))
+    cases = [
+        ("causal_rows_without_keys", vector_case(
+            rng, 21, 13, "bottom-right", softcap=SOFTCAP),
+         ("vec_no_delta", "vec_no_softcap_grad", "vec_unguarded_exp")),
+        ("window_unattended_nan_keys", vector_case(
+            rng, 4, 20, "bottom-right", window=(4, 0), nan_keys=(8, 9, 10, 11)),
+         ("vec_unguarded_dq",)),
+    ]
+    opts = (f"--fa-cpu-attention-backward=vector-width={VW} block-q={BQ} "
+            f"block-kv={BK}")
+    for case_name, (text, ref), names in cases:
+        kernel = fa_opt(FA_OPT, text, [opts], workdir, case_name)
+        if "fa.attention_backward" in kernel:
+            failures.append(f"{case_name}: the vector kernel left the op")
+            continue
+        mutants = mutate_vector(kernel, "softcap" in text)
+        runs = {"unmutated": kernel}
+        for name in names:
+            if mutants.get(name) is None:
+                failures.append(f"mutation {name}: the pattern to edit is "
+                                "gone (or not unique)")
+                continue
+            runs[name] = mutants[name]
+        for name, body in runs.items():
+            got = execute(FA_OPT, body, workdir, f"{case_name}.{name}",
+                          ["--fa-lower-to-cpu"])
+            errs = [rel_err(g, r) if not np.isnan(g).any() else np.inf
+                    for g, r in zip(got, ref)]
+            worst = max(errs)
+            print(f"vector {case_name} {name}: max rel err {worst:.2e}")
+            if name == "unmutated" and not worst < 2e-5:
+                failures.append(f"vector {case_name}: the unmutated kernel "
+                                f"misses the reference: {worst:.2e}")
+            if name != "unmutated" and worst < 2e-5:
+                failures.append(f"mutation {name} was not caught")
+    return failures
+
+
 def main():
     rng = np.random.default_rng(seed_of("backward.mutations"))
     a = {"q": rng.standard_normal((B, Hq, Nq, D)).astype(np.float32),
@@ -138,6 +303,7 @@ def main():
                                 f"reference: {worst:.2e}")
             if name != "unmutated" and worst < 2e-5:
                 failures.append(f"mutation {name} was not caught")
+        failures += run_vector(workdir)
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures))
         sys.exit(1)
