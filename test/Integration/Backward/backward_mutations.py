@@ -20,6 +20,10 @@ lowered IR, which must then miss the reference (or give NaN):
   unguarded_dq      dQ's product dS K without the removed-key guard, with
                     NaN in a K row every query masks.
 
+The same module tiled over (B, Hkv) with transform.structured.
+tile_using_forall (the op's TilingInterface model) must match the
+reference too: tiling is exact.
+
 The CPU vector kernel (fa-cpu-attention-backward, 8 lanes, query tiles of
 16 rows, key tiles of 8) is mutated the same way in its vector IR, on two
 kernel-form cases: bottom-right causal with Nq > Nk (rows with no key in
@@ -45,6 +49,14 @@ from mlir_exec import (PRINT_DECL, constant, execute, fa_opt,  # noqa: E402
                        print_call, rel_err, tensor_type)
 
 VW, BQ, BK = 8, 16, 8
+TILE = """module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["fa.attention_backward"]} in %root : (!transform.any_op) -> !transform.any_op
+    %t, %f = transform.structured.tile_using_forall %op tile_sizes [1, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+"""
 
 FA_OPT = sys.argv[1]
 B, Hq, Hkv, Nq, Nk, D = 1, 4, 2, 21, 27, 16
@@ -252,7 +264,7 @@ def run_vector(workdir):
                     for g, r in zip(got, ref)]
             worst = max(errs)
             print(f"vector {case_name} {name}: max rel err {worst:.2e}")
-            if name == "unmutated" and not worst < 2e-5:
+            if name in ("unmutated", "tiling") and not worst < 2e-5:
                 failures.append(f"vector {case_name}: the unmutated kernel "
                                 f"misses the reference: {worst:.2e}")
             if name != "unmutated" and worst < 2e-5:
@@ -286,6 +298,17 @@ def main():
             "--fa-tile-attention-backward=block-q=8 block-kv=8"], workdir,
             "tiled")
         runs = {"unmutated": tiled}
+        # Tiling over (batch, kv head) through the TilingInterface model.
+        lib = os.path.join(workdir, "tile.mlir")
+        with open(lib, "w") as f:
+            f.write(TILE)
+        tiled_op = fa_opt(FA_OPT, build(a), [
+            "--transform-preload-library=transform-library-paths=" + lib,
+            "--transform-interpreter", "--canonicalize", "--cse"], workdir,
+            "tiling")
+        if "scf.forall" not in tiled_op:
+            failures.append("tiling: no scf.forall after tile_using_forall")
+        runs["tiling"] = tiled_op
         for name, text in mutate(tiled).items():
             if text is None:
                 failures.append(f"mutation {name}: the pattern to edit is "
@@ -298,10 +321,10 @@ def main():
                     for g, r in zip(got, ref)]
             worst = max(errs)
             print(f"{name}: max rel err of dQ, dK, dV {worst:.2e}")
-            if name == "unmutated" and not worst < 2e-5:
+            if name in ("unmutated", "tiling") and not worst < 2e-5:
                 failures.append(f"the unmutated lowering misses the "
                                 f"reference: {worst:.2e}")
-            if name != "unmutated" and worst < 2e-5:
+            if name not in ("unmutated", "tiling") and worst < 2e-5:
                 failures.append(f"mutation {name} was not caught")
         failures += run_vector(workdir)
     if failures:

@@ -506,9 +506,149 @@ struct SoftmaxTilingModel final
 };
 } // namespace
 
+//===----------------------------------------------------------------------===//
+// fa.attention_backward
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// fa.attention_backward: the iteration domain is (B, Hkv), both parallel:
+/// a tile (b0 +: tb, k0 +: tk) computes dK and dV of kv heads [k0, k0 +
+/// tk) and dQ of their query heads [k0 G, (k0 + tk) G) (G = Hq / Hkv), the
+/// whole of Nq, Nk and the head dims, so no position changes and the tiled
+/// ops compute exactly what the untiled one does. Q, O, LSE, dO, dQ, the
+/// mask and the ALiBi slopes are sliced along the query heads (a size-1
+/// broadcast mask dim stays whole), everything along the batch.
+struct AttentionBackwardTilingModel final
+    : TilingInterface::ExternalModel<AttentionBackwardTilingModel,
+                                     AttentionBackwardOp> {
+  SmallVector<utils::IteratorType> getLoopIteratorTypes(Operation *) const {
+    return SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel);
+  }
+
+  SmallVector<Range> getIterationDomain(Operation *op, OpBuilder &b) const {
+    auto bwd = cast<AttentionBackwardOp>(op);
+    Location loc = op->getLoc();
+    return {Range{b.getIndexAttr(0),
+                  tensor::getMixedSize(b, loc, bwd.getQuery(), 0),
+                  b.getIndexAttr(1)},
+            Range{b.getIndexAttr(0), b.getIndexAttr(bwd.getKvHeads()),
+                  b.getIndexAttr(1)}};
+  }
+
+  /// The query-head range [k0 G, (k0 + tk) G) of the kv heads [k0, k0 + tk).
+  static std::pair<OpFoldResult, OpFoldResult>
+  queryHeads(OpBuilder &b, Location loc, AttentionBackwardOp op,
+             OpFoldResult k0, OpFoldResult tk) {
+    int64_t g = op.getGroupSize();
+    AffineExpr d0;
+    bindDims(b.getContext(), d0);
+    auto times = [&](OpFoldResult x) {
+      return affine::makeComposedFoldedAffineApply(b, loc, d0 * g, {x});
+    };
+    return {times(k0), times(tk)};
+  }
+
+  FailureOr<TilingResult>
+  getTiledImplementation(Operation *op, OpBuilder &b,
+                         ArrayRef<OpFoldResult> offsets,
+                         ArrayRef<OpFoldResult> sizes) const {
+    auto bwd = cast<AttentionBackwardOp>(op);
+    Location loc = op->getLoc();
+    Slicer s{b, loc, {}};
+    OpFoldResult zero = b.getIndexAttr(0);
+    OpFoldResult b0 = offsets[0], k0 = offsets[1];
+    OpFoldResult tb = sizes[0], tk = sizes[1];
+    auto [h0, th] = queryHeads(b, loc, bwd, k0, tk);
+    // Rank-4 operands [B, H, N, D]: batch and heads sliced.
+    auto rows = [&](Value v, OpFoldResult ho, OpFoldResult hs) -> Value {
+      SmallVector<OpFoldResult> size = s.fullSizes(v);
+      size[0] = tb;
+      size[1] = hs;
+      return s.slice(v, {b0, ho, zero, zero}, size);
+    };
+    auto perQueryHead = [&](Value v) { return rows(v, h0, th); };
+    auto perKvHead = [&](Value v) { return rows(v, k0, tk); };
+    Value lse;
+    {
+      SmallVector<OpFoldResult> size = s.fullSizes(bwd.getLse());
+      size[0] = tb;
+      size[1] = th;
+      lse = s.slice(bwd.getLse(), {b0, h0, zero}, size);
+    }
+    Value kvLens;
+    if (Value lens = bwd.getKvLens())
+      kvLens = s.slice(lens, {b0}, {tb});
+    Value mask;
+    if (Value m = bwd.getMask()) {
+      auto mType = cast<RankedTensorType>(m.getType());
+      SmallVector<OpFoldResult> off = {zero, zero, zero, zero};
+      SmallVector<OpFoldResult> size = s.fullSizes(m);
+      if (mType.getDimSize(0) != 1) {
+        off[0] = b0;
+        size[0] = tb;
+      }
+      if (mType.getDimSize(1) != 1) {
+        off[1] = h0;
+        size[1] = th;
+      }
+      mask = s.slice(m, off, size);
+    }
+    Value alibi;
+    if (Value a = bwd.getAlibi()) {
+      if (cast<RankedTensorType>(a.getType()).getRank() == 1)
+        alibi = s.slice(a, {h0}, {th});
+      else
+        alibi = s.slice(a, {b0, h0}, {tb, th});
+    }
+    Value qSeg, kSeg;
+    if (Value qs = bwd.getQSegments()) {
+      SmallVector<OpFoldResult> qSize = s.fullSizes(qs);
+      qSize[0] = tb;
+      qSeg = s.slice(qs, {b0, zero}, qSize);
+      SmallVector<OpFoldResult> kSize = s.fullSizes(bwd.getKSegments());
+      kSize[0] = tb;
+      kSeg = s.slice(bwd.getKSegments(), {b0, zero}, kSize);
+    }
+    Value dq = perQueryHead(bwd.getGradQuery());
+    Value dk = perKvHead(bwd.getGradKey());
+    Value dv = perKvHead(bwd.getGradValue());
+    auto tiled = AttentionBackwardOp::create(
+        b, loc, TypeRange{dq.getType(), dk.getType(), dv.getType()},
+        perQueryHead(bwd.getQuery()), perKvHead(bwd.getKey()),
+        perKvHead(bwd.getValue()), perQueryHead(bwd.getOutput()), lse,
+        perQueryHead(bwd.getGradOutput()), kvLens, mask, alibi, qSeg, kSeg,
+        bwd.getQOffset(), dq, dk, dv, bwd.getScaleAttr(), bwd.getCausalAttr(),
+        bwd.getWindowAttr(), bwd.getSoftcapAttr(), bwd.getChunkAttr());
+    // The default scale reads D, which tiling keeps.
+    return TilingResult{
+        {tiled}, SmallVector<Value>(tiled->getResults()), s.slices};
+  }
+
+  LogicalResult
+  getResultTilePosition(Operation *op, OpBuilder &b, unsigned resultNumber,
+                        ArrayRef<OpFoldResult> offsets,
+                        ArrayRef<OpFoldResult> sizes,
+                        SmallVector<OpFoldResult> &resultOffsets,
+                        SmallVector<OpFoldResult> &resultSizes) const {
+    auto bwd = cast<AttentionBackwardOp>(op);
+    Location loc = op->getLoc();
+    Value dest = op->getOperand(op->getNumOperands() - 3 + resultNumber);
+    SmallVector<OpFoldResult> full = tensor::getMixedSizes(b, loc, dest);
+    OpFoldResult zero = b.getIndexAttr(0);
+    OpFoldResult ho = offsets[1], hs = sizes[1];
+    if (resultNumber == 0)
+      std::tie(ho, hs) = queryHeads(b, loc, bwd, offsets[1], sizes[1]);
+    resultOffsets = {offsets[0], ho, zero, zero};
+    resultSizes = {sizes[0], hs, full[2], full[3]};
+    return success();
+  }
+};
+} // namespace
+
 void fa::registerTilingInterfaceExternalModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, FADialect *) {
     AttentionOp::attachInterface<AttentionTilingModel>(*ctx);
     SoftmaxOp::attachInterface<SoftmaxTilingModel>(*ctx);
+    AttentionBackwardOp::attachInterface<AttentionBackwardTilingModel>(*ctx);
   });
 }
