@@ -1236,6 +1236,46 @@ static Error attachMods(MLIRContext &ctx, ModuleOp module,
   return Error::success();
 }
 
+/// The flags attention and its backward share, checked: the causal
+/// alignment, the tile sizes, the scale and the built-in modifiers.
+struct AttentionFlags {
+  std::optional<CausalKind> causal;
+  std::optional<float> scale;
+  rt::ModifierInfo mods;
+};
+
+static Expected<AttentionFlags> parseAttentionFlags() {
+  AttentionFlags flags;
+  flags.causal = parseCausalKind(causalName);
+  if (!flags.causal)
+    return makeError("--causal must be none, top-left or bottom-right, got '" +
+                     causalName + "'");
+  if (blockQ <= 0 || blockKV <= 0)
+    return makeError(llvm::formatv("--block-q and --block-kv must be "
+                                   "positive, got {0} and {1}",
+                                   blockQ.getValue(), blockKV.getValue()));
+  if (scaleText.getNumOccurrences()) {
+    double value = 0;
+    if (StringRef(scaleText).trim().getAsDouble(value) ||
+        !std::isfinite(value) || !std::isfinite(static_cast<float>(value)))
+      return makeError("--scale must be a finite float32 number, got '" +
+                       scaleText + "'");
+    flags.scale = static_cast<float>(value);
+  }
+  // The modifiers (checked like the op's verifier does).
+  Expected<rt::ModifierInfo> mods = compile::parseModifierFlags(
+      compile::getGivenValue(windowText), compile::getGivenValue(softcapText),
+      chunkSize.getNumOccurrences() ? std::optional<int64_t>(chunkSize)
+                                    : std::nullopt,
+      std::nullopt, false);
+  if (!mods)
+    return mods.takeError();
+  flags.mods = *mods;
+  if (qSegmentsPath.empty() != kSegmentsPath.empty())
+    return makeError("--q-segments and --k-segments go together: give both");
+  return flags;
+}
+
 /// The optional inputs of a dense attention (or its backward): key
 /// lengths, a mask, ALiBi slopes, segment ids.
 struct AuxInputs {
@@ -1331,35 +1371,12 @@ static Error runAttention(MLIRContext &ctx) {
     return err;
   if (queryPath.empty() || keyPath.empty() || valuePath.empty())
     return makeError("attention needs --q, --k and --v (and -o)");
-  std::optional<CausalKind> causal = parseCausalKind(causalName);
-  if (!causal)
-    return makeError("--causal must be none, top-left or bottom-right, got '" +
-                     causalName + "'");
-  if (blockQ <= 0 || blockKV <= 0)
-    return makeError(llvm::formatv("--block-q and --block-kv must be "
-                                   "positive, got {0} and {1}",
-                                   blockQ.getValue(), blockKV.getValue()));
-  std::optional<float> scale;
-  if (scaleText.getNumOccurrences()) {
-    double value = 0;
-    if (StringRef(scaleText).trim().getAsDouble(value) ||
-        !std::isfinite(value) || !std::isfinite(static_cast<float>(value)))
-      return makeError("--scale must be a finite float32 number, got '" +
-                       scaleText + "'");
-    scale = static_cast<float>(value);
-  }
-  // The modifiers (checked like the op's verifier does).
-  Expected<rt::ModifierInfo> parsedMods = compile::parseModifierFlags(
-      compile::getGivenValue(windowText),
-      compile::getGivenValue(softcapText),
-      chunkSize.getNumOccurrences() ? std::optional<int64_t>(chunkSize)
-                                    : std::nullopt,
-      std::nullopt, false);
-  if (!parsedMods)
-    return parsedMods.takeError();
-  rt::ModifierInfo mods = *parsedMods;
-  if (qSegmentsPath.empty() != kSegmentsPath.empty())
-    return makeError("--q-segments and --k-segments go together: give both");
+  Expected<AttentionFlags> flags = parseAttentionFlags();
+  if (!flags)
+    return flags.takeError();
+  std::optional<CausalKind> causal = flags->causal;
+  std::optional<float> scale = flags->scale;
+  rt::ModifierInfo mods = flags->mods;
 
   if (!lsePath.empty() && sameOutputFile(lsePath, outputPath))
     return makeError("-o and --lse name the same file '" + outputPath + "'");
@@ -1837,33 +1854,12 @@ static Error runAttentionBackward(MLIRContext &ctx) {
   if (cpuKernel != "vector" && cpuKernel != "tiled")
     return makeError("--cpu-kernel must be vector or tiled, got '" + cpuKernel +
                      "'");
-  std::optional<CausalKind> causal = parseCausalKind(causalName);
-  if (!causal)
-    return makeError("--causal must be none, top-left or bottom-right, got '" +
-                     causalName + "'");
-  if (blockQ <= 0 || blockKV <= 0)
-    return makeError(llvm::formatv("--block-q and --block-kv must be "
-                                   "positive, got {0} and {1}",
-                                   blockQ.getValue(), blockKV.getValue()));
-  std::optional<float> scale;
-  if (scaleText.getNumOccurrences()) {
-    double value = 0;
-    if (StringRef(scaleText).trim().getAsDouble(value) ||
-        !std::isfinite(value) || !std::isfinite(static_cast<float>(value)))
-      return makeError("--scale must be a finite float32 number, got '" +
-                       scaleText + "'");
-    scale = static_cast<float>(value);
-  }
-  Expected<rt::ModifierInfo> parsedMods = compile::parseModifierFlags(
-      compile::getGivenValue(windowText), compile::getGivenValue(softcapText),
-      chunkSize.getNumOccurrences() ? std::optional<int64_t>(chunkSize)
-                                    : std::nullopt,
-      std::nullopt, false);
-  if (!parsedMods)
-    return parsedMods.takeError();
-  rt::ModifierInfo mods = *parsedMods;
-  if (qSegmentsPath.empty() != kSegmentsPath.empty())
-    return makeError("--q-segments and --k-segments go together: give both");
+  Expected<AttentionFlags> flags = parseAttentionFlags();
+  if (!flags)
+    return flags.takeError();
+  std::optional<CausalKind> causal = flags->causal;
+  std::optional<float> scale = flags->scale;
+  rt::ModifierInfo mods = flags->mods;
   const std::string *outs[] = {&gradQueryPath.getValue(),
                                &gradKeyPath.getValue(),
                                &gradValuePath.getValue()};
