@@ -431,7 +431,6 @@ void BackwardKernelBuilder::buildKeyTile(OpBuilder &b, Value batch, Value head,
                                          Value k0, Value kCols, Value dkAcc,
                                          Value dvAcc) {
   auto key = [&](OpBuilder &nb, Value r) { return add(nb, k0, r); };
-  auto lanes = [&](OpBuilder &nb, int64_t v) { return cIdx(nb, v * cfg.vw); };
 
   // S^T[k][q] = sum_d K[k][d] Q^T[d][q], scaled; then P^T and (softcap)
   // the derivative, per lane.
