@@ -197,9 +197,11 @@ def FACpuAttentionBackwardPass : Pass<"fa-cpu-attention-backward"> {
       values are 0 (a removed key's dS is 0);
     * `exp` and `tanh` on vectors as polynomials (no libm calls).
 
-    Ops with a mask or segment ids, head dims that are not multiples of W,
-    or operands not in kernel form are left for
-    `fa-tile-attention-backward`.
+    A mask (boolean or additive, broadcast dims included) is packed per
+    (query tile, key tile) transposed, one query per lane; segment ids of
+    the query tile per lane, of each key as a scalar. Ops whose head dims
+    are not multiples of W, or whose operands are not in kernel form, are
+    left for `fa-tile-attention-backward`.
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",

@@ -181,6 +181,9 @@ private:
   /// Delta)^T / dS^T [BK][BQ], the softcap derivative [BK][BQ], LSE and
   /// Delta of the tile's rows [BQ], dQ of the tile [BQ][D].
   Value qT, doT, sT, dsT, derT, lseT, deltaT, dqAcc;
+  /// The mask's (query tile, key tile) transposed [BK][BQ] in its element
+  /// type, and the query tile's segment ids [BQ] (i32); null without them.
+  Value maskT, qSegT;
   /// K of the key tile with non-finite values set to 0 [BK][D] (only where
   /// keys inside the range can be removed).
   Value kTile;
@@ -260,6 +263,16 @@ void BackwardKernelBuilder::build(OpBuilder &b) {
   if (sem.hasSoftcap())
     derT = scratch(sb, {cfg.blockKV, cfg.blockQ});
   lseT = scratch(sb, {cfg.blockQ});
+  if (args.mask)
+    maskT = memref::AllocaOp::create(
+        sb, loc,
+        MemRefType::get({cfg.blockKV, cfg.blockQ},
+                        cast<MemRefType>(args.mask.getType()).getElementType()),
+        ValueRange{}, sb.getI64IntegerAttr(64));
+  if (args.qSegments)
+    qSegT = memref::AllocaOp::create(
+        sb, loc, MemRefType::get({cfg.blockQ}, sb.getI32Type()), ValueRange{},
+        sb.getI64IntegerAttr(64));
   deltaT = scratch(sb, {cfg.blockQ});
   dqAcc = scratch(sb, {cfg.blockQ, headDim});
   if (sem.removesKeysInsideRange())
@@ -395,6 +408,11 @@ void BackwardKernelBuilder::buildQueryTile(OpBuilder &b, Value batch,
         lb, loc,
         memref::LoadOp::create(lb, loc, args.lse, ValueRange{batch, head, q}),
         lseT, r);
+    if (qSegT)
+      memref::StoreOp::create(
+          lb, loc,
+          memref::LoadOp::create(lb, loc, args.qSegments, ValueRange{batch, q}),
+          qSegT, r);
   });
 
   // The key tiles the forward visited for these rows.
@@ -432,6 +450,27 @@ void BackwardKernelBuilder::buildKeyTile(OpBuilder &b, Value batch, Value head,
                                          Value dvAcc) {
   auto key = [&](OpBuilder &nb, Value r) { return add(nb, k0, r); };
 
+  // The mask tile, transposed (one query per lane); lanes past `rows` hold
+  // 0 (their P is 0 anyway: LSE = -inf).
+  if (maskT) {
+    auto mType = cast<MemRefType>(args.mask.getType());
+    Value zeroM = arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(mType.getElementType()));
+    Value mb = mType.getDimSize(0) == 1 ? cIdx(b, 0) : batch;
+    Value mh = mType.getDimSize(1) == 1 ? cIdx(b, 0) : head;
+    loop(b, cIdx(b, 0), kCols, [&](OpBuilder &lb, Value k) {
+      loop(lb, rows, cIdx(lb, cfg.blockQ), [&](OpBuilder &qb, Value r) {
+        memref::StoreOp::create(qb, loc, zeroM, maskT, ValueRange{k, r});
+      });
+    });
+    loop(b, cIdx(b, 0), rows, [&](OpBuilder &lb, Value r) {
+      loop(lb, cIdx(lb, 0), kCols, [&](OpBuilder &kb, Value k) {
+        Value m = memref::LoadOp::create(
+            kb, loc, args.mask, ValueRange{mb, mh, add(kb, q0, r), key(kb, k)});
+        memref::StoreOp::create(kb, loc, m, maskT, ValueRange{k, r});
+      });
+    });
+  }
   // S^T[k][q] = sum_d K[k][d] Q^T[d][q], scaled; then P^T and (softcap)
   // the derivative, per lane.
   Value qLanes = vector::StepOp::create(
@@ -470,6 +509,23 @@ void BackwardKernelBuilder::buildKeyTile(OpBuilder &b, Value batch, Value head,
                   sem.keepKey(ib, loc, qPos, kPos, Value(), diagOffset);
               Value x = sem.modifyScore(ib, loc, scaled, qPos, kPos, diagOffset,
                                         slope);
+              if (maskT) {
+                Type mElt = cast<MemRefType>(maskT.getType()).getElementType();
+                Value m = vector::LoadOp::create(
+                    ib, loc, VectorType::get({cfg.vw}, mElt), maskT,
+                    ValueRange{r, lanes(ib, v)});
+                sem.applyMaskElement(ib, loc, m, x, keep);
+              }
+              if (qSegT) {
+                Value qSeg = vector::LoadOp::create(
+                    ib, loc, VectorType::get({cfg.vw}, ib.getI32Type()), qSegT,
+                    ValueRange{lanes(ib, v)});
+                Value kSeg = vector::BroadcastOp::create(
+                    ib, loc, VectorType::get({cfg.vw}, ib.getI32Type()),
+                    memref::LoadOp::create(ib, loc, args.kSegments,
+                                           ValueRange{batch, kPos}));
+                sem.applySegments(ib, loc, qSeg, kSeg, keep);
+              }
               x = AttentionSemantics::removeUnkept(ib, loc, keep, x);
               Value lse = vector::LoadOp::create(ib, loc, vecType, lseT,
                                                  ValueRange{lanes(ib, v)});
@@ -625,8 +681,6 @@ struct FACpuAttentionBackwardPass final
 /// Why the kernel does not take `op` (it is left to
 /// fa-tile-attention-backward), or an empty string.
 static std::string unsupportedReason(AttentionBackwardOp op, int64_t vw) {
-  if (op.getMask() || op.getQSegments())
-    return "a mask or segment ids";
   if (op.getHeadDim() % vw != 0 || op.getValueHeadDim() % vw != 0)
     return "head dims that are not multiples of the vector width";
   return "";

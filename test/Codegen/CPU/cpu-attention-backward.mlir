@@ -87,7 +87,53 @@ func.func @f16_dense(%q: memref<1x2x?x16xf16>, %k: memref<1x2x?x16xf16>, %v: mem
 
 // -----
 
-// A boolean mask and tensor operands are left for fa-tile-attention-backward.
+// A boolean mask (i8 bytes in the kernel form, a broadcast batch dim) is
+// packed per tile pair transposed; segment ids per lane (queries) against
+// a scalar (the key).
+// CHECK-LABEL: func.func @mask_segments
+//   CHECK-DAG:   memref.alloca() {alignment = 64 : i64} : memref<8x16xi8>
+//   CHECK-DAG:   memref.alloca() {alignment = 64 : i64} : memref<16xi32>
+//       CHECK:   scf.forall
+//       CHECK:     memref.load %{{.*}}[%c0{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x2x?x?xi8>
+//       CHECK:     vector.load %{{.*}} : memref<8x16xi8>, vector<8xi8>
+//       CHECK:     arith.cmpi ne, %{{.*}} : vector<8xi8>
+//       CHECK:     arith.cmpi eq, %{{.*}} : vector<8xi32>
+//   CHECK-NOT:   fa.attention_backward
+func.func @mask_segments(%q: memref<2x2x?x16xf32>, %k: memref<2x2x?x16xf32>, %v: memref<2x2x?x16xf32>, %o: memref<2x2x?x16xf32>, %lse: memref<2x2x?xf32>, %do: memref<2x2x?x16xf32>, %m: memref<1x2x?x?xi8>, %qs: memref<2x?xi32>, %ks: memref<2x?xi32>, %dq: memref<2x2x?x16xf32>, %dk: memref<2x2x?x16xf32>, %dv: memref<2x2x?x16xf32>) {
+  %tq = bufferization.to_tensor %q restrict : memref<2x2x?x16xf32> to tensor<2x2x?x16xf32>
+  %tk = bufferization.to_tensor %k restrict : memref<2x2x?x16xf32> to tensor<2x2x?x16xf32>
+  %tv = bufferization.to_tensor %v restrict : memref<2x2x?x16xf32> to tensor<2x2x?x16xf32>
+  %to = bufferization.to_tensor %o restrict : memref<2x2x?x16xf32> to tensor<2x2x?x16xf32>
+  %tl = bufferization.to_tensor %lse restrict : memref<2x2x?xf32> to tensor<2x2x?xf32>
+  %td = bufferization.to_tensor %do restrict : memref<2x2x?x16xf32> to tensor<2x2x?x16xf32>
+  %tm8 = bufferization.to_tensor %m restrict : memref<1x2x?x?xi8> to tensor<1x2x?x?xi8>
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %n2 = tensor.dim %tm8, %c2 : tensor<1x2x?x?xi8>
+  %n3 = tensor.dim %tm8, %c3 : tensor<1x2x?x?xi8>
+  %e = tensor.empty(%n2, %n3) : tensor<1x2x?x?xi1>
+  %tm = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%tm8 : tensor<1x2x?x?xi8>) outs(%e : tensor<1x2x?x?xi1>) {
+  ^bb0(%x: i8, %y: i1):
+    %z = arith.constant 0 : i8
+    %t = arith.cmpi ne, %x, %z : i8
+    linalg.yield %t : i1
+  } -> tensor<1x2x?x?xi1>
+  %tqs = bufferization.to_tensor %qs restrict : memref<2x?xi32> to tensor<2x?xi32>
+  %tks = bufferization.to_tensor %ks restrict : memref<2x?xi32> to tensor<2x?xi32>
+  %gq = bufferization.to_tensor %dq restrict writable : memref<2x2x?x16xf32> to tensor<2x2x?x16xf32>
+  %gk = bufferization.to_tensor %dk restrict writable : memref<2x2x?x16xf32> to tensor<2x2x?x16xf32>
+  %gv = bufferization.to_tensor %dv restrict writable : memref<2x2x?x16xf32> to tensor<2x2x?x16xf32>
+  %r:3 = fa.attention_backward ins(%tq, %tk, %tv : tensor<2x2x?x16xf32>, tensor<2x2x?x16xf32>, tensor<2x2x?x16xf32>) forward(%to, %tl : tensor<2x2x?x16xf32>, tensor<2x2x?xf32>) grad_output(%td : tensor<2x2x?x16xf32>) mask(%tm : tensor<1x2x?x?xi1>) segments(%tqs, %tks : tensor<2x?xi32>, tensor<2x?xi32>) outs(%gq, %gk, %gv : tensor<2x2x?x16xf32>, tensor<2x2x?x16xf32>, tensor<2x2x?x16xf32>) -> tensor<2x2x?x16xf32>, tensor<2x2x?x16xf32>, tensor<2x2x?x16xf32>
+  bufferization.materialize_in_destination %r#0 in restrict writable %dq : (tensor<2x2x?x16xf32>, memref<2x2x?x16xf32>) -> ()
+  bufferization.materialize_in_destination %r#1 in restrict writable %dk : (tensor<2x2x?x16xf32>, memref<2x2x?x16xf32>) -> ()
+  bufferization.materialize_in_destination %r#2 in restrict writable %dv : (tensor<2x2x?x16xf32>, memref<2x2x?x16xf32>) -> ()
+  return
+}
+
+// -----
+
+// Tensor operands (not the kernel form) are left for
+// fa-tile-attention-backward.
 // CHECK-LABEL: func.func @left_alone
 //       CHECK:   fa.attention_backward
 func.func @left_alone(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %o: tensor<1x2x8x16xf32>, %lse: tensor<1x2x8xf32>, %do: tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) {

@@ -5,9 +5,8 @@
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """Numerics of `fa-run attention-backward` on the CPU (fa.attention_backward
-through the vector kernel, fa-cpu-attention-backward, which leaves ops with
-a mask or segment ids to fa-tile-attention-backward; with --tiled all of
-them through fa-tile-attention-backward) against the float64 gradients of
+through the vector kernel, fa-cpu-attention-backward; with --tiled through
+fa-tile-attention-backward) against the float64 gradients of
 test/lib/fa_reference.py (reference_backward), written from the op's
 contract and shared with no lowering.
 
