@@ -368,6 +368,14 @@ void mlir::fa::buildMapToGPUPipeline(OpPassManager &pm,
   mergeOpts.numWarps = options.warps;
   pm.addNestedPass<func::FuncOp>(createFAGpuMergePass(mergeOpts));
   pm.addNestedPass<func::FuncOp>(createFAPromoteSharedPass(promoteOpts));
+  // fa.attention_backward: the SIMT dQ and dK/dV kernels (no tensor-core
+  // backward kernel yet).
+  FAPromoteSharedBackwardPassOptions backwardOpts;
+  backwardOpts.blockQ = options.blockQ;
+  backwardOpts.blockKV = options.blockKV;
+  backwardOpts.numWarps = options.warps;
+  pm.addNestedPass<func::FuncOp>(
+      createFAPromoteSharedBackwardPass(backwardOpts));
   pm.addPass(createFAMapToGPUPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -1060,6 +1060,25 @@ static Expected<std::string> runOnCuda(MLIRContext &ctx,
          stringifyKernelFamily(ran->kernel).str() + ")";
 }
 
+/// Sets how --device emulate maps a kernel: the tile sizes, kernel family and
+/// chip of the command line (sm_80 unless given; sm_90a for --kernel
+/// wgmma).
+static void setEmulationMapOptions(EmulationMapOptions &mapOptions) {
+  mapOptions.lowering.blockQ =
+      blockQ.getNumOccurrences() ? blockQ.getValue() : 0;
+  mapOptions.lowering.blockKV =
+      blockKV.getNumOccurrences() ? blockKV.getValue() : 0;
+  mapOptions.lowering.kernel = kernelFamily.getValue();
+  mapOptions.lowering.packGqa = packGqa ? "always" : "auto";
+  mapOptions.lowering.chip = chipName.getNumOccurrences() ? chipName.getValue()
+                             : kernelFamily == "wgmma"    ? "sm_90a"
+                                                          : "sm_80";
+  if (blockQ.getNumOccurrences())
+    mapOptions.lowering.tcBlockQ = blockQ.getValue();
+  if (blockKV.getNumOccurrences())
+    mapOptions.lowering.tcBlockKV = blockKV.getValue();
+}
+
 /// --device emulate: maps `module` as fa-emulate does and runs it under the
 /// SIMT interpreter, the host function launching the kernel over its grid.
 /// Returns where it ran.
@@ -1071,23 +1090,10 @@ static Expected<std::string> runOnEmulator(ModuleOp module,
                                            double &compileMs, double &runMs) {
   auto start = std::chrono::steady_clock::now();
   EmulationMapOptions mapOptions;
-  mapOptions.lowering.blockQ =
-      blockQ.getNumOccurrences() ? blockQ.getValue() : 0;
-  mapOptions.lowering.blockKV =
-      blockKV.getNumOccurrences() ? blockKV.getValue() : 0;
-  mapOptions.lowering.kernel = kernelFamily.getValue();
-  mapOptions.lowering.packGqa = packGqa ? "always" : "auto";
+  setEmulationMapOptions(mapOptions);
   // Split-KV: --kv-splits N >= 2 parts (the workspace below has N).
   unsigned parts = kvSplitsOpt;
   mapOptions.lowering.splitKv = parts >= 2;
-  // The emulated chip: sm_80 unless given (sm_90a for --kernel wgmma).
-  mapOptions.lowering.chip = chipName.getNumOccurrences() ? chipName.getValue()
-                             : kernelFamily == "wgmma"    ? "sm_90a"
-                                                          : "sm_80";
-  if (blockQ.getNumOccurrences())
-    mapOptions.lowering.tcBlockQ = blockQ.getValue();
-  if (blockKV.getNumOccurrences())
-    mapOptions.lowering.tcBlockKV = blockKV.getValue();
   llvm::SourceMgr mappedMgr;
   std::string error;
   OwningOpRef<ModuleOp> mapped =
@@ -1847,10 +1853,12 @@ static Error runAttentionBackward(MLIRContext &ctx) {
       dataType != "bf16")
     return makeError("--dtype must be auto, f32, f16 or bf16, got '" +
                      dataType + "'");
-  if (deviceName != "cpu")
-    return makeError("attention-backward runs on --device cpu only (no GPU "
-                     "backward kernel yet), got '" +
+  if (deviceName != "cpu" && deviceName != "emulate")
+    return makeError("attention-backward runs on --device cpu or emulate (the "
+                     "SIMT GPU kernels under the interpreter; no CUDA launch "
+                     "yet), got '" +
                      deviceName + "'");
+  bool emulate = deviceName == "emulate";
   if (cpuKernel != "vector" && cpuKernel != "tiled")
     return makeError("--cpu-kernel must be vector or tiled, got '" + cpuKernel +
                      "'");
@@ -2025,18 +2033,57 @@ static Error runAttentionBackward(MLIRContext &ctx) {
     descriptors.emplace_back(array->getData(), array->getShape());
   }
   double compileMs = 0, runMs = 0;
-  if (Error err = lowerAndRun(**module, pipelineText(blockQ, blockKV, 256),
-                              descriptors, compileMs, runMs))
+  std::string where = "cpu";
+  if (emulate) {
+    // The two SIMT kernels (dQ, then dK/dV) launched by the host function
+    // under the interpreter, with its race, bounds and initialization
+    // checks.
+    auto start = std::chrono::steady_clock::now();
+    EmulationMapOptions mapOptions;
+    setEmulationMapOptions(mapOptions);
+    llvm::SourceMgr mappedMgr;
+    std::string error;
+    OwningOpRef<ModuleOp> mapped =
+        mapForEmulation(**module, mapOptions, mappedMgr, error);
+    if (!mapped)
+      return makeError("--device emulate: " + error);
+    compileMs = millisecondsSince(start);
+    llvm::SmallVector<EmulationBuffer> buffers;
+    for (const rt::ParamInfo &param : md.params) {
+      NpyArray *array = arrayOf(param.role);
+      EmulationBuffer buf;
+      buf.name = param.name;
+      buf.data = array->getData();
+      buf.shape.assign(array->getShape().begin(), array->getShape().end());
+      buf.isOutput = param.role == rt::ParamRole::GradQuery ||
+                     param.role == rt::ParamRole::GradKey ||
+                     param.role == rt::ParamRole::GradValue;
+      buffers.push_back(std::move(buf));
+    }
+    InterpreterOptions options;
+    options.checkRaces = true;
+    EmulationLaunch launch;
+    launch.function = "fa_kernel";
+    start = std::chrono::steady_clock::now();
+    if (failed(runEmulation(*mapped, launch, buffers, options, error)))
+      return makeError("--device emulate: " + error);
+    runMs = millisecondsSince(start);
+    where = "emulate (SIMT interpreter, " +
+            mapOptions.lowering.chip.getValue() + ", kernel simt)";
+  } else if (Error err =
+                 lowerAndRun(**module, pipelineText(blockQ, blockKV, 256),
+                             descriptors, compileMs, runMs)) {
     return err;
+  }
   if (Error err = writeOutputs(
           {{gradQueryPath, &dq}, {gradKeyPath, &dk}, {gradValuePath, &dv}}))
     return err;
   std::string summary =
       formatv("attention-backward {0} B={1} Hq={2} Hkv={3} Nq={4} Nk={5} "
-              "D={6} Dv={7} causal={8} on cpu -> {9}, {10}, {11}",
+              "D={6} Dv={7} causal={8} on {12} -> {9}, {10}, {11}",
               getFloatTypeName(dtype), B, Hq, Hkv, Nq, Nk, D, Dv,
               causalName.getValue(), gradQueryPath.getValue(),
-              gradKeyPath.getValue(), gradValuePath.getValue())
+              gradKeyPath.getValue(), gradValuePath.getValue(), where)
           .str();
   reportSuccess(summary, compileMs, runMs);
   return Error::success();

@@ -329,6 +329,64 @@ def FAPromoteSharedPass : Pass<"fa-promote-shared", "::mlir::func::FuncOp"> {
   ];
 }
 
+def FAPromoteSharedBackwardPass
+    : Pass<"fa-promote-shared-backward", "::mlir::func::FuncOp"> {
+  let summary = "Lower fa.attention_backward to the two promoted SIMT "
+                "backward kernels (dQ; dK and dV)";
+  let description = [{
+    The GPU path's backward pass (FlashAttention 2's, without atomics, so
+    the gradients are deterministic). Applies to a kernel function holding
+    one `fa.attention_backward` in the kernel form (memref arguments read
+    through `bufferization.to_tensor`, results materialized into memrefs);
+    the function body becomes two block-level `scf.forall`s, which
+    `fa-map-to-gpu` turns into two kernels of one `gpu.module`:
+
+    * **dQ** (the function's name): a block per (query tile, query head,
+      batch). The Q and dO tiles, the rows' LSE (log2 domain) and Delta =
+      rowsum(dO * O) and an f32 dQ accumulator live in workgroup memory.
+      For each key tile the forward visited (its key range: key lengths,
+      causality, window, chunk) the K and V tiles are copied in (rows
+      padded by one word), and each warp computes for its query rows,
+      lanes over keys, S = Q K^T and dP = dO V^T as lane-parallel dot
+      products, the forward's scores (`AttentionSemantics`: positional
+      rules, softcap, ALiBi, mask, segment ids), P = exp2(S - LSE) guarded
+      for LSE = -inf (`guardedProbability`), dS = P (dP - Delta) scale
+      (times the softcap's derivative `scoreDerivative`), exactly 0 where
+      P = 0, and dQ += dS K with each key's dS broadcast from its lane.
+    * **dK / dV** (`<function>_dkdv`): a block per (key tile, kv head,
+      batch) keeps the K and V tiles and f32 dK / dV accumulators in
+      workgroup memory and walks the query tiles of every query head of
+      its group whose forward key range meets the tile: the Q and dO
+      tiles are copied in, P and dS of the tile pair are computed as above
+      into workgroup memory, then each warp adds dV += P^T dO and
+      dK += dS^T Q for its keys, lanes over the head dim. Key tiles at or
+      past the key length only write zeros.
+
+    Rows and keys past the sequence ends are zero-filled in the tiles and
+    never stored. Tile sizes (`block-q` query rows, `block-kv` keys, at
+    most 32) are chosen, when 0, so that both kernels fit `shared-budget`
+    bytes of static workgroup memory; `fa.gpu_config` records them with
+    the unit entry `backward`. Head dims must be multiples of 8; D = 256
+    does not fit the default budget.
+  }];
+  let options = [
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"0",
+           "Query rows per tile (0: choose from the shared-memory budget)">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
+           "Keys per tile, at most 32 (0: choose from the shared-memory "
+           "budget)">,
+    Option<"numWarps", "warps", "int64_t", /*default=*/"4",
+           "Warps per block">,
+    Option<"sharedBudget", "shared-budget", "int64_t", /*default=*/"49152",
+           "Bytes of workgroup memory each kernel may use">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect", "::mlir::gpu::GPUDialect"
+  ];
+}
+
 def FAGpuMergePass : Pass<"fa-gpu-merge", "::mlir::func::FuncOp"> {
   let summary = "Lower fa.merge in the kernel form to the promoted GPU form";
   let description = [{

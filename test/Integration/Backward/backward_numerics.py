@@ -1,12 +1,15 @@
 # RUN: %python %s %fa_run
 # RUN: env OMP_NUM_THREADS=2 %python %s %fa_run --parallel
 # RUN: %python %s %fa_run --tiled
+# RUN: %python %s %fa_run --emulate
 #
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """Numerics of `fa-run attention-backward` on the CPU (fa.attention_backward
 through the vector kernel, fa-cpu-attention-backward; with --tiled through
-fa-tile-attention-backward) against the float64 gradients of
+fa-tile-attention-backward; with --emulate the SIMT GPU kernels of
+fa-promote-shared-backward, dQ and dK/dV, under fa's interpreter with its
+race, bounds and initialization checks) against the float64 gradients of
 test/lib/fa_reference.py (reference_backward), written from the op's
 contract and shared with no lowering.
 
@@ -29,7 +32,12 @@ framework would save them), runs fa-run and compares dQ, dK and dV:
   * determinism: one case's gradients are bit-identical serially and on 2
     threads, run twice.
 
-Usage: backward_numerics.py FA_RUN [--parallel] [--tiled] [SUBSTRING...]
+With --emulate the cases also run at the GPU kernels' own head dims (D = 64
+and 128 in float16 and bfloat16, the sizes ptxas checks) and on every tile
+size the cases name (block-kv at most 32 there).
+
+Usage: backward_numerics.py FA_RUN [--parallel] [--tiled] [--emulate]
+                            [SUBSTRING...]
 """
 
 import os
@@ -49,7 +57,8 @@ FA_RUN = sys.argv[1]
 ARGS = sys.argv[2:]
 PARALLEL = "--parallel" in ARGS
 TILED = "--tiled" in ARGS
-ONLY = [a for a in ARGS if a not in ("--parallel", "--tiled")]
+EMULATE = "--emulate" in ARGS
+ONLY = [a for a in ARGS if a not in ("--parallel", "--tiled", "--emulate")]
 
 
 def case(name, **kw):
@@ -97,6 +106,18 @@ CASES = [
     case("bf16_window", dtype="bfloat16", Hq=4, Hkv=2, Nq=50, Nk=64,
          window=(16, 16), lens=[64, 40]),
 ]
+if EMULATE:
+    # The GPU kernels' head dims, f16 and bf16 (their tiles are chosen for
+    # the workgroup-memory budget), causal with key lengths and a mask.
+    CASES += [
+        case("gpu_f16_d64_causal_lens", dtype="float16", B=2, Hq=2, Hkv=1,
+             Nq=45, Nk=70, D=64, causal="bottom-right", lens=[70, 31]),
+        case("gpu_bf16_d128_mask", dtype="bfloat16", B=1, Hq=2, Hkv=2,
+             Nq=40, Nk=36, D=128, mask="bool"),
+        case("gpu_f16_d128_softcap_gqa", dtype="float16", B=1, Hq=4, Hkv=2,
+             Nq=33, Nk=40, D=128, causal="top-left", softcap=8.0),
+        case("gpu_f32_d128", B=1, Hq=1, Hkv=1, Nq=20, Nk=50, D=128, Dv=64),
+    ]
 
 
 def draw(c, rng):
@@ -277,6 +298,8 @@ def run_case(c, workdir):
         cmd += ["--parallel"]
     if TILED:
         cmd += ["--cpu-kernel", "tiled"]
+    if EMULATE:
+        cmd += ["--device", "emulate"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         return [f"{c['name']}: fa-run failed: {r.stderr.strip()[-2000:]}"]
@@ -372,7 +395,7 @@ def main():
     with tempfile.TemporaryDirectory() as workdir:
         for c in cases:
             failures += run_case(c, workdir)
-        if not ONLY:
+        if not ONLY and not EMULATE:
             failures += check_determinism(workdir)
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures))

@@ -910,12 +910,15 @@ Value fa::guardedLogSumExp(OpBuilder &b, Location loc, Value m, Value l) {
   return arith::SelectOp::create(b, loc, empty, ninf, lse);
 }
 
-Value fa::guardedProbability(OpBuilder &b, Location loc, Value s, Value lse) {
+Value fa::guardedProbability(OpBuilder &b, Location loc, Value s, Value lse,
+                             bool base2) {
   Value ninf =
       cFloatLike(b, loc, lse, -std::numeric_limits<double>::infinity());
   Value empty =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, lse, ninf);
-  Value p = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, s, lse));
+  Value diff = arith::SubFOp::create(b, loc, s, lse);
+  Value p = base2 ? Value(math::Exp2Op::create(b, loc, diff))
+                  : Value(math::ExpOp::create(b, loc, diff));
   Value zero = cFloatLike(b, loc, p, 0.0);
   return arith::SelectOp::create(b, loc, empty, zero, p);
 }

@@ -431,8 +431,11 @@ Value guardedLogSumExp(OpBuilder &b, Location loc, Value m, Value l);
 
 /// The backward pass's probability of a score `s` in a row with
 /// log-sum-exp `lse` (f32 scalars or vectors): exp(s - lse), and 0 when
-/// lse = -inf (a row with nothing attended), never exp(-inf - -inf).
-Value guardedProbability(OpBuilder &b, Location loc, Value s, Value lse);
+/// lse = -inf (a row with nothing attended), never exp(-inf - -inf). With
+/// `base2`, `s` and `lse` are in the log2 domain (multiplied by log2(e), as
+/// the GPU kernels keep them) and the result is exp2(s - lse).
+Value guardedProbability(OpBuilder &b, Location loc, Value s, Value lse,
+                         bool base2 = false);
 
 /// `p == 0 ? 0 : p * v`: a masked key (p == 0) contributes 0 even when its
 /// value row holds NaN or inf.
