@@ -161,11 +161,19 @@ static std::string formatShape(const rt::ParamInfo &param) {
 void mlir::fa::compile::printKernelSummary(const rt::KernelMetadata &md,
                                            llvm::raw_ostream &os,
                                            StringRef prefix) {
-  if (md.op == rt::OpKind::Attention) {
-    os << prefix
-       << formatv("attention, {0}: O = softmax(scale * Q K^T + masks) V",
-                  rt::getDTypeName(md.dtype))
-       << "\n";
+  if (rt::isAttentionOp(md.op)) {
+    if (md.op == rt::OpKind::AttentionBackward)
+      os << prefix
+         << formatv("attention backward, {0}: dQ, dK, dV of O = softmax("
+                    "scale * Q K^T + masks) V from the forward's O and LSE "
+                    "(launch with fa_attention_backward_launch)",
+                    rt::getDTypeName(md.dtype))
+         << "\n";
+    else
+      os << prefix
+         << formatv("attention, {0}: O = softmax(scale * Q K^T + masks) V",
+                    rt::getDTypeName(md.dtype))
+         << "\n";
     os << prefix
        << formatv("  D = {0}, Dv = {1}, Hq = {2}, Hkv = {3} (query head h "
                   "reads kv head h / {4})",
@@ -236,7 +244,7 @@ void mlir::fa::compile::printKernelSummary(const rt::KernelMetadata &md,
                   rt::getDTypeName(param.dtype), formatShape(param),
                   rt::getRoleName(param.role))
        << "\n";
-  if (md.op == rt::OpKind::Attention)
+  if (rt::isAttentionOp(md.op))
     os << prefix
        << (md.varlen ? "Tq, Tk and B+1 (sequences + 1) are free; Hq, Hkv, D "
                        "and Dv are fixed"

@@ -383,6 +383,15 @@ private:
   static bool isWorkspace(ParamRole role) {
     return role == ParamRole::PartialOutput || role == ParamRole::PartialLse;
   }
+  /// Whether the kernel writes `role`'s param: O, LSE and the workspace of
+  /// the forward; dQ, dK, dV of the backward (whose O and LSE are inputs).
+  static bool isWritten(OpKind op, ParamRole role) {
+    if (op == OpKind::AttentionBackward)
+      return role == ParamRole::GradQuery || role == ParamRole::GradKey ||
+             role == ParamRole::GradValue;
+    return role == ParamRole::Output || role == ParamRole::Lse ||
+           isWorkspace(role);
+  }
 
   const KernelMetadata &md;
   const char *function;
@@ -594,7 +603,7 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
     symbolValues[index] = value;
     symbolSources[index] = std::move(source);
   };
-  if (md.op == OpKind::Attention) {
+  if (isAttentionOp(md.op)) {
     const fa_tensor &q = *lookup(tensors, ParamRole::Query);
     const fa_tensor &k = *lookup(tensors, ParamRole::Key);
     std::string qName = md.findParam(ParamRole::Query)->name;
@@ -721,8 +730,7 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
   };
   for (size_t i = 0; i < md.params.size(); ++i) {
     const ParamInfo &out = md.params[i];
-    if (out.role != ParamRole::Output && out.role != ParamRole::Lse &&
-        !isWorkspace(out.role))
+    if (!isWritten(md.op, out.role))
       continue;
     auto [ob, oe] = byteRange(out, args.params[i]);
     if (ob == oe)
@@ -737,12 +745,26 @@ MaybeFailure ArgumentBinder::bind(const TensorList &tensors,
     }
   }
 
-  // An empty output means nothing to compute.
-  for (size_t i = 0; i < md.params.size(); ++i)
-    if (md.params[i].role == ParamRole::Output)
-      for (int64_t d = 0; d < args.params[i].rank; ++d)
-        if (args.params[i].sizes[d] == 0)
-          empty = true;
+  // An empty output means nothing to compute. The backward's gradients
+  // are all written (dK, dV are zero where Nq = 0, dQ where Nk = 0), so
+  // only a launch with every gradient empty does nothing.
+  bool allEmpty = md.op == OpKind::AttentionBackward;
+  for (size_t i = 0; i < md.params.size(); ++i) {
+    if (!isWritten(md.op, md.params[i].role) || isWorkspace(md.params[i].role))
+      continue;
+    if (md.op != OpKind::AttentionBackward &&
+        md.params[i].role != ParamRole::Output)
+      continue;
+    bool hasZero = false;
+    for (int64_t d = 0; d < args.params[i].rank; ++d)
+      hasZero |= args.params[i].sizes[d] == 0;
+    if (md.op == OpKind::AttentionBackward)
+      allEmpty &= hasZero;
+    else
+      empty |= hasZero;
+  }
+  if (md.op == OpKind::AttentionBackward)
+    empty = allEmpty;
 
   args.symbols = symbolValues;
   return std::nullopt;
@@ -851,6 +873,53 @@ extern "C" fa_status fa_attention_launch(fa_kernel *kernel, const fa_tensor *q,
                         {ParamRole::Lse, lse}};
   return launch(kernel, OpKind::Attention, "fa_attention_launch", tensors,
                 cudaStream);
+}
+
+extern "C" fa_status fa_attention_backward_launch(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *o, const fa_tensor *lse,
+    const fa_tensor *dO, const fa_tensor *kvLens, const fa_tensor *mask,
+    const fa_attention_extras *extras, fa_tensor *dQ, fa_tensor *dK,
+    fa_tensor *dV, void *cudaStream) {
+  fa_attention_extras none{};
+  const fa_attention_extras &x = extras ? *extras : none;
+  TensorList tensors = {{ParamRole::Query, q},
+                        {ParamRole::Key, k},
+                        {ParamRole::Value, v},
+                        {ParamRole::Output, o},
+                        {ParamRole::Lse, lse},
+                        {ParamRole::GradOutput, dO},
+                        {ParamRole::KvLens, kvLens},
+                        {ParamRole::Mask, mask},
+                        {ParamRole::Alibi, x.alibi},
+                        {ParamRole::QSegments, x.q_segments},
+                        {ParamRole::KSegments, x.k_segments},
+                        {ParamRole::GradQuery, dQ},
+                        {ParamRole::GradKey, dK},
+                        {ParamRole::GradValue, dV}};
+  return launch(kernel, OpKind::AttentionBackward,
+                "fa_attention_backward_launch", tensors, cudaStream);
+}
+
+extern "C" fa_status fa_kernel_check_backward(const fa_kernel *forward,
+                                              const fa_kernel *backward) {
+  const char *fn = "fa_kernel_check_backward";
+  if (!forward || !backward)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(fn, ": ", !forward ? "forward" : "backward", " is NULL"));
+  const KernelMetadata &f = forward->metadata, &b = backward->metadata;
+  if (f.op != OpKind::Attention || b.op != OpKind::AttentionBackward)
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(fn,
+                    ": expected an attention kernel and an "
+                    "attention_backward kernel, got '",
+                    f.name, "' (", getOpName(f.op), ") and '", b.name, "' (",
+                    getOpName(b.op), ")"));
+  if (std::optional<std::string> diff = getBackwardMismatch(f, b))
+    return fail(FA_ERROR_INVALID_ARGUMENT,
+                cat(fn, ": kernel '", b.name, "' is not the backward of '",
+                    f.name, "': ", *diff));
+  return succeed();
 }
 
 /// The attention operands of a launch: the core ones, the modifier

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <ostream>
 #include <set>
+#include <sstream>
 
 using namespace fa::runtime;
 using MaybeError = std::optional<std::string>;
@@ -1610,4 +1611,71 @@ std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
 void fa::runtime::writeKernelMetadata(const KernelMetadata &md,
                                       std::ostream &os) {
   os << serializeKernelMetadata(md);
+}
+
+std::optional<std::string>
+fa::runtime::getBackwardMismatch(const KernelMetadata &f,
+                                 const KernelMetadata &b) {
+  if (!f.hasLse)
+    return "the forward '" + f.name +
+           "' does not write the LSE the backward reads (compile it with "
+           "--lse)";
+  auto differs = [](const char *what, const std::string &fv,
+                    const std::string &bv) -> std::optional<std::string> {
+    if (fv == bv)
+      return std::nullopt;
+    return std::string(what) + " differs: " + fv + " in the forward, " + bv +
+           " in the backward";
+  };
+  auto num = [](double value) {
+    std::ostringstream os;
+    os << value;
+    return os.str();
+  };
+  auto window = [](const ModifierInfo &m) {
+    return m.hasWindow() ? "(" + std::to_string(m.windowLeft) + ", " +
+                               std::to_string(m.windowRight) + ")"
+                         : std::string("none");
+  };
+  auto maskShape = [](const KernelMetadata &md) {
+    const ParamInfo *mask = md.findParam(ParamRole::Mask);
+    if (!mask)
+      return std::string("none");
+    std::string text = getDTypeName(mask->dtype) + " [";
+    for (size_t i = 0; i < mask->shape.size(); ++i)
+      text += (i ? ", " : "") + (mask->shape[i].symbol.empty()
+                                     ? std::to_string(mask->shape[i].size)
+                                     : mask->shape[i].symbol);
+    return text + "]";
+  };
+  const ModifierInfo &fm = f.modifiers, &bm = b.modifiers;
+  const std::pair<const char *, std::pair<std::string, std::string>> fields[] =
+      {{"dtype", {getDTypeName(f.dtype), getDTypeName(b.dtype)}},
+       {"head_dim", {std::to_string(f.headDim), std::to_string(b.headDim)}},
+       {"value_head_dim",
+        {std::to_string(f.valueHeadDim), std::to_string(b.valueHeadDim)}},
+       {"heads", {std::to_string(f.heads), std::to_string(b.heads)}},
+       {"kv_heads", {std::to_string(f.kvHeads), std::to_string(b.kvHeads)}},
+       {"causal", {getCausalName(f.causal), getCausalName(b.causal)}},
+       {"scale",
+        {num(static_cast<float>(f.scale)), num(static_cast<float>(b.scale))}},
+       {"mask", {maskShape(f), maskShape(b)}},
+       {"kv_lens", {f.hasKvLens ? "yes" : "no", b.hasKvLens ? "yes" : "no"}},
+       {"window", {window(fm), window(bm)}},
+       {"softcap",
+        {fm.softcap ? num(*fm.softcap) : "none",
+         bm.softcap ? num(*bm.softcap) : "none"}},
+       {"chunk", {std::to_string(fm.chunk), std::to_string(bm.chunk)}},
+       {"alibi", {getAlibiKindName(fm.alibi), getAlibiKindName(bm.alibi)}},
+       {"segments", {fm.segments ? "yes" : "no", bm.segments ? "yes" : "no"}}};
+  for (const auto &[what, values] : fields)
+    if (std::optional<std::string> diff =
+            differs(what, values.first, values.second))
+      return diff;
+  if (f.pageSize > 0 || f.varlen || f.splitKv || fm.hasRegions() ||
+      fm.hasBlockMask())
+    return "the forward '" + f.name +
+           "' uses a paged cache, varlen, split-KV, score_mod / mask_mod "
+           "regions or a block mask, which the backward op does not take";
+  return std::nullopt;
 }

@@ -138,7 +138,9 @@ cl::opt<bool> emitMlir("emit-mlir",
 cl::opt<bool> quiet("quiet", cl::desc("Do not print what was written"),
                     cl::cat(compileCategory));
 
-cl::opt<std::string> opName("op", cl::desc("attention or softmax"),
+cl::opt<std::string> opName("op",
+                            cl::desc("attention, attention-backward or "
+                                     "softmax"),
                             cl::value_desc("op"), cl::cat(specCategory));
 cl::opt<std::string>
     kernelName("name",
@@ -337,7 +339,8 @@ static std::string getDefaultName(const rt::KernelMetadata &md,
     os << "softmax_" << rt::getDTypeName(md.dtype) << "_r" << md.rank << "_d"
        << md.dimension;
   } else {
-    os << "attn_" << rt::getDTypeName(md.dtype) << "_d" << md.headDim;
+    os << (md.op == rt::OpKind::AttentionBackward ? "attn_bwd_" : "attn_")
+       << rt::getDTypeName(md.dtype) << "_d" << md.headDim;
     if (md.valueHeadDim != md.headDim)
       os << "_dv" << md.valueHeadDim;
     os << "_h" << md.heads;
@@ -354,7 +357,7 @@ static std::string getDefaultName(const rt::KernelMetadata &md,
     }
     if (md.hasKvLens)
       os << "_lens";
-    if (md.hasLse)
+    if (md.hasLse && md.op != rt::OpKind::AttentionBackward)
       os << "_lse";
     const rt::ModifierInfo &mods = md.modifiers;
     if (mods.hasWindow())
@@ -383,16 +386,24 @@ static std::string getDefaultName(const rt::KernelMetadata &md,
 static Expected<KernelJob> buildJobFromSpec(MLIRContext &ctx,
                                             const CompileOptions &options) {
   if (opName.empty())
-    return makeError("missing --op attention|softmax (or pass an input "
-                     ".mlir file)");
+    return makeError("missing --op attention|attention-backward|softmax (or "
+                     "pass an input .mlir file)");
   std::optional<rt::OpKind> op =
       llvm::StringSwitch<std::optional<rt::OpKind>>(opName)
           .Case("attention", rt::OpKind::Attention)
+          .Case("attention-backward", rt::OpKind::AttentionBackward)
           .Case("softmax", rt::OpKind::Softmax)
           .Default(std::nullopt);
   if (!op)
-    return makeError("--op must be attention or softmax, got '" + opName +
-                     "'");
+    return makeError("--op must be attention, attention-backward or softmax, "
+                     "got '" +
+                     opName + "'");
+  if (*op == rt::OpKind::AttentionBackward && options.target != "cpu")
+    return makeError("--op attention-backward compiles for --target cpu "
+                     "only: the GPU backward kernels (fa-promote-shared-"
+                     "backward) have no launcher yet; fa-run "
+                     "attention-backward --device emulate runs them under "
+                     "the interpreter");
   if (dtypeName.empty())
     return makeError("missing --dtype f16|bf16|f32");
   std::optional<rt::DType> dtype = rt::parseDType(dtypeName);
@@ -410,7 +421,18 @@ static Expected<KernelJob> buildJobFromSpec(MLIRContext &ctx,
   rt::DType maskDType = rt::DType::I8;
   bool broadcastBatch = false, broadcastHeads = false;
 
-  if (*op == rt::OpKind::Attention) {
+  if (*op == rt::OpKind::AttentionBackward) {
+    // The forward's options describe the backward too; these are the
+    // forward's own outputs or serving forms, which the op does not take.
+    llvm::SmallVector<StringRef> misplaced = getGivenOptions(
+        {{"--lse", &lse}, {"--page-size", &pageSize}, {"--varlen", &varlen}});
+    if (!misplaced.empty())
+      return makeError(llvm::join(misplaced, ", ") +
+                       (misplaced.size() == 1 ? " does" : " do") +
+                       " not apply to --op attention-backward (it always "
+                       "reads the forward's lse; no paged or varlen form)");
+  }
+  if (*op != rt::OpKind::Softmax) {
     llvm::SmallVector<StringRef> misplaced =
         getGivenOptions({{"--rank", &softmaxRank}, {"--dim", &softmaxDim}});
     if (!misplaced.empty())
@@ -469,7 +491,7 @@ static Expected<KernelJob> buildJobFromSpec(MLIRContext &ctx,
     broadcastBatch = maskBroadcast == "batch" || maskBroadcast == "both";
     broadcastHeads = maskBroadcast == "heads" || maskBroadcast == "both";
     md.hasKvLens = kvLens;
-    md.hasLse = lse;
+    md.hasLse = lse || *op == rt::OpKind::AttentionBackward;
     Expected<rt::ModifierInfo> mods = parseModifierFlags(
         compile::getGivenValue(windowText),
         compile::getGivenValue(softcapText),
@@ -531,7 +553,7 @@ static Expected<KernelJob> buildJobFromSpec(MLIRContext &ctx,
     if (!misplaced.empty())
       return makeError(llvm::join(misplaced, ", ") +
                        (misplaced.size() == 1 ? " applies" : " apply") +
-                       " to --op attention only");
+                       " to --op attention and attention-backward only");
     if (!softmaxRank.getNumOccurrences())
       return makeError("missing --rank (1 to 4)");
     if (softmaxRank < 1 || softmaxRank > 4)

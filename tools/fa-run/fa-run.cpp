@@ -388,6 +388,19 @@ cl::opt<std::string> gradValuePath("dv",
                                    cl::value_desc("file"), cl::sub(backwardCmd),
                                    cl::cat(runCategory));
 
+// --device emulate: the mapped GPU IR, written out or read back (how the
+// mutation tests edit the kernels: test/Integration/Backward).
+cl::opt<std::string> dumpMappedPath(
+    "dump-mapped",
+    cl::desc("--device emulate: also write the mapped GPU IR here"),
+    cl::value_desc("file"), cl::sub(backwardCmd), cl::cat(runCategory));
+cl::opt<std::string> mappedPath(
+    "mapped",
+    cl::desc("--device emulate: run this mapped GPU IR (a --dump-mapped "
+             "file, possibly edited) instead of mapping the op; the other "
+             "flags must be those it was mapped with"),
+    cl::value_desc("file"), cl::sub(backwardCmd), cl::cat(runCategory));
+
 // Softmax.
 cl::opt<std::string> inputPath("x",
                                cl::desc("Input, float32 or float16, rank >= 1"),
@@ -1859,6 +1872,13 @@ static Error runAttentionBackward(MLIRContext &ctx) {
                      "yet), got '" +
                      deviceName + "'");
   bool emulate = deviceName == "emulate";
+  if (!emulate &&
+      (dumpMappedPath.getNumOccurrences() || mappedPath.getNumOccurrences()))
+    return makeError("--dump-mapped and --mapped apply to --device emulate "
+                     "only");
+  if (!dumpMappedPath.empty() && !mappedPath.empty())
+    return makeError("--dump-mapped and --mapped cannot be combined: the "
+                     "mapped IR is either written or read");
   if (cpuKernel != "vector" && cpuKernel != "tiled")
     return makeError("--cpu-kernel must be vector or tiled, got '" + cpuKernel +
                      "'");
@@ -2041,10 +2061,22 @@ static Error runAttentionBackward(MLIRContext &ctx) {
     auto start = std::chrono::steady_clock::now();
     EmulationMapOptions mapOptions;
     setEmulationMapOptions(mapOptions);
+    mapOptions.dumpPath = dumpMappedPath;
     llvm::SourceMgr mappedMgr;
     std::string error;
-    OwningOpRef<ModuleOp> mapped =
-        mapForEmulation(**module, mapOptions, mappedMgr, error);
+    OwningOpRef<ModuleOp> mapped;
+    if (!mappedPath.empty()) {
+      mapped = parseSourceFile<ModuleOp>(mappedPath.getValue(), mappedMgr,
+                                         ParserConfig(&ctx));
+      if (!mapped)
+        return makeError("--mapped: cannot parse '" + mappedPath + "'");
+      if (!mapped->lookupSymbol<func::FuncOp>("fa_kernel"))
+        return makeError("--mapped: '" + mappedPath +
+                         "' has no host function @fa_kernel (write one with "
+                         "--dump-mapped)");
+    } else {
+      mapped = mapForEmulation(**module, mapOptions, mappedMgr, error);
+    }
     if (!mapped)
       return makeError("--device emulate: " + error);
     compileMs = millisecondsSince(start);

@@ -98,7 +98,7 @@ typedef enum fa_dtype {
 typedef enum fa_op {
   FA_OP_ATTENTION = 0,
   FA_OP_SOFTMAX = 1,
-  /* The backward op (fa.attention_backward); no launch function yet. */
+  /* The backward op (fa.attention_backward): fa_attention_backward_launch */
   FA_OP_ATTENTION_BACKWARD = 2
 } fa_op;
 
@@ -324,6 +324,40 @@ FA_RUNTIME_API fa_status fa_attention_launch_ex(
     const fa_tensor *v, const fa_tensor *kv_lens, const fa_tensor *mask,
     const fa_attention_extras *extras, fa_tensor *o, fa_tensor *lse,
     void *cuda_stream);
+
+/* Runs an attention backward kernel (fa-compile --op attention-backward):
+ * the gradients of the forward launch with the same options, from its saved
+ * O and LSE (docs/backward.md).
+ *
+ *   q, k, v, kv_lens, mask, extras   as the forward's launch
+ *   o       [B, Hq, Nq, Dv]   the kernel's dtype: the forward's output
+ *   lse     [B, Hq, Nq] f32   the forward's log-sum-exp
+ *   d_o     [B, Hq, Nq, Dv]   the kernel's dtype: the gradient of O
+ *   d_q     [B, Hq, Nq, D]    the kernel's dtype (written)
+ *   d_k     [B, Hkv, Nk, D]   the kernel's dtype (written; GQA sums the
+ *                             query heads of a group)
+ *   d_v     [B, Hkv, Nk, Dv]  the kernel's dtype (written)
+ *
+ * The kernel's options (causal, scale, mask kind, window, softcap, chunk,
+ * ALiBi, segments) must be the forward's: fa_kernel_check_backward compares
+ * two loaded kernels. Gradients must not overlap any other operand. Rows
+ * with no attended key get zero gradients. CPU kernels only (GPU backward
+ * kernels have no launcher yet). A launch where every gradient is empty
+ * does nothing and succeeds. */
+FA_RUNTIME_API fa_status fa_attention_backward_launch(
+    fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *o, const fa_tensor *lse,
+    const fa_tensor *d_o, const fa_tensor *kv_lens, const fa_tensor *mask,
+    const fa_attention_extras *extras, fa_tensor *d_q, fa_tensor *d_k,
+    fa_tensor *d_v, void *cuda_stream);
+
+/* Succeeds when `backward` (an attention_backward kernel) computes the
+ * gradients of `forward` (an attention kernel with LSE): the same dtype,
+ * head dims, heads, causal alignment, scale, mask kind and broadcast, key
+ * lengths and modifiers. Otherwise FA_ERROR_INVALID_ARGUMENT and
+ * fa_last_error() names the first option that differs. */
+FA_RUNTIME_API fa_status fa_kernel_check_backward(const fa_kernel *forward,
+                                                  const fa_kernel *backward);
 
 /* Block masks (the host helper beside fa.create_block_mask). A keep
  * function says whether key `k` of query row `q` in batch `b` and query

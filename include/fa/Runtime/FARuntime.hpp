@@ -113,6 +113,15 @@ struct AttentionArgs {
   const fa_split_kv *split = nullptr;
 };
 
+/// The operands of `Kernel::attentionBackward`; the optional ones stay
+/// null (they are the forward's).
+struct AttentionBackwardArgs {
+  fa_tensor q{}, k{}, v{}, o{}, lse{}, dO{}, dQ{}, dK{}, dV{};
+  const fa_tensor *kvLens = nullptr;
+  const fa_tensor *mask = nullptr;
+  fa_attention_extras extras{};
+};
+
 /// An owned, loaded kernel (move-only).
 class Kernel {
 public:
@@ -164,6 +173,22 @@ public:
         &args.extras, args.modOperands.data(),
         static_cast<int64_t>(args.modOperands.size()), args.blockMask,
         &args.o, args.lse, cudaStream));
+  }
+
+  /// Launches an attention backward kernel (see
+  /// fa_attention_backward_launch).
+  Status attentionBackward(AttentionBackwardArgs &args,
+                           void *cudaStream = nullptr) {
+    return Status::fromCode(fa_attention_backward_launch(
+        kernel_, &args.q, &args.k, &args.v, &args.o, &args.lse, &args.dO,
+        args.kvLens, args.mask, &args.extras, &args.dQ, &args.dK, &args.dV,
+        cudaStream));
+  }
+
+  /// Whether this backward kernel computes the gradients of `forward`
+  /// (see fa_kernel_check_backward).
+  Status checkBackwardOf(const Kernel &forward) const {
+    return Status::fromCode(fa_kernel_check_backward(forward.kernel_, kernel_));
   }
 
   /// Launches a softmax kernel (see fa_softmax_launch).

@@ -296,6 +296,14 @@ std::vector<ParamInfo> getCanonicalParams(const KernelMetadata &metadata,
                                           bool maskBroadcastBatch,
                                           bool maskBroadcastHeads);
 
+/// Why `backward` (an attention_backward kernel) does not compute the
+/// gradients of `forward` (an attention kernel): the first option that
+/// differs (dtype, head dims, heads, causal alignment, scale, mask kind and
+/// broadcast, key lengths, modifiers; the forward must have LSE), or nullopt
+/// when they match. Tile sizes and targets may differ.
+std::optional<std::string> getBackwardMismatch(const KernelMetadata &forward,
+                                               const KernelMetadata &backward);
+
 /// Parses and checks metadata text (strict JSON: no trailing garbage,
 /// comments, duplicate keys or invalid UTF-8; unknown fields are ignored).
 /// On failure returns nullopt and sets `error`, which names the field, e.g.

@@ -214,72 +214,84 @@ struct AttentionCase {
   std::vector<int32_t> qSeg, kSeg;
 };
 
-/// O and LSE by the textbook formula in float64, with the score/mask
+/// The score of key `j` for query row `i` of (batch `b`, query head `h`)
+/// in float64, or -inf when the key is removed, with the score/mask
 /// modifiers as fa.attention's description defines them (FlashAttention
 /// 2's): off = Nk - Nq for bottom-right, else 0; the window keeps
 /// q + off - L <= k <= q + off + R; the chunk keeps (q + off) / C == k / C;
 /// segment ids keep equal ids; the scaled score is softcapped, then ALiBi
 /// subtracts slope * |q + off - k|, then the additive mask is added.
+/// `scaled` (if given) receives the scaled score before the softcap.
+double referenceScore(const fa_kernel_info &info,
+                      const fa_attention_modifiers &mods,
+                      const AttentionCase &c, const Buffer &q, const Buffer &k,
+                      int64_t b, int64_t h, int64_t i, int64_t j,
+                      double *scaled = nullptr) {
+  const int64_t Hq = info.heads, Hkv = info.kv_heads, D = info.head_dim,
+                kvh = h / (Hq / Hkv);
+  int64_t len = c.Nk;
+  if (!c.lens.empty())
+    len = std::min<int64_t>(std::max<int64_t>(c.lens[b], 0), c.Nk);
+  if (j >= len)
+    return -kInf;
+  if (info.causal == FA_CAUSAL_TOP_LEFT && j > i)
+    return -kInf;
+  if (info.causal == FA_CAUSAL_BOTTOM_RIGHT && j > i + c.Nk - c.Nq)
+    return -kInf;
+  int64_t pos = i + (info.causal == FA_CAUSAL_BOTTOM_RIGHT ? c.Nk - c.Nq : 0);
+  if (mods.window_left >= 0 && j < pos - mods.window_left)
+    return -kInf;
+  if (mods.window_right >= 0 && j > pos + mods.window_right)
+    return -kInf;
+  auto floorDiv = [](int64_t a, int64_t d) {
+    return a >= 0 ? a / d : -((-a + d - 1) / d);
+  };
+  if (mods.chunk > 0 && floorDiv(pos, mods.chunk) != floorDiv(j, mods.chunk))
+    return -kInf;
+  if (mods.has_segments && c.qSeg[b * c.Nq + i] != c.kSeg[b * c.Nk + j])
+    return -kInf;
+  int64_t mi =
+      (((c.mB == 1 ? 0 : b) * c.mH + (c.mH == 1 ? 0 : h)) * c.Nq + i) * c.Nk +
+      j;
+  if (info.mask == FA_MASK_BOOL && c.maskBytes[mi] == 0)
+    return -kInf;
+  double s = 0;
+  for (int64_t d = 0; d < D; ++d)
+    s += q.get(((b * Hq + h) * c.Nq + i) * D + d) *
+         k.get(((b * Hkv + kvh) * c.Nk + j) * D + d);
+  s *= static_cast<double>(info.scale);
+  if (scaled)
+    *scaled = s;
+  if (mods.softcap > 0)
+    s = mods.softcap * std::tanh(s / mods.softcap);
+  if (mods.alibi != 0) {
+    double slope = c.alibi[mods.alibi == 2 ? b * Hq + h : h];
+    s -= slope * std::fabs(static_cast<double>(pos - j));
+  }
+  if (info.mask == FA_MASK_ADDITIVE)
+    s += c.mask[mi];
+  return s;
+}
+
+/// O and LSE by the textbook formula in float64 (referenceScore's scores).
 void referenceAttention(const fa_kernel_info &info,
                         const fa_attention_modifiers &mods,
                         const AttentionCase &c, const Buffer &q,
                         const Buffer &k, const Buffer &v,
                         std::vector<double> &o, std::vector<double> &lse) {
-  const int64_t Hq = info.heads, Hkv = info.kv_heads, D = info.head_dim,
-                Dv = info.value_head_dim, group = Hq / Hkv;
+  const int64_t Hq = info.heads, Hkv = info.kv_heads, Dv = info.value_head_dim,
+                group = Hq / Hkv;
   o.assign(c.B * Hq * c.Nq * Dv, 0.0);
   lse.assign(c.B * Hq * c.Nq, -kInf);
   for (int64_t b = 0; b < c.B; ++b) {
-    int64_t len = c.Nk;
-    if (!c.lens.empty())
-      len = std::min<int64_t>(std::max<int64_t>(c.lens[b], 0), c.Nk);
     for (int64_t h = 0; h < Hq; ++h) {
       int64_t kvh = h / group;
       for (int64_t i = 0; i < c.Nq; ++i) {
         std::vector<double> scores(c.Nk, -kInf);
         double m = -kInf;
-        for (int64_t j = 0; j < len; ++j) {
-          if (info.causal == FA_CAUSAL_TOP_LEFT && j > i)
-            continue;
-          if (info.causal == FA_CAUSAL_BOTTOM_RIGHT && j > i + c.Nk - c.Nq)
-            continue;
-          int64_t pos =
-              i + (info.causal == FA_CAUSAL_BOTTOM_RIGHT ? c.Nk - c.Nq : 0);
-          if (mods.window_left >= 0 && j < pos - mods.window_left)
-            continue;
-          if (mods.window_right >= 0 && j > pos + mods.window_right)
-            continue;
-          auto floorDiv = [](int64_t a, int64_t d) {
-            return a >= 0 ? a / d : -((-a + d - 1) / d);
-          };
-          if (mods.chunk > 0 &&
-              floorDiv(pos, mods.chunk) != floorDiv(j, mods.chunk))
-            continue;
-          if (mods.has_segments &&
-              c.qSeg[b * c.Nq + i] != c.kSeg[b * c.Nk + j])
-            continue;
-          int64_t mi = (((c.mB == 1 ? 0 : b) * c.mH + (c.mH == 1 ? 0 : h)) *
-                            c.Nq +
-                        i) *
-                           c.Nk +
-                       j;
-          if (info.mask == FA_MASK_BOOL && c.maskBytes[mi] == 0)
-            continue;
-          double s = 0;
-          for (int64_t d = 0; d < D; ++d)
-            s += q.get(((b * Hq + h) * c.Nq + i) * D + d) *
-                 k.get(((b * Hkv + kvh) * c.Nk + j) * D + d);
-          s *= static_cast<double>(info.scale);
-          if (mods.softcap > 0)
-            s = mods.softcap * std::tanh(s / mods.softcap);
-          if (mods.alibi != 0) {
-            double slope = c.alibi[mods.alibi == 2 ? b * Hq + h : h];
-            s -= slope * std::fabs(static_cast<double>(pos - j));
-          }
-          if (info.mask == FA_MASK_ADDITIVE)
-            s += c.mask[mi];
-          scores[j] = s;
-          m = std::max(m, s);
+        for (int64_t j = 0; j < c.Nk; ++j) {
+          scores[j] = referenceScore(info, mods, c, q, k, b, h, i, j);
+          m = std::max(m, scores[j]);
         }
         if (m == -kInf)
           continue; // no attended key: O = 0, LSE = -inf
@@ -588,6 +600,286 @@ TEST(CpuBackendTest, Modifiers) {
   EXPECT_NE(std::string(fa_last_error()).find("q_segments was given"),
             std::string::npos)
       << fa_last_error();
+}
+
+//===----------------------------------------------------------------------===//
+// The backward pass
+//===----------------------------------------------------------------------===//
+
+/// dQ, dK, dV of sum(O * dO) in float64 from the contract (docs/backward.md):
+/// P = exp(S - LSE) over the kept keys, Delta = rowsum(dO * O),
+/// dS = P (dO V^T - Delta) (times 1 - tanh^2 of the scaled score over the
+/// softcap), dQ = scale dS K, dK = scale dS^T Q, dV = P^T dO, GQA summing
+/// dK and dV over a group's query heads. O and LSE are the float64 ones.
+void referenceBackward(const fa_kernel_info &info,
+                       const fa_attention_modifiers &mods,
+                       const AttentionCase &c, const Buffer &q, const Buffer &k,
+                       const Buffer &v, const Buffer &dO,
+                       std::vector<double> &dq, std::vector<double> &dk,
+                       std::vector<double> &dv) {
+  const int64_t Hq = info.heads, Hkv = info.kv_heads, D = info.head_dim,
+                Dv = info.value_head_dim, group = Hq / Hkv;
+  const double scale = info.scale;
+  std::vector<double> o, lse;
+  referenceAttention(info, mods, c, q, k, v, o, lse);
+  dq.assign(c.B * Hq * c.Nq * D, 0.0);
+  dk.assign(c.B * Hkv * c.Nk * D, 0.0);
+  dv.assign(c.B * Hkv * c.Nk * Dv, 0.0);
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < c.Nq; ++i) {
+        int64_t row = (b * Hq + h) * c.Nq + i, kvh = h / group;
+        if (lse[row] == -kInf)
+          continue;
+        double delta = 0;
+        for (int64_t d = 0; d < Dv; ++d)
+          delta += dO.get(row * Dv + d) * o[row * Dv + d];
+        for (int64_t j = 0; j < c.Nk; ++j) {
+          double scaled = 0;
+          double s = referenceScore(info, mods, c, q, k, b, h, i, j, &scaled);
+          if (s == -kInf)
+            continue;
+          int64_t key = (b * Hkv + kvh) * c.Nk + j;
+          double p = std::exp(s - lse[row]), dp = 0;
+          for (int64_t d = 0; d < Dv; ++d) {
+            dp += dO.get(row * Dv + d) * v.get(key * Dv + d);
+            dv[key * Dv + d] += p * dO.get(row * Dv + d);
+          }
+          double ds = p * (dp - delta);
+          if (mods.softcap > 0) {
+            double t = std::tanh(scaled / mods.softcap);
+            ds *= 1 - t * t;
+          }
+          for (int64_t d = 0; d < D; ++d) {
+            dq[row * D + d] += scale * ds * k.get(key * D + d);
+            dk[key * D + d] += scale * ds * q.get(row * D + d);
+          }
+        }
+      }
+}
+
+/// Runs the forward artifact `forwardName` for O and LSE, then the backward
+/// artifact `backwardName` from them, and compares dQ, dK, dV with
+/// referenceBackward. Gradients are poisoned with NaN first.
+void checkBackward(llvm::StringRef forwardName, llvm::StringRef backwardName,
+                   const AttentionCase &c, uint32_t seed, double atol,
+                   double rtol) {
+  Kernel forward, backward;
+  Status status = Kernel::load(artifact(forwardName), FA_DEVICE_CPU, forward);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  status = Kernel::load(artifact(backwardName), FA_DEVICE_CPU, backward);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  status = backward.checkBackwardOf(forward);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  fa_kernel_info info = backward.info();
+  EXPECT_EQ(info.op, FA_OP_ATTENTION_BACKWARD);
+  fa_attention_modifiers mods{};
+  ASSERT_EQ(fa_kernel_get_modifiers(backward.get(), &mods), FA_SUCCESS);
+  const int64_t Hq = info.heads, Hkv = info.kv_heads, D = info.head_dim,
+                Dv = info.value_head_dim;
+  std::mt19937 rng(seed);
+  Buffer q(info.dtype, {c.B, Hq, c.Nq, D});
+  Buffer k(info.dtype, {c.B, Hkv, c.Nk, D});
+  Buffer v(info.dtype, {c.B, Hkv, c.Nk, Dv});
+  Buffer dO(info.dtype, {c.B, Hq, c.Nq, Dv});
+  fillRandom(q, rng);
+  fillRandom(k, rng);
+  fillRandom(v, rng);
+  fillRandom(dO, rng);
+  Buffer o(info.dtype, {c.B, Hq, c.Nq, Dv});
+  Buffer lse(FA_DTYPE_F32, {c.B, Hq, c.Nq});
+  Buffer lens(FA_DTYPE_I32, {c.B});
+  for (size_t i = 0; i < c.lens.size(); ++i)
+    lens.set(i, c.lens[i]);
+  Buffer mask(FA_DTYPE_BOOL, {c.mB, c.mH, c.Nq, c.Nk});
+  for (size_t i = 0; i < c.maskBytes.size(); ++i)
+    mask.set(i, c.maskBytes[i]);
+  Buffer alibi(FA_DTYPE_F32, mods.alibi == 2 ? std::vector<int64_t>{c.B, Hq}
+                                             : std::vector<int64_t>{Hq});
+  for (size_t i = 0; i < c.alibi.size(); ++i)
+    alibi.set(i, c.alibi[i]);
+  fa_tensor lensT = lens.tensor(), maskT = mask.tensor(), lseT = lse.tensor(),
+            alibiT = alibi.tensor();
+
+  AttentionArgs fargs;
+  fargs.q = q.tensor();
+  fargs.k = k.tensor();
+  fargs.v = v.tensor();
+  fargs.o = o.tensor();
+  fargs.lse = &lseT;
+  if (info.has_kv_lens)
+    fargs.kvLens = &lensT;
+  if (info.mask != FA_MASK_NONE)
+    fargs.mask = &maskT;
+  if (mods.alibi != 0)
+    fargs.extras.alibi = &alibiT;
+  status = forward.attention(fargs);
+  ASSERT_TRUE(status.ok()) << status.toString();
+
+  Buffer dq(info.dtype, {c.B, Hq, c.Nq, D});
+  Buffer dk(info.dtype, {c.B, Hkv, c.Nk, D});
+  Buffer dv(info.dtype, {c.B, Hkv, c.Nk, Dv});
+  dq.poison();
+  dk.poison();
+  dv.poison();
+  AttentionBackwardArgs args;
+  args.q = q.tensor();
+  args.k = k.tensor();
+  args.v = v.tensor();
+  args.o = o.tensor();
+  args.lse = lse.tensor();
+  args.dO = dO.tensor();
+  args.dQ = dq.tensor();
+  args.dK = dk.tensor();
+  args.dV = dv.tensor();
+  args.kvLens = fargs.kvLens;
+  args.mask = fargs.mask;
+  args.extras = fargs.extras;
+  status = backward.attentionBackward(args);
+  ASSERT_TRUE(status.ok()) << status.toString();
+
+  std::vector<double> dqRef, dkRef, dvRef;
+  referenceBackward(info, mods, c, q, k, v, dO, dqRef, dkRef, dvRef);
+  const std::pair<const Buffer *, const std::vector<double> *> grads[] = {
+      {&dq, &dqRef}, {&dk, &dkRef}, {&dv, &dvRef}};
+  const char *names[] = {"dQ", "dK", "dV"};
+  for (int g = 0; g < 3; ++g) {
+    const Buffer &got = *grads[g].first;
+    const std::vector<double> &want = *grads[g].second;
+    int64_t bad = 0, zeros = 0;
+    for (int64_t i = 0; i < got.count; ++i) {
+      // Exact zeros where nothing contributes (rows with no attended key,
+      // keys no query attends); never NaN.
+      if (want[i] == 0 && got.get(i) != 0 && bad++ < 5)
+        ADD_FAILURE() << backwardName.str() << ": " << names[g] << "[" << i
+                      << "] = " << got.get(i) << ", expected exactly 0";
+      zeros += want[i] == 0;
+      if (!close(got.get(i), want[i], atol, rtol) && bad++ < 5)
+        ADD_FAILURE() << backwardName.str() << ": " << names[g] << "[" << i
+                      << "] = " << got.get(i) << ", reference " << want[i];
+    }
+    EXPECT_EQ(bad, 0) << backwardName.str() << ": " << names[g]
+                      << " elements off";
+    EXPECT_GT(zeros, 0) << names[g] << ": the case has no empty rows";
+  }
+}
+
+// attn_bwd_fwd / attn_bwd: f32, D = 16, Dv = 8, GQA 4/2, bottom-right
+// causal with Nq > Nk (rows with no key), key lengths (one 0), a window, a
+// softcap, ALiBi per batch and head, a boolean mask with a fully masked
+// row; 8x8 tiles, ragged.
+TEST(CpuBackendTest, Backward) {
+  AttentionCase c;
+  c.B = 2;
+  c.Nq = 23;
+  c.Nk = 19;
+  c.lens = {17, 0};
+  c.mB = 2;
+  c.mH = 4;
+  std::mt19937 rng(31);
+  std::bernoulli_distribution keep(0.85);
+  for (int64_t i = 0; i < c.mB * c.mH * c.Nq * c.Nk; ++i)
+    c.maskBytes.push_back(keep(rng));
+  for (int64_t j = 0; j < c.Nk; ++j)
+    c.maskBytes[(0 * c.Nq + 20) * c.Nk + j] = 0; // batch 0, head 0, row 20
+  std::uniform_int_distribution<int> slope(1, 32);
+  for (int64_t i = 0; i < c.B * 4; ++i)
+    c.alibi.push_back(slope(rng) / 64.0);
+  checkBackward("attn_bwd_fwd", "attn_bwd", c, 32, 1e-5, 1e-4);
+}
+
+TEST(CpuBackendTest, BackwardErrors) {
+  Kernel forward, backward, other;
+  ASSERT_TRUE(
+      Kernel::load(artifact("attn_bwd_fwd"), FA_DEVICE_CPU, forward).ok());
+  ASSERT_TRUE(Kernel::load(artifact("attn_bwd"), FA_DEVICE_CPU, backward).ok());
+  ASSERT_TRUE(Kernel::load(artifact("attn_mods"), FA_DEVICE_CPU, other).ok());
+  // A forward with other options: the first that differs is named.
+  EXPECT_EQ(fa_kernel_check_backward(other.get(), backward.get()),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(),
+              HasSubstr("value_head_dim differs: 16 in the forward, 8 in the "
+                        "backward"));
+  // The arguments swapped, and NULL.
+  EXPECT_EQ(fa_kernel_check_backward(backward.get(), forward.get()),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("expected an attention kernel and "
+                                         "an attention_backward kernel"));
+  EXPECT_EQ(fa_kernel_check_backward(nullptr, backward.get()),
+            FA_ERROR_INVALID_ARGUMENT);
+
+  // Launch checks: the op, missing and misshaped operands, aliasing.
+  const int64_t B = 1, Nq = 5, Nk = 7;
+  std::vector<float> q(B * 4 * Nq * 16), k(B * 2 * Nk * 16), v(B * 2 * Nk * 8),
+      o(B * 4 * Nq * 8), lse(B * 4 * Nq), dO(B * 4 * Nq * 8), dq(q.size()),
+      dk(k.size()), dv(v.size()), slopes(B * 4);
+  std::vector<int32_t> lens(B, Nk);
+  std::vector<uint8_t> mask(B * 4 * Nq * Nk, 1);
+  int64_t qs[] = {B, 4, Nq, 16}, ks[] = {B, 2, Nk, 16}, vs[] = {B, 2, Nk, 8},
+          os[] = {B, 4, Nq, 8}, ls[] = {B, 4, Nq}, ns[] = {B},
+          ms[] = {B, 4, Nq, Nk}, as[] = {B, 4}, wrong[] = {B, 4, Nq, 9};
+  fa_tensor tq = fa_tensor_make(q.data(), FA_DTYPE_F32, 4, qs),
+            tk = fa_tensor_make(k.data(), FA_DTYPE_F32, 4, ks),
+            tv = fa_tensor_make(v.data(), FA_DTYPE_F32, 4, vs),
+            to = fa_tensor_make(o.data(), FA_DTYPE_F32, 4, os),
+            tl = fa_tensor_make(lse.data(), FA_DTYPE_F32, 3, ls),
+            tdo = fa_tensor_make(dO.data(), FA_DTYPE_F32, 4, os),
+            tdq = fa_tensor_make(dq.data(), FA_DTYPE_F32, 4, qs),
+            tdk = fa_tensor_make(dk.data(), FA_DTYPE_F32, 4, ks),
+            tdv = fa_tensor_make(dv.data(), FA_DTYPE_F32, 4, vs),
+            tn = fa_tensor_make(lens.data(), FA_DTYPE_I32, 1, ns),
+            tm = fa_tensor_make(mask.data(), FA_DTYPE_BOOL, 4, ms),
+            ta = fa_tensor_make(slopes.data(), FA_DTYPE_F32, 2, as),
+            tbad = fa_tensor_make(dO.data(), FA_DTYPE_F32, 4, wrong);
+  fa_attention_extras extras{};
+  extras.alibi = &ta;
+  auto run = [&](const fa_tensor *dOArg, fa_tensor *dkArg,
+                 const fa_attention_extras *ex) {
+    return fa_attention_backward_launch(backward.get(), &tq, &tk, &tv, &to, &tl,
+                                        dOArg, &tn, &tm, ex, &tdq, dkArg, &tdv,
+                                        nullptr);
+  };
+  EXPECT_EQ(run(&tdo, &tdk, &extras), FA_SUCCESS) << fa_last_error();
+  EXPECT_EQ(run(&tbad, &tdk, &extras), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("d_o"));
+  EXPECT_EQ(run(nullptr, &tdk, &extras), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("d_o is NULL"));
+  EXPECT_EQ(run(&tdo, &tdk, nullptr), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("alibi is NULL"));
+  // dK written over K.
+  fa_tensor alias = tk;
+  EXPECT_EQ(run(&tdo, &alias, &extras), FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("d_k overlaps k"));
+  // A forward kernel is not launched as a backward one, nor the reverse.
+  EXPECT_EQ(fa_attention_backward_launch(forward.get(), &tq, &tk, &tv, &to, &tl,
+                                         &tdo, &tn, &tm, &extras, &tdq, &tdk,
+                                         &tdv, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("computes attention, not "
+                                         "attention_backward"));
+  EXPECT_EQ(fa_attention_launch_ex(backward.get(), &tq, &tk, &tv, &tn, &tm,
+                                   &extras, &to, &tl, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+
+  // Nq = 0: dQ is empty, but dK and dV are written (zeros).
+  int64_t q0s[] = {B, 4, 0, 16}, o0s[] = {B, 4, 0, 8}, l0s[] = {B, 4, 0},
+          m0s[] = {B, 4, 0, Nk};
+  fa_tensor q0 = fa_tensor_make(q.data(), FA_DTYPE_F32, 4, q0s),
+            o0 = fa_tensor_make(o.data(), FA_DTYPE_F32, 4, o0s),
+            l0 = fa_tensor_make(lse.data(), FA_DTYPE_F32, 3, l0s),
+            do0 = fa_tensor_make(dO.data(), FA_DTYPE_F32, 4, o0s),
+            dq0 = fa_tensor_make(dq.data(), FA_DTYPE_F32, 4, q0s),
+            m0 = fa_tensor_make(mask.data(), FA_DTYPE_BOOL, 4, m0s);
+  dk.assign(dk.size(), 7.0f);
+  dv.assign(dv.size(), 7.0f);
+  EXPECT_EQ(fa_attention_backward_launch(backward.get(), &q0, &tk, &tv, &o0,
+                                         &l0, &do0, &tn, &m0, &extras, &dq0,
+                                         &tdk, &tdv, nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  EXPECT_EQ(*std::max_element(dk.begin(), dk.end()), 0.0f);
+  EXPECT_EQ(*std::min_element(dv.begin(), dv.end()), 0.0f);
+  EXPECT_EQ(*std::max_element(dv.begin(), dv.end()), 0.0f);
 }
 
 /// Softmax along `dim` in float64, all--inf rows giving zeros.
