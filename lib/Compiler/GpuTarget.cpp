@@ -84,6 +84,9 @@ static void writeGpuHeader(const rt::KernelMetadata &md,
     case rt::GridAxis::Batch:
       gridSizes[i] = "B";
       break;
+    case rt::GridAxis::KeyTiles: // the dK/dV entry's axis only
+      gridSizes[i] = llvm::formatv("ceil(Nk/{0})", md.blockKV).str();
+      break;
     }
   }
   if (md.splitKv) {
@@ -106,8 +109,14 @@ static void writeGpuHeader(const rt::KernelMetadata &md,
      << " * block (" << launch.block[0] << ", " << launch.block[1] << ", "
      << launch.block[2] << "), " << launch.staticSharedBytes
      << " bytes of static shared memory, " << launch.dynamicSharedBytes
-     << " dynamic.\n"
-     << " * Its parameters, in order, are for each tensor above: allocated\n"
+     << " dynamic.\n";
+  if (!launch.dkdvSymbol.empty())
+    os << " * Then entry '" << launch.dkdvSymbol
+       << "' (dK and dV), with the same parameters and block,\n"
+       << " * over grid (k_tiles, kv_heads, batch) = (ceil(Nk/" << md.blockKV
+       << "), " << md.kvHeads << ", B), " << launch.dkdvStaticSharedBytes
+       << " bytes of static shared memory.\n";
+  os << " * Its parameters, in order, are for each tensor above: allocated\n"
      << " * pointer, aligned pointer, int64 offset, int64 sizes[rank], int64\n"
      << " * strides[rank] (an expanded memref descriptor). FARuntime builds\n"
      << " * them, checks the shapes against the metadata and launches on the\n"
@@ -121,7 +130,30 @@ static void writeGpuHeader(const rt::KernelMetadata &md,
      << "_load(const char *metadata_path, fa_kernel **kernel) {\n"
      << "  return fa_kernel_load(metadata_path, FA_DEVICE_CUDA, kernel);\n"
      << "}\n\n";
-  if (md.op == rt::OpKind::Attention && md.splitKv) {
+  if (md.op == rt::OpKind::AttentionBackward) {
+    os << "/* Launches the dQ and dK/dV kernels on `stream` (a CUstream; NULL "
+          "=\n"
+       << " * the default stream) after the forward that wrote o and lse, "
+          "with\n"
+       << " * the same options (fa_kernel_check_backward). Tensors hold "
+          "device\n"
+       << " * pointers; optional operands this kernel was not compiled with "
+          "must\n"
+       << " * be NULL. `extras` holds the ALiBi slopes and segment ids it "
+          "takes. */\n"
+       << "static inline fa_status " << md.name
+       << "_launch(fa_kernel *kernel, const fa_tensor *q,\n"
+       << "    const fa_tensor *k, const fa_tensor *v, const fa_tensor *o,\n"
+       << "    const fa_tensor *lse, const fa_tensor *d_o, const fa_tensor "
+          "*kv_lens,\n"
+       << "    const fa_tensor *mask, const fa_attention_extras *extras,\n"
+       << "    fa_tensor *d_q, fa_tensor *d_k, fa_tensor *d_v, void *stream) "
+          "{\n"
+       << "  return fa_attention_backward_launch(kernel, q, k, v, o, lse, "
+          "d_o, kv_lens,\n"
+       << "      mask, extras, d_q, d_k, d_v, stream);\n"
+       << "}\n\n";
+  } else if (md.op == rt::OpKind::Attention && md.splitKv) {
     bool paged = md.pageSize > 0;
     os << "/* Split-KV: launches '" << md.symbol << "' over\n * ("
        << gridSizes[0] << ", " << gridSizes[1] << ", " << gridSizes[2]
@@ -264,10 +296,17 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
                                           ArtifactStage &stage) {
   rt::KernelMetadata &md = job.metadata;
   ModuleOp module = *job.module;
-  if (md.op != rt::OpKind::Attention)
+  bool backward = md.op == rt::OpKind::AttentionBackward;
+  if (!rt::isAttentionOp(md.op))
     return llvm::createStringError(
         "target " + options.target +
         ": only attention kernels have a GPU path so far");
+  if (backward && (options.splitKv || options.packGqa == "always" ||
+                   (options.kernel && *options.kernel != KernelFamily::Simt)))
+    return llvm::createStringError(
+        "kernel '" + md.name +
+        "': the backward has SIMT GPU kernels only (no --kernel mma or "
+        "wgmma, --pack-gqa or --split-kv)");
   if (options.splitKv) {
     // The split kernel's limits (KernelMetadata's split_kv rules).
     if (md.varlen)
@@ -330,17 +369,48 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   auto getInt = [&](StringRef key) {
     return config.getAs<IntegerAttr>(key).getInt();
   };
-  int64_t staticShared = 0;
-  module.walk([&](memref::GlobalOp global) {
+  // Workgroup (shared) memory only: address space 3 inside the kernels.
+  auto sharedBytes = [](memref::GlobalOp global) -> int64_t {
     MemRefType type = global.getType();
-    // Workgroup (shared) memory only: address space 3 inside the kernels.
     auto space = dyn_cast_or_null<IntegerAttr>(type.getMemorySpace());
     if (!global->getParentOfType<gpu::GPUModuleOp>() || !space ||
         space.getInt() != 3)
-      return;
-    staticShared += type.getNumElements() *
-                    ((type.getElementTypeBitWidth() + 7) / 8);
-  });
+      return 0;
+    return type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+  };
+  int64_t staticShared = 0;
+  module.walk(
+      [&](memref::GlobalOp global) { staticShared += sharedBytes(global); });
+  // The backward's two kernels each count the buffers they use.
+  std::string dkdvName = md.symbol + "_dkdv";
+  int64_t dkdvShared = 0;
+  if (backward) {
+    auto usedBy = [&](StringRef kernelName) -> std::optional<int64_t> {
+      gpu::GPUFuncOp kernel;
+      module.walk([&](gpu::GPUFuncOp f) {
+        if (f.getName() == kernelName)
+          kernel = f;
+      });
+      if (!kernel)
+        return std::nullopt;
+      llvm::SmallPtrSet<Operation *, 8> seen;
+      int64_t bytes = 0;
+      kernel.walk([&](memref::GetGlobalOp get) {
+        auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+            get, get.getNameAttr());
+        if (global && seen.insert(global).second)
+          bytes += sharedBytes(global);
+      });
+      return bytes;
+    };
+    std::optional<int64_t> dq = usedBy(md.symbol), dkdv = usedBy(dkdvName);
+    if (!dq || !dkdv)
+      return llvm::createStringError(
+          "kernel '" + md.name + "': no dQ kernel '" + md.symbol +
+          "' and dK/dV kernel '" + dkdvName + "' after mapping");
+    staticShared = *dq;
+    dkdvShared = *dkdv;
+  }
 
   // Dynamic workgroup memory, as the host launches the kernel.
   int64_t dynamicShared = 0;
@@ -362,6 +432,11 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
 
   // The chip's limit, which the runtime checks against the device again.
   const ::fa::target::ChipInfo *chip = ::fa::target::lookupChip(options.target);
+  if (chip && dkdvShared > chip->optInSharedBytesPerBlock)
+    return llvm::createStringError(llvm::formatv(
+        "kernel '{0}': its dK/dV kernel needs {1} bytes of shared memory per "
+        "block; {2} allows at most {3}",
+        md.name, dkdvShared, options.target, chip->optInSharedBytesPerBlock));
   if (chip && staticShared + dynamicShared > chip->optInSharedBytesPerBlock)
     return llvm::createStringError(llvm::formatv(
         "kernel '{0}' needs {1} bytes of shared memory per block ({2} "
@@ -439,6 +514,10 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   if (md.splitKv) {
     launch.mergeSymbol = mergeName;
     launch.mergeBlock = mergeBlock;
+  }
+  if (backward) {
+    launch.dkdvSymbol = dkdvName;
+    launch.dkdvStaticSharedBytes = dkdvShared;
   }
   md.launch = launch;
 

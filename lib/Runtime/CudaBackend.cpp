@@ -438,6 +438,13 @@ Result<std::string> checkPtx(std::string_view text, const KernelMetadata &md,
                    " (the metadata's symbol); its entries: " +
                    (entries.empty() ? std::string("none")
                                     : join(entries, ", ")));
+  const std::string &dkdv = md.launch->dkdvSymbol;
+  if (!dkdv.empty() &&
+      std::find(entries.begin(), entries.end(), dkdv) == entries.end())
+    return invalid("has no .entry " + dkdv +
+                   " (the metadata's launch.dkdv.symbol, the backward's dK/dV "
+                   "kernel); its entries: " +
+                   join(entries, ", "));
   const std::string &merge = md.launch->mergeSymbol;
   if (!merge.empty() &&
       std::find(entries.begin(), entries.end(), merge) == entries.end())
@@ -486,10 +493,13 @@ private:
   CUfunction function = nullptr;
   /// A split-KV kernel's merge entry (launch.merge), else null.
   CUfunction mergeFunction = nullptr;
+  /// An attention_backward kernel's dK/dV entry (launch.dkdv), else null.
+  CUfunction dkdvFunction = nullptr;
   int64_t multiprocessors = 0;
   KernelMetadata metadata;
-  /// The indices of B, Nq and (split-KV) Ns in LaunchArgs::symbols.
-  size_t batchSymbol = 0, queryLenSymbol = 0, splitsSymbol = 0;
+  /// The indices of B, Nq, Nk and (split-KV) Ns in LaunchArgs::symbols.
+  size_t batchSymbol = 0, queryLenSymbol = 0, keyLenSymbol = 0,
+         splitsSymbol = 0;
 };
 
 } // namespace
@@ -600,6 +610,7 @@ Result<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
   // at most Tq rows; the blocks past a sequence's rows return at once.
   backend->queryLenSymbol = indexOf(md.varlen ? "Tq" : "Nq");
   backend->splitsSymbol = indexOf("Ns");
+  backend->keyLenSymbol = indexOf("Nk");
 
   // The driver and a context.
   Result<std::unique_ptr<Driver>> driver = Driver::open();
@@ -658,6 +669,13 @@ Result<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
                         "OPTIN)");
   int64_t sharedBytes =
       md.launch->staticSharedBytes + md.launch->dynamicSharedBytes;
+  if (!md.launch->dkdvSymbol.empty() &&
+      md.launch->dkdvStaticSharedBytes > optinShared)
+    return makeFailure(
+        FA_ERROR_UNSUPPORTED_ARCH,
+        cat("its dK/dV kernel needs ", md.launch->dkdvStaticSharedBytes,
+            " bytes of static shared memory per block, but device ",
+            backend->device, " allows at most ", optinShared));
   if (sharedBytes > optinShared)
     return makeFailure(
         FA_ERROR_UNSUPPORTED_ARCH,
@@ -755,6 +773,15 @@ Result<std::unique_ptr<Backend>> CudaBackend::load(const KernelMetadata &md,
       return drv.error(r, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
     backend->multiprocessors = count;
   }
+  if (!md.launch->dkdvSymbol.empty())
+    if (CUresult r =
+            api.cuModuleGetFunction(&backend->dkdvFunction, backend->module,
+                                    md.launch->dkdvSymbol.c_str()))
+      return drv.error(r,
+                       "cuModuleGetFunction('" + md.launch->dkdvSymbol +
+                           "') (the backward's dK/dV entry)",
+                       r == CUDA_ERROR_NOT_FOUND ? FA_ERROR_INVALID_ARTIFACT
+                                                 : FA_ERROR_CUDA);
   if (md.launch->dynamicSharedBytes > kDefaultDynamicSharedBytes)
     if (CUresult r = api.cuFuncSetAttribute(
             backend->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -818,9 +845,24 @@ MaybeFailure CudaBackend::launch(const LaunchArgs &args, void *cudaStream) {
           cat("grid.", axes[i], " = ", getGridAxisName(launchInfo.grid[i]),
               i == 0 && metadata.splitKv ? " x Ns" : "", " = ", grid[i],
               " is outside CUDA's range [0, ", limits[i], "]"));
-  for (int64_t g : grid)
-    if (g == 0)
-      return std::nullopt; // nothing to launch
+  // The backward's dK/dV grid, checked before either kernel launches.
+  std::array<int64_t, 3> dkdvGrid = {0, 0, 0};
+  if (dkdvFunction) {
+    dkdvGrid = getDkdvGrid(metadata, batch, args.symbols[keyLenSymbol]);
+    for (int i = 0; i < 3; ++i)
+      if (dkdvGrid[i] < 0 || dkdvGrid[i] > limits[i])
+        return makeFailure(
+            FA_ERROR_INVALID_ARGUMENT,
+            cat("grid.", axes[i], " of '", launchInfo.dkdvSymbol,
+                "' = ", getGridAxisName(launchInfo.dkdvGrid[i]), " = ",
+                dkdvGrid[i], " is outside CUDA's range [0, ", limits[i], "]"));
+  }
+  auto isEmpty = [](const std::array<int64_t, 3> &g) {
+    return g[0] == 0 || g[1] == 0 || g[2] == 0;
+  };
+  // Nothing to launch (the backward: Nq = 0 still zeroes dK and dV).
+  if (isEmpty(grid) && (!dkdvFunction || isEmpty(dkdvGrid)))
+    return std::nullopt;
 
   // The expanded memref descriptors: per param allocated and aligned
   // pointers, offset, sizes, strides, each a separate kernel parameter.
@@ -851,10 +893,19 @@ MaybeFailure CudaBackend::launch(const LaunchArgs &args, void *cudaStream) {
                              "' = ", mergeGrid[0],
                              " is outside CUDA's range [0, 2147483647]"));
   }
-  if (MaybeFailure err =
-          launchOne(function, metadata.symbol, grid, launchInfo.block,
-                    launchInfo.dynamicSharedBytes, cudaStream, kernelParams))
-    return err;
+  if (!isEmpty(grid))
+    if (MaybeFailure err =
+            launchOne(function, metadata.symbol, grid, launchInfo.block,
+                      launchInfo.dynamicSharedBytes, cudaStream, kernelParams))
+      return err;
+  // The backward: dK and dV, independent of dQ (the same stream orders
+  // them all the same).
+  if (dkdvFunction) {
+    if (isEmpty(dkdvGrid))
+      return std::nullopt;
+    return launchOne(dkdvFunction, launchInfo.dkdvSymbol, dkdvGrid,
+                     launchInfo.block, 0, cudaStream, kernelParams);
+  }
   // The merge reads every part the first kernel wrote: the stream orders
   // them.
   if (mergeFunction)

@@ -186,6 +186,8 @@ std::string fa::runtime::getGridAxisName(GridAxis axis) {
     return "packed_q_tiles";
   case GridAxis::KvHeads:
     return "kv_heads";
+  case GridAxis::KeyTiles:
+    return "k_tiles";
   }
   return "?";
 }
@@ -433,11 +435,36 @@ std::array<int64_t, 3> fa::runtime::getLaunchGrid(const KernelMetadata &md,
     case GridAxis::KvHeads:
       grid[i] = md.kvHeads;
       break;
+    case GridAxis::KeyTiles: // the dK/dV entry's axis (getDkdvGrid)
+      grid[i] = 0;
+      break;
     }
   }
   // Split-KV: x runs over (query tile, part), the part fastest.
   if (md.splitKv && __builtin_mul_overflow(grid[0], numSplits, &grid[0]))
     grid[0] = INT64_MAX;
+  return grid;
+}
+
+std::array<int64_t, 3> fa::runtime::getDkdvGrid(const KernelMetadata &md,
+                                                int64_t batch, int64_t keyLen) {
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  for (size_t i = 0; i < 3; ++i) {
+    switch (md.launch->dkdvGrid[i]) {
+    case GridAxis::KeyTiles:
+      grid[i] = keyLen / md.blockKV + (keyLen % md.blockKV != 0);
+      break;
+    case GridAxis::KvHeads:
+      grid[i] = md.kvHeads;
+      break;
+    case GridAxis::Batch:
+      grid[i] = batch;
+      break;
+    default: // verifyKernelMetadata allows no other axis
+      grid[i] = 0;
+      break;
+    }
+  }
   return grid;
 }
 
@@ -560,10 +587,14 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
     if (!md.launch)
       return std::string("missing field 'launch' (required for cuda "
                          "targets)");
-    if (md.op != OpKind::Attention)
-      return "field 'op': cuda kernels compute attention (their grid tiles "
-             "the queries), got '" +
+    if (!isAttentionOp(md.op))
+      return "field 'op': cuda kernels compute attention or its backward "
+             "(their grid tiles the queries), got '" +
              getOpName(md.op) + "'";
+    if (md.op == OpKind::AttentionBackward && md.kernel != "simt")
+      return "field 'kernel': cuda attention_backward kernels are SIMT "
+             "kernels, got '" +
+             md.kernel + "'";
     if (!md.kernel.empty() && md.kernel != "simt" && md.kernel != "mma" &&
         md.kernel != "wgmma")
       return "field 'kernel': expected one of simt, mma, wgmma, got '" +
@@ -618,7 +649,8 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
              launch.grid.end();
     };
     if (has(GridAxis::PackedQueryTiles) != has(GridAxis::KvHeads) ||
-        has(GridAxis::PackedQueryTiles) == has(GridAxis::QueryTiles))
+        has(GridAxis::PackedQueryTiles) == has(GridAxis::QueryTiles) ||
+        has(GridAxis::KeyTiles))
       return std::string("field 'launch.grid': expected q_tiles, heads and "
                          "batch, or packed_q_tiles, kv_heads and batch");
     if (has(GridAxis::PackedQueryTiles) &&
@@ -631,6 +663,36 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
                                       "kernel needs its merge entry"
                                     : "field 'launch.merge' belongs to "
                                       "split_kv kernels");
+    // The backward's dK/dV entry, and only theirs.
+    bool backward = md.op == OpKind::AttentionBackward;
+    if (backward != !launch.dkdvSymbol.empty())
+      return std::string(backward ? "field 'launch.dkdv': an "
+                                    "attention_backward kernel needs its "
+                                    "dK/dV entry"
+                                  : "field 'launch.dkdv' belongs to "
+                                    "attention_backward kernels");
+    if (backward) {
+      if (has(GridAxis::PackedQueryTiles))
+        return std::string("field 'launch.grid': an attention_backward "
+                           "kernel's dQ entry runs over q_tiles, heads and "
+                           "batch");
+      if (!isIdentifier(launch.dkdvSymbol) || launch.dkdvSymbol == md.symbol)
+        return "field 'launch.dkdv.symbol': '" + launch.dkdvSymbol +
+               "' is not a C identifier other than the symbol";
+      const std::array<GridAxis, 3> &g = launch.dkdvGrid;
+      for (GridAxis axis :
+           {GridAxis::KeyTiles, GridAxis::KvHeads, GridAxis::Batch})
+        if (std::count(g.begin(), g.end(), axis) != 1)
+          return std::string("field 'launch.dkdv.grid': expected k_tiles, "
+                             "kv_heads and batch, each once");
+      if (launch.dkdvStaticSharedBytes < 0)
+        return std::string("field 'launch.dkdv.static_shared_bytes' must "
+                           "not be negative");
+      if (launch.dynamicSharedBytes != 0)
+        return std::string("field 'launch.dynamic_shared_bytes': the "
+                           "backward's kernels take no dynamic shared "
+                           "memory");
+    }
     if (md.splitKv) {
       if (!isIdentifier(launch.mergeSymbol) ||
           launch.mergeSymbol == md.symbol)
@@ -1070,7 +1132,8 @@ constexpr std::pair<const char *, GridAxis> kGridAxisChoices[] = {
     {"heads", GridAxis::Heads},
     {"batch", GridAxis::Batch},
     {"packed_q_tiles", GridAxis::PackedQueryTiles},
-    {"kv_heads", GridAxis::KvHeads}};
+    {"kv_heads", GridAxis::KvHeads},
+    {"k_tiles", GridAxis::KeyTiles}};
 
 } // namespace
 
@@ -1155,6 +1218,35 @@ static MaybeError readLaunch(const Json &object, LaunchInfo &launch) {
   if (MaybeError err = reader.getInt("dynamic_shared_bytes",
                                      launch.dynamicSharedBytes, false))
     return err;
+  if (reader.has("dkdv")) {
+    const Json *dkdv = nullptr;
+    if (MaybeError err = reader.getObject("dkdv", dkdv))
+      return err;
+    ObjectReader dkdvReader(*dkdv, "launch.dkdv");
+    if (MaybeError err = dkdvReader.getString("symbol", launch.dkdvSymbol))
+      return err;
+    if (launch.dkdvSymbol.empty())
+      return std::string("field 'launch.dkdv.symbol' must not be empty");
+    const Json *dkdvGrid = nullptr;
+    if (MaybeError err = dkdvReader.getArray("grid", dkdvGrid))
+      return err;
+    if (dkdvGrid->size() != 3)
+      return cat("field 'launch.dkdv.grid': expected 3 axes, got ",
+                 dkdvGrid->size());
+    for (size_t i = 0; i < 3; ++i) {
+      const Json &axis = (*dkdvGrid)[i];
+      std::string field = cat("launch.dkdv.grid[", i, "]");
+      if (!axis.is_string())
+        return ObjectReader::wrongType(field, "a string", axis);
+      if (MaybeError err =
+              ObjectReader::readChoice(axis.get<std::string>(), field,
+                                       launch.dkdvGrid[i], kGridAxisChoices))
+        return err;
+    }
+    if (MaybeError err = dkdvReader.getInt("static_shared_bytes",
+                                           launch.dkdvStaticSharedBytes, false))
+      return err;
+  }
   if (!reader.has("merge"))
     return std::nullopt;
   const Json *merge = nullptr;
@@ -1584,6 +1676,15 @@ std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
     if (!md.launch->mergeSymbol.empty())
       launch["merge"] = {{"symbol", md.launch->mergeSymbol},
                          {"block", md.launch->mergeBlock}};
+    if (!md.launch->dkdvSymbol.empty()) {
+      Json dkdvGrid = Json::array();
+      for (GridAxis axis : md.launch->dkdvGrid)
+        dkdvGrid.push_back(getGridAxisName(axis));
+      launch["dkdv"] = {
+          {"symbol", md.launch->dkdvSymbol},
+          {"grid", dkdvGrid},
+          {"static_shared_bytes", md.launch->dkdvStaticSharedBytes}};
+    }
   }
   Json &params = j["params"] = Json::array();
   for (const ParamInfo &param : md.params) {

@@ -398,12 +398,6 @@ static Expected<KernelJob> buildJobFromSpec(MLIRContext &ctx,
     return makeError("--op must be attention, attention-backward or softmax, "
                      "got '" +
                      opName + "'");
-  if (*op == rt::OpKind::AttentionBackward && options.target != "cpu")
-    return makeError("--op attention-backward compiles for --target cpu "
-                     "only: the GPU backward kernels (fa-promote-shared-"
-                     "backward) have no launcher yet; fa-run "
-                     "attention-backward --device emulate runs them under "
-                     "the interpreter");
   if (dtypeName.empty())
     return makeError("missing --dtype f16|bf16|f32");
   std::optional<rt::DType> dtype = rt::parseDType(dtypeName);

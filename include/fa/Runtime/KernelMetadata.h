@@ -190,6 +190,9 @@ enum class GridAxis {
   /// rows of a kv head's query heads (a decode kernel with packed heads)
   PackedQueryTiles,
   KvHeads, ///< "kv_heads": the Hkv key/value heads (with packed_q_tiles)
+  /// "k_tiles": ceil(Nk / block_kv) tiles of keys (the backward's dK/dV
+  /// kernel, launch.dkdv)
+  KeyTiles,
 };
 
 /// The schema's name of `axis`: "q_tiles", "heads", "batch",
@@ -214,6 +217,14 @@ struct LaunchInfo {
   /// The first entry's grid x is then its axis times Ns.
   std::string mergeSymbol;
   std::array<int64_t, 3> mergeBlock = {0, 0, 0};
+  /// An attention_backward kernel's second entry (the `dkdv` object; empty
+  /// symbol without one): dK and dV, launched after the first (dQ) on the
+  /// same stream with the same parameters and block, over `dkdvGrid`
+  /// (k_tiles, kv_heads, batch) with its own static shared memory.
+  std::string dkdvSymbol;
+  std::array<GridAxis, 3> dkdvGrid = {GridAxis::KeyTiles, GridAxis::KvHeads,
+                                      GridAxis::Batch};
+  int64_t dkdvStaticSharedBytes = 0;
 };
 
 /// Everything `fa-kernel/3` metadata says.
@@ -384,6 +395,12 @@ std::optional<std::string> findPtxSignature(std::string_view ptx,
 std::array<int64_t, 3> getLaunchGrid(const KernelMetadata &metadata,
                                      int64_t batch, int64_t queryLen,
                                      int64_t numSplits = 1);
+
+/// The grid of an attention_backward kernel's dK/dV entry (launch.dkdv)
+/// over `batch` entries of `keyLen` keys: k_tiles = ceil(keyLen /
+/// block_kv), kv_heads = Hkv, batch = B.
+std::array<int64_t, 3> getDkdvGrid(const KernelMetadata &metadata,
+                                   int64_t batch, int64_t keyLen);
 
 /// The grid of a split-KV kernel's merge entry (launch.merge):
 /// (ceil(batch * Hq * queryLen / rows per block), 1, 1), saturating at

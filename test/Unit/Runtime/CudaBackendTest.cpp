@@ -895,6 +895,88 @@ TEST_F(FakeDriverTest, LaunchGridPackedHeads) {
   fa_kernel_destroy(kernel);
 }
 
+/// An attention_backward kernel on CUDA: the dQ entry over (q_tiles, Hq,
+/// B), then the dK/dV entry (launch.dkdv) over (k_tiles, Hkv, B), both with
+/// the same parameters; Nq = 0 launches only dK/dV (which zeroes them),
+/// Nk = 0 only dQ.
+TEST_F(FakeDriverTest, LaunchBackward) {
+  md.op = OpKind::AttentionBackward;
+  md.kernel = "simt";
+  md.blockQ = 16;
+  md.blockKV = 32;
+  md.hasKvLens = true;
+  md.launch->dkdvSymbol = "fa_attn_dkdv";
+  md.launch->dkdvStaticSharedBytes = 35072;
+  md.params = getCanonicalParams(md, DType::I8, false, false);
+  ptx += "\n.visible .entry fa_attn_dkdv(\n\t.param .u64 p\n)\n{\n\tret;\n}\n";
+  fa_kernel *kernel = nullptr;
+  ASSERT_EQ(load(&kernel), FA_SUCCESS) << fa_last_error();
+  fa_kernel_info info{};
+  ASSERT_EQ(fa_kernel_get_info(kernel, &info), FA_SUCCESS);
+  EXPECT_EQ(info.op, FA_OP_ATTENTION_BACKWARD);
+
+  const int64_t B = 3, Nq = 40, Nk = 70;
+  fa_tensor q = deviceTensor(0x100000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor k = deviceTensor(0x200000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor v = deviceTensor(0x300000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor lens = deviceTensor(0x380000, FA_DTYPE_I32, {B});
+  fa_tensor o = deviceTensor(0x400000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor lse = deviceTensor(0x500000, FA_DTYPE_F32, {B, 8, Nq});
+  fa_tensor dO = deviceTensor(0x600000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor dq = deviceTensor(0x700000, FA_DTYPE_F16, {B, 8, Nq, 64});
+  fa_tensor dk = deviceTensor(0x800000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fa_tensor dv = deviceTensor(0x900000, FA_DTYPE_F16, {B, 2, Nk, 64});
+  fake->paramsToRecord = 102;
+  ASSERT_EQ(fa_attention_backward_launch(kernel, &q, &k, &v, &o, &lse, &dO,
+                                         &lens, nullptr, nullptr, &dq, &dk, &dv,
+                                         nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  ASSERT_EQ(fake->launches, 2);
+  EXPECT_STREQ(fake->launchedNames[0], "fa_attn");
+  EXPECT_EQ(fake->launchedGrids[0][0], 3u); // ceil(40 / 16)
+  EXPECT_EQ(fake->launchedGrids[0][1], 8u); // Hq
+  EXPECT_EQ(fake->launchedGrids[0][2], 3u); // B
+  EXPECT_STREQ(fake->launchedNames[1], "fa_attn_dkdv");
+  EXPECT_EQ(fake->launchedGrids[1][0], 3u); // ceil(70 / 32)
+  EXPECT_EQ(fake->launchedGrids[1][1], 2u); // Hkv
+  EXPECT_EQ(fake->launchedGrids[1][2], 3u); // B
+  EXPECT_EQ(fake->launchedBlocks[1][0], 128u);
+  // q, k, v (11 values each), kv_lens (5), o (11), lse (9), d_o, d_q, d_k,
+  // d_v (11 each): d_k starts at 11 * 3 + 5 + 11 + 9 + 22.
+  EXPECT_EQ(fake->params[80], 0x800000);
+  EXPECT_EQ(fake->params[80 + 3], B);
+  EXPECT_EQ(fake->params[80 + 5], Nk);
+
+  // Nq = 0: only the dK/dV kernel; Nk = 0: only the dQ kernel.
+  fa_tensor q0 = deviceTensor(0x100000, FA_DTYPE_F16, {B, 8, 0, 64});
+  fa_tensor o0 = deviceTensor(0x400000, FA_DTYPE_F16, {B, 8, 0, 64});
+  fa_tensor lse0 = deviceTensor(0x500000, FA_DTYPE_F32, {B, 8, 0});
+  ASSERT_EQ(fa_attention_backward_launch(kernel, &q0, &k, &v, &o0, &lse0, &o0,
+                                         &lens, nullptr, nullptr, &q0, &dk, &dv,
+                                         nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  ASSERT_EQ(fake->launches, 3);
+  EXPECT_STREQ(fake->launchedNames[2], "fa_attn_dkdv");
+  fa_tensor k0 = deviceTensor(0x200000, FA_DTYPE_F16, {B, 2, 0, 64});
+  fa_tensor dk0 = deviceTensor(0x800000, FA_DTYPE_F16, {B, 2, 0, 64});
+  fa_tensor dv0 = deviceTensor(0x900000, FA_DTYPE_F16, {B, 2, 0, 64});
+  ASSERT_EQ(fa_attention_backward_launch(kernel, &q, &k0, &k0, &o, &lse, &dO,
+                                         &lens, nullptr, nullptr, &dq, &dk0,
+                                         &dv0, nullptr),
+            FA_SUCCESS)
+      << fa_last_error();
+  ASSERT_EQ(fake->launches, 4);
+  EXPECT_STREQ(fake->launchedNames[3], "fa_attn");
+  fa_kernel_destroy(kernel);
+
+  // A PTX without the dK/dV entry is refused at load.
+  ptx = makePtx();
+  EXPECT_EQ(load(&kernel), FA_ERROR_INVALID_ARTIFACT);
+  EXPECT_THAT(fa_last_error(), HasSubstr("has no .entry fa_attn_dkdv"));
+}
+
 /// A paged-cache kernel on CUDA: the block table and lengths are device
 /// memory, which the launch passes to the kernel without reading (these
 /// addresses would fault on the host); the grid is that of Nq.

@@ -793,7 +793,11 @@ TEST(MetadataTest, LaunchGridAxes) {
   EXPECT_EQ(withGrid(json::Array{"batch", "q_tiles", "heads"}), "");
   EXPECT_EQ(withGrid(json::Array{"ceil(Nq/block_q)", "Hq", "B"}),
             "field 'launch.grid[0]': expected one of q_tiles, heads, batch, "
-            "packed_q_tiles, kv_heads, got 'ceil(Nq/block_q)'");
+            "packed_q_tiles, kv_heads, k_tiles, got 'ceil(Nq/block_q)'");
+  // k_tiles is the backward's dK/dV axis (launch.dkdv) only.
+  EXPECT_THAT(withGrid(json::Array{"k_tiles", "heads", "batch"}),
+              HasSubstr("field 'launch.grid': expected q_tiles, heads and "
+                        "batch, or packed_q_tiles, kv_heads and batch"));
   EXPECT_EQ(withGrid(json::Array{"q_tiles", 1, "batch"}),
             "field 'launch.grid[1]': expected a string, got 1");
   EXPECT_EQ(withGrid(json::Array{"q_tiles", "heads"}),
@@ -874,8 +878,58 @@ TEST(MetadataTest, Softmax) {
   md.files = cuda.files;
   md.launch = cuda.launch;
   EXPECT_EQ(parseError(toJson(md)),
-            "field 'op': cuda kernels compute attention (their grid tiles the "
-            "queries), got 'softmax'");
+            "field 'op': cuda kernels compute attention or its backward "
+            "(their grid tiles the queries), got 'softmax'");
+}
+
+/// A CUDA attention_backward kernel: a dQ entry over (q_tiles, heads,
+/// batch) and a dK/dV entry (launch.dkdv) over (k_tiles, kv_heads, batch);
+/// the dkdv object belongs to backward kernels only.
+TEST(MetadataTest, CudaBackward) {
+  KernelMetadata md = makeCudaAttentionMetadata();
+  md.op = OpKind::AttentionBackward;
+  md.hasLse = true;
+  md.kernel = "simt";
+  md.blockKV = 32;
+  md.params = getCanonicalParams(md, DType::I8, false, false);
+  md.launch->dkdvSymbol = md.symbol + "_dkdv";
+  md.launch->dkdvStaticSharedBytes = 35072;
+  std::string error;
+  std::optional<KernelMetadata> parsed = parseKernelMetadata(toJson(md), error);
+  ASSERT_TRUE(parsed) << error;
+  EXPECT_EQ(parsed->launch->dkdvSymbol, md.symbol + "_dkdv");
+  EXPECT_EQ(parsed->launch->dkdvStaticSharedBytes, 35072);
+  EXPECT_EQ(parsed->launch->dkdvGrid[0], GridAxis::KeyTiles);
+  // Nk = 70 keys in tiles of 32: 3 tiles; Hkv = 2; B = 5.
+  EXPECT_EQ(getDkdvGrid(*parsed, 5, 70), (std::array<int64_t, 3>{3, 2, 5}));
+  EXPECT_EQ(getDkdvGrid(*parsed, 5, 0), (std::array<int64_t, 3>{0, 2, 5}));
+
+  KernelMetadata bad = md;
+  bad.launch->dkdvSymbol.clear();
+  EXPECT_THAT(parseError(toJson(bad)),
+              HasSubstr("field 'launch.dkdv': an attention_backward kernel "
+                        "needs its dK/dV entry"));
+  bad = md;
+  bad.launch->dkdvGrid = {GridAxis::KeyTiles, GridAxis::Heads, GridAxis::Batch};
+  EXPECT_THAT(parseError(toJson(bad)),
+              HasSubstr("field 'launch.dkdv.grid': expected k_tiles, kv_heads "
+                        "and batch, each once"));
+  bad = md;
+  bad.launch->grid = {GridAxis::KeyTiles, GridAxis::Heads, GridAxis::Batch};
+  EXPECT_THAT(parseError(toJson(bad)), HasSubstr("field 'launch.grid'"));
+  bad = md;
+  bad.kernel = "mma";
+  EXPECT_THAT(parseError(toJson(bad)),
+              HasSubstr("cuda attention_backward kernels are SIMT kernels"));
+  bad = md;
+  bad.launch->dkdvSymbol = md.symbol;
+  EXPECT_THAT(parseError(toJson(bad)),
+              HasSubstr("is not a C identifier other than the symbol"));
+  KernelMetadata forward = makeCudaAttentionMetadata();
+  forward.launch->dkdvSymbol = "fa_attn_dkdv";
+  EXPECT_THAT(parseError(toJson(forward)),
+              HasSubstr("field 'launch.dkdv' belongs to attention_backward "
+                        "kernels"));
 }
 
 /// fa_kernel_load reports metadata problems with the path and the field.
