@@ -26,7 +26,14 @@ torch.nn.functional.scaled_dot_product_attention, through FARuntime's C API
    process with CUDA events (warm-up, then the median of several runs sized
    to the time budget) on torch's current stream. TFLOP/s count 4*B*H*N*N*D
    FLOPs, halved for causal.
-3. Decode timing. Every `decode_*` kernel (Hq 32, Hkv 8, D 128, no
+3. Backward. Every `check_bwd_*` kernel (attention_backward) runs the
+   check shapes with O and LSE from the float64 forward and random dO; dQ,
+   dK, dV (poisoned first) are compared with float64 gradients (relative
+   L2 per dtype, GRAD_TOLERANCE) and must be exactly 0 where nothing
+   contributes. Every `bwd_*` kernel is checked against torch's autograd
+   gradients of SDPA and timed beside them at B = 1, Nq = Nk = 1024, 4096,
+   8192 (--backward-sizes); TFLOP/s count 10*B*H*N*N*D, halved for causal.
+4. Decode timing. Every `decode_*` kernel (Hq 32, Hkv 8, D 128, no
    causality) runs one decode step, B = 4 sequences of one new query
    against Nk = 1024, 8192 and 32768 cached keys, checked against and timed
    beside SDPA (enable_gqa=True) on the same data. `decode_paged_*` kernels
@@ -66,6 +73,7 @@ LSE_RTOL = 1e-3
 REFERENCE_AGREEMENT = 1e-4
 
 BENCH_SIZES = (1024, 4096, 8192, 16384)
+BACKWARD_SIZES = (1024, 4096, 8192)
 # Decode timing: B sequences of one query, Nk cached keys.
 DECODE_SIZES = (1024, 8192, 32768)
 DECODE_BATCH = 4
@@ -220,6 +228,38 @@ def reference_numpy(q, k, v, scale, causal, kv_lens, mods=None):
                    m[..., 0] + np.log(np.where(has_keys[..., 0], l[..., 0], 1.0)),
                    -np.inf)
     return o, lse
+
+
+def reference_backward_numpy(q, k, v, do, scale, causal, kv_lens, mods=None):
+    """float64 dQ, dK, dV of sum(O * dO) (docs/backward.md): P = exp(S -
+    LSE) over the kept keys, dS = P (dO V^T - rowsum(dO * O)) (times 1 -
+    tanh^2 of the scaled score over the softcap), dQ = scale dS K, dK =
+    scale dS^T Q, dV = P^T dO; GQA sums dK and dV over a group's heads."""
+    B, Hq, Nq, _ = q.shape
+    Hkv, Nk = k.shape[1], k.shape[2]
+    group = Hq // Hkv
+    kr = np.repeat(k, group, axis=1)
+    vr = np.repeat(v, group, axis=1)
+    scaled = np.einsum("bhqd,bhkd->bhqk", q, kr) * scale
+    keep = np.broadcast_to(keep_mask(B, Nq, Nk, causal, kv_lens), scaled.shape)
+    s = scaled
+    if mods:
+        s, keep = modify(scaled, keep, B, Hq, Nq, Nk, causal, mods)
+    o, lse = reference_numpy(q, k, v, scale, causal, kv_lens, mods)
+    live = keep & np.isfinite(lse)[..., None]
+    with np.errstate(invalid="ignore", over="ignore"):
+        p = np.where(live, np.exp(np.where(live, s, 0.0) -
+                                  np.where(live, lse[..., None], 0.0)), 0.0)
+    dv = np.einsum("bhqk,bhqd->bhkd", p, do)
+    dp = np.einsum("bhqd,bhkd->bhqk", do, vr)
+    delta = (do * o).sum(axis=-1, keepdims=True)
+    ds = p * (dp - delta)
+    if mods and mods.get("softcap"):
+        ds = ds * (1.0 - np.tanh(scaled / mods["softcap"]) ** 2)
+    dq = scale * np.einsum("bhqk,bhkd->bhqd", ds, kr)
+    dk = scale * np.einsum("bhqk,bhqd->bhkd", ds, q)
+    fold = lambda x: x.reshape(B, Hkv, group, Nk, x.shape[-1]).sum(axis=2)
+    return o, lse, dq, fold(dk), fold(dv)
 
 
 def reference_torch(torch, q, k, v, scale, causal, kv_lens):
@@ -619,12 +659,103 @@ def check_varlen(rt, kernel, dtype, mem, seed, worst):
     return problems
 
 
+# Relative L2 tolerances of dQ, dK, dV against the float64 gradients.
+GRAD_TOLERANCE = {"f32": 1e-4, "f16": 5e-3, "bf16": 2e-2}
+
+
+def check_backward(rt, kernel, dtype, mem, seed, worst):
+    """An attention_backward kernel on every CHECK_CASES shape: O and LSE
+    from the float64 forward (O rounded to the dtype, LSE to float32, as a
+    framework saves them), dO random; dQ, dK, dV (poisoned first) against
+    reference_backward_numpy, and exact zeros where no key or query
+    contributes. Returns the problems; `worst` gets o_max_abs (the worst
+    gradient max-abs), o_rel_l2 and masked_rows."""
+    problems = []
+    Hq, Hkv = kernel.heads, kernel.kv_heads
+    D, Dv = kernel.head_dim, kernel.value_head_dim
+    scale = float(np.float32(kernel.scale))
+    for index, (label, B, Nq, Nk, lens) in enumerate(CHECK_CASES):
+        what = f"{kernel.name} [{label}: B={B} Nq={Nq} Nk={Nk}]"
+        rng = np.random.default_rng(seed + index)
+        q_raw, q = quantize(rng.standard_normal((B, Hq, Nq, D), np.float32), dtype)
+        k_raw, k = quantize(rng.standard_normal((B, Hkv, Nk, D), np.float32), dtype)
+        v_raw, v = quantize(rng.standard_normal((B, Hkv, Nk, Dv), np.float32), dtype)
+        do_raw, do = quantize(rng.standard_normal((B, Hq, Nq, Dv), np.float32),
+                              dtype)
+        kv_lens = np.asarray(lens if lens is not None else [Nk] * B, np.int32)
+        used_lens = kv_lens if kernel.has_kv_lens else None
+        mods = {"window": kernel.window, "softcap": kernel.softcap,
+                "chunk": kernel.chunk}
+        o, lse, dq, dk, dv = reference_backward_numpy(
+            q, k, v, do, scale, kernel.causal, used_lens, mods)
+        o_raw, _ = quantize(o.astype(np.float32), dtype)
+        shapes = {"q": q.shape, "k": k.shape, "v": v.shape, "o": o.shape,
+                  "d_o": do.shape, "d_q": q.shape, "d_k": k.shape,
+                  "d_v": v.shape}
+        bufs = {"q": mem.put(q_raw), "k": mem.put(k_raw), "v": mem.put(v_raw),
+                "o": mem.put(o_raw), "d_o": mem.put(do_raw),
+                "lse": mem.put(lse.astype(np.float32)),
+                "d_q": mem.put(poisoned(q.shape, dtype)),
+                "d_k": mem.put(poisoned(k.shape, dtype)),
+                "d_v": mem.put(poisoned(v.shape, dtype))}
+        if kernel.has_kv_lens:
+            bufs["kv_lens"] = mem.put(kv_lens)
+        t = lambda name, dt, shape: rt.tensor(mem.ptr(bufs[name]), dt, shape)
+        try:
+            rt.attention_backward(
+                kernel, *(t(n, dtype, shapes[n]) for n in ("q", "k", "v", "o")),
+                t("lse", "f32", (B, Hq, Nq)), t("d_o", dtype, shapes["d_o"]),
+                *(t(n, dtype, shapes[n]) for n in ("d_q", "d_k", "d_v")),
+                kv_lens=(t("kv_lens", "i32", (B,)) if kernel.has_kv_lens
+                         else None),
+                stream=mem.stream())
+            mem.synchronize()
+        except Exception as e:  # noqa: BLE001 - reported, then fail
+            problems.append(f"{what}: {e}")
+            continue
+        empty_rows = ~np.isfinite(lse)
+        # Keys no query attends: no P anywhere in their column.
+        keep = np.broadcast_to(keep_mask(B, Nq, Nk, kernel.causal, used_lens),
+                               (B, Hq, Nq, Nk))
+        live_keys = (keep & ~empty_rows[..., None]).any(axis=2)
+        dead_keys = ~live_keys.reshape(B, Hkv, Hq // Hkv, Nk).any(axis=2)
+        for name, ref, zero_rows in (("dQ", dq, empty_rows),
+                                     ("dK", dk, dead_keys),
+                                     ("dV", dv, dead_keys)):
+            got = mem.get(bufs["d_" + name[1].lower()], dtype)
+            unwritten = int(np.isnan(got).sum())
+            if unwritten:
+                problems.append(f"{what}: {unwritten} of {got.size} {name} "
+                                f"elements unwritten or NaN")
+                worst["o_rel_l2"] = math.inf
+                continue
+            max_abs = float(np.abs(got - ref).max()) if got.size else 0.0
+            norm = float(np.linalg.norm(ref))
+            rel = float(np.linalg.norm(got - ref)) / norm if norm > 0 else 0.0
+            worst["o_max_abs"] = max(worst["o_max_abs"], max_abs)
+            worst["o_rel_l2"] = max(worst["o_rel_l2"], rel)
+            if not rel <= GRAD_TOLERANCE[dtype]:
+                problems.append(f"{what}: |{name} - ref| / |ref| = {rel:.3g} > "
+                                f"{GRAD_TOLERANCE[dtype]:g}")
+            if zero_rows.any():
+                worst["masked_rows"] += int(zero_rows.sum())
+                if not np.all(got[zero_rows] == 0):
+                    problems.append(f"{what}: {name} rows nothing reaches must "
+                                    f"be exactly 0, got max "
+                                    f"{np.abs(got[zero_rows]).max():.3g}")
+        if isinstance(mem, RuntimeMemory):
+            mem.free_all()
+    return problems
+
+
 def check_kernel(rt, kernel, dtype, mem, torch, seed):
     """Runs every CHECK_CASES shape (PAGED_CASES or VARLEN_CASES for the
     serving forms); returns (problems, worst figures)."""
     problems = []
     worst = {"o_max_abs": 0.0, "o_rel_l2": 0.0, "lse_rel": 0.0,
              "masked_rows": 0, "torch_o_max_abs": None}
+    if kernel.op == "attention_backward":
+        return check_backward(rt, kernel, dtype, mem, seed, worst), worst
     if kernel.page_size:
         return check_paged(rt, kernel, dtype, mem, seed, worst), worst
     if kernel.varlen:
@@ -890,6 +1021,85 @@ def time_kernel(rt, kernel, dtype, n, torch, target_ms, decode=False):
     }
 
 
+def time_backward(rt, kernel, dtype, n, torch, target_ms):
+    """An attention_backward kernel at B = 1, Nq = Nk = n: O from SDPA and
+    LSE from torch (float32 logsumexp of the masked scores, per head), dO
+    random; our dQ, dK, dV are checked against torch's autograd gradients
+    of SDPA, then both backward passes are timed (torch's as
+    torch.autograd.grad of SDPA's output with the graph kept)."""
+    F = torch.nn.functional
+    tdtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+    H, Hkv, D, Dv = (kernel.heads, kernel.kv_heads, kernel.head_dim,
+                     kernel.value_head_dim)
+    causal = kernel.causal != "none"
+    gen = torch.Generator(device="cuda").manual_seed(n)
+    make = lambda h, d: torch.randn(1, h, n, d, device="cuda", dtype=tdtype,
+                                    generator=gen)
+    q, k, v, do = make(H, D), make(Hkv, D), make(Hkv, Dv), make(H, Dv)
+    gqa = {"enable_gqa": True} if Hkv != H else {}
+    with torch.no_grad():
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                           scale=kernel.scale, **gqa)
+        lse = torch.empty(1, H, n, device="cuda", dtype=torch.float32)
+        mask = (torch.ones(n, n, device="cuda", dtype=torch.bool).tril()
+                if causal else None)
+        for h in range(H):
+            s = (q[0, h].float() @ k[0, h // (H // Hkv)].float().T) * \
+                kernel.scale
+            if mask is not None:
+                s = s.masked_fill(~mask, float("-inf"))
+            lse[0, h] = torch.logsumexp(s, dim=-1)
+            del s
+    grads = [torch.full_like(x, float("nan")) for x in (q, k, v)]
+    tensors = [rt.tensor(x.data_ptr(), dtype, x.shape)
+               for x in (q, k, v, o)]
+    tlse = rt.tensor(lse.data_ptr(), "f32", lse.shape)
+    tdo = rt.tensor(do.data_ptr(), dtype, do.shape)
+    tgrads = [rt.tensor(x.data_ptr(), dtype, x.shape) for x in grads]
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def ours():
+        rt.attention_backward(kernel, *tensors, tlse, tdo, *tgrads,
+                              stream=stream)
+
+    qr, kr, vr = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
+    out = F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal,
+                                         scale=kernel.scale, **gqa)
+
+    def sdpa_backward():
+        return torch.autograd.grad(out, (qr, kr, vr), do, retain_graph=True)
+
+    ours()
+    reference = sdpa_backward()
+    torch.cuda.synchronize()
+    what = f"{kernel.name} N={n}"
+    worst = 0.0
+    for name, got, want in zip(("dQ", "dK", "dV"), grads, reference):
+        unwritten = int(torch.isnan(got).sum().item())
+        if unwritten:
+            return {"problem": f"{what}: {unwritten} {name} elements "
+                               "unwritten or NaN"}
+        rel = float((got.float() - want.float()).norm().item() /
+                    max(want.float().norm().item(), 1e-30))
+        worst = max(worst, rel)
+        if not rel <= 3 * GRAD_TOLERANCE[dtype]:
+            return {"problem": f"{what}: |{name} - SDPA's| / |SDPA's| = "
+                               f"{rel:.3g} > {3 * GRAD_TOLERANCE[dtype]:g}",
+                    "rel_vs_sdpa": rel}
+    ours_ms, ours_reps = median_ms(torch, ours, target_ms)
+    sdpa_ms, sdpa_reps = median_ms(torch, sdpa_backward, target_ms)
+    flops = 10.0 * H * n * n * D * (0.5 if causal else 1.0)
+    del q, k, v, do, o, lse, grads, qr, kr, vr, out, reference
+    return {
+        "rel_vs_sdpa": worst,
+        "ours_ms": ours_ms, "ours_reps": ours_reps,
+        "sdpa_ms": sdpa_ms, "sdpa_reps": sdpa_reps,
+        "ours_tflops": flops / (ours_ms * 1e-3) / 1e12,
+        "sdpa_tflops": flops / (sdpa_ms * 1e-3) / 1e12,
+        "speed_vs_sdpa": sdpa_ms / ours_ms,
+    }
+
+
 # ---------------------------------------------------------------------------
 # Driver
 # ---------------------------------------------------------------------------
@@ -942,6 +1152,10 @@ def main(argv):
     parser.add_argument("--only", default=None, help="regex on kernel names")
     parser.add_argument("--sizes", default=",".join(map(str, BENCH_SIZES)),
                         help="sequence lengths to time")
+    parser.add_argument("--backward-sizes",
+                        default=",".join(map(str, BACKWARD_SIZES)),
+                        help="sequence lengths to time the backward kernels "
+                             "at")
     parser.add_argument("--skip-timing", action="store_true")
     parser.add_argument("--budget-s", type=float, default=330.0,
                         help="stop starting new timing rows after this many "
@@ -1038,11 +1252,15 @@ def main(argv):
     decodes = [(p, md) for p, md in
                load_artifacts(args.artifacts, "decode", args.only)
                if md["target"]["kind"] == target_kind]
+    backwards = [(p, md) for p, md in
+                 load_artifacts(args.artifacts, "bwd", args.only)
+                 if md["target"]["kind"] == target_kind]
     if args.skip_timing or torch is None or args.device != "cuda":
-        if (benches or decodes) and not args.skip_timing:
+        if (benches or decodes or backwards) and not args.skip_timing:
             log("note: timing needs --device cuda and torch; skipped")
         benches = []
         decodes = []
+        backwards = []
 
     def load_all(found):
         loaded = []
@@ -1128,6 +1346,38 @@ def main(argv):
                 f"{r['speed_vs_sdpa']:.3f}", f"ok ({r['max_abs_vs_sdpa']:.1e})"])
     for _, kernel in kernels:
         kernel.close()
+    # The backward kernels last: the budget cuts them first.
+    backward_kernels = load_all(backwards)
+    backward_rows = []
+    for n in sorted(int(x) for x in args.backward_sizes.split(",") if x):
+        for md, kernel in backward_kernels:
+            label = [md["name"], md["dtype"], kernel.causal, kernel.target, n]
+            if time.time() - started > args.budget_s:
+                backward_rows.append(label + ["-"] * 5 + ["skipped (budget)"])
+                continue
+            try:
+                r = time_backward(rt, kernel, md["dtype"], n, torch,
+                                  args.target_ms)
+            except Exception as e:  # noqa: BLE001
+                r = {"problem": f"{md['name']} N={n}: {e}"}
+            results["timing"].append({"name": md["name"], "n": n,
+                                      "backward": True, **r})
+            if "problem" in r:
+                failures.append(r["problem"])
+                log("FAIL " + r["problem"])
+                backward_rows.append(label + ["-"] * 5 + ["FAIL"])
+                continue
+            log(f"{md['name']} N={n}: ours {r['ours_ms']:.3f} ms "
+                f"({r['ours_tflops']:.1f} TFLOP/s), SDPA backward "
+                f"{r['sdpa_ms']:.3f} ms ({r['sdpa_tflops']:.1f} TFLOP/s), "
+                f"ratio {r['speed_vs_sdpa']:.3f}")
+            backward_rows.append(label + [
+                f"{r['ours_ms']:.3f}", f"{r['ours_tflops']:.1f}",
+                f"{r['sdpa_ms']:.3f}", f"{r['sdpa_tflops']:.1f}",
+                f"{r['speed_vs_sdpa']:.3f}",
+                f"ok ({r['rel_vs_sdpa']:.1e})"])
+    for _, kernel in backward_kernels:
+        kernel.close()
 
     # Report.
     lines = ["# fa GPU check and benchmark", "",
@@ -1154,6 +1404,15 @@ def main(argv):
                                   "ours TB/s", "of HBM", "SDPA ms",
                                   "SDPA TB/s", "of HBM", "ratio",
                                   "check vs SDPA"], decode_rows), ""]
+    if backward_rows:
+        lines += ["## Backward (B=1, Nq=Nk=N; CUDA events, median; TFLOP/s = "
+                  "10*B*H*N*N*D, halved for causal; SDPA = torch.autograd."
+                  "grad of SDPA's output; ratio = SDPA time / ours; check = "
+                  "max rel L2 of dQ, dK, dV against SDPA's)", "",
+                  markdown_table(["kernel", "dtype", "causal", "chip", "N",
+                                  "ours ms", "ours TFLOP/s", "SDPA ms",
+                                  "SDPA TFLOP/s", "ratio", "check vs SDPA"],
+                                 backward_rows), ""]
     lines += [f"Result: {'FAIL' if failures else 'PASS'} "
               f"({len(failures)} problems) in {time.time() - started:.0f} s", ""]
     if failures:

@@ -125,6 +125,9 @@ class Kernel:
                        runtime.lib.fa_kernel_get_info(handle, ctypes.byref(info)))
         self.name = info.name.decode()
         self.target = info.target.decode()
+        # FA_OP_ATTENTION, FA_OP_SOFTMAX, FA_OP_ATTENTION_BACKWARD.
+        self.op = {0: "attention", 1: "softmax",
+                   2: "attention_backward"}.get(info.op, str(info.op))
         self.head_dim = info.head_dim
         self.value_head_dim = info.value_head_dim
         self.heads = info.heads
@@ -216,6 +219,11 @@ class FARuntime:
         lib.fa_attention_launch_ex.argtypes = (
             [ctypes.c_void_p] + [p_tensor] * 5 +
             [ctypes.POINTER(FAAttentionExtras)] + [p_tensor] * 2 +
+            [ctypes.c_void_p])
+        lib.fa_attention_backward_launch.restype = c_status
+        lib.fa_attention_backward_launch.argtypes = (
+            [ctypes.c_void_p] + [p_tensor] * 8 +
+            [ctypes.POINTER(FAAttentionExtras)] + [p_tensor] * 3 +
             [ctypes.c_void_p])
         lib.fa_kernel_get_modifiers.restype = c_status
         lib.fa_kernel_get_modifiers.argtypes = [
@@ -334,6 +342,23 @@ class FARuntime:
                     self.lib.fa_attention_launch_ex(
                         kernel.handle, ref(q), ref(k), ref(v), ref(kv_lens),
                         ref(mask), ctypes.byref(extras), ref(o), ref(lse),
+                        cstream))
+
+    def attention_backward(self, kernel, q, k, v, o, lse, d_o, d_q, d_k, d_v,
+                           kv_lens=None, mask=None, stream=None, alibi=None,
+                           q_segments=None, k_segments=None):
+        """fa_attention_backward_launch: dQ, dK, dV from the forward's O and
+        LSE; `stream` is a CUstream handle (int) or None."""
+        ref = lambda t: ctypes.byref(t) if t is not None else None
+        addr = lambda t: ctypes.addressof(t) if t is not None else None
+        cstream = ctypes.c_void_p(stream) if stream else None
+        extras = FAAttentionExtras(addr(alibi), addr(q_segments),
+                                   addr(k_segments))
+        self._check(f"fa_attention_backward_launch({kernel.name})",
+                    self.lib.fa_attention_backward_launch(
+                        kernel.handle, ref(q), ref(k), ref(v), ref(o),
+                        ref(lse), ref(d_o), ref(kv_lens), ref(mask),
+                        ctypes.byref(extras), ref(d_q), ref(d_k), ref(d_v),
                         cstream))
 
     def attention_paged(self, kernel, q, k_pages, v_pages, block_table,

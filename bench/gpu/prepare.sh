@@ -33,6 +33,11 @@
 #   check_split_* (dense with packed heads, paged S 16) and decode_split_*:
 #     split-KV kernels (--split-kv), checked over several part counts and
 #     timed with the heuristic's parts.
+#   check_bwd_* and bwd_*: attention_backward (SIMT dQ and dK/dV kernels):
+#     bf16/f16 D 64/128 GQA 8/2 with key lengths (f16 D 64 also with a
+#     window and softcap), checked against float64 gradients; bwd_* (B 1,
+#     H 16, D 64/128, bf16, causal none/bottom_right) timed against
+#     torch's SDPA backward.
 #   check_wg_* and bench_wg_* (sm_90a only): the same bf16/f16 kernels
 #     compiled with --kernel wgmma (Hopper wgmma.mma_async from 128-byte-swizzled
 #     shared memory, FlashAttention-3 style).
@@ -61,10 +66,11 @@ if [[ ! -x "$FA_COMPILE" ]]; then
 fi
 
 # Writes one kernel; the name says what it is.
-compile() { # NAME DIR ARGS...
-  local name="$1" dir="$2"
+compile() { # NAME DIR ARGS... (the op is attention unless ARGS give --op)
+  local name="$1" dir="$2" op=(--op attention)
   shift 2
-  if ! "$FA_COMPILE" --op attention "$@" --name "$name" -o "$dir" --quiet; then
+  [[ " $* " == *" --op "* ]] && op=()
+  if ! "$FA_COMPILE" "${op[@]}" "$@" --name "$name" -o "$dir" --quiet; then
     echo "prepare.sh: fa-compile failed for $name" >&2
     exit 1
   fi
@@ -72,14 +78,15 @@ compile() { # NAME DIR ARGS...
 }
 
 check_matrix() { # TARGET SUFFIX DIR [EXTRA...]
-  local target="$1" suffix="$2" dir="$3"
+  local target="$1" suffix="$2" dir="$3" family=(--kernel simt)
   shift 3
+  [[ "$target" == cpu ]] && family=()
   for dtype in bf16 f16 f32; do
     for d in 64 128; do
       for causal in none bottom-right; do
         compile "check_${dtype}_d${d}_${causal//-/_}_${suffix}" "$dir" \
           --head-dim "$d" --heads 8 --kv-heads 2 --dtype "$dtype" \
-          --causal "$causal" --kv-lens --lse --target "$target" --kernel simt "$@"
+          --causal "$causal" --kv-lens --lse --target "$target" "${family[@]}" "$@"
       done
     done
   done
@@ -193,6 +200,24 @@ for chip in $CHIPS; do
       --head-dim 128 --heads 32 --kv-heads 8 --dtype "$dtype" \
       --target "$chip" --pack-gqa --split-kv
   done
+  echo "== $chip: backward kernels (SIMT dQ + dK/dV)"
+  for dtype in bf16 f16; do
+    for d in 64 128; do
+      compile "check_bwd_${dtype}_d${d}_bottom_right_${chip}" "$STAGE" \
+        --op attention-backward --head-dim "$d" --heads 8 --kv-heads 2 \
+        --dtype "$dtype" --causal bottom-right --kv-lens --target "$chip"
+    done
+  done
+  compile "check_bwd_mod_f16_d64_bottom_right_${chip}" "$STAGE" \
+    --op attention-backward --head-dim 64 --heads 8 --kv-heads 2 --dtype f16 \
+    --causal bottom-right --kv-lens --window 40,0 --softcap 30 --target "$chip"
+  for d in 64 128; do
+    for causal in none bottom-right; do
+      compile "bwd_bf16_d${d}_h16_${causal//-/_}_${chip}" "$STAGE" \
+        --op attention-backward --head-dim "$d" --heads 16 --kv-heads 16 \
+        --dtype bf16 --causal "$causal" --target "$chip"
+    done
+  done
   echo "== $chip: bench kernels"
   for dtype in bf16 f16; do
     for causal in none bottom-right; do
@@ -239,6 +264,9 @@ if [[ "$WITH_CPU" == 1 ]]; then
     --head-dim 64 --heads 8 --kv-heads 2 --dtype f32 --causal bottom-right \
     --kv-lens --lse --target cpu --cpu host --window 40,0 --softcap 30 \
     --alibi heads --segments
+  compile "check_bwd_f32_d64_bottom_right_cpu" "$CPU_OUT.tmp.$$" \
+    --op attention-backward --head-dim 64 --heads 8 --kv-heads 2 --dtype f32 \
+    --causal bottom-right --kv-lens --target cpu --cpu host
   rm -rf "$CPU_OUT"
   mv "$CPU_OUT.tmp.$$" "$CPU_OUT"
   echo "wrote CPU artifacts to $CPU_OUT"

@@ -73,6 +73,16 @@ class Tensor:
     def __add__(self, o): return Tensor(self.a + (o.a if isinstance(o, Tensor) else o))
     def __sub__(self, o): return Tensor(self.a - o.a)
     def __mul__(self, o): return Tensor(self.a * o)
+    def __matmul__(self, o): return Tensor(np.matmul(self.a, o.a))
+    @property
+    def T(self): return Tensor(self.a.T)
+    def norm(self): return Tensor(np.asarray(np.linalg.norm(self.a)))
+    def tril(self): return Tensor(np.tril(self.a))
+    def __setitem__(self, idx, value): self.a[idx] = value.a
+    # Autograd, as far as the backward timing goes: grad returns zeros.
+    def detach(self): return self
+    def clone(self): return Tensor(self.a.copy(), self.dtype)
+    def requires_grad_(self, flag=True): return self
 
 def from_numpy(a): return Tensor(a)
 def zeros(*shape, device=None): return Tensor(np.zeros(shape, np.float32))
@@ -95,12 +105,26 @@ class Generator:
 def randn(*shape, device=None, dtype=None, generator=None):
     assert device == "cuda" and isinstance(generator, Generator)
     return Tensor(generator.rng.standard_normal(shape).astype(np.float32), dtype)
-def empty(n, device=None, dtype=None):
+def empty(*shape, device=None, dtype=None):
     assert device == "cuda"; _count("empty")
     # 256-byte aligned, like torch's caching allocator.
+    n = int(np.prod(shape))
     raw = np.zeros(n + 256, dtype.np)
     skip = (-raw.ctypes.data) % 256
-    return Tensor(raw[skip:skip + n])
+    return Tensor(raw[skip:skip + n].reshape(shape))
+def full_like(t, value):
+    _count("full_like")
+    # Zeros, as full's: the fake kernel's untouched gradients then "match"
+    # grad's zeros and the backward timing runs.
+    return Tensor(np.zeros(t.a.shape, t.a.dtype), t.dtype)
+class no_grad:
+    def __enter__(self): return self
+    def __exit__(self, *args): return False
+class autograd:
+    @staticmethod
+    def grad(out, inputs, grad_output, retain_graph=False):
+        _count("grad")
+        return tuple(Tensor(np.zeros(x.a.shape, np.float32)) for x in inputs)
 def full(shape, value, device=None, dtype=None):
     _count("full")
     # Not NaN, so the fake kernel's untouched output "matches" SDPA's zeros
