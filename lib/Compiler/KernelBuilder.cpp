@@ -338,16 +338,10 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
   };
 
   llvm::SmallVector<Operation *> faOps;
-  bool hasBackward = false;
   func.walk([&](Operation *op) {
-    if (isa<AttentionOp, SoftmaxOp>(op))
+    if (isa<AttentionOp, AttentionBackwardOp, SoftmaxOp>(op))
       faOps.push_back(op);
-    hasBackward |= isa<AttentionBackwardOp>(op);
   });
-  if (hasBackward)
-    return err("holds fa.attention_backward, which fa-compile does not "
-               "compile from .mlir files yet (fa-run attention-backward "
-               "runs it on the CPU)");
   if (faOps.empty())
     return std::optional<KernelJob>();
   if (faOps.size() > 1)
@@ -410,7 +404,71 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
 
   Operation *op = faOps.front();
   Type elementType;
-  if (auto attention = dyn_cast<AttentionOp>(op)) {
+  if (auto backward = dyn_cast<AttentionBackwardOp>(op)) {
+    // The forward's options, read as for fa.attention; the forward's
+    // outputs and dO are inputs here, the gradients the results.
+    md.op = rt::OpKind::AttentionBackward;
+    elementType =
+        cast<RankedTensorType>(backward.getQuery().getType()).getElementType();
+    md.heads = backward.getQueryHeads();
+    md.kvHeads = backward.getKvHeads();
+    md.headDim = backward.getHeadDim();
+    md.valueHeadDim = backward.getValueHeadDim();
+    md.causal = toRuntimeCausal(backward.getCausal());
+    md.scale = backward.getEffectiveScale();
+    md.hasKvLens = static_cast<bool>(backward.getKvLens());
+    md.hasLse = true;
+    if (Value mask = backward.getMask())
+      md.mask = cast<RankedTensorType>(mask.getType())
+                        .getElementType()
+                        .isSignlessInteger(1)
+                    ? rt::MaskKind::Bool
+                    : rt::MaskKind::Additive;
+    if (backward.getQOffset())
+      return err("the fa op has a q_offset, which kernels do not take yet "
+                 "(kernel arguments are memrefs)");
+    rt::ModifierInfo &mods = md.modifiers;
+    if (DenseI64ArrayAttr window = backward.getWindowAttr()) {
+      mods.windowLeft = window[0];
+      mods.windowRight = window[1];
+    }
+    if (FloatAttr cap = backward.getSoftcapAttr())
+      mods.softcap = cap.getValueAsDouble();
+    if (IntegerAttr chunk = backward.getChunkAttr())
+      mods.chunk = chunk.getInt();
+    if (Value alibi = backward.getAlibi())
+      mods.alibi = cast<RankedTensorType>(alibi.getType()).getRank() == 2
+                       ? rt::AlibiKind::BatchHeads
+                       : rt::AlibiKind::Heads;
+    mods.segments = static_cast<bool>(backward.getQSegments());
+    if (Error e = checkHeadDim("head dim D", md.headDim))
+      return err(llvm::toString(std::move(e)));
+    if (Error e = checkHeadDim("value head dim Dv", md.valueHeadDim))
+      return err(llvm::toString(std::move(e)));
+    const std::pair<Value, rt::ParamRole> inputs[] = {
+        {backward.getQuery(), rt::ParamRole::Query},
+        {backward.getKey(), rt::ParamRole::Key},
+        {backward.getValue(), rt::ParamRole::Value},
+        {backward.getOutput(), rt::ParamRole::Output},
+        {backward.getLse(), rt::ParamRole::Lse},
+        {backward.getGradOutput(), rt::ParamRole::GradOutput},
+        {backward.getKvLens(), rt::ParamRole::KvLens},
+        {backward.getMask(), rt::ParamRole::Mask},
+        {backward.getAlibi(), rt::ParamRole::Alibi},
+        {backward.getQSegments(), rt::ParamRole::QSegments},
+        {backward.getKSegments(), rt::ParamRole::KSegments}};
+    for (auto [value, role] : inputs)
+      if (value)
+        if (Error e = assign(value, role))
+          return std::move(e);
+    const std::pair<Value, rt::ParamRole> results[] = {
+        {backward.getGradQueryResult(), rt::ParamRole::GradQuery},
+        {backward.getGradKeyResult(), rt::ParamRole::GradKey},
+        {backward.getGradValueResult(), rt::ParamRole::GradValue}};
+    for (auto [value, role] : results)
+      if (Error e = assign(value, role, /*isResult=*/true))
+        return std::move(e);
+  } else if (auto attention = dyn_cast<AttentionOp>(op)) {
     md.op = rt::OpKind::Attention;
     auto qType = cast<RankedTensorType>(attention.getQuery().getType());
     elementType = qType.getElementType();
@@ -586,11 +644,31 @@ extractJob(func::FuncOp func, const CompileOptions &options) {
       md.params.push_back(std::move(param));
       continue;
     }
-    static const char *const canonicalNames[] = {
-        "q",          "k",          "v",   "kv_lens", "mask",
-        "o",          "lse",        "x",   "alibi",   "q_segments",
-        "k_segments", "mod_operand", "block_mask", "block_table",
-        "cu_seqlens_q", "cu_seqlens_k"};
+    static const char *const canonicalNames[] = {"q",
+                                                 "k",
+                                                 "v",
+                                                 "kv_lens",
+                                                 "mask",
+                                                 "o",
+                                                 "lse",
+                                                 "x",
+                                                 "alibi",
+                                                 "q_segments",
+                                                 "k_segments",
+                                                 "mod_operand",
+                                                 "block_mask",
+                                                 "block_table",
+                                                 "cu_seqlens_q",
+                                                 "cu_seqlens_k",
+                                                 "partial_o",
+                                                 "partial_lse",
+                                                 "d_o",
+                                                 "d_q",
+                                                 "d_k",
+                                                 "d_v"};
+    static_assert(std::size(canonicalNames) ==
+                      static_cast<size_t>(rt::ParamRole::GradValue) + 1,
+                  "a name per role");
     param.name = md.op == rt::OpKind::Softmax
                      ? (param.role == rt::ParamRole::Input ? "x" : "y")
                      : canonicalNames[static_cast<unsigned>(param.role)];

@@ -788,6 +788,19 @@ TEST(CpuBackendTest, Backward) {
   checkBackward("attn_bwd_fwd", "attn_bwd", c, 32, 1e-5, 1e-4);
 }
 
+// attn_bwd_file: fa.attention_backward compiled from an .mlir file with
+// its arguments in their own order (Inputs/attn_bwd_file.mlir), after the
+// spec-built forward attn_bwd_file_fwd: top-left causal with Nq > Nk, key
+// lengths (one 0), a softcap, GQA 4/2, Dv != D.
+TEST(CpuBackendTest, BackwardFromFile) {
+  AttentionCase c;
+  c.B = 3;
+  c.Nq = 29;
+  c.Nk = 21;
+  c.lens = {21, 0, 13};
+  checkBackward("attn_bwd_file_fwd", "attn_bwd_file", c, 33, 1e-5, 1e-4);
+}
+
 TEST(CpuBackendTest, BackwardErrors) {
   Kernel forward, backward, other;
   ASSERT_TRUE(

@@ -1,4 +1,4 @@
-// A kernel-form fa.attention_backward: fa-compile does not compile it yet.
+// A kernel-form fa.attention_backward (backward-input-file.test).
 func.func @bwd(%q: memref<1x2x?x16xf32>, %k: memref<1x2x?x16xf32>,
                %v: memref<1x2x?x16xf32>, %o: memref<1x2x?x16xf32>,
                %lse: memref<1x2x?xf32>, %do: memref<1x2x?x16xf32>,
