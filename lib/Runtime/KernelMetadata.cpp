@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -679,12 +680,13 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
       if (!isIdentifier(launch.dkdvSymbol) || launch.dkdvSymbol == md.symbol)
         return "field 'launch.dkdv.symbol': '" + launch.dkdvSymbol +
                "' is not a C identifier other than the symbol";
-      const std::array<GridAxis, 3> &g = launch.dkdvGrid;
-      for (GridAxis axis :
-           {GridAxis::KeyTiles, GridAxis::KvHeads, GridAxis::Batch})
-        if (std::count(g.begin(), g.end(), axis) != 1)
-          return std::string("field 'launch.dkdv.grid': expected k_tiles, "
-                             "kv_heads and batch, each once");
+      // The kernel reads its key tile, kv head and batch entry from the
+      // block's x, y and z, in that order.
+      if (launch.dkdvGrid != std::array<GridAxis, 3>{GridAxis::KeyTiles,
+                                                     GridAxis::KvHeads,
+                                                     GridAxis::Batch})
+        return std::string("field 'launch.dkdv.grid': expected [k_tiles, "
+                           "kv_heads, batch] (the dK/dV kernel's x, y, z)");
       if (launch.dkdvStaticSharedBytes < 0)
         return std::string("field 'launch.dkdv.static_shared_bytes' must "
                            "not be negative");
@@ -1728,9 +1730,12 @@ fa::runtime::getBackwardMismatch(const KernelMetadata &f,
     return std::string(what) + " differs: " + fv + " in the forward, " + bv +
            " in the backward";
   };
+  // Floats as the kernels hold them (float32), every digit that tells two
+  // apart: equal text is equal value.
   auto num = [](double value) {
     std::ostringstream os;
-    os << value;
+    os.precision(std::numeric_limits<float>::max_digits10);
+    os << static_cast<float>(value);
     return os.str();
   };
   auto window = [](const ModifierInfo &m) {
@@ -1758,8 +1763,7 @@ fa::runtime::getBackwardMismatch(const KernelMetadata &f,
        {"heads", {std::to_string(f.heads), std::to_string(b.heads)}},
        {"kv_heads", {std::to_string(f.kvHeads), std::to_string(b.kvHeads)}},
        {"causal", {getCausalName(f.causal), getCausalName(b.causal)}},
-       {"scale",
-        {num(static_cast<float>(f.scale)), num(static_cast<float>(b.scale))}},
+       {"scale", {num(f.scale), num(b.scale)}},
        {"mask", {maskShape(f), maskShape(b)}},
        {"kv_lens", {f.hasKvLens ? "yes" : "no", b.hasKvLens ? "yes" : "no"}},
        {"window", {window(fm), window(bm)}},

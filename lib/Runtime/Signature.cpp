@@ -109,6 +109,12 @@ std::string fa::runtime::getKernelSignature(const KernelMetadata &md) {
       add("launch.merge", cat(launch.mergeSymbol, " ", launch.mergeBlock[0],
                               ",", launch.mergeBlock[1], ",",
                               launch.mergeBlock[2]));
+    if (!launch.dkdvSymbol.empty())
+      add("launch.dkdv",
+          cat(launch.dkdvSymbol, " ", getGridAxisName(launch.dkdvGrid[0]), ",",
+              getGridAxisName(launch.dkdvGrid[1]), ",",
+              getGridAxisName(launch.dkdvGrid[2]), " ",
+              launch.dkdvStaticSharedBytes));
   }
   add("params", std::to_string(md.params.size()));
   for (size_t i = 0; i < md.params.size(); ++i)

@@ -1868,8 +1868,9 @@ static Error runAttentionBackward(MLIRContext &ctx) {
                      dataType + "'");
   if (deviceName != "cpu" && deviceName != "emulate")
     return makeError("attention-backward runs on --device cpu or emulate (the "
-                     "SIMT GPU kernels under the interpreter; no CUDA launch "
-                     "yet), got '" +
+                     "SIMT GPU kernels under the interpreter; fa-run has no "
+                     "CUDA path for it: compile it with fa-compile and "
+                     "launch it with fa_attention_backward_launch), got '" +
                      deviceName + "'");
   bool emulate = deviceName == "emulate";
   if (!emulate &&
@@ -2102,6 +2103,11 @@ static Error runAttentionBackward(MLIRContext &ctx) {
     runMs = millisecondsSince(start);
     where = "emulate (SIMT interpreter, " +
             mapOptions.lowering.chip.getValue() + ", kernel simt)";
+    // The file's kernels decide what ran; the flags only shaped the
+    // arguments.
+    if (!mappedPath.empty())
+      where += ", mapped IR from " + mappedPath.getValue() +
+               " (its options, not the flags')";
   } else if (Error err =
                  lowerAndRun(**module, pipelineText(blockQ, blockKV, 256),
                              descriptors, compileMs, runMs)) {

@@ -341,9 +341,9 @@ FA_RUNTIME_API fa_status fa_attention_launch_ex(
  * The kernel's options (causal, scale, mask kind, window, softcap, chunk,
  * ALiBi, segments) must be the forward's: fa_kernel_check_backward compares
  * two loaded kernels. Gradients must not overlap any other operand. Rows
- * with no attended key get zero gradients. CPU kernels only (GPU backward
- * kernels have no launcher yet). A launch where every gradient is empty
- * does nothing and succeeds. */
+ * with no attended key get zero gradients. A CUDA kernel launches its dQ
+ * entry, then its dK/dV entry (launch.dkdv), on `cuda_stream`. A launch
+ * where every gradient is empty does nothing and succeeds. */
 FA_RUNTIME_API fa_status fa_attention_backward_launch(
     fa_kernel *kernel, const fa_tensor *q, const fa_tensor *k,
     const fa_tensor *v, const fa_tensor *o, const fa_tensor *lse,

@@ -891,6 +891,7 @@ TEST(CpuBackendTest, BackwardErrors) {
             FA_SUCCESS)
       << fa_last_error();
   EXPECT_EQ(*std::max_element(dk.begin(), dk.end()), 0.0f);
+  EXPECT_EQ(*std::min_element(dk.begin(), dk.end()), 0.0f);
   EXPECT_EQ(*std::min_element(dv.begin(), dv.end()), 0.0f);
   EXPECT_EQ(*std::max_element(dv.begin(), dv.end()), 0.0f);
 }

@@ -912,8 +912,13 @@ TEST(MetadataTest, CudaBackward) {
   bad = md;
   bad.launch->dkdvGrid = {GridAxis::KeyTiles, GridAxis::Heads, GridAxis::Batch};
   EXPECT_THAT(parseError(toJson(bad)),
-              HasSubstr("field 'launch.dkdv.grid': expected k_tiles, kv_heads "
-                        "and batch, each once"));
+              HasSubstr("field 'launch.dkdv.grid': expected [k_tiles, "
+                        "kv_heads, batch] (the dK/dV kernel's x, y, z)"));
+  bad = md;
+  bad.launch->dkdvGrid = {GridAxis::Batch, GridAxis::KvHeads,
+                          GridAxis::KeyTiles};
+  EXPECT_THAT(parseError(toJson(bad)),
+              HasSubstr("field 'launch.dkdv.grid': expected [k_tiles"));
   bad = md;
   bad.launch->grid = {GridAxis::KeyTiles, GridAxis::Heads, GridAxis::Batch};
   EXPECT_THAT(parseError(toJson(bad)), HasSubstr("field 'launch.grid'"));
@@ -925,6 +930,31 @@ TEST(MetadataTest, CudaBackward) {
   bad.launch->dkdvSymbol = md.symbol;
   EXPECT_THAT(parseError(toJson(bad)),
               HasSubstr("is not a C identifier other than the symbol"));
+  // The signature covers the dK/dV entry: its shared memory and symbol.
+  KernelMetadata other = md;
+  other.launch->dkdvStaticSharedBytes = 1024;
+  EXPECT_NE(getKernelSignatureHash(other), getKernelSignatureHash(md));
+  EXPECT_THAT(
+      compareKernelSignature(getKernelSignature(other), md).value_or(""),
+      HasSubstr("launch.dkdv"));
+
+  // getBackwardMismatch: floats compared as float32, exactly.
+  KernelMetadata cpuForward = makeCudaAttentionMetadata();
+  KernelMetadata cpuBackward = md;
+  EXPECT_EQ(getBackwardMismatch(cpuForward, cpuBackward), std::nullopt);
+  cpuBackward.scale = 0.1250004;
+  EXPECT_THAT(getBackwardMismatch(cpuForward, cpuBackward).value_or(""),
+              HasSubstr("scale differs: 0.125 in the forward, 0.125000402 in "
+                        "the backward"));
+  cpuBackward = md;
+  cpuForward.modifiers.softcap = 30.0;
+  cpuBackward.modifiers.softcap = 30.00004;
+  EXPECT_THAT(getBackwardMismatch(cpuForward, cpuBackward).value_or(""),
+              HasSubstr("softcap differs"));
+  cpuForward.hasLse = false;
+  EXPECT_THAT(getBackwardMismatch(cpuForward, md).value_or(""),
+              HasSubstr("does not write the LSE"));
+
   KernelMetadata forward = makeCudaAttentionMetadata();
   forward.launch->dkdvSymbol = "fa_attn_dkdv";
   EXPECT_THAT(parseError(toJson(forward)),
