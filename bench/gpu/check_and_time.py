@@ -717,6 +717,9 @@ def check_backward(rt, kernel, dtype, mem, seed, worst):
         # Keys no query attends: no P anywhere in their column.
         keep = np.broadcast_to(keep_mask(B, Nq, Nk, kernel.causal, used_lens),
                                (B, Hq, Nq, Nk))
+        # The window and chunk remove keys too.
+        _, keep = modify(np.zeros(keep.shape), keep, B, Hq, Nq, Nk,
+                         kernel.causal, mods)
         live_keys = (keep & ~empty_rows[..., None]).any(axis=2)
         dead_keys = ~live_keys.reshape(B, Hkv, Hq // Hkv, Nk).any(axis=2)
         for name, ref, zero_rows in (("dQ", dq, empty_rows),
