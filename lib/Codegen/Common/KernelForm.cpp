@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
@@ -65,6 +66,19 @@ LogicalResult fa::emitNotInKernelFormError(Operation *op, StringRef pass) {
             "bufferization.materialize_in_destination (the kernel form: "
             "examples/kernel-form.mlir shows it, `fa-compile --emit-mlir` "
             "writes it for a kernel spec)";
+}
+
+LogicalResult fa::verifyKernelQOffset(Operation *op, Value qOffset,
+                                      StringRef pass) {
+  if (!qOffset || matchPattern(qOffset, m_Constant()))
+    return success();
+  auto arg = dyn_cast<BlockArgument>(qOffset);
+  auto func = op->getParentOfType<FunctionOpInterface>();
+  if (arg && func && arg.getOwner() == &func.getFunctionBody().front())
+    return success();
+  return op->emitError() << pass
+                         << ": the q_offset must be a function argument or a "
+                            "constant in the kernel form";
 }
 
 LogicalResult fa::verifyKernelResultUses(Operation *op, StringRef pass) {

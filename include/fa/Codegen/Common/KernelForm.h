@@ -84,6 +84,12 @@ LogicalResult verifyKernelResultUses(Operation *op, StringRef pass);
 /// (examples/kernel-form.mlir, `fa-compile --emit-mlir`). Returns failure.
 LogicalResult emitNotInKernelFormError(Operation *op, StringRef pass);
 
+/// Checks that `qOffset` (null: none) of `op`, in the kernel form, reaches
+/// the kernel: a function argument or a constant (which a builder clones
+/// into the kernel). Emits "<pass>: the q_offset must be a function
+/// argument or a constant in the kernel form" on `op` and fails otherwise.
+LogicalResult verifyKernelQOffset(Operation *op, Value qOffset, StringRef pass);
+
 } // namespace fa
 } // namespace mlir
 

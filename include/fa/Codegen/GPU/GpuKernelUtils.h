@@ -36,6 +36,12 @@ constexpr const char *kConfigAttrName = "fa.gpu_config";
 /// after it.
 constexpr const char *kNoBarrierAttrName = "fa.no_barrier_after";
 
+/// Records a promoted kernel's launch configuration on `func` as the
+/// kConfigAttrName dictionary: block_q, block_kv and threads (index), and
+/// a unit entry for each of `flags` (pack_gqa, split_kv, backward).
+void setGpuConfig(func::FuncOp func, int64_t blockQ, int64_t blockKV,
+                  int64_t threads, ArrayRef<StringRef> flags);
+
 /// Tile sizes and derived layout of one promoted kernel.
 struct KernelConfig {
   int64_t blockQ = 16, blockKV = 64, numWarps = 4;

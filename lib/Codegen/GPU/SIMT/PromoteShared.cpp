@@ -115,6 +115,22 @@ FailureOr<KernelConfig> gpukernel::chooseConfig(AttentionOp op,
   return failure();
 }
 
+void gpukernel::setGpuConfig(func::FuncOp func, int64_t blockQ, int64_t blockKV,
+                             int64_t threads, ArrayRef<StringRef> flags) {
+  MLIRContext *ctx = func.getContext();
+  auto index = [&](int64_t v) {
+    return IntegerAttr::get(IndexType::get(ctx), v);
+  };
+  SmallVector<NamedAttribute> entries = {
+      NamedAttribute(StringAttr::get(ctx, "block_q"), index(blockQ)),
+      NamedAttribute(StringAttr::get(ctx, "block_kv"), index(blockKV)),
+      NamedAttribute(StringAttr::get(ctx, "threads"), index(threads))};
+  for (StringRef flag : flags)
+    entries.push_back(
+        NamedAttribute(StringAttr::get(ctx, flag), UnitAttr::get(ctx)));
+  func->setAttr(kConfigAttrName, DictionaryAttr::get(ctx, entries));
+}
+
 scf::ForallOp gpukernel::createBlockForall(OpBuilder &b, Location loc,
                                            ArrayRef<OpFoldResult> sizes) {
   MLIRContext *ctx = b.getContext();
@@ -1056,16 +1072,9 @@ void FAPromoteSharedPass::runOnOperation() {
       return signalPassFailure();
     }
   }
-  // The block body becomes the kernel: a q_offset must reach it as a
-  // function argument or be a constant (cloned into the body).
-  if (Value p = args->qOffset;
-      p && !(isa<BlockArgument>(p) &&
-             cast<BlockArgument>(p).getOwner() == &func.getBody().front()) &&
-      !matchPattern(p, m_Constant())) {
-    op.emitError() << "fa-promote-shared: the q_offset must be a function "
-                      "argument or a constant in the kernel form";
+  // The block body becomes the kernel: a q_offset must reach it.
+  if (failed(verifyKernelQOffset(op, args->qOffset, getArgument())))
     return signalPassFailure();
-  }
   std::string error;
   FailureOr<KernelConfig> cfg = chooseConfig(
       op, blockQ, blockKV, numWarps, sharedBudget, doubleBuffer, error);
@@ -1086,23 +1095,13 @@ void FAPromoteSharedPass::runOnOperation() {
     return signalPassFailure();
   }
   PromotedBuilder(op, *args, *cfg, packed, splitKv).build(func);
-  MLIRContext *ctx = &getContext();
-  auto entry = [&](StringRef name, Attribute value) {
-    return NamedAttribute(StringAttr::get(ctx, name), value);
-  };
-  auto index = [&](int64_t v) {
-    return IntegerAttr::get(IndexType::get(ctx), v);
-  };
-  SmallVector<NamedAttribute> config = {
-      entry("block_q", index(cfg->blockQ)),
-      entry("block_kv", index(cfg->blockKV)),
-      entry("threads", index(cfg->numThreads()))};
   // Packed query heads change the grid: (packed row tiles, Hkv, B).
-  if (packed)
-    config.push_back(entry("pack_gqa", UnitAttr::get(ctx)));
   // Split-KV: two kernels (the function's and <function>_merge) and the
   // workspace arguments.
+  SmallVector<StringRef> flags;
+  if (packed)
+    flags.push_back("pack_gqa");
   if (splitKv)
-    config.push_back(entry("split_kv", UnitAttr::get(ctx)));
-  func->setAttr(kConfigAttrName, DictionaryAttr::get(&getContext(), config));
+    flags.push_back("split_kv");
+  setGpuConfig(func, cfg->blockQ, cfg->blockKV, cfg->numThreads(), flags);
 }

@@ -978,15 +978,8 @@ void FAPromoteSharedBackwardPass::runOnOperation() {
   }
   if (failed(verifyKernelResultUses(op, getArgument())))
     return signalPassFailure();
-  if (Value p = args->qOffset;
-      p &&
-      !(isa<BlockArgument>(p) &&
-        cast<BlockArgument>(p).getOwner() == &func.getBody().front()) &&
-      !matchPattern(p, m_Constant())) {
-    op.emitError() << "fa-promote-shared-backward: the q_offset must be a "
-                      "function argument or a constant in the kernel form";
+  if (failed(verifyKernelQOffset(op, args->qOffset, getArgument())))
     return signalPassFailure();
-  }
   std::string error;
   FailureOr<BackwardGpuConfig> cfg =
       chooseBackwardConfig(op, blockQ, blockKV, numWarps, sharedBudget, error);
@@ -995,17 +988,6 @@ void FAPromoteSharedBackwardPass::runOnOperation() {
     return signalPassFailure();
   }
   BackwardPromotedBuilder(op, *args, *cfg).build(func);
-  MLIRContext *ctx = &getContext();
-  auto entry = [&](StringRef name, Attribute value) {
-    return NamedAttribute(StringAttr::get(ctx, name), value);
-  };
-  auto index = [&](int64_t v) {
-    return IntegerAttr::get(IndexType::get(ctx), v);
-  };
-  func->setAttr(
-      kConfigAttrName,
-      DictionaryAttr::get(ctx, {entry("block_q", index(cfg->blockQ)),
-                                entry("block_kv", index(cfg->blockKV)),
-                                entry("threads", index(cfg->numThreads())),
-                                entry("backward", UnitAttr::get(ctx))}));
+  setGpuConfig(func, cfg->blockQ, cfg->blockKV, cfg->numThreads(),
+               {"backward"});
 }
