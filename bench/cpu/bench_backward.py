@@ -12,7 +12,7 @@ processes, OMP_NUM_THREADS = --threads; kernel only) and of torch's
 backward call only, torch.set_num_threads(--threads)), both checked
 against each other (relative error of dQ, dK, dV < 1e-4). GFLOP/s count
 10 N^2 D per head (halved for causal, whose pairs above the diagonal are
-skipped). The FMA peak is fma_peak.c compiled here (AVX-512 where the CPU
+skipped). The FMA peak is probes.c compiled here (AVX-512 where the CPU
 has it, else AVX2) and run on --threads threads in the same run. Peak
 memory: the maximum resident set of the fa-run process (/usr/bin/time -v)
 minus that of the same command at the smallest N of the run (the process,
@@ -34,23 +34,13 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import machine  # noqa: E402
+from bench_common import machine, probe, vector_isa  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def fma_peak(threads):
-    avx512 = "avx512f" in open("/proc/cpuinfo").read()
-    flags = (["-mavx512f", "-mfma", "-DLANES=16"] if avx512 else
-             ["-mavx2", "-mfma", "-DLANES=8"])
-    with tempfile.TemporaryDirectory() as tmp:
-        exe = os.path.join(tmp, "fma_peak")
-        subprocess.run(["cc", "-O2", "-fopenmp"] + flags +
-                       [os.path.join(HERE, "fma_peak.c"), "-o", exe],
-                       check=True)
-        out = subprocess.run([exe, str(threads)], capture_output=True,
-                             text=True, check=True).stdout
-    return float(out.split()[0]), "AVX-512" if avx512 else "AVX2"
+    return probe("fma", threads), vector_isa()
 
 
 def run_fa(fa_run, paths, causal, threads, repeats):

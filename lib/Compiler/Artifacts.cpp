@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Compiler/Compiler.h"
+#include "fa/Compiler/Cost.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -139,14 +140,26 @@ Error ArtifactStage::commit(StringRef outDir) {
 // Metadata and summaries
 //===----------------------------------------------------------------------===//
 
-Error mlir::fa::compile::writeMetadataFile(const rt::KernelMetadata &md,
-                                           ArtifactStage &stage) {
+Error mlir::fa::compile::writeMetadataFile(
+    const rt::KernelMetadata &md, ArtifactStage &stage,
+    const CompileOptions &options, llvm::ArrayRef<EntryResources> entries) {
   // What we write must be what the runtime reads.
   if (std::optional<std::string> err = rt::verifyKernelMetadata(md))
     return llvm::createStringError(
         "internal error: inconsistent metadata for '" + md.name + "': " + *err);
+  auto sizes = parseCostSizes(md, options.reportSizes);
+  if (!sizes)
+    return sizes.takeError();
+  llvm::Expected<KernelCost> cost = estimateKernelCost(md, entries, *sizes);
+  if (!cost)
+    return cost.takeError();
+  if (options.reportStream)
+    printCostReport(*cost, *options.reportStream);
+  std::string costText;
+  llvm::raw_string_ostream(costText)
+      << llvm::json::Value(llvm::json::Object{{"cost", toJson(*cost)}});
   return stage.writeFile(md.name + ".json", [&](llvm::raw_ostream &os) {
-    os << rt::serializeKernelMetadata(md);
+    os << rt::serializeKernelMetadata(md, costText);
   });
 }
 

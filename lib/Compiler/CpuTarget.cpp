@@ -366,5 +366,5 @@ Error mlir::fa::compile::emitCpuArtifacts(KernelJob &job,
         writeCpuHeader(md, os);
       }))
     return err;
-  return writeMetadataFile(md, stage);
+  return writeMetadataFile(md, stage, options);
 }

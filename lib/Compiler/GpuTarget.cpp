@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Compiler/Compiler.h"
+#include "fa/Compiler/Cost.h"
 
 #include "fa/Pipelines/Pipelines.h"
 #include "fa/Target/Chips.h"
@@ -534,13 +535,16 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
 
   // A cubin where ptxas exists. ptxas rejecting our PTX is a bug: fail.
   md.files.cubin.clear();
+  std::map<std::string, EntryResources> ptxasEntries;
   if (std::optional<std::string> ptxas = findPtxas()) {
     std::string cubinName = md.name + ".cubin";
     std::string log = stage.getPath(md.name + ".ptxas.log");
     std::string ptxPath = stage.getPath(md.files.ptx);
     std::string cubinPath = stage.getPath(cubinName);
     std::string arch = "-arch=" + options.target;
-    SmallVector<StringRef> argv = {*ptxas, arch, ptxPath, "-o", cubinPath};
+    // -v: the registers and spills of each entry, for the cost report.
+    SmallVector<StringRef> argv = {*ptxas,  arch, "-v",
+                                   ptxPath, "-o", cubinPath};
     std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
                                             StringRef(log)};
     std::string execError;
@@ -554,6 +558,8 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
           (execError.empty() ? "" : ": " + execError) +
           (text ? ":\n" + (*text)->getBuffer().str() : ""));
     }
+    if (auto text = llvm::MemoryBuffer::getFile(log))
+      ptxasEntries = parsePtxasLog((*text)->getBuffer());
     llvm::sys::fs::remove(log);
     stage.addFile(cubinName);
     md.files.cubin = cubinName;
@@ -564,5 +570,19 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
         writeGpuHeader(md, os);
       }))
     return err;
-  return writeMetadataFile(md, stage);
+
+  // The entries' resources for the cost report: threads and shared memory
+  // from the launch, registers and spills from ptxas where it ran.
+  SmallVector<EntryResources> entries;
+  auto addEntry = [&](const std::string &symbol, int64_t shared) {
+    EntryResources entry = ptxasEntries[symbol];
+    entry.symbol = symbol;
+    entry.threads = launch.block[0] * launch.block[1] * launch.block[2];
+    entry.sharedBytes = shared;
+    entries.push_back(entry);
+  };
+  addEntry(md.symbol, staticShared + dynamicShared);
+  if (backward)
+    addEntry(dkdvName, dkdvShared);
+  return writeMetadataFile(md, stage, options, entries);
 }

@@ -1592,7 +1592,8 @@ fa::runtime::parseKernelMetadata(std::string_view text, std::string &error) {
 // Writing
 //===----------------------------------------------------------------------===//
 
-std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
+std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md,
+                                                 std::string_view extraFields) {
   Json j = Json::object();
   j["format"] = md.format;
   j["name"] = md.name;
@@ -1705,6 +1706,13 @@ std::string fa::runtime::serializeKernelMetadata(const KernelMetadata &md) {
     if (param.alignment > 0)
       p["alignment"] = param.alignment;
     params.push_back(std::move(p));
+  }
+  if (!extraFields.empty()) {
+    Json extra = Json::parse(extraFields, nullptr, /*allow_exceptions=*/false);
+    if (extra.is_object())
+      for (const auto &item : extra.items())
+        if (!j.contains(item.key()))
+          j[item.key()] = item.value();
   }
   // Strings that are not UTF-8 are written with U+FFFD rather than
   // throwing.

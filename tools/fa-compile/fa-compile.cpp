@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Compiler/Compiler.h"
+#include "fa/Compiler/Cost.h"
 
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/InitAll.h"
@@ -137,6 +138,17 @@ cl::opt<bool> emitMlir("emit-mlir",
                        cl::cat(compileCategory));
 cl::opt<bool> quiet("quiet", cl::desc("Do not print what was written"),
                     cl::cat(compileCategory));
+cl::opt<bool>
+    report("report",
+           cl::desc("Print each kernel's cost report to stdout: FLOPs, exps, "
+                    "bytes, intensity, tiles; GPU: registers, shared memory, "
+                    "occupancy and the roofline bound per chip (docs/cost.md)"),
+           cl::cat(compileCategory));
+cl::opt<std::string> reportSizes(
+    "report-sizes",
+    cl::desc("Sizes the cost is evaluated at, e.g. B=2,Nq=1,Nk=8192 "
+             "(softmax: N0=..., ...); default B=1, Nq=Nk=4096"),
+    cl::value_desc("S=N,..."), cl::cat(compileCategory));
 
 cl::opt<std::string> opName("op",
                             cl::desc("attention, attention-backward or "
@@ -668,6 +680,17 @@ static Error run(MLIRContext &ctx) {
     jobs = std::move(*fileJobs);
   }
 
+  // --report-sizes names each kernel's sizes: checked before compiling.
+  for (KernelJob &job : jobs)
+    if (auto sizes = parseCostSizes(job.metadata, reportSizes); !sizes)
+      return sizes.takeError();
+
+  // The reports are printed once everything is written.
+  std::string reportText;
+  llvm::raw_string_ostream reportStream(reportText);
+  options.reportSizes = reportSizes;
+  if (report)
+    options.reportStream = &reportStream;
   Expected<std::unique_ptr<ArtifactStage>> stage = ArtifactStage::create();
   if (!stage)
     return stage.takeError();
@@ -685,6 +708,7 @@ static Error run(MLIRContext &ctx) {
   }
   if (Error err = (*stage)->commit(outputDir))
     return err;
+  llvm::outs() << reportText;
 
   if (!quiet) {
     for (KernelJob &job : jobs) {

@@ -23,6 +23,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
@@ -80,6 +81,12 @@ struct CompileOptions {
   /// (query tile x part) blocks writing f32 partials to a workspace, and
   /// its merge kernel in the same PTX.
   bool splitKv = false;
+  /// The cost report (docs/cost.md): the sizes it is evaluated at
+  /// ("B=1,Nq=4096,Nk=4096"; empty: the defaults), and the stream
+  /// `--report` prints it to (null: none; the metadata's `cost` object is
+  /// always written).
+  std::string reportSizes;
+  llvm::raw_ostream *reportStream = nullptr;
 };
 
 //===----------------------------------------------------------------------===//
@@ -253,9 +260,15 @@ private:
 /// directory.
 llvm::Error checkOutputDir(llvm::StringRef outDir);
 
-/// Writes `<name>.json`.
+struct EntryResources;
+
+/// Writes `<name>.json` with the kernel's `cost` object (docs/cost.md),
+/// evaluated at `options.reportSizes`, and prints the cost report to
+/// `options.reportStream` when set. `entries`: the GPU entries' resources.
 llvm::Error writeMetadataFile(const ::fa::runtime::KernelMetadata &md,
-                              ArtifactStage &stage);
+                              ArtifactStage &stage,
+                              const CompileOptions &options,
+                              llvm::ArrayRef<EntryResources> entries = {});
 
 /// Prints a description of the kernel (op, attributes, params with shapes)
 /// as comment lines, each starting with `prefix`.

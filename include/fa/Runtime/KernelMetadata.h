@@ -337,8 +337,12 @@ std::optional<std::string>
 verifyKernelSignature(const KernelMetadata &metadata);
 
 /// `metadata` as pretty-printed JSON with a fixed field order (2-space
-/// indent, one field per line, a final newline).
-std::string serializeKernelMetadata(const KernelMetadata &metadata);
+/// indent, one field per line, a final newline). `extraFields`, a JSON
+/// object's text, adds its members after the others: fields the writer
+/// records that the runtime does not read (fa-compile's `cost`); text
+/// that is not a JSON object adds nothing.
+std::string serializeKernelMetadata(const KernelMetadata &metadata,
+                                    std::string_view extraFields = {});
 
 /// Writes serializeKernelMetadata(metadata) to `os`.
 void writeKernelMetadata(const KernelMetadata &metadata, std::ostream &os);

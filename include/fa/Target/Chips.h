@@ -41,6 +41,39 @@ struct ChipInfo {
   /// The most shared memory (static + dynamic) one block may use after
   /// opting in, in bytes.
   int64_t optInSharedBytesPerBlock;
+
+  /// Per-SM limits (the CUDA programming guide's compute-capability
+  /// table), for occupancy: resident threads, resident blocks, 32-bit
+  /// registers and shared memory (bytes; each block also takes
+  /// kReservedSharedBytesPerBlock of it).
+  int64_t maxThreadsPerSM;
+  int64_t maxBlocksPerSM;
+  int64_t registersPerSM;
+  int64_t sharedBytesPerSM;
+
+  /// The product the cost report's roofline is evaluated for (one
+  /// representative part of the chip; published figures, cited in
+  /// docs/cost.md): its name, SM count, boost clock (MHz), dense f16/bf16
+  /// tensor-core peak with f32 accumulation and f32 (CUDA core) peak in
+  /// TFLOP/s, and memory bandwidth in GB/s.
+  const char *product;
+  int64_t sms;
+  int64_t boostMHz;
+  double tensorTflops;
+  double f32Tflops;
+  double bandwidthGBs;
+
+  /// exp2 (MUFU.EX2) results per clock per SM: 16 on every chip here.
+  static constexpr int64_t kExpPerClockPerSM = 16;
+  /// Shared memory the driver reserves for each resident block.
+  static constexpr int64_t kReservedSharedBytesPerBlock = 1024;
+  /// Registers are allocated per warp in units of this many.
+  static constexpr int64_t kRegisterAllocationUnit = 256;
+
+  /// Peak exp throughput of the product, per second.
+  double getExpPerSecond() const {
+    return double(kExpPerClockPerSM) * double(sms) * double(boostMHz) * 1e6;
+  }
 };
 
 /// The chips, oldest first.
