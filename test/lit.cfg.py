@@ -33,6 +33,12 @@ llvm_config.use_default_substitutions()
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%fa_src_root", config.fa_src_root))
 config.substitutions.append(("%fa_obj_root", config.fa_obj_root))
+# x86-64 hosts: fa-compile's named x86 CPUs (--cpu x86-64-v3, znver5, ...)
+# record the features the host's detection knows.
+import platform
+if platform.machine() in ("x86_64", "AMD64"):
+    config.available_features.add("x86_64-host")
+
 # %python_runtime: the Python that loads the build's libFARuntime.so through
 # ctypes. In a sanitizer build (FA_ENABLE_SANITIZERS, .ci/sanitize) that
 # library needs the ASan and UBSan runtimes loaded first, and Python's own

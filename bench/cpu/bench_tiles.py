@@ -25,7 +25,8 @@ and the run aborts on a mismatch.
 Variants are `DTYPE:BQxBKV:THREADS`, e.g. `f32:64x64:1`, `bf16:0x0:2`
 (0x0 = the pass's automatic, cache-derived sizes; a `+L2` suffix
 such as `f32:0x0+1048576:1` forces the L2 size the automatic choice
-assumes; a `:dynamic` or `:guided` suffix sets that OpenMP schedule
+assumes; a `/KRxPRxPV` suffix such as `f32:0x0/6x4x4:1` sets the register
+blocks: keys per S block, rows and Dv vectors per P V block); a `:dynamic` or `:guided` suffix sets that OpenMP schedule
 on the worksharing loop, which is static otherwise). `--torch-bf16` adds torch's CPU SDPA on bf16 (and f32) to
 each configuration when torch imports.
 
@@ -91,11 +92,13 @@ func.func @fa_kernel(%q: {m}, %k: {m}, %v: {m}, %o: {m}) attributes {{llvm.emit_
 
 
 def parse_variant(s):
-    m = re.fullmatch(r"(f32|f16|bf16):(\d+)x(\d+)(?:\+(\d+))?:(\d+)(?::(static|dynamic|guided))?", s)
+    m = re.fullmatch(r"(f32|f16|bf16):(\d+)x(\d+)(?:\+(\d+))?(?:/(\d+)x(\d+)x(\d+))?:(\d+)"
+                     r"(?::(static|dynamic|guided))?", s)
     if not m:
-        sys.exit(f"bad variant '{s}': expected DTYPE:BQxBKV[+L2]:THREADS[:SCHEDULE]")
-    dt, bq, bkv, l2, thr, sched = m.groups()
+        sys.exit(f"bad variant '{s}': expected DTYPE:BQxBKV[+L2][/KRxPRxPV]:THREADS[:SCHEDULE]")
+    dt, bq, bkv, l2, kr, pr, pv, thr, sched = m.groups()
     return dict(name=s, dtype=dt, bq=int(bq), bkv=int(bkv), l2=int(l2 or 0),
+                regs=(int(kr), int(pr), int(pv)) if kr else None,
                 threads=int(thr), schedule=sched or "static")
 
 
@@ -105,12 +108,16 @@ def pipeline(v, parallel, pass_has_cache_opts):
         if not pass_has_cache_opts:
             sys.exit("this fa-opt has no cpu-l2-cache-size option")
         opts += [f"cpu-l2-cache-size={v['l2']}"]
+    if v["regs"]:
+        opts += [f"cpu-key-rows={v['regs'][0]}", f"cpu-pv-rows={v['regs'][1]}",
+                 f"cpu-pv-vectors={v['regs'][2]}"]
     return "builtin.module(fa-lower-to-cpu{" + " ".join(opts) + "})"
 
 
 def compile_kernel(args, tmp, v, h, d, causal, cache):
     parallel = v["threads"] > 1 or args.always_parallel
-    key = (v["dtype"], v["bq"], v["bkv"], v["l2"], parallel, v["schedule"], h, d, causal)
+    key = (v["dtype"], v["bq"], v["bkv"], v["l2"], v["regs"], parallel, v["schedule"], h, d,
+           causal)
     if key in cache:
         return cache[key]
     base = os.path.join(tmp, "k%d" % len(cache))

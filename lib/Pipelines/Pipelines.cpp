@@ -88,6 +88,12 @@ void mlir::fa::buildLowerToCPUPipeline(OpPassManager &pm,
       cpuOpts.keyRows = 2;
       cpuOpts.pvRows = 2;
     }
+    if (options.cpuKeyRows > 0)
+      cpuOpts.keyRows = options.cpuKeyRows;
+    if (options.cpuPvRows > 0)
+      cpuOpts.pvRows = options.cpuPvRows;
+    if (options.cpuPvVectors > 0)
+      cpuOpts.pvVectors = options.cpuPvVectors;
     pm.addPass(createFACpuAttentionPass(cpuOpts));
     FACpuAttentionBackwardPassOptions bwdOpts;
     bwdOpts.vectorWidth = options.vectorWidth;

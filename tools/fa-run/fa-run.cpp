@@ -230,6 +230,12 @@ cl::opt<unsigned> kvSplitsOpt(
              "family) and its merge kernel with N parts"),
     cl::value_desc("N"), cl::init(0), cl::sub(attentionCmd),
     cl::cat(runCategory));
+cl::opt<std::string> cpuRegisterBlocks(
+    "cpu-register-blocks",
+    cl::desc("CPU vector kernel: the register blocks KR,PR,PV (keys per S "
+             "block, query rows and Dv vectors per P V block; default "
+             "6,4,4 with 16 lanes, 2,2,4 with 8), for tuning"),
+    cl::value_desc("KR,PR,PV"), cl::sub(attentionCmd), cl::cat(runCategory));
 cl::opt<unsigned> repeatRuns(
     "repeat",
     cl::desc("CPU: run the compiled kernel N times (the same inputs and "
@@ -764,6 +770,34 @@ static void reportSuccess(StringRef summary, double compileMs, double runMs) {
     llvm::errs() << "fa-run: " << summary << "\n";
 }
 
+/// --cpu-register-blocks as pipeline options (appended inside the braces),
+/// or "" when not given. Checked by checkRegisterBlocks first.
+static std::string registerBlocksText() {
+  if (cpuRegisterBlocks.empty())
+    return "";
+  llvm::SmallVector<StringRef> parts;
+  StringRef(cpuRegisterBlocks).split(parts, ',');
+  return llvm::formatv(" cpu-key-rows={0} cpu-pv-rows={1} cpu-pv-vectors={2}",
+                       parts[0], parts[1], parts[2])
+      .str();
+}
+
+/// Whether --cpu-register-blocks is three positive integers (or absent).
+static bool checkRegisterBlocks() {
+  if (cpuRegisterBlocks.empty())
+    return true;
+  llvm::SmallVector<StringRef> parts;
+  StringRef(cpuRegisterBlocks).split(parts, ',');
+  if (parts.size() != 3)
+    return false;
+  for (StringRef part : parts) {
+    int64_t value;
+    if (part.getAsInteger(10, value) || value < 1 || value > 32)
+      return false;
+  }
+  return true;
+}
+
 /// Returns the text of the pipeline options shared by both kernels.
 static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
   return llvm::formatv("fa-lower-to-cpu{{block-q={0} block-kv={1} "
@@ -772,7 +806,7 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
                        "gpu-double-buffer={7} parallel={8} "
                        "cpu-kernel={9} cpu-block-q={10} cpu-block-kv={11} "
                        "cpu-l2-cache-size={12} vector-width={13} "
-                       "cpu-kv-splits={14}}",
+                       "cpu-kv-splits={14}{15}}",
                        bq, bkv, tile, referenceLowering ? "true" : "false",
                        promotedLowering ? "true" : "false",
                        // The promoted form picks its own tile sizes unless
@@ -787,7 +821,7 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
                        compile::getHostL2CacheSize(),
                        // The host's widest f32 vectors (16 or 8 lanes).
                        compile::getHostVectorWidth(),
-                       static_cast<unsigned>(kvSplitsOpt))
+                       static_cast<unsigned>(kvSplitsOpt), registerBlocksText())
       .str();
 }
 
@@ -1524,6 +1558,16 @@ static Error runAttention(MLIRContext &ctx) {
   auto dimError = [](const Input &in, const Twine &message) {
     return makeError(in.path + ": " + message);
   };
+  if (!checkRegisterBlocks())
+    return makeError("--cpu-register-blocks: expected KR,PR,PV, three "
+                     "integers from 1 to 32 (e.g. 6,4,4), got '" +
+                     cpuRegisterBlocks + "'");
+  if (!cpuRegisterBlocks.empty() &&
+      (*device != Device::Cpu || referenceLowering || promotedLowering ||
+       cpuKernel != "vector"))
+    return makeError("--cpu-register-blocks applies to the CPU vector kernel "
+                     "(--device cpu, --cpu-kernel vector, no --reference or "
+                     "--promoted)");
   if (kvSplitsOpt.getNumOccurrences() &&
       (*device == Device::Cuda || referenceLowering || promotedLowering ||
        cpuKernel != "vector"))

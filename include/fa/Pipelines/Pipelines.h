@@ -79,6 +79,22 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
                      "the automatic tile sizes assume (0: 512 KiB; fa-compile "
                      "and fa-run pass the host's)"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> cpuKeyRows{
+      *this, "cpu-key-rows",
+      llvm::cl::desc("fa-cpu-attention key-rows: keys per register block of "
+                     "the S micro-kernel (0: 6 with 16 lanes, else 2)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> cpuPvRows{
+      *this, "cpu-pv-rows",
+      llvm::cl::desc("fa-cpu-attention pv-rows: query rows per register "
+                     "block of the P V micro-kernel (0: 4 with 16 lanes, "
+                     "else 2)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> cpuPvVectors{
+      *this, "cpu-pv-vectors",
+      llvm::cl::desc("fa-cpu-attention pv-vectors: vectors of Dv per "
+                     "register block of the P V micro-kernel (0: 4)"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> promoted{
       *this, "promoted",
       llvm::cl::desc("Run the GPU path's promoted form (fa-promote-shared: "

@@ -7,6 +7,7 @@
 // RUN: fa-opt %s -split-input-file -fa-cpu-attention | FileCheck %s --check-prefix=HOST
 // RUN: fa-opt %s -split-input-file -fa-lower-to-cpu="cpu-l2-cache-size=262144" -mlir-print-ir-after=fa-cpu-attention -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPE
 // RUN: fa-opt %s -split-input-file -fa-lower-to-cpu="cpu-block-q=32 cpu-block-kv=48" -mlir-print-ir-after=fa-cpu-attention -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPEX
+// RUN: fa-opt %s -split-input-file -fa-lower-to-cpu="cpu-l2-cache-size=262144 cpu-key-rows=5 cpu-pv-rows=6 cpu-pv-vectors=2" -mlir-print-ir-after=fa-cpu-attention -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPER
 
 // Automatic tile sizes (block-q = block-kv = 0, the default), from the L2
 // size per core (f32 scratch, 4 bytes an element; D and Dv rounded up to
@@ -70,6 +71,13 @@
 //       PIPEX:   memref.alloca() {alignment = 64 : i64} : memref<64x32xf32>
 //  PIPEX-NEXT:   memref.alloca() {alignment = 64 : i64} : memref<48x64xf32>
 //  PIPEX-NEXT:   memref.alloca() {alignment = 64 : i64} : memref<48x64xf32>
+// The pipeline's register blocks reach the pass: key-rows = 5 rounds the K
+// tile's rows to 130... 145, pv-rows = 6 makes block-q a multiple of
+// lcm(16, 6) = 48 (and the decode tile 48 rows).
+//       PIPER: IR Dump After FACpuAttentionPass (fa-cpu-attention)
+//       PIPER:   memref.alloca() {alignment = 64 : i64} : memref<48x64xf32>
+//       PIPER:   memref.alloca() {alignment = 64 : i64} : memref<64x48xf32>
+//  PIPER-NEXT:   memref.alloca() {alignment = 64 : i64} : memref<145x64xf32>
 func.func @d64(%q: memref<?x2x?x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>, %o: memref<?x2x?x64xf16>) {
   %qt = bufferization.to_tensor %q restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
   %kt = bufferization.to_tensor %k restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>

@@ -3,6 +3,7 @@
 # RUN: %python %s %fa_run --promoted
 # RUN: %python %s %fa_run --promoted --double-buffer
 # RUN: %python %s %fa_run --tiled
+# RUN: %python %s %fa_run --cpu-register-blocks=5,6,2
 #
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
@@ -296,11 +297,19 @@ def main(argv):
     # the default vector kernel (fa-cpu-attention).
     tiled = ["--cpu-kernel", "tiled"] if "--tiled" in argv[2:] else []
     extra_flags = [a for a in argv[2:] if a in gpu_flags]
+    # --cpu-register-blocks=KR,PR,PV: the vector kernel with other register
+    # blocks (odd key blocks, P V blocks that do not divide block-q).
+    blocks = [a for a in argv[2:] if a.startswith("--cpu-register-blocks=")]
     filters = [a for a in argv[2:]
-               if a not in gpu_flags + ("--parallel", "--tiled")]
+               if a not in gpu_flags + ("--parallel", "--tiled")
+               and a not in blocks]
     cases = [c for c in CASES
              if (not filters or any(f in c["name"] for f in filters))
-             and not ((extra_flags or tiled) and c["reference"])]
+             and not ((extra_flags or tiled or blocks) and c["reference"])]
+    if blocks:
+        # The pass chooses the tiles (a multiple of lcm(16, pv-rows) rows):
+        # explicit ones would have to suit the register blocks.
+        cases = [dict(c, block_q=None, block_kv=None) for c in cases]
     if extra_flags:
         # The GPU path takes head dims that are multiples of 8: round the
         # others up so that every masking and tiling case still runs.
@@ -327,7 +336,7 @@ def main(argv):
     with tempfile.TemporaryDirectory(prefix="fa-attention-") as tmp:
         for c in cases:
             ok, summary, elapsed = run_case(fa_run, c, tmp,
-                                            extra_flags + parallel + tiled)
+                                            extra_flags + parallel + tiled + blocks)
             failures += not ok
             print("%s %-24s %5.2fs  %s" % ("PASS" if ok else "FAIL", c["name"],
                                           elapsed, summary), flush=True)
