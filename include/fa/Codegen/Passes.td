@@ -47,9 +47,12 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
       are packed as f32 rows (converted while packing); f32 K, and f32 V
       whose Dv is a multiple of W, are read in place;
     * S^T = K (scale Q)^T by a register-blocked micro-kernel: `key-rows`
-      keys x (`block-q` / W) query vectors of accumulators carried as
-      `scf.for` iter_args over d, each step broadcasting K[j][d] and doing
-      `vector.fma` with the Q^T row d;
+      keys x (`block-q` / W, at most 4) query vectors of accumulators
+      carried as `scf.for` iter_args over d, each step broadcasting K[j][d]
+      and doing `vector.fma` with the Q^T row d; a wider query tile runs
+      its groups of 4 query vectors in turn on the same key rows (which
+      stay in L1), so an explicit `block-q` of 8 W or more halves the
+      passes over K and V without spilling;
     * the online softmax per lane, with no horizontal reductions: masks
       (boolean -> -inf, additive, causal per lane) and the running max in
       one sweep over the key rows, then P = exp(S - m) and its sum in a

@@ -113,6 +113,11 @@ struct KVSplits {
   Value o, lse, count;
 };
 
+/// Query vectors per register block of the S^T micro-kernel: key-rows x 4
+/// accumulators and 4 Q^T vectors fill the 32 AVX-512 (16 AVX2) vector
+/// registers.
+constexpr int64_t kScoreQueryVectors = 4;
+
 /// Builds the kernel for one fa.attention.
 class CpuKernelBuilder {
 public:
@@ -1171,9 +1176,12 @@ void CpuKernelBuilder::buildScores(OpBuilder &b, Value k0, Value kCols) {
   if (dotScores)
     return buildDotScores(b, k0, kCols);
   // S^T[j][r] = sum_d K[j][d] * (scale Q)[r][d]: a register block of
-  // keyRows keys x (blockQ / vw) query vectors, accumulated over d in
-  // vector iter_args (broadcast K[j][d], FMA with the Q^T row d).
+  // keyRows keys x (at most kScoreQueryVectors) query vectors, accumulated
+  // over d in vector iter_args (broadcast K[j][d], FMA with the Q^T row d).
+  // Wider query tiles run their groups of query vectors in turn on the
+  // same keys, whose rows stay in L1.
   int64_t qVecs = cfg.blockQ / cfg.vw;
+  int64_t groupVecs = std::min(qVecs, kScoreQueryVectors);
   int64_t kr = cfg.keyRows;
   Value numBlocks = arith::CeilDivUIOp::create(b, loc, kCols, cIdx(b, kr));
   loop(b, cIdx(b, 0), numBlocks, [&](OpBuilder &lb, Value kb) {
@@ -1187,51 +1195,56 @@ void CpuKernelBuilder::buildScores(OpBuilder &b, Value k0, Value kCols) {
         keyIdx.push_back(
             kvRow(lb, minI(lb, add(lb, add(lb, k0, j0), cIdx(lb, i)), last)));
     }
-    // cfg.dSplit independent partial sums over d per accumulator (d
-    // strided by dSplit), added at the end: with few accumulators the FMA
-    // chains would otherwise be latency-bound.
-    int64_t ds = cfg.dSplit;
-    int64_t dMain = headDim - headDim % ds;
-    auto accumulate = [&](OpBuilder &db, Value d, ValueRange acc, int64_t set) {
-      SmallVector<Value> next(acc);
-      SmallVector<Value> qv;
-      for (int64_t v = 0; v < qVecs; ++v)
-        qv.push_back(vload(db, qT, {d, cIdx(db, v * cfg.vw)}));
-      for (int64_t i = 0; i < kr; ++i) {
-        Value kx =
-            kP ? Value(memref::LoadOp::create(
-                     db, loc, kP, ValueRange{add(db, j0, cIdx(db, i)), d}))
-               : Value(memref::LoadOp::create(db, loc, kSrc,
-                                              withLast(keyIdx[i], d)));
-        Value kb2 = bcast(db, kx);
-        for (int64_t v = 0; v < qVecs; ++v) {
-          int64_t a = (set * kr + i) * qVecs + v;
-          next[a] = fma(db, kb2, qv[v], acc[a]);
+    for (int64_t g0 = 0; g0 < qVecs; g0 += groupVecs) {
+      int64_t gv = std::min(groupVecs, qVecs - g0);
+      // cfg.dSplit independent partial sums over d per accumulator (d
+      // strided by dSplit), added at the end: with few accumulators the
+      // FMA chains would otherwise be latency-bound.
+      int64_t ds = cfg.dSplit;
+      int64_t dMain = headDim - headDim % ds;
+      auto accumulate = [&](OpBuilder &db, Value d, ValueRange acc,
+                            int64_t set) {
+        SmallVector<Value> next(acc);
+        SmallVector<Value> qv;
+        for (int64_t v = 0; v < gv; ++v)
+          qv.push_back(vload(db, qT, {d, cIdx(db, (g0 + v) * cfg.vw)}));
+        for (int64_t i = 0; i < kr; ++i) {
+          Value kx =
+              kP ? Value(memref::LoadOp::create(
+                       db, loc, kP, ValueRange{add(db, j0, cIdx(db, i)), d}))
+                 : Value(memref::LoadOp::create(db, loc, kSrc,
+                                                withLast(keyIdx[i], d)));
+          Value kb2 = bcast(db, kx);
+          for (int64_t v = 0; v < gv; ++v) {
+            int64_t a = (set * kr + i) * gv + v;
+            next[a] = fma(db, kb2, qv[v], acc[a]);
+          }
         }
-      }
-      return next;
-    };
-    SmallVector<Value> inits(ds * kr * qVecs, splatF32(lb, 0.0f));
-    auto dLoop = scf::ForOp::create(
-        lb, loc, cIdx(lb, 0), cIdx(lb, dMain), cIdx(lb, ds), inits,
-        [&](OpBuilder &db, Location, Value d, ValueRange acc) {
-          SmallVector<Value> next(acc);
-          for (int64_t set = 0; set < ds; ++set)
-            next = accumulate(db, set == 0 ? d : add(db, d, cIdx(db, set)),
-                              next, set);
-          scf::YieldOp::create(db, loc, next);
-        });
-    SmallVector<Value> acc(dLoop.getResults());
-    for (int64_t d = dMain; d < headDim; ++d)
-      acc = accumulate(lb, cIdx(lb, d), acc, 0);
-    for (int64_t i = 0; i < kr; ++i)
-      for (int64_t v = 0; v < qVecs; ++v) {
-        Value sum = acc[i * qVecs + v];
-        for (int64_t set = 1; set < ds; ++set)
-          sum = arith::AddFOp::create(lb, loc, sum,
-                                      acc[(set * kr + i) * qVecs + v]);
-        vstore(lb, sum, sT, {add(lb, j0, cIdx(lb, i)), cIdx(lb, v * cfg.vw)});
-      }
+        return next;
+      };
+      SmallVector<Value> inits(ds * kr * gv, splatF32(lb, 0.0f));
+      auto dLoop = scf::ForOp::create(
+          lb, loc, cIdx(lb, 0), cIdx(lb, dMain), cIdx(lb, ds), inits,
+          [&](OpBuilder &db, Location, Value d, ValueRange acc) {
+            SmallVector<Value> next(acc);
+            for (int64_t set = 0; set < ds; ++set)
+              next = accumulate(db, set == 0 ? d : add(db, d, cIdx(db, set)),
+                                next, set);
+            scf::YieldOp::create(db, loc, next);
+          });
+      SmallVector<Value> acc(dLoop.getResults());
+      for (int64_t d = dMain; d < headDim; ++d)
+        acc = accumulate(lb, cIdx(lb, d), acc, 0);
+      for (int64_t i = 0; i < kr; ++i)
+        for (int64_t v = 0; v < gv; ++v) {
+          Value sum = acc[i * gv + v];
+          for (int64_t set = 1; set < ds; ++set)
+            sum = arith::AddFOp::create(lb, loc, sum,
+                                        acc[(set * kr + i) * gv + v]);
+          vstore(lb, sum, sT,
+                 {add(lb, j0, cIdx(lb, i)), cIdx(lb, (g0 + v) * cfg.vw)});
+        }
+    }
   });
 }
 

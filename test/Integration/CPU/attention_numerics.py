@@ -121,6 +121,12 @@ CASES = [
          block_q=32, block_kv=64),
     case("blocks_64_32", Nq=77, Nk=77, mask="bool", block_q=64, block_kv=32),
     case("blocks_64_128_short", Nq=20, Nk=30, block_q=64, block_kv=128),
+    # Query tiles wider than the S^T register block (4 vectors of 16): its
+    # groups of query vectors in turn, 4 + 4 and 4 + 2.
+    case("blocks_128_48_wide", Nq=300, Nk=211, causal="bottom-right",
+         lens=[211, 100], block_q=128, block_kv=48),
+    case("blocks_96_64_wide", Nq=150, Nk=170, mask="bool", block_q=96,
+         block_kv=64),
 ] + [
     # Every block-size pair on a shape no block divides, alternating the
     # masking features so each pair meets causality, key lengths and masks.
