@@ -25,7 +25,8 @@ Usage:
   bench_roofline.py FA_RUN FA_COMPILE [--threads 2] [--heads 8]
       [--configs f32:128:4096:none ...] [--repeats 3] [--runs 3] [--out F]
 
-A config is dtype:D:N:causal (causal: none or bottom-right). Benchmarks are
+A config is dtype:D:N:causal[:bqN] (causal: none or bottom-right; bqN:
+fa-run --block-q N instead of the automatic query tile). Benchmarks are
 not tests: check-fa does not run this.
 """
 
@@ -47,7 +48,7 @@ from bench_common import fa_run_ms, limits_line, machine, probe  # noqa: E402
 DEFAULT_CONFIGS = (
     ["f32:128:%d:none" % n for n in (512, 1024, 4096, 16384)]
     + ["f32:%d:4096:none" % d for d in (64, 96, 256)]
-    + ["f32:128:4096:bottom-right", "f16:128:4096:none"])
+    + ["f32:128:16384:none:bq128", "f32:128:4096:bottom-right", "f16:128:4096:none"])
 
 
 def flop_count(h, n, d, causal):
@@ -124,8 +125,10 @@ def main():
     h, rows, problems = args.heads, [], []
     with tempfile.TemporaryDirectory(prefix="fa-roofline-") as tmp:
         for config in args.configs:
-            dtype, d, n, causal = config.split(":")
+            dtype, d, n, causal, *tiles = config.split(":")
             d, n = int(d), int(n)
+            # An optional fifth field, bqN: fa-run --block-q N.
+            tile_flags = ["--block-q", tiles[0][2:]] if tiles else []
             np_type = np.float16 if dtype == "f16" else np.float32
             rng = np.random.default_rng(n + d)
             q, k, v = (rng.standard_normal((1, h, n, d), dtype=np.float32).astype(np_type)
@@ -134,7 +137,7 @@ def main():
             for x, a in zip("qkv", (q, k, v)):
                 np.save(paths[x], a)
             fa_args = ["--q", paths["q"], "--k", paths["k"], "--v", paths["v"],
-                       "-o", paths["o"], "--causal", causal]
+                       "-o", paths["o"], "--causal", causal] + tile_flags
             flops = flop_count(h, n, d, causal)
             nbytes = byte_count(h, n, d, np.dtype(np_type).itemsize)
             cost = report_cost(args.fa_compile, tmp, dtype, h, n, d, causal)
@@ -160,7 +163,8 @@ def main():
                 t_ms = (torch_ms(torch, q, k, v, causal, threads, args.repeats)
                         if torch else None)
                 gf = flops / ms / 1e6
-                row = dict(dtype=dtype, d=d, n=n, causal=causal, threads=threads, ms=ms,
+                row = dict(dtype=dtype, d=d, n=n, causal=causal + (f" {tiles[0]}" if tiles else ""),
+                           threads=threads, ms=ms,
                            gf=gf, frac=gf / peak, bound=bound, torch=t_ms)
                 rows.append(row)
                 log(f"{config} {threads}T: {ms:9.2f} ms {gf:7.1f} GFLOP/s "
@@ -208,6 +212,10 @@ def main():
     if long and base1:
         out.append(f"- N=16384 vs N=4096, 1 thread: **{long['gf'] / base1['gf']:.2f}×** the rate "
                    "(target ≥ 0.90)")
+    wide = find("f32", 128, 16384, "none bq128", 1)
+    if wide and base1:
+        out.append(f"- N=16384 with --block-q 128 vs N=4096, 1 thread: "
+                   f"**{wide['gf'] / base1['gf']:.2f}×** the rate")
     for n in (512, 1024):
         r1, r2 = find("f32", 128, n, "none", 1), find("f32", 128, n, "none", t)
         if r1 and r2 and t > 1:
