@@ -316,8 +316,9 @@ double KernelCost::getIntensity() const {
   return bytes > 0 ? flops->value / bytes : 0;
 }
 
-static CostPoly ceilAtom(StringRef size, int64_t tile) {
-  return CostPoly::atom(("ceil(" + size + "/" + llvm::Twine(tile) + ")").str());
+/// The atom "ceil(<size>/<tile>)".
+static std::string ceilName(StringRef size, int64_t tile) {
+  return ("ceil(" + size + "/" + llvm::Twine(tile) + ")").str();
 }
 
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -454,9 +455,10 @@ llvm::Expected<KernelCost> mlir::fa::compile::estimateKernelCost(
 
     // Tiles of block_q x block_kv.
     int64_t bq = md.blockQ, bk = md.blockKV;
-    CostPoly all = heads * ceilAtom("Nq", bq) * ceilAtom("Nk", bk);
-    env[ceilAtom("Nq", bq).str()] = double(ceilDiv(nq, bq));
-    env[ceilAtom("Nk", bk).str()] = double(ceilDiv(nk, bk));
+    std::string qTiles = ceilName("Nq", bq), kTiles = ceilName("Nk", bk);
+    CostPoly all = heads * CostPoly::atom(qTiles) * CostPoly::atom(kTiles);
+    env[qTiles] = double(ceilDiv(nq, bq));
+    env[kTiles] = double(ceilDiv(nk, bk));
     CostPoly visited = all;
     if (!rule.isDense()) {
       visited = heads * CostPoly::atom("tiles(Nq,Nk)");

@@ -83,6 +83,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -770,32 +771,32 @@ static void reportSuccess(StringRef summary, double compileMs, double runMs) {
     llvm::errs() << "fa-run: " << summary << "\n";
 }
 
-/// --cpu-register-blocks as pipeline options (appended inside the braces),
-/// or "" when not given. Checked by checkRegisterBlocks first.
-static std::string registerBlocksText() {
+/// --cpu-register-blocks as its three integers (1 to 32 each); nullopt
+/// when given with another shape. Absent: {0, 0, 0}, the pass's defaults.
+static std::optional<std::array<int64_t, 3>> parseRegisterBlocks() {
+  std::array<int64_t, 3> blocks = {0, 0, 0};
   if (cpuRegisterBlocks.empty())
-    return "";
-  llvm::SmallVector<StringRef> parts;
-  StringRef(cpuRegisterBlocks).split(parts, ',');
-  return llvm::formatv(" cpu-key-rows={0} cpu-pv-rows={1} cpu-pv-vectors={2}",
-                       parts[0], parts[1], parts[2])
-      .str();
-}
-
-/// Whether --cpu-register-blocks is three positive integers (or absent).
-static bool checkRegisterBlocks() {
-  if (cpuRegisterBlocks.empty())
-    return true;
+    return blocks;
   llvm::SmallVector<StringRef> parts;
   StringRef(cpuRegisterBlocks).split(parts, ',');
   if (parts.size() != 3)
-    return false;
-  for (StringRef part : parts) {
-    int64_t value;
+    return std::nullopt;
+  for (auto [part, value] : llvm::zip(parts, blocks))
     if (part.getAsInteger(10, value) || value < 1 || value > 32)
-      return false;
-  }
-  return true;
+      return std::nullopt;
+  return blocks;
+}
+
+/// --cpu-register-blocks as pipeline options (appended inside the braces),
+/// or "" when not given. Checked by parseRegisterBlocks first.
+static std::string registerBlocksText() {
+  std::array<int64_t, 3> blocks =
+      parseRegisterBlocks().value_or(std::array<int64_t, 3>{0, 0, 0});
+  if (blocks[0] == 0)
+    return "";
+  return llvm::formatv(" cpu-key-rows={0} cpu-pv-rows={1} cpu-pv-vectors={2}",
+                       blocks[0], blocks[1], blocks[2])
+      .str();
 }
 
 /// Returns the text of the pipeline options shared by both kernels.
@@ -1558,7 +1559,7 @@ static Error runAttention(MLIRContext &ctx) {
   auto dimError = [](const Input &in, const Twine &message) {
     return makeError(in.path + ": " + message);
   };
-  if (!checkRegisterBlocks())
+  if (!parseRegisterBlocks())
     return makeError("--cpu-register-blocks: expected KR,PR,PV, three "
                      "integers from 1 to 32 (e.g. 6,4,4), got '" +
                      cpuRegisterBlocks + "'");
