@@ -13,12 +13,17 @@ sequences, all through `fa-run` in the same run.
 16384). GFLOP/s count the useful work, 2 L (L + 1) D per head per sequence
 of length L (causal, Q K^T and P V), so the packed and dense rows compare;
 the dense equal-work row is B = 8 sequences of 2048 (the same total
-tokens). Times: fa-run --repeat, best of --repeats processes. Every output
-is checked against a float64 reference on sampled rows.
+tokens). Times: fa-run --repeat, best of --repeats processes per round.
+Every output is checked against a float64 reference on sampled rows.
 
 Usage:
-  bench_varlen.py FA_RUN [--lengths ...] [--heads 8] [--d 128]
-      [--threads 2] [--repeats 2] [--out results.md]
+  bench_varlen.py FA_RUN [FA_RUN ...] [--lengths ...] [--heads 8]
+      [--d 128] [--threads 2] [--repeats 2] [--rounds 3] [--out results.md]
+
+Every form runs once per round (each fa-run binary given, for a side by
+side of two builds), best of --rounds: on a host whose speed moves by tens
+of percent within minutes, forms measured in turn compare better than
+forms measured one after the other.
 
 Benchmarks are not tests: this is not run by check-fa.
 """
@@ -76,88 +81,98 @@ def check_token_major(o, q, k, v, cu):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("fa_run")
+    ap.add_argument("fa_run", nargs="+")
     ap.add_argument("--lengths", type=int, nargs="+",
                     default=[4096, 512, 3072, 1024, 2560, 1536, 2048, 1536])
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out")
     args = ap.parse_args()
     L = args.lengths
     T, H, D = sum(L), args.heads, args.d
     rng = np.random.default_rng(0)
-    rows = []
+    work = sum(2 * x * (x + 1) * D for x in L) * H
     with tempfile.TemporaryDirectory() as tmp:
-        f = {n: os.path.join(tmp, n + ".npy")
-             for n in ("q", "k", "v", "o", "qs")}
+        forms = []
 
-        def save(q, k, v):
+        def form(name, tokens, work, q, k, v, extra, checker, **named):
+            """Writes one form's inputs; returns nothing, appends to forms."""
+            i = len(forms)
+            f = {n: os.path.join(tmp, f"{n}{i}.npy")
+                 for n in ("q", "k", "v", "o")}
             for n, a in (("q", q), ("k", k), ("v", v)):
                 np.save(f[n], a)
+            for n, a in named.items():
+                f[n] = os.path.join(tmp, f"{n}{i}.npy")
+                np.save(f[n], a)
+            forms.append((name, tokens, work, f,
+                          [x.format(**f) for x in extra],
+                          lambda o, q=q, k=k, v=v: checker(o, q, k, v)))
 
         # Token-major: Q, K, V [T, H, D] and the offsets of the sequences.
-        q = rng.standard_normal((T, H, D), dtype=np.float32)
-        k = rng.standard_normal((T, H, D), dtype=np.float32)
-        v = rng.standard_normal((T, H, D), dtype=np.float32)
         cu = np.concatenate([[0], np.cumsum(L)]).astype(np.int32)
-        np.save(f["qs"], cu)
-        save(q, k, v)
-        ms = run(args.fa_run, f, ["--causal", "bottom-right",
-                                  "--cu-seqlens-q", f["qs"],
-                                  "--cu-seqlens-k", f["qs"]],
-                 args.threads, args.repeats)
-        check_token_major(np.load(f["o"]), q, k, v, cu)
-        work = sum(2 * x * (x + 1) * D for x in L) * H
-        rows.append(("token-major cu_seqlens, causal bottom-right", T, ms,
-                     work))
+        form("token-major cu_seqlens, causal bottom-right", T, work,
+             *(rng.standard_normal((T, H, D), dtype=np.float32)
+               for _ in range(3)),
+             ["--causal", "bottom-right", "--cu-seqlens-q", "{cu}",
+              "--cu-seqlens-k", "{cu}"],
+             lambda o, q, k, v: check_token_major(o, q, k, v, cu), cu=cu)
         # Packed: one row of T tokens, segment ids per sequence.
-        q = rng.standard_normal((1, H, T, D), dtype=np.float32)
-        k = rng.standard_normal((1, H, T, D), dtype=np.float32)
-        v = rng.standard_normal((1, H, T, D), dtype=np.float32)
         seg = np.repeat(np.arange(len(L), dtype=np.int32), L)[None]
-        np.save(f["qs"], seg)
-        save(q, k, v)
-        ms = run(args.fa_run, f, ["--causal", "top-left", "--q-segments",
-                                  f["qs"], "--k-segments", f["qs"]],
-                 args.threads, args.repeats)
         starts = np.cumsum([0] + L[:-1])
-        check(np.load(f["o"]), q, k, v, seg,
-              [int(s) + x for s in starts[:3] for x in (0, 7)] + [T - 1])
-        work = sum(2 * x * (x + 1) * D for x in L) * H
-        rows.append(("packed, segment ids, causal top-left", T, ms, work))
+        form("packed, segment ids, causal top-left", T, work,
+             *(rng.standard_normal((1, H, T, D), dtype=np.float32)
+               for _ in range(3)),
+             ["--causal", "top-left", "--q-segments", "{seg}",
+              "--k-segments", "{seg}"],
+             lambda o, q, k, v: check(
+                 o, q, k, v, seg,
+                 [int(s) + x for s in starts[:3] for x in (0, 7)] + [T - 1]),
+             seg=seg)
         # Dense, padded to the longest, key lengths per sequence. The
         # causal top-left rows past a sequence's length are padding.
         B, N = len(L), max(L)
-        q = rng.standard_normal((B, H, N, D), dtype=np.float32)
-        k = rng.standard_normal((B, H, N, D), dtype=np.float32)
-        v = rng.standard_normal((B, H, N, D), dtype=np.float32)
-        save(q, k, v)
-        ms = run(args.fa_run, f, ["--causal", "top-left"], args.threads,
-                 args.repeats)
-        rows.append((f"dense padded B={B} N={N} (pads computed)", B * N, ms,
-                     work))
+        form(f"dense padded B={B} N={N} (pads computed)", B * N, work,
+             *(rng.standard_normal((B, H, N, D), dtype=np.float32)
+               for _ in range(3)),
+             ["--causal", "top-left"], lambda o, q, k, v: None)
         # Dense equal work: B sequences of T / B.
         n = T // len(L)
-        q = rng.standard_normal((len(L), H, n, D), dtype=np.float32)
-        k = rng.standard_normal((len(L), H, n, D), dtype=np.float32)
-        v = rng.standard_normal((len(L), H, n, D), dtype=np.float32)
-        save(q, k, v)
-        ms = run(args.fa_run, f, ["--causal", "top-left"], args.threads,
-                 args.repeats)
-        check(np.load(f["o"]), q, k, v, None, [0, 5, n - 1])
-        rows.append((f"dense equal lengths B={len(L)} N={n}", T, ms,
-                     2 * n * (n + 1) * D * H * len(L)))
-    dense = rows[-1][3] / rows[-1][2] / 1e6
+        form(f"dense equal lengths B={len(L)} N={n}", T,
+             2 * n * (n + 1) * D * H * len(L),
+             *(rng.standard_normal((len(L), H, n, D), dtype=np.float32)
+               for _ in range(3)),
+             ["--causal", "top-left"],
+             lambda o, q, k, v: check(o, q, k, v, None, [0, 5, n - 1]))
+        # Every form (and binary) once per round, best over the rounds: the
+        # ratios compare times taken minutes apart at most, not a form's
+        # quiet minute with another's busy one.
+        best = {}
+        for _ in range(args.rounds):
+            for fa_run in args.fa_run:
+                for name, _, _, f, extra, checker in forms:
+                    ms = run(fa_run, f, extra, args.threads, args.repeats)
+                    checker(np.load(f["o"]))
+                    key = (fa_run, name)
+                    best[key] = min(best.get(key, float("inf")), ms)
     lines = [f"Varlen prefill, f32, H = {H}, D = {D}, lengths {L} (sum {T}), "
-             f"{args.threads} threads; GFLOP/s of useful causal work.", "",
+             f"{args.threads} threads; GFLOP/s of useful causal work; best "
+             f"of {args.rounds} interleaved rounds.", "",
              "| form | tokens | ms | GFLOP/s | vs dense equal lengths |",
              "|---|---:|---:|---:|---:|"]
-    for name, tok, ms, work in rows:
-        g = work / ms / 1e6
-        lines.append(f"| {name} | {tok} | {ms:.1f} | {g:.1f} | "
-                     f"{100 * g / dense:.0f}% |")
+    for fa_run in args.fa_run:
+        name, _, work, _, _, _ = forms[-1]
+        dense = work / best[(fa_run, name)] / 1e6
+        if len(args.fa_run) > 1:
+            lines.append(f"| **{fa_run}** | | | | |")
+        for name, tok, work, _, _, _ in forms:
+            ms = best[(fa_run, name)]
+            g = work / ms / 1e6
+            lines.append(f"| {name} | {tok} | {ms:.1f} | {g:.1f} | "
+                         f"{100 * g / dense:.0f}% |")
     text = "\n".join(lines)
     print(text)
     if args.out:

@@ -518,9 +518,11 @@ func.func @paged(%q: memref<?x8x?x32xf32>, %kc: memref<?x16x2x32xf32>, %vc: memr
 // clamped to the packed rows (start to [0, T], end to [start, T]); tiles
 // past a sequence's rows do nothing; Q rows are read at (start + q, head),
 // K rows at (key start + k, kv head), LSE written at (head, start + q).
-// With decode tiles on (DECODE), the same general kernel.
+// V rows, Hkv x Dv elements apart, are copied into a contiguous tile
+// before P V reads them once per block of query rows; K rows are read in
+// place. With decode tiles on (DECODE), the same general kernel.
 // CHECK-LABEL: func.func @varlen
-//  CHECK-SAME:   %[[Q:[a-z0-9]+]]: memref<?x8x32xf32>, %[[K:[a-z0-9]+]]: memref<?x2x32xf32>, %{{[a-z0-9]+}}: memref<?x2x32xf32>, %[[CQ:[a-z0-9]+]]: memref<?xi32>, %[[CK:[a-z0-9]+]]: memref<?xi32>, %{{[a-z0-9]+}}: memref<?x8x32xf32>, %[[L:[a-z0-9]+]]: memref<8x?xf32>
+//  CHECK-SAME:   %[[Q:[a-z0-9]+]]: memref<?x8x32xf32>, %[[K:[a-z0-9]+]]: memref<?x2x32xf32>, %[[V:[a-z0-9]+]]: memref<?x2x32xf32>, %[[CQ:[a-z0-9]+]]: memref<?xi32>, %[[CK:[a-z0-9]+]]: memref<?xi32>, %{{[a-z0-9]+}}: memref<?x8x32xf32>, %[[L:[a-z0-9]+]]: memref<8x?xf32>
 //       CHECK:   %[[NCU:.*]] = memref.dim %[[CQ]], %c0
 //       CHECK:   %[[B1:.*]] = arith.subi %[[NCU]], %c1
 //       CHECK:   %[[B:.*]] = arith.maxsi %[[B1]], %c0
@@ -544,6 +546,8 @@ func.func @paged(%q: memref<?x8x?x32xf32>, %kc: memref<?x16x2x32xf32>, %vc: memr
 //       CHECK:     scf.if %[[IN]] {
 //       CHECK:       %[[ROW:.*]] = arith.addi %[[START]], %{{.*}}
 //       CHECK:       memref.load %[[Q]][%[[ROW]], %[[H]], %{{.*}}] : memref<?x8x32xf32>
+//       CHECK:       %[[VROW:.*]] = vector.transfer_read %[[V]][%{{.*}}, %{{.*}}, %c0{{.*}}]
+//       CHECK:       vector.store %[[VROW]], %{{.*}}[%{{.*}}, %c0{{.*}}] : memref<64x32xf32>, vector<16xf32>
 //       CHECK:       memref.load %[[K]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<?x2x32xf32>
 //       CHECK:       memref.store %{{.*}}, %[[L]][%[[H]], %{{.*}}] : memref<8x?xf32>
 // DECODE-LABEL: func.func @varlen
