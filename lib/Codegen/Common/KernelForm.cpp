@@ -68,6 +68,23 @@ LogicalResult fa::emitNotInKernelFormError(Operation *op, StringRef pass) {
             "writes it for a kernel spec)";
 }
 
+FailureOr<Operation *> fa::findKernelOp(Operation *func, StringRef opName,
+                                        StringRef pass) {
+  SmallVector<Operation *> ops;
+  func->walk([&](Operation *o) {
+    if (o->getName().getStringRef() == opName)
+      ops.push_back(o);
+  });
+  if (ops.empty())
+    return static_cast<Operation *>(nullptr);
+  if (ops.size() != 1 || !func->getRegion(0).hasOneBlock()) {
+    func->emitError() << pass << ": expected one " << opName
+                      << " per kernel function, found " << ops.size();
+    return failure();
+  }
+  return ops.front();
+}
+
 LogicalResult fa::verifyKernelQOffset(Operation *op, Value qOffset,
                                       StringRef pass) {
   if (!qOffset || matchPattern(qOffset, m_Constant()))

@@ -84,6 +84,13 @@ LogicalResult verifyKernelResultUses(Operation *op, StringRef pass);
 /// (examples/kernel-form.mlir, `fa-compile --emit-mlir`). Returns failure.
 LogicalResult emitNotInKernelFormError(Operation *op, StringRef pass);
 
+/// The one op named `opName` (an fa op's operation name) in `func`, a
+/// kernel function: null when there is none; when there are several, or
+/// the body has more than one block, emits "<pass>: expected one <opName>
+/// per kernel function, found <N>" on `func` and fails.
+FailureOr<Operation *> findKernelOp(Operation *func, StringRef opName,
+                                    StringRef pass);
+
 /// Checks that `qOffset` (null: none) of `op`, in the kernel form, reaches
 /// the kernel: a function argument or a constant (which a builder clones
 /// into the kernel). Emits "<pass>: the q_offset must be a function

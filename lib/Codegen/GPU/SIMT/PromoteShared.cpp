@@ -1016,9 +1016,7 @@ void PromotedBuilder::build(func::FuncOp func) {
     o->erase();
   // The softcap's tanh on lane vectors: a rational approximation (a few
   // ulp), as on the CPU; NVVM has no tanh without libdevice.
-  SmallVector<Operation *> tanhs;
-  func.walk([&](math::TanhOp t) { tanhs.push_back(t); });
-  (void)lowering::approximateTanh(tanhs);
+  (void)lowering::approximateTanhsIn(func);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1035,17 +1033,13 @@ struct FAPromoteSharedPass final
 
 void FAPromoteSharedPass::runOnOperation() {
   func::FuncOp func = getOperation();
-  SmallVector<AttentionOp> ops;
-  func.walk([&](AttentionOp op) { ops.push_back(op); });
-  if (ops.empty())
-    return;
-  if (ops.size() != 1 || !func.getBody().hasOneBlock()) {
-    func.emitError() << "fa-promote-shared: expected one fa.attention per "
-                        "kernel function, found "
-                     << ops.size();
+  FailureOr<Operation *> found =
+      findKernelOp(func, AttentionOp::getOperationName(), getArgument());
+  if (failed(found))
     return signalPassFailure();
-  }
-  AttentionOp op = ops.front();
+  if (!*found)
+    return;
+  auto op = cast<AttentionOp>(*found);
   std::string reason;
   if ((op.isPaged() || op.isVarlen()) && !isEligible(KernelFamily::Simt, op, &reason)) {
     op.emitError() << "fa-promote-shared: " << reason;

@@ -941,9 +941,7 @@ void BackwardPromotedBuilder::build(func::FuncOp func) {
     o->erase();
   // The softcap's tanh on lane vectors: a rational approximation, as in
   // the forward kernel (NVVM has no tanh without libdevice).
-  SmallVector<Operation *> tanhs;
-  func.walk([&](math::TanhOp t) { tanhs.push_back(t); });
-  (void)lowering::approximateTanh(tanhs);
+  (void)lowering::approximateTanhsIn(func);
 }
 
 //===----------------------------------------------------------------------===//
@@ -960,17 +958,13 @@ struct FAPromoteSharedBackwardPass final
 
 void FAPromoteSharedBackwardPass::runOnOperation() {
   func::FuncOp func = getOperation();
-  SmallVector<AttentionBackwardOp> ops;
-  func.walk([&](AttentionBackwardOp op) { ops.push_back(op); });
-  if (ops.empty())
-    return;
-  if (ops.size() != 1 || !func.getBody().hasOneBlock()) {
-    func.emitError() << "fa-promote-shared-backward: expected one "
-                        "fa.attention_backward per kernel function, found "
-                     << ops.size();
+  FailureOr<Operation *> found = findKernelOp(
+      func, AttentionBackwardOp::getOperationName(), getArgument());
+  if (failed(found))
     return signalPassFailure();
-  }
-  AttentionBackwardOp op = ops.front();
+  if (!*found)
+    return;
+  auto op = cast<AttentionBackwardOp>(*found);
   FailureOr<BackwardKernelOperands> args = matchBackwardKernelForm(op);
   if (failed(args)) {
     (void)emitNotInKernelFormError(op, getArgument());

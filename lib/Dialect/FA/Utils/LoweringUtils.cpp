@@ -131,6 +131,12 @@ Value lowering::buildFastExp(OpBuilder &b, Location loc, Value x) {
   return arith::SelectOp::create(b, loc, nan, x, res);
 }
 
+LogicalResult mlir::fa::lowering::approximateTanhsIn(Operation *root) {
+  SmallVector<Operation *> tanhs;
+  root->walk([&](math::TanhOp t) { tanhs.push_back(t); });
+  return approximateTanh(tanhs);
+}
+
 LogicalResult mlir::fa::lowering::approximateTanh(ArrayRef<Operation *> tanhs) {
   if (tanhs.empty())
     return success();

@@ -129,3 +129,14 @@ func.func @tensors(%q: tensor<1x1x8x16xf32>, %k: tensor<1x1x8x16xf32>, %v: tenso
   %r:3 = fa.attention_backward ins(%q, %k, %v : tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>) forward(%o, %lse : tensor<1x1x8x16xf32>, tensor<1x1x8xf32>) grad_output(%do : tensor<1x1x8x16xf32>) outs(%q, %k, %v : tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>
   return %r#0, %r#1, %r#2 : tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>
 }
+
+// -----
+
+// A kernel function holds one fa.attention_backward: two are a clear error
+// on the function, both ops kept.
+// expected-error @+1 {{fa-promote-shared-backward: expected one fa.attention_backward per kernel function, found 2}}
+func.func @two_ops(%q: tensor<1x1x8x16xf32>, %o: tensor<1x1x8x16xf32>, %lse: tensor<1x1x8xf32>) -> (tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>) {
+  %r:3 = fa.attention_backward ins(%q, %q, %q : tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>) forward(%o, %lse : tensor<1x1x8x16xf32>, tensor<1x1x8xf32>) grad_output(%o : tensor<1x1x8x16xf32>) outs(%q, %q, %q : tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>
+  %s:3 = fa.attention_backward ins(%q, %q, %q : tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>) forward(%o, %lse : tensor<1x1x8x16xf32>, tensor<1x1x8xf32>) grad_output(%o : tensor<1x1x8x16xf32>) outs(%q, %q, %q : tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>
+  return %r#0, %s#0 : tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>
+}

@@ -433,3 +433,14 @@ func.func @doc_block_mask(%q: memref<?x4x?x64xf16>, %k: memref<?x2x?x64xf16>, %v
   bufferization.materialize_in_destination %r in restrict writable %o : (tensor<?x4x?x64xf16>, memref<?x4x?x64xf16>) -> ()
   return
 }
+
+// -----
+
+// A kernel function holds one fa.attention: two are a clear error on the
+// function, both ops kept.
+// expected-error @+1 {{fa-promote-shared: expected one fa.attention per kernel function, found 2}}
+func.func @two_ops(%q: tensor<1x1x8x8xf32>, %o: tensor<1x1x8x8xf32>) -> (tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>) {
+  %a = fa.attention ins(%q, %q, %q : tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>) outs(%o : tensor<1x1x8x8xf32>) -> tensor<1x1x8x8xf32>
+  %b = fa.attention ins(%a, %q, %q : tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>) outs(%o : tensor<1x1x8x8xf32>) -> tensor<1x1x8x8xf32>
+  return %a, %b : tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>
+}

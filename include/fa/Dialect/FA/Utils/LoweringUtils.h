@@ -54,6 +54,9 @@ Value buildFastExp(OpBuilder &b, Location loc, Value x);
 /// libm or libdevice call.
 LogicalResult approximateTanh(ArrayRef<Operation *> tanhs);
 
+/// approximateTanh on every math.tanh nested in `root`.
+LogicalResult approximateTanhsIn(Operation *root);
+
 /// The intrinsic an f32 math op becomes in the GPU kernels, which link no
 /// libdevice: llvm.nvvm.ex2.approx.f32 (math.exp2), llvm.nvvm.lg2.approx.f
 /// (math.log2), llvm.fma.f32 (math.fma), llvm.fabs.f32 (math.absf); empty
