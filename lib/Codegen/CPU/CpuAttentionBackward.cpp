@@ -30,6 +30,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Iterators.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/bit.h"
 
 #include <limits>
 
@@ -53,7 +54,7 @@ struct BackwardConfig {
   int64_t blockQ = 64, blockKV = 64;
   /// Register blocks: rows of the broadcast micro-kernels (keys of S^T and
   /// dP^T; rows of dK, dV and dQ) and vectors per row.
-  int64_t rows = 6, vectors = 4;
+  int64_t rows = 4, vectors = 4;
   bool parallel = false;
 };
 
@@ -132,7 +133,10 @@ private:
                          scf::YieldOp::create(nb, loc);
                        });
   }
-  /// Rows [0, n) in blocks of `block` rows, then the rest one by one:
+  /// Rows [0, n) in blocks of `block` rows, then the rest in at most one
+  /// block of each power of two below `block`, largest first (a 64-row
+  /// tile in blocks of 6: ten blocks of 6 and one of 4, rather than four
+  /// single rows, each a latency-bound chain of few accumulators):
   /// body(b, first row, rows in the block).
   void forBlocks(OpBuilder &b, Value n, int64_t block,
                  function_ref<void(OpBuilder &, Value, int64_t)> body) {
@@ -143,8 +147,21 @@ private:
                          body(nb, r, block);
                          scf::YieldOp::create(nb, loc);
                        });
-    if (block > 1)
-      loop(b, full, n, [&](OpBuilder &nb, Value r) { body(nb, r, 1); });
+    Value r = full;
+    int64_t largest =
+        block > 1 ? llvm::bit_floor(static_cast<uint64_t>(block - 1)) : 0;
+    for (int64_t size = largest; size >= 1; size /= 2) {
+      Value fits = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                         sub(b, n, r), cIdx(b, size));
+      auto ifOp = scf::IfOp::create(
+          b, loc, fits,
+          [&](OpBuilder &tb, Location) {
+            body(tb, r, size);
+            scf::YieldOp::create(tb, loc, add(tb, r, cIdx(tb, size)));
+          },
+          [&](OpBuilder &eb, Location) { scf::YieldOp::create(eb, loc, r); });
+      r = ifOp.getResult(0);
+    }
   }
 
   /// The broadcast micro-kernel: for rows i < `count` and vectors v <
@@ -206,7 +223,7 @@ void BackwardKernelBuilder::contract(
       [&](OpBuilder &nb, Location, Value t, ValueRange iter) {
         // The row broadcasts first, then one B vector at a time: count x
         // nvec accumulators + count broadcasts + 1 live vectors (16 with
-        // AVX2's 3 x 4, 31 with AVX-512's 6 x 4: no spills).
+        // AVX2's 3 x 4, 21 with AVX-512's 4 x 4: no spills).
         SmallVector<Value> ai;
         for (int64_t i = 0; i < count; ++i)
           ai.push_back(bcast(nb, a(nb, t, i)));
@@ -716,8 +733,10 @@ void FACpuAttentionBackwardPass::runOnOperation() {
     cfg.blockQ = blockQ;
     cfg.blockKV = blockKV;
     // Register blocks for the register file: 32 vectors with AVX-512, 16
-    // with AVX2.
-    cfg.rows = vectorWidth == 16 ? 6 : 3;
+    // with AVX2. With AVX-512, 4 x 4 (21 live vectors) ran 1.15-1.2x
+    // faster than 6 x 4 (31) on the Ice Lake host (N = 4096, D = 128; see
+    // docs/performance.md), and 4 divides the 64-row tiles.
+    cfg.rows = vectorWidth == 16 ? 4 : 3;
     cfg.vectors = 4;
     cfg.parallel = parallel;
     OpBuilder b(op);

@@ -24,6 +24,13 @@
 //       CHECK:     vector.step : vector<8xindex>
 //       CHECK:     scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 //       CHECK:       vector.fma
+// The tile's last keys (8 = 2 x 3 + 2): one block of 2 keys (4
+// accumulators) if 2 are left, then one of 1 if 1 is left.
+//       CHECK:     arith.cmpi uge, %{{.*}}, %c2{{.*}} : index
+//  CHECK-NEXT:     scf.if %{{.*}} -> (index)
+//       CHECK:       scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+//       CHECK:     arith.cmpi uge, %{{.*}}, %c1{{.*}} : index
+//  CHECK-NEXT:     scf.if %{{.*}} -> (index)
 // P = exp(S - LSE) guarded for LSE = -inf (the exp as a polynomial), the
 // causal rule per lane.
 //       CHECK:     arith.cmpi sle, %{{.*}} : vector<8xindex>
