@@ -98,8 +98,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         forms = []
 
-        def form(name, tokens, work, q, k, v, extra, checker, **named):
-            """Writes one form's inputs; returns nothing, appends to forms."""
+        def form(name, tokens, flops, q, k, v, extra, checker, **named):
+            """Saves one form's inputs and appends the form to `forms`;
+            its checker reads Q, K and V back from the files, so that the
+            arrays of every form are not held for the whole run."""
             i = len(forms)
             f = {n: os.path.join(tmp, f"{n}{i}.npy")
                  for n in ("q", "k", "v", "o")}
@@ -108,9 +110,10 @@ def main():
             for n, a in named.items():
                 f[n] = os.path.join(tmp, f"{n}{i}.npy")
                 np.save(f[n], a)
-            forms.append((name, tokens, work, f,
+            forms.append((name, tokens, flops, f,
                           [x.format(**f) for x in extra],
-                          lambda o, q=q, k=k, v=v: checker(o, q, k, v)))
+                          lambda o: checker(o, *(np.load(f[n], mmap_mode="r")
+                                                 for n in ("q", "k", "v")))))
 
         # Token-major: Q, K, V [T, H, D] and the offsets of the sequences.
         cu = np.concatenate([[0], np.cumsum(L)]).astype(np.int32)
