@@ -88,3 +88,13 @@ func.func @f(%q: tensor<1x4x16x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x
   %r:3 = fa.attention_backward ins(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) forward(%o, %lse : tensor<1x4x16x64xf32>, tensor<1x4x16xf32>) grad_output(%do : tensor<1x4x16x64xf32>) outs(%q, %k, %v : tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>) softcap(-1.0) -> tensor<1x4x16x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x64xf32>
   return
 }
+
+// -----
+
+// operandSegmentSizes may not move a required operand's value to another
+// group: here grad_value's value is counted as kv_lens.
+func.func @f(%q: tensor<1x4x16x64xf32>, %lse: tensor<1x4x16xf32>) {
+  // expected-error @+1 {{'fa.attention_backward' op operand 'grad_value' is required: 'operandSegmentSizes' gives it 0 values, expected 1}}
+  %r:3 = "fa.attention_backward"(%q, %q, %q, %q, %lse, %q, %q, %q, %q) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0>}> : (tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>) -> (tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>)
+  return
+}

@@ -336,6 +336,26 @@ func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
 
 // -----
 
+// operandSegmentSizes may not move a required operand's value to another
+// group (ODS checks only the sum and the optional groups): here `output`'s
+// value is counted as a mod operand.
+func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op operand 'output' is required: 'operandSegmentSizes' gives it 0 values, expected 1}}
+  %r = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0>}> ({}, {}) : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  return
+}
+
+// -----
+
+// The same for a leading operand: `value`'s group is empty, `key`'s holds two.
+func.func @f(%q: tensor<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
+  // expected-error @+1 {{'fa.attention' op operand 'key' is required: 'operandSegmentSizes' gives it 2 values, expected 1}}
+  %r = "fa.attention"(%q, %q, %q, %o) <{operandSegmentSizes = array<i32: 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> ({}, {}) : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  return
+}
+
+// -----
+
 // Memrefs are not accepted: the op is on tensors.
 func.func @f(%q: memref<1x1x4x8xf32>, %o: tensor<1x1x4x8xf32>) {
   // expected-error @+1 {{'fa.attention' op operand #0 must be ranked tensor of any type values, but got 'memref<1x1x4x8xf32>'}}

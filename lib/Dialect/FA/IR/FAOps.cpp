@@ -107,6 +107,23 @@ static bool dimsCompatible(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
 }
 
+/// ODS checks that `operandSegmentSizes` sums to the operand count and that
+/// an optional group holds at most one value, but not that a required
+/// operand's group holds exactly one: the generic form can move a value from
+/// it to another group (`array<i32: 1, 1, 0, ...>`), after which that
+/// operand's getter would read another group's value or past the operands.
+/// `required` lists the required groups' indices and names.
+static LogicalResult
+verifyRequiredOperandGroups(Operation *op, ArrayRef<int32_t> segmentSizes,
+                            ArrayRef<std::pair<unsigned, StringRef>> required) {
+  for (auto [index, name] : required)
+    if (segmentSizes[index] != 1)
+      return op->emitOpError("operand '")
+             << name << "' is required: 'operandSegmentSizes' gives it "
+             << segmentSizes[index] << " values, expected 1";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // SoftmaxOp
 //===----------------------------------------------------------------------===//
@@ -722,6 +739,14 @@ static LogicalResult verifyForwardOperands(Operation *op,
 }
 
 LogicalResult AttentionOp::verify() {
+  // The group indices below follow the operand list in FAOps.td.
+  static_assert(std::tuple_size<decltype(Properties::operandSegmentSizes)>() ==
+                    16,
+                "fa.attention's operand groups changed");
+  if (failed(verifyRequiredOperandGroups(
+          *this, getProperties().operandSegmentSizes,
+          {{0, "query"}, {1, "key"}, {2, "value"}, {14, "output"}})))
+    return failure();
   ForwardOperands f;
   f.query = getQuery();
   f.key = getKey();
@@ -791,6 +816,21 @@ float AttentionBackwardOp::getEffectiveScale() {
 }
 
 LogicalResult AttentionBackwardOp::verify() {
+  static_assert(std::tuple_size<decltype(Properties::operandSegmentSizes)>() ==
+                    15,
+                "fa.attention_backward's operand groups changed");
+  if (failed(verifyRequiredOperandGroups(*this,
+                                         getProperties().operandSegmentSizes,
+                                         {{0, "query"},
+                                          {1, "key"},
+                                          {2, "value"},
+                                          {3, "output"},
+                                          {4, "lse"},
+                                          {5, "grad_output"},
+                                          {12, "grad_query"},
+                                          {13, "grad_key"},
+                                          {14, "grad_value"}})))
+    return failure();
   // The forward operands follow fa.attention's rules; the LSE is required.
   ForwardOperands f;
   f.query = getQuery();
