@@ -229,12 +229,22 @@ mlir::fa::run::runAttentionOnCuda(MLIRContext &ctx, rt::KernelMetadata md,
   extras.q_segments = tensorFor(rt::ParamRole::QSegments);
   extras.k_segments = tensorFor(rt::ParamRole::KSegments);
   start = std::chrono::steady_clock::now();
-  status = fa_attention_launch_ex(
-      kernel, tensorFor(rt::ParamRole::Query), tensorFor(rt::ParamRole::Key),
-      tensorFor(rt::ParamRole::Value), tensorFor(rt::ParamRole::KvLens),
-      tensorFor(rt::ParamRole::Mask), &extras,
-      tensorFor(rt::ParamRole::Output), tensorFor(rt::ParamRole::Lse),
-      /*stream=*/nullptr);
+  if (md.op == rt::OpKind::AttentionBackward)
+    status = fa_attention_backward_launch(
+        kernel, tensorFor(rt::ParamRole::Query), tensorFor(rt::ParamRole::Key),
+        tensorFor(rt::ParamRole::Value), tensorFor(rt::ParamRole::Output),
+        tensorFor(rt::ParamRole::Lse), tensorFor(rt::ParamRole::GradOutput),
+        tensorFor(rt::ParamRole::KvLens), tensorFor(rt::ParamRole::Mask),
+        &extras, tensorFor(rt::ParamRole::GradQuery),
+        tensorFor(rt::ParamRole::GradKey), tensorFor(rt::ParamRole::GradValue),
+        /*stream=*/nullptr);
+  else
+    status = fa_attention_launch_ex(
+        kernel, tensorFor(rt::ParamRole::Query), tensorFor(rt::ParamRole::Key),
+        tensorFor(rt::ParamRole::Value), tensorFor(rt::ParamRole::KvLens),
+        tensorFor(rt::ParamRole::Mask), &extras,
+        tensorFor(rt::ParamRole::Output), tensorFor(rt::ParamRole::Lse),
+        /*stream=*/nullptr);
   if (status != FA_SUCCESS)
     return makeError(lastRuntimeError(status));
   status = fa_cuda_synchronize();

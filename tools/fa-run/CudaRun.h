@@ -71,9 +71,9 @@ struct CudaRunResult {
   double compileMs = 0, runMs = 0;
 };
 
-/// Compiles the attention kernel `md` describes (op fields and params set)
-/// for the device and runs it on `operands` (the params' data, in order;
-/// outputs are overwritten with the results).
+/// Compiles the attention or attention_backward kernel `md` describes (op
+/// fields and params set) for the device and runs it on `operands` (the
+/// params' data, in order; outputs are overwritten with the results).
 llvm::Expected<CudaRunResult>
 runAttentionOnCuda(MLIRContext &ctx, ::fa::runtime::KernelMetadata md,
                    std::vector<HostOperand> &operands,

@@ -26,7 +26,8 @@
 // atomically afterwards, so a failed run never leaves an output file.
 //
 // With --device cuda (or auto, when a CUDA device is present) the attention
-// kernel goes through fa-compile's GPU path instead (fa-lower-to-nvvm, PTX
+// kernel (attention-backward: --device cuda, its dQ and dK/dV kernels) goes
+// through fa-compile's GPU path instead (fa-lower-to-nvvm, PTX
 // and fa-kernel/3 metadata in a directory) and runs through FARuntime on
 // device buffers (CudaRun.cpp). With --device emulate it is mapped to the
 // final GPU IR (fa-promote-shared + fa-map-to-gpu, as fa-emulate does) and
@@ -115,7 +116,7 @@ cl::SubCommand softmaxCmd("softmax", "Softmax along one dimension");
 cl::SubCommand backwardCmd(
     "attention-backward",
     "The gradients dQ, dK, dV of attention from the forward's O and LSE and "
-    "dO (fa.attention_backward; --device cpu)");
+    "dO (fa.attention_backward; --device cpu, emulate or cuda)");
 
 cl::OptionCategory runCategory("fa-run options");
 
@@ -161,14 +162,15 @@ static const std::string kChipHelp =
     ::fa::target::getChipList() +
     "; default: the device's, sm_90a on an sm_90 device with --kernel auto "
     "or wgmma; emulate: sm_80, sm_90a with --kernel wgmma)";
-cl::opt<std::string> chipName(
-    "chip", cl::desc(kChipHelp),
-    cl::value_desc("sm_XX"), cl::sub(attentionCmd), cl::cat(runCategory));
+cl::opt<std::string> chipName("chip", cl::desc(kChipHelp),
+                              cl::value_desc("sm_XX"), cl::sub(attentionCmd),
+                              cl::sub(backwardCmd), cl::cat(runCategory));
 cl::opt<std::string> artifactsDir(
     "artifacts",
     cl::desc("With --device cuda: keep the compiled kernel (PTX, metadata, "
              "header) in this directory"),
-    cl::value_desc("dir"), cl::sub(attentionCmd), cl::cat(runCategory));
+    cl::value_desc("dir"), cl::sub(attentionCmd), cl::sub(backwardCmd),
+    cl::cat(runCategory));
 cl::opt<bool> referenceLowering(
     "reference",
     cl::desc("Use the untiled reference lowering instead of the tiled "
@@ -1032,41 +1034,37 @@ struct AttentionArrays {
   }
 };
 
-/// --device cuda: compiles the kernel `md` describes with the compiler
-/// library's GPU path and runs it through FARuntime. Returns where it ran.
-static Expected<std::string> runOnCuda(MLIRContext &ctx,
-                                       const rt::KernelMetadata &md,
-                                       const AttentionArrays &arrays,
-                                       double &compileMs, double &runMs) {
-  auto toFa = [](NpyDType t) {
-    switch (t) {
-    case NpyDType::Float16:
-      return FA_DTYPE_F16;
-    case NpyDType::UInt16:
-    case NpyDType::Void16:
-      return FA_DTYPE_BF16;
-    case NpyDType::Int32:
-      return FA_DTYPE_I32;
-    case NpyDType::Bool:
-      return FA_DTYPE_BOOL;
-    default:
-      return FA_DTYPE_F32;
-    }
-  };
-  std::vector<run::HostOperand> operands;
-  for (const rt::ParamInfo &param : md.params) {
-    NpyArray *array = arrays.get(param.role);
-    assert(array && "every attention param has an array");
-    run::HostOperand operand;
-    operand.data = array->getData();
-    operand.dtype = toFa(array->getDType());
-    operand.shape.assign(array->getShape().begin(), array->getShape().end());
-    operand.bytes = static_cast<int64_t>(array->getNumBytes());
-    operand.isOutput =
-        param.role == rt::ParamRole::Output || param.role == rt::ParamRole::Lse;
-    operands.push_back(std::move(operand));
+/// What --device cuda passes to the launch for `array`, a parameter of the
+/// kernel (`isOutput`: copied back after the run).
+static run::HostOperand makeHostOperand(NpyArray &array, bool isOutput) {
+  run::HostOperand operand;
+  operand.data = array.getData();
+  switch (array.getDType()) {
+  case NpyDType::Float16:
+    operand.dtype = FA_DTYPE_F16;
+    break;
+  case NpyDType::UInt16:
+  case NpyDType::Void16:
+    operand.dtype = FA_DTYPE_BF16;
+    break;
+  case NpyDType::Int32:
+    operand.dtype = FA_DTYPE_I32;
+    break;
+  case NpyDType::Bool:
+    operand.dtype = FA_DTYPE_BOOL;
+    break;
+  default:
+    operand.dtype = FA_DTYPE_F32;
+    break;
   }
+  operand.shape.assign(array.getShape().begin(), array.getShape().end());
+  operand.bytes = static_cast<int64_t>(array.getNumBytes());
+  operand.isOutput = isOutput;
+  return operand;
+}
 
+/// The --device cuda options of the command line.
+static run::CudaRunOptions getCudaRunOptions() {
   run::CudaRunOptions options;
   options.chip = chipName;
   options.gpuBlockQ = blockQ.getNumOccurrences() ? blockQ.getValue() : 0;
@@ -1074,8 +1072,33 @@ static Expected<std::string> runOnCuda(MLIRContext &ctx,
   (void)parseKernelChoice(kernelFamily, options.kernel);
   options.packGqa = packGqa ? "always" : "auto";
   options.artifactsDir = artifactsDir;
+  return options;
+}
+
+/// Where a --device cuda run ran: "cuda (<chip>[ on <device>], kernel
+/// <family>)".
+static std::string describeCudaRun(const run::CudaRunResult &ran) {
+  return "cuda (" + ran.chip +
+         (ran.chip == ran.device ? "" : " on " + ran.device) + ", kernel " +
+         stringifyKernelFamily(ran.kernel).str() + ")";
+}
+
+/// --device cuda: compiles the kernel `md` describes with the compiler
+/// library's GPU path and runs it through FARuntime. Returns where it ran.
+static Expected<std::string> runOnCuda(MLIRContext &ctx,
+                                       const rt::KernelMetadata &md,
+                                       const AttentionArrays &arrays,
+                                       double &compileMs, double &runMs) {
+  std::vector<run::HostOperand> operands;
+  for (const rt::ParamInfo &param : md.params) {
+    NpyArray *array = arrays.get(param.role);
+    assert(array && "every attention param has an array");
+    operands.push_back(
+        makeHostOperand(*array, param.role == rt::ParamRole::Output ||
+                                    param.role == rt::ParamRole::Lse));
+  }
   Expected<run::CudaRunResult> ran =
-      run::runAttentionOnCuda(ctx, md, operands, options);
+      run::runAttentionOnCuda(ctx, md, operands, getCudaRunOptions());
   if (!ran)
     return ran.takeError();
 
@@ -1103,9 +1126,7 @@ static Expected<std::string> runOnCuda(MLIRContext &ctx,
   }
   compileMs = ran->compileMs;
   runMs = ran->runMs;
-  return "cuda (" + ran->chip +
-         (ran->chip == ran->device ? "" : " on " + ran->device) + ", kernel " +
-         stringifyKernelFamily(ran->kernel).str() + ")";
+  return describeCudaRun(*ran);
 }
 
 /// Sets how --device emulate maps a kernel: the tile sizes, kernel family and
@@ -1911,17 +1932,36 @@ static Error runAttentionBackward(MLIRContext &ctx) {
       dataType != "bf16")
     return makeError("--dtype must be auto, f32, f16 or bf16, got '" +
                      dataType + "'");
-  if (deviceName != "cpu" && deviceName != "emulate")
-    return makeError("attention-backward runs on --device cpu or emulate (the "
-                     "SIMT GPU kernels under the interpreter; fa-run has no "
-                     "CUDA path for it: compile it with fa-compile and "
-                     "launch it with fa_attention_backward_launch), got '" +
+  if (deviceName != "cpu" && deviceName != "emulate" && deviceName != "cuda")
+    return makeError("attention-backward runs on --device cpu, emulate (the "
+                     "SIMT GPU kernels under the interpreter) or cuda, got '" +
                      deviceName + "'");
   bool emulate = deviceName == "emulate";
+  bool cuda = deviceName == "cuda";
   if (!emulate &&
       (dumpMappedPath.getNumOccurrences() || mappedPath.getNumOccurrences()))
     return makeError("--dump-mapped and --mapped apply to --device emulate "
                      "only");
+  if (deviceName != "cpu") {
+    llvm::SmallVector<StringRef> cpuOnly = getCpuOnlyOptions();
+    if (!cpuOnly.empty())
+      return makeError(
+          "--device " + deviceName + ": " + llvm::join(cpuOnly, ", ") +
+          (cpuOnly.size() == 1 ? " applies" : " apply") + " to the CPU only");
+  }
+  if (!cuda && artifactsDir.getNumOccurrences())
+    return makeError("--artifacts applies to --device cuda only");
+  if (chipName.getNumOccurrences()) {
+    if (deviceName == "cpu")
+      return makeError("--chip applies to --device cuda or emulate only");
+    if (!::fa::target::lookupChip(chipName))
+      return makeError("--chip '" + chipName + "' is not supported; expected " +
+                       ::fa::target::getChipList());
+  }
+  if (cuda) {
+    if (std::optional<std::string> why = run::probeCuda())
+      return makeError("--device cuda: " + *why);
+  }
   if (!dumpMappedPath.empty() && !mappedPath.empty())
     return makeError("--dump-mapped and --mapped cannot be combined: the "
                      "mapped IR is either written or read");
@@ -2153,6 +2193,40 @@ static Error runAttentionBackward(MLIRContext &ctx) {
     if (!mappedPath.empty())
       where += ", mapped IR from " + mappedPath.getValue() +
                " (its options, not the flags')";
+  } else if (cuda) {
+    // The dQ and dK/dV kernels compiled for the device and launched by
+    // fa_attention_backward_launch, as fa-compile's artifacts would be.
+    std::vector<run::HostOperand> operands;
+    for (const rt::ParamInfo &param : md.params)
+      operands.push_back(makeHostOperand(
+          *arrayOf(param.role), param.role == rt::ParamRole::GradQuery ||
+                                    param.role == rt::ParamRole::GradKey ||
+                                    param.role == rt::ParamRole::GradValue));
+    Expected<run::CudaRunResult> ran =
+        run::runAttentionOnCuda(ctx, md, operands, getCudaRunOptions());
+    if (!ran)
+      return ran.takeError();
+    // Gradients left poisoned (NaN) where no input holds a NaN or an
+    // infinity are elements the kernels did not write.
+    bool finiteInputs = true;
+    for (const rt::ParamInfo &param : md.params) {
+      NpyArray *array = arrayOf(param.role);
+      if (array != &dq && array != &dk && array != &dv &&
+          array->getDType() != NpyDType::Int32 &&
+          array->getDType() != NpyDType::Bool && !allFinite(*array))
+        finiteInputs = false;
+    }
+    int64_t missing = countNaNs(dq) + countNaNs(dk) + countNaNs(dv);
+    if (finiteInputs && missing)
+      return makeError(formatv(
+          "--device cuda: the kernels left {0} of {1} gradient "
+          "elements unwritten (still NaN) on {2}; no output written",
+          missing,
+          dq.getNumElements() + dk.getNumElements() + dv.getNumElements(),
+          ran->device));
+    compileMs = ran->compileMs;
+    runMs = ran->runMs;
+    where = describeCudaRun(*ran);
   } else if (Error err =
                  lowerAndRun(**module, pipelineText(blockQ, blockKV, 256),
                              descriptors, compileMs, runMs)) {
