@@ -237,7 +237,8 @@ cl::opt<std::string> cpuRegisterBlocks(
     "cpu-register-blocks",
     cl::desc("CPU vector kernel: the register blocks KR,PR,PV (keys per S "
              "block, query rows and Dv vectors per P V block; default "
-             "6,4,4 with 16 lanes, 2,2,4 with 8), for tuning"),
+             "6,4 with 16 lanes and Dv's vectors in even groups of at most "
+             "6, 2,2,4 with 8), for tuning"),
     cl::value_desc("KR,PR,PV"), cl::sub(attentionCmd), cl::cat(runCategory));
 cl::opt<unsigned> repeatRuns(
     "repeat",

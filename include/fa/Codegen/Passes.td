@@ -136,8 +136,10 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
            "Keys per register block of the S micro-kernel">,
     Option<"pvRows", "pv-rows", "int64_t", /*default=*/"4",
            "Query rows per register block of the P V micro-kernel">,
-    Option<"pvVectors", "pv-vectors", "int64_t", /*default=*/"4",
-           "Vectors of Dv per register block of the P V micro-kernel">,
+    Option<"pvVectors", "pv-vectors", "int64_t", /*default=*/"0",
+           "Vectors of Dv per register block of the P V micro-kernel (0: "
+           "automatic: Dv's vectors in the fewest even groups of at most "
+           "min(6, 24 / pv-rows) with 16 lanes, 4 with fewer)">,
     Option<"parallel", "parallel", "bool", /*default=*/"false",
            "The forall will run in parallel: scratch buffers per iteration "
            "(scf-forall-to-parallel and convert-scf-to-openmp make each "

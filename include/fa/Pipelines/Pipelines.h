@@ -93,7 +93,8 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
   PassOptions::Option<int64_t> cpuPvVectors{
       *this, "cpu-pv-vectors",
       llvm::cl::desc("fa-cpu-attention pv-vectors: vectors of Dv per "
-                     "register block of the P V micro-kernel (0: 4)"),
+                     "register block of the P V micro-kernel (0: "
+                     "automatic, from Dv)"),
       llvm::cl::init(0)};
   PassOptions::Option<bool> promoted{
       *this, "promoted",

@@ -2,6 +2,7 @@
 // RUN: not fa-opt %s -split-input-file -fa-cpu-attention="block-q=40" 2>&1 | FileCheck %s --check-prefix=BQ
 // RUN: not fa-opt %s -split-input-file -fa-cpu-attention="block-q=-16" 2>&1 | FileCheck %s --check-prefix=BQNEG
 // RUN: not fa-opt %s -split-input-file -fa-cpu-attention="key-rows=0" 2>&1 | FileCheck %s --check-prefix=ROWS
+// RUN: not fa-opt %s -split-input-file -fa-cpu-attention="pv-vectors=-1" 2>&1 | FileCheck %s --check-prefix=ROWS
 // RUN: not fa-opt %s -split-input-file -fa-cpu-attention="block-kv=-64" 2>&1 | FileCheck %s --check-prefix=BKV
 // RUN: not fa-opt %s -split-input-file -fa-cpu-attention="l2-cache-size=-1" 2>&1 | FileCheck %s --check-prefix=L2
 // RUN: not fa-opt %s -split-input-file -fa-lower-to-cpu="cpu-block-q=24" 2>&1 | FileCheck %s --check-prefix=PIPE
@@ -9,7 +10,7 @@
 
 // BQ: error: fa-cpu-attention: block-q must be 0 (automatic) or a positive multiple of vector-width (16) and of pv-rows (4), got 40
 // BQNEG: error: fa-cpu-attention: block-q must be 0 (automatic) or a positive multiple of vector-width (16) and of pv-rows (4), got -16
-// ROWS: error: fa-cpu-attention: vector-width, key-rows, pv-rows and pv-vectors must be positive
+// ROWS: error: fa-cpu-attention: vector-width, key-rows and pv-rows must be positive, pv-vectors positive or 0 (automatic)
 // BKV: error: fa-cpu-attention: block-kv and l2-cache-size must not be negative (0: automatic), got -64 and 0
 // L2: error: fa-cpu-attention: block-kv and l2-cache-size must not be negative (0: automatic), got 0 and -1
 // PIPE: error: fa-cpu-attention: block-q must be 0 (automatic) or a positive multiple of vector-width (16) and of pv-rows (4), got 24

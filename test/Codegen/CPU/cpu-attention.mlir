@@ -568,3 +568,25 @@ func.func @varlen(%q: memref<?x8x32xf32>, %k: memref<?x2x32xf32>, %v: memref<?x2
   bufferization.materialize_in_destination %r#1 in restrict writable %l : (tensor<8x?xf32>, memref<8x?xf32>) -> ()
   return
 }
+
+// -----
+
+// The P V register block by default (pv-vectors = 0): Dv = 96 is 6 vectors,
+// one group of 4 rows x 6 vectors (24 accumulators), not 4 + 2.
+// CHECK-LABEL: func.func @pv_groups
+//   CHECK-NOT:   -> ({{(vector<16xf32>, ){7}(vector)}}<16xf32>)
+//       CHECK:     scf.for {{.*}} -> ({{(vector<16xf32>, ){23}(vector)}}<16xf32>)
+//       CHECK:       vector.load %{{.*}} : memref<1x1x?x96xf32>, vector<16xf32>
+//   CHECK-NOT:   -> ({{(vector<16xf32>, ){7}(vector)}}<16xf32>)
+//       CHECK:   return
+// DECODE-LABEL: func.func @pv_groups
+func.func @pv_groups(%q: memref<1x1x?x32xf32>, %k: memref<1x1x?x32xf32>, %v: memref<1x1x?x96xf32>, %o: memref<1x1x?x96xf32>) {
+  %qt = bufferization.to_tensor %q restrict : memref<1x1x?x32xf32> to tensor<1x1x?x32xf32>
+  %kt = bufferization.to_tensor %k restrict : memref<1x1x?x32xf32> to tensor<1x1x?x32xf32>
+  %vt = bufferization.to_tensor %v restrict : memref<1x1x?x96xf32> to tensor<1x1x?x96xf32>
+  %ot = bufferization.to_tensor %o restrict writable : memref<1x1x?x96xf32> to tensor<1x1x?x96xf32>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<1x1x?x32xf32>, tensor<1x1x?x32xf32>, tensor<1x1x?x96xf32>)
+           outs(%ot : tensor<1x1x?x96xf32>) -> tensor<1x1x?x96xf32>
+  bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x1x?x96xf32>, memref<1x1x?x96xf32>) -> ()
+  return
+}
