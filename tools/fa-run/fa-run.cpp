@@ -127,11 +127,11 @@ cl::opt<std::string> outputPath("o", cl::desc("Output .npy file"),
 cl::opt<std::string> deviceName(
     "device",
     cl::desc("Where to run the kernel: cpu (JIT, the default), cuda (PTX "
-             "through FARuntime and the CUDA driver; attention only), "
+             "through FARuntime and the CUDA driver; not softmax), "
              "emulate (the GPU kernel's final IR under fa's SIMT interpreter "
-             "on the CPU, with race and bounds checks; attention only) or "
+             "on the CPU, with race and bounds checks; not softmax) or "
              "auto (cuda when a CUDA device is present, else the CPU with a "
-             "note)"),
+             "note; attention only)"),
     cl::value_desc("cpu|cuda|emulate|auto"), cl::init("cpu"),
     cl::sub(attentionCmd), cl::sub(softmaxCmd), cl::sub(backwardCmd),
     cl::cat(runCategory));
