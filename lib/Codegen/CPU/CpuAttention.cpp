@@ -19,6 +19,7 @@
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Dialect/FA/Utils/AttentionSemantics.h"
 
+#include "fa/Codegen/CPU/RegisterBlocks.h"
 #include "fa/Codegen/Common/KernelForm.h"
 #include "fa/Dialect/FA/Transforms/Transforms.h"
 #include "fa/Dialect/FA/Utils/LoweringUtils.h"
@@ -87,7 +88,7 @@ struct CpuKernelConfig {
   /// Query rows per register block of the P V micro-kernel.
   int64_t pvRows = 4;
   /// Vectors of Dv per register block of the P V micro-kernel (0:
-  /// automaticPvVectors).
+  /// cpu::balancedVectorBlock).
   int64_t pvVectors = 0;
   /// The forall will run in parallel (scratch per iteration).
   bool parallel = false;
@@ -1423,19 +1424,6 @@ SmallVector<Value> CpuKernelBuilder::buildScoreModsAndMax(OpBuilder &b,
   return SmallVector<Value>(maxLoop.getResults());
 }
 
-/// The P V register block's width when pv-vectors is 0: Dv's `dvVecs`
-/// vectors in the fewest groups of at most min(6, 24 / pvRows) vectors with
-/// 16 lanes (24 accumulators of the 32 registers; 4 with fewer lanes), as
-/// even as they divide: D = 96 one group of 6, D = 128 two of 4, D = 192 two
-/// of 6. A remainder group of 2 (D = 96 as 4 + 2) ran the whole kernel 10%
-/// slower on the Ice Lake host.
-static int64_t automaticPvVectors(int64_t vw, int64_t pvRows, int64_t dvVecs) {
-  int64_t most =
-      vw >= 16 ? std::max<int64_t>(1, std::min<int64_t>(6, 24 / pvRows)) : 4;
-  int64_t groups = llvm::divideCeil(dvVecs, most);
-  return std::max<int64_t>(1, llvm::divideCeil(dvVecs, groups));
-}
-
 void CpuKernelBuilder::buildPV(OpBuilder &b, Value k0, Value kCols,
                                bool guardMasked) {
   // acc[r] = alpha[r] * acc[r] + sum_j P^T[j][r] * V[j]: a register block of
@@ -1447,7 +1435,7 @@ void CpuKernelBuilder::buildPV(OpBuilder &b, Value k0, Value kCols,
   int64_t dvVecs = valueDimPad / cfg.vw;
   int64_t pvVectors = cfg.pvVectors > 0
                           ? cfg.pvVectors
-                          : automaticPvVectors(cfg.vw, rows, dvVecs);
+                          : cpu::balancedVectorBlock(dvVecs, rows, cfg.vw);
   loop(b, cIdx(b, 0), numBlocks, [&](OpBuilder &lb, Value rb) {
     Value r0 = mul(lb, rb, cIdx(lb, rows));
     SmallVector<Value> rowIdx, alphas;

@@ -19,6 +19,7 @@
 #include "fa/Dialect/FA/IR/FA.h"
 #include "fa/Dialect/FA/Utils/AttentionSemantics.h"
 
+#include "fa/Codegen/CPU/RegisterBlocks.h"
 #include "fa/Codegen/Common/KernelForm.h"
 #include "fa/Dialect/FA/Utils/LoweringUtils.h"
 
@@ -53,7 +54,8 @@ struct BackwardConfig {
   /// Query rows per tile (a multiple of vw) and keys per tile.
   int64_t blockQ = 64, blockKV = 64;
   /// Register blocks: rows of the broadcast micro-kernels (keys of S^T and
-  /// dP^T; rows of dK, dV and dQ) and vectors per row.
+  /// dP^T; rows of dK, dV and dQ) and query vectors per row of S^T and
+  /// dP^T (the rows of dK, dV and dQ take cpu::balancedVectorBlock).
   int64_t rows = 4, vectors = 4;
   bool parallel = false;
 };
@@ -132,6 +134,11 @@ private:
                          body(nb, i);
                          scf::YieldOp::create(nb, loc);
                        });
+  }
+  /// Vectors per register block across a head dim of `cols` columns (a
+  /// multiple of vw): the shared rule, so D = 96 runs one block of 6.
+  int64_t headDimBlock(int64_t cols) const {
+    return cpu::balancedVectorBlock(cols / cfg.vw, cfg.rows, cfg.vw);
   }
   /// Rows [0, n) in blocks of `block` rows, then the rest in at most one
   /// block of each power of two below `block`, largest first (a 64-row
@@ -600,11 +607,12 @@ void BackwardKernelBuilder::buildKeyTile(OpBuilder &b, Value batch, Value head,
     });
 
   // dV[k] += sum_q P^T[k][q] dO[q], dK[k] += sum_q dS^T[k][q] Q[q]: rows of
-  // keys, `vectors` vectors of the head dim at a time.
+  // keys, headDimBlock vectors of the head dim at a time.
   auto keyRows = [&](Value acc, Value tile, Value src, int64_t cols) {
+    int64_t block = headDimBlock(cols);
     forBlocks(b, kCols, cfg.rows, [&](OpBuilder &nb, Value r0, int64_t count) {
-      for (int64_t c0 = 0; c0 < cols; c0 += cfg.vectors * cfg.vw) {
-        int64_t nvec = std::min(cfg.vectors, (cols - c0) / cfg.vw);
+      for (int64_t c0 = 0; c0 < cols; c0 += block * cfg.vw) {
+        int64_t nvec = std::min(block, (cols - c0) / cfg.vw);
         auto col = [&](OpBuilder &ib, int64_t v) {
           return cIdx(ib, c0 + v * cfg.vw);
         };
@@ -652,9 +660,10 @@ void BackwardKernelBuilder::buildKeyTile(OpBuilder &b, Value batch, Value head,
       }
     });
   }
+  int64_t block = headDimBlock(headDim);
   forBlocks(b, rows, cfg.rows, [&](OpBuilder &nb, Value r0, int64_t count) {
-    for (int64_t c0 = 0; c0 < headDim; c0 += cfg.vectors * cfg.vw) {
-      int64_t nvec = std::min(cfg.vectors, (headDim - c0) / cfg.vw);
+    for (int64_t c0 = 0; c0 < headDim; c0 += block * cfg.vw) {
+      int64_t nvec = std::min(block, (headDim - c0) / cfg.vw);
       auto col = [&](OpBuilder &ib, int64_t v) {
         return cIdx(ib, c0 + v * cfg.vw);
       };

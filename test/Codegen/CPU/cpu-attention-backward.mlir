@@ -1,5 +1,6 @@
 // RUN: fa-opt %s -split-input-file -fa-cpu-attention-backward="vector-width=8 block-q=16 block-kv=8" | FileCheck %s
 // RUN: fa-opt %s -split-input-file -fa-cpu-attention-backward="vector-width=8 block-q=16 block-kv=8 parallel=true" | FileCheck %s --check-prefix=PAR
+// RUN: fa-opt %s -split-input-file -fa-cpu-attention-backward="vector-width=16 block-q=64 block-kv=64" | FileCheck %s --check-prefix=W16
 // RUN: not fa-opt %s -split-input-file -fa-cpu-attention-backward="vector-width=4" 2>&1 | FileCheck %s --check-prefix=VW
 // RUN: not fa-opt %s -split-input-file -fa-cpu-attention-backward="vector-width=8 block-q=12" 2>&1 | FileCheck %s --check-prefix=BQ
 
@@ -146,4 +147,29 @@ func.func @mask_segments(%q: memref<2x2x?x16xf32>, %k: memref<2x2x?x16xf32>, %v:
 func.func @left_alone(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %o: tensor<1x2x8x16xf32>, %lse: tensor<1x2x8xf32>, %do: tensor<1x2x8x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) {
   %r:3 = fa.attention_backward ins(%q, %k, %v : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) forward(%o, %lse : tensor<1x2x8x16xf32>, tensor<1x2x8xf32>) grad_output(%do : tensor<1x2x8x16xf32>) outs(%q, %k, %v : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
   return %r#0, %r#1, %r#2 : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// 16 lanes, D = Dv = 96 (6 vectors): the rows of dV, dK and dQ accumulate
+// 4 rows x 6 vectors (24 accumulators) rather than 4 + 2 vectors.
+// W16-LABEL: func.func @d96
+//       W16:   scf.for {{.*}} -> ({{(vector<16xf32>, ){23}(vector)}}<16xf32>)
+//       W16:   scf.for {{.*}} -> ({{(vector<16xf32>, ){23}(vector)}}<16xf32>)
+//       W16:   scf.for {{.*}} -> ({{(vector<16xf32>, ){23}(vector)}}<16xf32>)
+func.func @d96(%q: memref<1x2x?x96xf32>, %k: memref<1x2x?x96xf32>, %v: memref<1x2x?x96xf32>, %o: memref<1x2x?x96xf32>, %lse: memref<1x2x?xf32>, %do: memref<1x2x?x96xf32>, %dq: memref<1x2x?x96xf32>, %dk: memref<1x2x?x96xf32>, %dv: memref<1x2x?x96xf32>) {
+  %tq = bufferization.to_tensor %q restrict : memref<1x2x?x96xf32> to tensor<1x2x?x96xf32>
+  %tk = bufferization.to_tensor %k restrict : memref<1x2x?x96xf32> to tensor<1x2x?x96xf32>
+  %tv = bufferization.to_tensor %v restrict : memref<1x2x?x96xf32> to tensor<1x2x?x96xf32>
+  %to = bufferization.to_tensor %o restrict : memref<1x2x?x96xf32> to tensor<1x2x?x96xf32>
+  %tl = bufferization.to_tensor %lse restrict : memref<1x2x?xf32> to tensor<1x2x?xf32>
+  %td = bufferization.to_tensor %do restrict : memref<1x2x?x96xf32> to tensor<1x2x?x96xf32>
+  %gq = bufferization.to_tensor %dq restrict writable : memref<1x2x?x96xf32> to tensor<1x2x?x96xf32>
+  %gk = bufferization.to_tensor %dk restrict writable : memref<1x2x?x96xf32> to tensor<1x2x?x96xf32>
+  %gv = bufferization.to_tensor %dv restrict writable : memref<1x2x?x96xf32> to tensor<1x2x?x96xf32>
+  %r:3 = fa.attention_backward ins(%tq, %tk, %tv : tensor<1x2x?x96xf32>, tensor<1x2x?x96xf32>, tensor<1x2x?x96xf32>) forward(%to, %tl : tensor<1x2x?x96xf32>, tensor<1x2x?xf32>) grad_output(%td : tensor<1x2x?x96xf32>) outs(%gq, %gk, %gv : tensor<1x2x?x96xf32>, tensor<1x2x?x96xf32>, tensor<1x2x?x96xf32>) -> tensor<1x2x?x96xf32>, tensor<1x2x?x96xf32>, tensor<1x2x?x96xf32>
+  bufferization.materialize_in_destination %r#0 in restrict writable %dq : (tensor<1x2x?x96xf32>, memref<1x2x?x96xf32>) -> ()
+  bufferization.materialize_in_destination %r#1 in restrict writable %dk : (tensor<1x2x?x96xf32>, memref<1x2x?x96xf32>) -> ()
+  bufferization.materialize_in_destination %r#2 in restrict writable %dv : (tensor<1x2x?x96xf32>, memref<1x2x?x96xf32>) -> ()
+  return
 }

@@ -91,6 +91,10 @@ CASES = [
     case("gqa", Hq=8, Hkv=2, Nq=48, Nk=80, causal="bottom-right",
          block_q=16, block_kv=32),
     case("mqa_dv_ne_d", Hq=4, Hkv=1, Nq=37, Nk=53, D=32, Dv=16),
+    # Head dims of 6 and 5 vectors with 16 lanes (register blocks of 6 and
+    # 5 vectors for the rows of dK, dV and dQ), ragged rows.
+    case("d96_dv80_causal", B=1, Hq=2, Hkv=1, Nq=45, Nk=70, D=96, Dv=80,
+         causal="bottom-right"),
     case("window_softcap_alibi", Hq=4, Hkv=2, Nq=70, Nk=90,
          causal="bottom-right", window=(20, 0), softcap=5.0, alibi="h",
          block_q=16, block_kv=16),
