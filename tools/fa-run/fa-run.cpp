@@ -1035,6 +1035,24 @@ struct AttentionArrays {
   }
 };
 
+/// What --device emulate passes to the interpreter for `array`, the kernel
+/// argument `name` (`isOutput`: the kernel writes it).
+static EmulationBuffer makeEmulationBuffer(StringRef name, NpyArray &array,
+                                           bool isOutput) {
+  EmulationBuffer buf;
+  buf.name = name.str();
+  buf.data = array.getData();
+  buf.shape.assign(array.getShape().begin(), array.getShape().end());
+  buf.isOutput = isOutput;
+  return buf;
+}
+
+/// Whether `role` is one of the backward's outputs dQ, dK, dV.
+static bool isGradient(rt::ParamRole role) {
+  return role == rt::ParamRole::GradQuery || role == rt::ParamRole::GradKey ||
+         role == rt::ParamRole::GradValue;
+}
+
 /// What --device cuda passes to the launch for `array`, a parameter of the
 /// kernel (`isOutput`: copied back after the run).
 static run::HostOperand makeHostOperand(NpyArray &array, bool isOutput) {
@@ -1174,14 +1192,8 @@ static Expected<std::string> runOnEmulator(ModuleOp module,
 
   llvm::SmallVector<EmulationBuffer> buffers;
   auto add = [&](StringRef name, NpyArray *array, bool isOutput) {
-    if (!array)
-      return;
-    EmulationBuffer buf;
-    buf.name = name.str();
-    buf.data = array->getData();
-    buf.shape.assign(array->getShape().begin(), array->getShape().end());
-    buf.isOutput = isOutput;
-    buffers.push_back(std::move(buf));
+    if (array)
+      buffers.push_back(makeEmulationBuffer(name, *array, isOutput));
   };
   // The kernel function's arguments, in the metadata's order (named as
   // fa-emulate names them).
@@ -2168,17 +2180,9 @@ static Error runAttentionBackward(MLIRContext &ctx) {
       return makeError("--device emulate: " + error);
     compileMs = millisecondsSince(start);
     llvm::SmallVector<EmulationBuffer> buffers;
-    for (const rt::ParamInfo &param : md.params) {
-      NpyArray *array = arrayOf(param.role);
-      EmulationBuffer buf;
-      buf.name = param.name;
-      buf.data = array->getData();
-      buf.shape.assign(array->getShape().begin(), array->getShape().end());
-      buf.isOutput = param.role == rt::ParamRole::GradQuery ||
-                     param.role == rt::ParamRole::GradKey ||
-                     param.role == rt::ParamRole::GradValue;
-      buffers.push_back(std::move(buf));
-    }
+    for (const rt::ParamInfo &param : md.params)
+      buffers.push_back(makeEmulationBuffer(param.name, *arrayOf(param.role),
+                                            isGradient(param.role)));
     InterpreterOptions options;
     options.checkRaces = true;
     EmulationLaunch launch;
@@ -2199,10 +2203,8 @@ static Error runAttentionBackward(MLIRContext &ctx) {
     // fa_attention_backward_launch, as fa-compile's artifacts would be.
     std::vector<run::HostOperand> operands;
     for (const rt::ParamInfo &param : md.params)
-      operands.push_back(makeHostOperand(
-          *arrayOf(param.role), param.role == rt::ParamRole::GradQuery ||
-                                    param.role == rt::ParamRole::GradKey ||
-                                    param.role == rt::ParamRole::GradValue));
+      operands.push_back(
+          makeHostOperand(*arrayOf(param.role), isGradient(param.role)));
     Expected<run::CudaRunResult> ran =
         run::runAttentionOnCuda(ctx, md, operands, getCudaRunOptions());
     if (!ran)
@@ -2212,8 +2214,7 @@ static Error runAttentionBackward(MLIRContext &ctx) {
     bool finiteInputs = true;
     for (const rt::ParamInfo &param : md.params) {
       NpyArray *array = arrayOf(param.role);
-      if (array != &dq && array != &dk && array != &dv &&
-          array->getDType() != NpyDType::Int32 &&
+      if (!isGradient(param.role) && array->getDType() != NpyDType::Int32 &&
           array->getDType() != NpyDType::Bool && !allFinite(*array))
         finiteInputs = false;
     }
