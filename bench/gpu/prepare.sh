@@ -33,11 +33,12 @@
 #   check_split_* (dense with packed heads, paged S 16) and decode_split_*:
 #     split-KV kernels (--split-kv), checked over several part counts and
 #     timed with the heuristic's parts.
-#   check_bwd_* and bwd_*: attention_backward (SIMT dQ and dK/dV kernels):
-#     bf16/f16 D 64/128 GQA 8/2 with key lengths (f16 D 64 also with a
-#     window and softcap), checked against float64 gradients; bwd_* (B 1,
-#     H 16, D 64/128, bf16, causal none/bottom_right) timed against
-#     torch's SDPA backward.
+#   check_bwd_* and bwd_*: attention_backward (the mma.sync dQ and dK/dV
+#     kernels, the default family for f16/bf16; *_simt_* the SIMT ones,
+#     --kernel simt): bf16/f16 D 64/128 GQA 8/2 with key lengths (f16 D 64
+#     also with a window and softcap), checked against float64 gradients;
+#     bwd_* (B 1, H 16, D 64/128, bf16, causal none/bottom_right) timed
+#     against torch's SDPA backward.
 #   check_wg_* and bench_wg_* (sm_90a only): the same bf16/f16 kernels
 #     compiled with --kernel wgmma (Hopper wgmma.mma_async from 128-byte-swizzled
 #     shared memory, FlashAttention-3 style).
@@ -200,7 +201,7 @@ for chip in $CHIPS; do
       --head-dim 128 --heads 32 --kv-heads 8 --dtype "$dtype" \
       --target "$chip" --pack-gqa --split-kv
   done
-  echo "== $chip: backward kernels (SIMT dQ + dK/dV)"
+  echo "== $chip: backward kernels (dQ + dK/dV: mma.sync, SIMT)"
   for dtype in bf16 f16; do
     for d in 64 128; do
       compile "check_bwd_${dtype}_d${d}_bottom_right_${chip}" "$STAGE" \
@@ -211,6 +212,15 @@ for chip in $CHIPS; do
   compile "check_bwd_mod_f16_d64_bottom_right_${chip}" "$STAGE" \
     --op attention-backward --head-dim 64 --heads 8 --kv-heads 2 --dtype f16 \
     --causal bottom-right --kv-lens --window 40,0 --softcap 30 --target "$chip"
+  for d in 64 128; do
+    compile "check_bwd_simt_f16_d${d}_bottom_right_${chip}" "$STAGE" \
+      --op attention-backward --head-dim "$d" --heads 8 --kv-heads 2 \
+      --dtype f16 --causal bottom-right --kv-lens --target "$chip" \
+      --kernel simt
+    compile "bwd_simt_bf16_d${d}_h16_none_${chip}" "$STAGE" \
+      --op attention-backward --head-dim "$d" --heads 16 --kv-heads 16 \
+      --dtype bf16 --causal none --target "$chip" --kernel simt
+  done
   for d in 64 128; do
     for causal in none bottom-right; do
       compile "bwd_bf16_d${d}_h16_${causal//-/_}_${chip}" "$STAGE" \

@@ -303,11 +303,11 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
         "target " + options.target +
         ": only attention kernels have a GPU path so far");
   if (backward && (options.splitKv || options.packGqa == "always" ||
-                   (options.kernel && *options.kernel != KernelFamily::Simt)))
+                   options.kernel == KernelFamily::Wgmma))
     return llvm::createStringError(
         "kernel '" + md.name +
-        "': the backward has SIMT GPU kernels only (no --kernel mma or "
-        "wgmma, --pack-gqa or --split-kv)");
+        "': the backward has SIMT and mma.sync GPU kernels only (no "
+        "--kernel wgmma, --pack-gqa or --split-kv)");
   if (options.splitKv) {
     // The split kernel's limits (KernelMetadata's split_kv rules).
     if (md.varlen)
@@ -485,16 +485,18 @@ Error mlir::fa::compile::emitGpuArtifacts(KernelJob &job,
   md.kernel =
       stringifyKernelFamily(job.kernelFamily.value_or(KernelFamily::Simt))
           .str();
-  // The tensor-core kernels copy Q, K and V rows into shared memory with
-  // 16-byte cp.async (8 f16/bf16 elements): their pointers and row strides
-  // must be 16-byte aligned, which the runtime checks before a launch. The
-  // SIMT kernel reads elements one at a time.
+  // The tensor-core kernels copy Q, K and V rows (the backward's dO rows
+  // too) into shared memory with 16-byte cp.async (8 f16/bf16 elements):
+  // their pointers and row strides must be 16-byte aligned, which the
+  // runtime checks before a launch. The SIMT kernel reads elements one at a
+  // time.
   KernelFamily family = job.kernelFamily.value_or(KernelFamily::Simt);
   for (rt::ParamInfo &param : md.params)
     param.alignment = family != KernelFamily::Simt &&
                               (param.role == rt::ParamRole::Query ||
                                param.role == rt::ParamRole::Key ||
-                               param.role == rt::ParamRole::Value)
+                               param.role == rt::ParamRole::Value ||
+                               param.role == rt::ParamRole::GradOutput)
                           ? kCopyAlignment
                           : 0;
   md.target.chip = options.target;

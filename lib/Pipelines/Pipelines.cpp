@@ -313,6 +313,29 @@ struct RequireKernelFamilyPass
       return WalkResult::interrupt();
     });
     if (result.wasInterrupted())
+      return signalPassFailure();
+    // The backward: mma.sync kernels where eligible, no wgmma ones.
+    result = getOperation().walk([&](mlir::fa::AttentionBackwardOp op) {
+      auto func = op->getParentOfType<func::FuncOp>();
+      InFlightDiagnostic diag = op.emitError();
+      diag << "fa-lower-to-nvvm: kernel="
+           << mlir::fa::stringifyKernelFamily(family)
+           << ": the attention_backward";
+      if (func)
+        diag << " of @" << func.getSymName();
+      std::string reason;
+      if (isWgmma)
+        diag << " has no wgmma kernels; use kernel=auto, mma or simt";
+      else if (!mlir::fa::gpukernel::isTensorCoreBackwardEligible(op,
+                                                                  &reason))
+        diag << " is not eligible for the mma.sync kernels: " << reason
+             << "; use kernel=auto or kernel=simt";
+      else
+        diag << " is not eligible for the mma.sync kernels (not in the "
+                "kernel form); use kernel=auto or kernel=simt";
+      return WalkResult::interrupt();
+    });
+    if (result.wasInterrupted())
       signalPassFailure();
   }
   mlir::fa::KernelFamily family;
@@ -358,6 +381,7 @@ void mlir::fa::buildMapToGPUPipeline(OpPassManager &pm,
       tcOpts.splitKv = options.splitKv;
       tcOpts.packGqa = options.packGqa;
       pm.addPass(createFAMapToTensorCoresPass(tcOpts));
+      pm.addPass(createFAMapToTensorCoresBackwardPass());
     }
   }
   if (family == KernelFamily::Mma || family == KernelFamily::Wgmma)
@@ -374,8 +398,8 @@ void mlir::fa::buildMapToGPUPipeline(OpPassManager &pm,
   mergeOpts.numWarps = options.warps;
   pm.addNestedPass<func::FuncOp>(createFAGpuMergePass(mergeOpts));
   pm.addNestedPass<func::FuncOp>(createFAPromoteSharedPass(promoteOpts));
-  // fa.attention_backward: the SIMT dQ and dK/dV kernels (no tensor-core
-  // backward kernel yet).
+  // fa.attention_backward left by the mma.sync kernels: the SIMT dQ and
+  // dK/dV kernels.
   FAPromoteSharedBackwardPassOptions backwardOpts;
   backwardOpts.blockQ = options.blockQ;
   backwardOpts.blockKV = options.blockKV;

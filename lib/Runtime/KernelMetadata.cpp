@@ -592,9 +592,10 @@ MaybeError fa::runtime::verifyKernelMetadata(const KernelMetadata &md) {
       return "field 'op': cuda kernels compute attention or its backward "
              "(their grid tiles the queries), got '" +
              getOpName(md.op) + "'";
-    if (md.op == OpKind::AttentionBackward && md.kernel != "simt")
-      return "field 'kernel': cuda attention_backward kernels are SIMT "
-             "kernels, got '" +
+    if (md.op == OpKind::AttentionBackward && md.kernel != "simt" &&
+        md.kernel != "mma")
+      return "field 'kernel': cuda attention_backward kernels are SIMT or "
+             "mma kernels, got '" +
              md.kernel + "'";
     if (!md.kernel.empty() && md.kernel != "simt" && md.kernel != "mma" &&
         md.kernel != "wgmma")

@@ -153,14 +153,17 @@ def scores(q, k, scale, causal, lens, mask, dt, window=None, softcap=None,
 
 
 def reference_backward(q, k, v, do, scale, causal, lens, mask, window=None,
-                       softcap=None, alibi=None, chunk=None, segments=None):
+                       softcap=None, alibi=None, chunk=None, segments=None,
+                       round_operands=None):
     """The gradients (dQ, dK, dV) of sum(O * dO) for attention with these
     rules, in float64, from the contract (docs/FA/FADialect.md,
     fa.attention_backward): P = softmax of the scores (0 for removed keys
     and empty rows), dV = P^T dO, dP = dO V^T, Delta = rowsum(dO * O),
     dS = P (dP - Delta) (times 1 - tanh(s / c)^2 with a softcap, s the
     scaled product), dQ = scale dS K, dK = scale dS^T Q; GQA sums dK and dV
-    over the query heads of a group."""
+    over the query heads of a group. `round_operands` (a function of an
+    array), when given, rounds P and dS where a tensor-core kernel rounds
+    them: before they enter dV = P^T dO, dQ = dS K and dK = dS^T Q."""
     dt = np.float64
     q, k, v, do = (a.astype(dt) for a in (q, k, v, do))
     Hq, Hkv = q.shape[1], k.shape[1]
@@ -173,14 +176,15 @@ def reference_backward(q, k, v, do, scale, causal, lens, mask, window=None,
     p = np.where(empty[..., None], 0.0, np.exp(s - lse_safe[..., None]))
     kr = np.repeat(k, group, axis=1)
     vr = np.repeat(v, group, axis=1)
-    dv = np.einsum("bhqk,bhqd->bhkd", p, do)
+    rnd = round_operands or (lambda x: x)
+    dv = np.einsum("bhqk,bhqd->bhkd", rnd(p), do)
     dp = np.einsum("bhqd,bhkd->bhqk", do, vr)
     delta = (do * o).sum(axis=-1)
     ds = p * (dp - delta[..., None])
     if softcap is not None:
         ds = ds * (1.0 - np.tanh(scaled / softcap) ** 2)
-    dq = scale * np.einsum("bhqk,bhkd->bhqd", ds, kr)
-    dk = scale * np.einsum("bhqk,bhqd->bhkd", ds, q)
+    dq = scale * np.einsum("bhqk,bhkd->bhqd", rnd(ds), kr)
+    dk = scale * np.einsum("bhqk,bhqd->bhkd", rnd(ds), q)
     B, _, Nk, D = k.shape
 
     def fold(g):

@@ -104,7 +104,9 @@ cl::opt<std::string> kernelFamily(
              "of 64), else mma.sync for f16/bf16 with head dims multiples "
              "of 16, else SIMT; simt, mma (mma.sync fed by ldmatrix, "
              "cp.async K/V pipeline) or wgmma (sm_90a warpgroup tensor "
-             "cores) ask for one, and a kernel it cannot take is an error"),
+             "cores) ask for one, and a kernel it cannot take is an error. "
+             "attention-backward: mma.sync for f16/bf16 with head dims "
+             "multiples of 16 up to 128, else SIMT (no wgmma)"),
     cl::value_desc("auto|simt|mma|wgmma"), cl::init("auto"),
     cl::cat(compileCategory));
 cl::opt<bool> packGqa(

@@ -141,9 +141,11 @@ cl::opt<std::string> kernelFamily(
              "kernel family. auto (default): wgmma on sm_90a where eligible "
              "(f16/bf16, head dims multiples of 64), else mma.sync for "
              "f16/bf16 with head dims multiples of 16, else SIMT; simt, mma "
-             "or wgmma ask for one, and a kernel it cannot take is an error"),
+             "or wgmma ask for one, and a kernel it cannot take is an error. "
+             "attention-backward: mma.sync for f16/bf16 with head dims "
+             "multiples of 16 up to 128, else SIMT (no wgmma)"),
     cl::value_desc("auto|simt|mma|wgmma"), cl::init("auto"),
-    cl::sub(attentionCmd), cl::cat(runCategory));
+    cl::sub(attentionCmd), cl::sub(backwardCmd), cl::cat(runCategory));
 cl::opt<bool> packGqa(
     "pack-gqa",
     cl::desc("GPU kernels (--device cuda, emulate, auto): the decode "
@@ -1947,10 +1949,19 @@ static Error runAttentionBackward(MLIRContext &ctx) {
                      dataType + "'");
   if (deviceName != "cpu" && deviceName != "emulate" && deviceName != "cuda")
     return makeError("attention-backward runs on --device cpu, emulate (the "
-                     "SIMT GPU kernels under the interpreter) or cuda, got '" +
+                     "GPU kernels under the interpreter) or cuda, got '" +
                      deviceName + "'");
   bool emulate = deviceName == "emulate";
   bool cuda = deviceName == "cuda";
+  if (kernelFamily.getNumOccurrences()) {
+    if (deviceName == "cpu")
+      return makeError("--kernel applies to --device cuda or emulate only");
+    if (kernelFamily != "auto" && kernelFamily != "simt" &&
+        kernelFamily != "mma")
+      return makeError("attention-backward: --kernel must be auto, simt or "
+                       "mma (there are no wgmma backward kernels), got '" +
+                       kernelFamily + "'");
+  }
   if (!emulate &&
       (dumpMappedPath.getNumOccurrences() || mappedPath.getNumOccurrences()))
     return makeError("--dump-mapped and --mapped apply to --device emulate "

@@ -638,6 +638,61 @@ def FAMapToWgmmaPass : Pass<"fa-map-to-wgmma", "::mlir::ModuleOp"> {
   ];
 }
 
+def FAMapToTensorCoresBackwardPass
+    : Pass<"fa-map-to-tensor-cores-backward", "::mlir::ModuleOp"> {
+  let summary = "Map f16/bf16 attention_backward kernels onto mma.sync "
+                "tensor cores (dQ; dK and dV)";
+  let description = [{
+    FlashAttention 2's backward pass on `nvgpu.mma.sync` m16n8k16 (f32
+    accumulation), without atomics, so the gradients are deterministic.
+    Turns each kernel function holding one eligible `fa.attention_backward`
+    in the kernel form (the form `fa-promote-shared-backward` accepts, every
+    memref a function argument) into two `gpu.func` kernels of a new
+    `gpu.module` (`<function>_kernels`) launched one after the other with
+    the function's memref arguments as their parameters, 128 threads each:
+
+    * **dQ** (the function's name), grid (ceil(Nq / 64), Hq, B): warp w
+      owns the 16 query rows 16 w ... of its block's 64. Q and dO stay in
+      workgroup memory; for each K/V tile of the forward's key range
+      (`visitedTileBegin` .. `visitedKeyEnd`) the tiles are copied in with
+      `cp.async` (rows past the end zero-filled), S = Q K^T and
+      dP = dO V^T are accumulated from `nvgpu.ldmatrix` fragments, P =
+      exp2(S - LSE) (guarded for LSE = -inf) and dS = P (dP - Delta) (times
+      the softcap's derivative) are computed per fragment element with the
+      forward's rules (`AttentionSemantics`: key lengths, causality, the
+      window, the chunk, segment ids, the user mask, softcap and ALiBi),
+      exactly 0 where P = 0, and dQ += dS K reuses dS from registers as
+      the A operand (K through a transposed ldmatrix). Delta =
+      rowsum(dO * O) comes from the 4 lanes of each row's quad.
+    * **dK / dV** (`<function>_dkdv`), grid (ceil(Nk / 64), Hkv, B): warp w
+      owns the keys 16 w ... of its block's 64, whose K and V tiles stay
+      in workgroup memory. For each query head of the group and each query
+      tile whose forward key range meets the key tile, the Q and dO tiles
+      are copied in with their rows' LSE and Delta, S^T = K Q^T and
+      dP^T = V dO^T are accumulated, P^T and dS^T computed as above, and
+      dV += P^T dO, dK += dS^T Q. Key tiles at or past the key length
+      write zeros.
+
+    The inner tiles (the dQ kernel's keys, the dK/dV kernel's query rows)
+    are 32 for head dims up to 64 and 16 above, so that each kernel's
+    static workgroup memory stays within 48 KiB. A removed key's NaN or
+    inf in K or V never reaches a gradient (its dS is 0, and the dQ
+    kernel clears non-finite K elements once S is taken when keys below
+    the key length can be removed). `fa.gpu_config` records block_q = 64,
+    block_kv = 64, threads = 128 and the unit entries `backward` and
+    `tensor_cores`.
+
+    Eligible: f16 or bf16 Q, K, V and dO, head dims D and Dv multiples of
+    16 up to 128. Other functions are left to `fa-promote-shared-backward`.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
 def FALegalizeMmaBF16Pass : Pass<"fa-legalize-mma-bf16", "::mlir::ModuleOp"> {
   let summary = "Rewrite bf16 nvgpu.mma.sync into nvvm.mma.sync for NVVM";
   let description = [{

@@ -1,10 +1,13 @@
 # RUN: %python %s %fa_run
+# RUN: %python %s %fa_run --mma
 #
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """Mutation tests of the SIMT backward kernels (fa-promote-shared-backward
-+ fa-map-to-gpu) under fa's interpreter: the comparison with the float64
-gradients must catch the bugs the issue names, in each of the two kernels.
++ fa-map-to-gpu) and, with --mma, of the mma.sync ones
+(fa-map-to-tensor-cores-backward) under fa's interpreter: the comparison
+with the float64 gradients must catch the bugs the issue names, in each of
+the two kernels.
 
 One case (f32, GQA 4/2, bottom-right causal with Nq != Nk, softcap, a
 boolean mask with a fully masked query row and a key every row masks,
@@ -24,12 +27,21 @@ again with --mapped; it must then miss the reference, give NaN or fail:
   {dq,dkdv}_unguarded_ds    dS = P (dP - Delta) (1 - tanh^2) not zeroed
                             where P = 0 (the NaN key's derivative leaks);
   dq_unguarded_product      dQ += dS K without zeroing the product where
-                            dS = 0 (the NaN K row leaks);
+                            dS = 0 (the NaN K row leaks; SIMT);
+  dq_nan_k_kept             the K tile's NaN/inf elements not cleared before
+                            the dS K mma (the NaN K row leaks; mma.sync);
   {dq,dkdv}_no_barrier      the barrier after the Q/dO tile copy removed
-                            (dQ: the block's tile; dK/dV: each query tile
-                            of its loop): the race checker must report it.
+                            (dQ: the block's tile, with --mma the K/V tile
+                            of each step; dK/dV: each query tile of its
+                            loop): the race checker must report it.
 
-Usage: backward_emulate_mutations.py FA_RUN
+With --mma the case is f16 with the mma.sync kernels' own tiles: the clean
+kernels must be within 4x the error of a naive f16 backward (float64 math
+on the rounded inputs, P and dS rounded to f16 before their products, the
+gradients rounded once), and a mutant must exceed 4x the clean kernels'
+own error (or give NaN, or fail).
+
+Usage: backward_emulate_mutations.py FA_RUN [--mma]
 """
 
 import os
@@ -45,6 +57,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
 from fa_reference import reference, reference_backward, seed_of  # noqa: E402
 
 FA_RUN = sys.argv[1]
+MMA = "--mma" in sys.argv[2:]
 B, Hq, Hkv, Nq, Nk, D = 1, 4, 2, 21, 27, 16
 SCALE, SOFTCAP = 0.25, 2.0
 EMPTY_ROW, DEAD_KEY = 10, 20
@@ -104,15 +117,28 @@ def mutations(kernel, barrier):
     # The barrier after the Q/dO copy (the dK/dV kernel has two before
     # it: after zeroing its accumulators, after its K/V copy).
     m["no_barrier"] = remove_barrier(kernel, barrier)
+    if MMA:
+        # dP - Delta feeding P (dP - Delta): dP itself is a fragment element.
+        m["no_delta"] = sub_all(
+            r"(%\w+) = arith\.subf (%\w+), (%\w+) : f32"
+            r"(\s+%\w+ = arith\.mulf %\w+, )\1 : f32",
+            r"\1 = arith.maximumf \2, \2 : f32\4\1 : f32", kernel)
+        # The K tile's non-finite elements kept: select(bad, 0, x) -> x.
+        m["nan_k_kept"] = sub_all(
+            r"(%\w+) = arith\.select (%\w+), (%\w+), (%\w+) : "
+            r"vector<8xi1>, vector<8xf16>",
+            r"\1 = arith.select \2, \4, \4 : vector<8xi1>, vector<8xf16>",
+            kernel)
     return m
 
 
 def main():
     rng = np.random.default_rng(seed_of("backward.emulate.mutations"))
-    q = rng.standard_normal((B, Hq, Nq, D)).astype(np.float32)
-    k = rng.standard_normal((B, Hkv, Nk, D)).astype(np.float32)
-    v = rng.standard_normal((B, Hkv, Nk, D)).astype(np.float32)
-    do = rng.standard_normal((B, Hq, Nq, D)).astype(np.float32)
+    dt = np.float16 if MMA else np.float32
+    q = rng.standard_normal((B, Hq, Nq, D)).astype(dt)
+    k = rng.standard_normal((B, Hkv, Nk, D)).astype(dt)
+    v = rng.standard_normal((B, Hkv, Nk, D)).astype(dt)
+    do = rng.standard_normal((B, Hq, Nq, D)).astype(dt)
     mask = rng.random((B, Hq, Nq, Nk)) < 0.8
     mask[:, :, EMPTY_ROW, :] = False
     mask[:, :, :, DEAD_KEY] = False
@@ -121,6 +147,16 @@ def main():
                           np.float64, **kw)
     ref = reference_backward(q, k, v, do, SCALE, "bottom-right", None, mask,
                              **kw)
+    tol = 2e-5
+    if MMA:
+        # A naive f16 backward: P and dS rounded before their products.
+        def f16(x):
+            return x.astype(np.float16).astype(np.float64)
+        naive = [f16(g) for g in reference_backward(
+            q, k, v, do, SCALE, "bottom-right", None, mask, **kw,
+            round_operands=f16)]
+        naive_err = max(np.linalg.norm(g - w) / np.linalg.norm(w)
+                        for g, w in zip(naive, ref))
     if not np.all(np.isneginf(lse[:, :, EMPTY_ROW])):
         sys.exit("FAILED: the fully masked row has a finite LSE")
     k[:, :, DEAD_KEY, :] = np.nan
@@ -131,7 +167,7 @@ def main():
              for n in ("q", "k", "v", "o", "lse", "do", "mask", "dq", "dk",
                        "dv")}
         for n, x in (("q", q), ("k", k), ("v", v), ("do", do),
-                     ("o", o.astype(np.float32)),
+                     ("o", o.astype(dt)),
                      ("lse", lse.astype(np.float32))):
             np.save(p[n], x)
         np.save(p["mask"], mask)
@@ -140,8 +176,9 @@ def main():
                 p["do"], "--mask", p["mask"], "--dq", p["dq"], "--dk",
                 p["dk"], "--dv", p["dv"], "--causal", "bottom-right",
                 "--softcap", repr(SOFTCAP), "--scale", repr(SCALE),
-                "--block-q", "8", "--block-kv", "16", "--device", "emulate",
-                "--quiet"]
+                "--device", "emulate", "--quiet"]
+        base += (["--kernel", "mma"] if MMA else
+                 ["--kernel", "simt", "--block-q", "8", "--block-kv", "16"])
 
         def run(extra):
             for n in ("dq", "dk", "dv"):
@@ -161,7 +198,11 @@ def main():
 
         mapped = os.path.join(tmp, "mapped.mlir")
         errs, why = run(["--dump-mapped", mapped])
-        if errs is None or not max(errs) < 2e-5:
+        if MMA and errs is not None:
+            print(f"naive f16 backward: rel err {naive_err:.1e}")
+            if max(errs) <= 4 * naive_err:
+                tol = 4 * max(errs)
+        if errs is None or not max(errs) < tol:
             print(f"FAILED: the clean kernels: {errs or why}")
             sys.exit(1)
         print("clean: rel err of dQ, dK, dV " +
@@ -172,12 +213,18 @@ def main():
 
         expected = {
             "dq": ("no_delta", "no_softcap_grad", "unguarded_exp",
-                   "unguarded_ds", "unguarded_product", "no_barrier"),
+                   "unguarded_ds",
+                   "nan_k_kept" if MMA else "unguarded_product",
+                   "no_barrier"),
             "dkdv": ("no_delta", "no_softcap_grad", "unguarded_exp",
                      "unguarded_ds", "no_barrier"),
         }
-        for which, kernel, barrier in (("dq", dq_kernel, 0),
-                                       ("dkdv", dkdv_kernel, 2)):
+        # The barrier after a tile copy: in the mma.sync kernels the one
+        # after the K/V copy of the dQ kernel (the second: the first opens
+        # the tile) and the one after the Q/dO copy of the dK/dV kernel (the
+        # second: the first comes before the copy).
+        for which, kernel, barrier in (("dq", dq_kernel, 1 if MMA else 0),
+                                       ("dkdv", dkdv_kernel, 1 if MMA else 2)):
             mutants = mutations(kernel, barrier)
             for name in expected[which]:
                 label = f"{which}_{name}"
@@ -201,7 +248,7 @@ def main():
                     failures.append(f"{label}: the race was not reported")
                 worst = max(errs)
                 print(f"{label}: max rel err {worst:.1e}")
-                if worst < 2e-5:
+                if worst < tol:
                     failures.append(f"mutation {label} was not caught")
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures))

@@ -2,14 +2,18 @@
 # RUN: env OMP_NUM_THREADS=2 %python %s %fa_run --parallel
 # RUN: %python %s %fa_run --tiled
 # RUN: %python %s %fa_run --emulate
+# RUN: %python %s %fa_run --emulate --simt
 #
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """Numerics of `fa-run attention-backward` on the CPU (fa.attention_backward
 through the vector kernel, fa-cpu-attention-backward; with --tiled through
 fa-tile-attention-backward; with --emulate the SIMT GPU kernels of
-fa-promote-shared-backward, dQ and dK/dV, under fa's interpreter with its
-race, bounds and initialization checks) against the float64 gradients of
+fa-map-to-tensor-cores-backward's mma.sync kernels for f16 and bf16 at
+head dims multiples of 16, fa-promote-shared-backward's SIMT ones for the
+rest, and with --emulate --simt the SIMT ones for every case, dQ and dK/dV,
+under fa's interpreter with its race, bounds and initialization checks)
+against the float64 gradients of
 test/lib/fa_reference.py (reference_backward), written from the op's
 contract and shared with no lowering.
 
@@ -24,7 +28,10 @@ framework would save them), runs fa-run and compares dQ, dK and dV:
   * float32: relative Frobenius error below 1e-5 (2e-5 with softcap);
   * float16 / bfloat16: max abs error at most 2x that of a naive backward
     (float32 math on the rounded inputs, gradients rounded to the type)
-    plus 1e-5 (FlashAttention's criterion);
+    plus 1e-5 (FlashAttention's criterion); for the mma.sync kernels the
+    naive backward also rounds P and dS to the type before their products,
+    as every tensor-core kernel (and FlashAttention's half-precision
+    reference) does;
   * exact zeros: dQ rows of queries with no attended key (LSE = -inf) and
     dK / dV rows of keys no query attends (past a key length, or removed
     for every row); no NaN anywhere (the outputs are poisoned first), also
@@ -36,8 +43,8 @@ With --emulate the cases also run at the GPU kernels' own head dims (D = 64
 and 128 in float16 and bfloat16, the sizes ptxas checks) and on every tile
 size the cases name (block-kv at most 32 there).
 
-Usage: backward_numerics.py FA_RUN [--parallel] [--tiled] [--emulate]
-                            [SUBSTRING...]
+Usage: backward_numerics.py FA_RUN [--parallel] [--tiled]
+                            [--emulate [--simt]] [SUBSTRING...]
 """
 
 import os
@@ -58,7 +65,17 @@ ARGS = sys.argv[2:]
 PARALLEL = "--parallel" in ARGS
 TILED = "--tiled" in ARGS
 EMULATE = "--emulate" in ARGS
-ONLY = [a for a in ARGS if a not in ("--parallel", "--tiled", "--emulate")]
+SIMT = "--simt" in ARGS
+ONLY = [a for a in ARGS
+        if a not in ("--parallel", "--tiled", "--emulate", "--simt")]
+
+
+def uses_mma(c):
+    """Whether --device emulate runs the case on the mma.sync kernels
+    (kernel=auto: f16/bf16, head dims multiples of 16 up to 128)."""
+    dims = (c["D"], c["Dv"] or c["D"])
+    return (EMULATE and not SIMT and c["dtype"] != "float32"
+            and all(d % 16 == 0 and d <= 128 for d in dims))
 
 
 def case(name, **kw):
@@ -109,6 +126,18 @@ CASES = [
          mask="bool"),
     case("bf16_window", dtype="bfloat16", Hq=4, Hkv=2, Nq=50, Nk=64,
          window=(16, 16), lens=[64, 40]),
+    # Half types with NaN in removed K / V rows (the mma.sync dQ kernel
+    # clears them from the K tile), ragged query and key tiles, Dv != D,
+    # and the positional modifiers together.
+    case("f16_mask_nan_values", dtype="float16", Nq=30, Nk=45, mask="bool",
+         nan_padding=True),
+    case("f16_lens_nan_ragged_causal", dtype="float16", B=2, Hq=2, Hkv=1,
+         Nq=70, Nk=150, lens=[150, 37], nan_padding=True,
+         causal="bottom-right"),
+    case("f16_mqa_dv_ne_d", dtype="float16", Hq=4, Hkv=1, Nq=37, Nk=53,
+         D=64, Dv=32),
+    case("bf16_chunk_segments_alibi", dtype="bfloat16", Nq=48, Nk=80,
+         causal="top-left", chunk=16, segments="sorted", alibi="bh"),
 ]
 if EMULATE:
     # The GPU kernels' head dims, f16 and bf16 (their tiles are chosen for
@@ -147,6 +176,10 @@ def draw(c, rng):
         if c["mask"] == "bool":
             m = rng.random(shape) < 0.7
             m[..., 3, :] = False  # a fully masked row
+            if c["nan_padding"]:
+                # Keys no row keeps, whose K / V rows get NaN below.
+                m[..., :, 7] = False
+                m[..., :, 20] = False
             a["mask"] = m
         else:
             m = (rng.standard_normal(shape) * 2).astype(np.float32)
@@ -255,7 +288,9 @@ def run_case(c, workdir):
                 v_in[b, :, max(n, 0):] = np.nan
         if mask is not None:
             removed = ~mask.any(axis=(1, 2))  # [B, Nk] keys nobody keeps
+            assert removed.any(), "no key for the NaN rows"
             for b in range(mask.shape[0]):
+                k_in[b, :, removed[b]] = np.nan
                 v_in[b, :, removed[b]] = np.nan
     p = {n: os.path.join(workdir, f"{c['name']}.{n}.npy") for n in
          ("q", "k", "v", "o", "lse", "do", "dq", "dk", "dv", "lens", "mask",
@@ -304,6 +339,8 @@ def run_case(c, workdir):
         cmd += ["--cpu-kernel", "tiled"]
     if EMULATE:
         cmd += ["--device", "emulate"]
+    if SIMT:
+        cmd += ["--kernel", "simt"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         return [f"{c['name']}: fa-run failed: {r.stderr.strip()[-2000:]}"]
@@ -318,7 +355,9 @@ def run_case(c, workdir):
                                 a["k"].astype(np.float32),
                                 a["v"].astype(np.float32),
                                 a["do"].astype(np.float32), scale,
-                                c["causal"], lens, mask, **kw)
+                                c["causal"], lens, mask, **kw,
+                                round_operands=((lambda x: round_to(x, dt))
+                                                if uses_mma(c) else None))
         naive = [round_to(x, dt) for x in nv]
     for i, name in enumerate(("dq", "dk", "dv")):
         g, r_ = got[i], ref[i]

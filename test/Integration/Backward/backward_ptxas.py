@@ -3,17 +3,21 @@
 #
 # Part of the fa project, under the Apache License v2.0 with LLVM Exceptions.
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-"""The SIMT backward kernels (fa-promote-shared-backward: dQ, and dK/dV as
-`<function>_dkdv`) assemble with ptxas with no spills and no stack frame.
+"""The backward kernels (dQ, and dK/dV as `<function>_dkdv`) assemble with
+ptxas with no spills and no stack frame: the mma.sync kernels
+(fa-map-to-tensor-cores-backward, what kernel=auto picks for f16 and bf16)
+and the SIMT ones (fa-promote-shared-backward: f32, and f16 with
+kernel=simt).
 
 The matrix: sm_80 and sm_90, f16 / bf16 / f32, head dims 64 and 128,
-causal none and bottom-right, GQA 8/2 (24 kernels); Dv != D; and the
-modifiers together (key lengths, an additive mask, ALiBi, window, softcap)
-in f16 and bf16 at D = 128. Each function is lowered with
-`fa-lower-to-nvvm`, the PTX is taken out of the gpu.binary, must hold both
-entries, shared buffers, bar.sync, the warp shuffles and ex2.approx, and
-`ptxas -arch=<chip> -v` must succeed and report 0 bytes of stack frame,
-spill stores and spill loads for both entries.
+causal none and bottom-right, GQA 8/2 (24 kernels); the SIMT kernels in
+f16 at both head dims; Dv != D; and the modifiers together (key lengths,
+an additive mask, ALiBi, window, softcap) in f16 and bf16 at D = 128. Each
+function is lowered with `fa-lower-to-nvvm`, the PTX is taken out of the
+gpu.binary, must hold both entries, shared buffers, bar.sync, the warp
+shuffles and ex2.approx (mma.sync, ldmatrix and cp.async for the tensor-core
+kernels), and `ptxas -arch=<chip> -v` must succeed and report 0 bytes of
+stack frame, spill stores and spill loads for both entries.
 
 Usage: backward_ptxas.py FA_OPT PTXAS
 """
@@ -67,23 +71,28 @@ def kernel_text(d, dv, t, causal, mods):
 
 def main(argv):
     fa_opt, ptxas = argv[1], argv[2]
-    configs = [(chip, d, d, t, causal, False)
+    configs = [(chip, d, d, t, causal, False, "auto")
                for chip in ("sm_80", "sm_90") for t in ("f16", "bf16", "f32")
                for d in (64, 128) for causal in ("none", "bottom_right")]
-    configs += [("sm_80", 128, 64, "f16", "none", False),
-                ("sm_80", 64, 128, "bf16", "top_left", False),
-                ("sm_80", 128, 128, "f16", "bottom_right", True),
-                ("sm_90", 128, 128, "bf16", "bottom_right", True)]
+    configs += [("sm_80", d, d, "f16", "bottom_right", False, "simt")
+                for d in (64, 128)]
+    configs += [("sm_80", 128, 64, "f16", "none", False, "auto"),
+                ("sm_80", 64, 128, "bf16", "top_left", False, "auto"),
+                ("sm_80", 128, 128, "f16", "bottom_right", True, "auto"),
+                ("sm_90", 128, 128, "bf16", "bottom_right", True, "auto"),
+                ("sm_80", 128, 128, "f16", "bottom_right", True, "simt")]
     failures = 0
     with tempfile.TemporaryDirectory(prefix="fa-bwd-ptxas-") as tmp:
-        for chip, d, dv, t, causal, mods in configs:
+        for chip, d, dv, t, causal, mods, kernel in configs:
             name = (f"{chip}_d{d}_dv{dv}_{t}_{causal}"
-                    + ("_mods" if mods else ""))
+                    + ("_mods" if mods else "") + f"_{kernel}")
+            mma = t != "f32" and kernel == "auto"
             src = os.path.join(tmp, name + ".mlir")
             with open(src, "w") as f:
                 f.write(kernel_text(d, dv, t, causal, mods))
             lowered = subprocess.run(
-                [fa_opt, src, f"-fa-lower-to-nvvm=chip={chip}"],
+                [fa_opt, src,
+                 f"-fa-lower-to-nvvm=chip={chip} kernel={kernel}"],
                 capture_output=True, text=True)
             if lowered.returncode != 0:
                 print(f"FAIL {name}: fa-opt: {lowered.stderr.strip()[:400]}")
@@ -95,10 +104,17 @@ def main(argv):
                 problems.append(f"{len(ptxs)} PTX modules (expected 1)")
             else:
                 ptx = ptxs[0]
-                for needle in (f".target {chip}", ".entry fa_kernel(",
-                               ".entry fa_kernel_dkdv(", ".shared .align 16",
-                               "bar.sync", "shfl.sync.bfly", "shfl.sync.idx",
-                               "ex2.approx.f32"):
+                needles = [f".target {chip}", ".entry fa_kernel(",
+                           ".entry fa_kernel_dkdv(", ".shared .align 16",
+                           "bar.sync", "shfl.sync.bfly", "ex2.approx.f32"]
+                needles += (["mma.sync.aligned.m16n8k16", "ldmatrix.sync",
+                             "cp.async.cg.shared.global"] if mma
+                            else ["shfl.sync.idx"])
+                if mma and not re.search(
+                        rf"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\."
+                        rf"{t}\.{t}\.f32", ptx):
+                    problems.append(f"no {t} mma.sync with f32 accumulators")
+                for needle in needles:
                     if needle not in ptx:
                         problems.append(f"no '{needle}' in the PTX")
                 path = os.path.join(tmp, name + ".ptx")

@@ -923,9 +923,10 @@ TEST(MetadataTest, CudaBackward) {
   bad.launch->grid = {GridAxis::KeyTiles, GridAxis::Heads, GridAxis::Batch};
   EXPECT_THAT(parseError(toJson(bad)), HasSubstr("field 'launch.grid'"));
   bad = md;
-  bad.kernel = "mma";
+  bad.kernel = "wgmma";
   EXPECT_THAT(parseError(toJson(bad)),
-              HasSubstr("cuda attention_backward kernels are SIMT kernels"));
+              HasSubstr("cuda attention_backward kernels are SIMT or mma "
+                        "kernels, got 'wgmma'"));
   bad = md;
   bad.launch->dkdvSymbol = md.symbol;
   EXPECT_THAT(parseError(toJson(bad)),

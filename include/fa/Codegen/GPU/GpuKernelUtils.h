@@ -125,6 +125,15 @@ struct TensorCoreConfig {
 /// multiples of 16 up to 256, an f16/bf16/f32 output.
 bool isTensorCoreEligible(AttentionOp op);
 
+/// The largest head dim (D and Dv) of fa-map-to-tensor-cores-backward.
+constexpr int64_t kMmaBackwardMaxHeadDim = 128;
+
+/// Whether fa-map-to-tensor-cores-backward handles `op`: f16/bf16 Q, K, V
+/// and dO, head dims multiples of 16 up to kMmaBackwardMaxHeadDim;
+/// otherwise `reason` (when given) says why not.
+bool isTensorCoreBackwardEligible(AttentionBackwardOp op,
+                                  std::string *reason = nullptr);
+
 /// Validates the tensor-core tile sizes for `op` (block-kv 0 = automatic),
 /// or explains in `error` why they do not work.
 FailureOr<TensorCoreConfig> chooseTensorCoreConfig(AttentionOp op,

@@ -105,6 +105,60 @@ LogicalResult gpukernel::addSplitWorkspace(AttentionOp op, StringRef pass,
   return success();
 }
 
+void gpukernel::approximateTanhForNVVM(Operation *kernel) {
+  // The softcap's tanh: a rational approximation (a few ulp), as on the
+  // CPU; NVVM has no tanh without libdevice. Its math.fma and math.absf,
+  // and any f32 math.exp2 / math.log2, become the LLVM and NVVM intrinsics
+  // (fma.rn.f32, abs.f32, ex2.approx.f32, lg2.approx.f32): the NVVM
+  // lowering would call libdevice (__nv_fmaf, __nv_exp2f, ...), which
+  // nothing links.
+  SmallVector<Operation *> tanhs;
+  kernel->walk([&](math::TanhOp t) { tanhs.push_back(t); });
+  if (!tanhs.empty())
+    (void)lowering::approximateTanh(tanhs);
+  SmallVector<Operation *> mathOps;
+  kernel->walk([&](Operation *o) {
+    if (isa<math::FmaOp, math::AbsFOp, math::Exp2Op, math::Log2Op>(o) &&
+        o->getResult(0).getType().isF32() &&
+        !lowering::getNVVMIntrinsicName(o).empty())
+      mathOps.push_back(o);
+  });
+  for (Operation *o : mathOps) {
+    OpBuilder ob(o);
+    StringRef name = lowering::getNVVMIntrinsicName(o);
+    auto call = LLVM::CallIntrinsicOp::create(
+        ob, o->getLoc(), Type(ob.getF32Type()), ob.getStringAttr(name),
+        ValueRange(o->getOperands()));
+    o->replaceAllUsesWith(call->getResults());
+    o->erase();
+  }
+}
+
+gpu::GPUFuncOp gpukernel::createKernelFunc(gpu::GPUModuleOp gpuModule,
+                                           func::FuncOp func, StringRef name,
+                                           int64_t numThreads) {
+  MLIRContext *ctx = func.getContext();
+  OpBuilder gb = OpBuilder::atBlockEnd(gpuModule.getBody());
+  auto kernel =
+      gpu::GPUFuncOp::create(gb, func.getLoc(), name, func.getFunctionType());
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+  kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
+      ctx, {static_cast<int32_t>(numThreads), 1, 1}));
+  return kernel;
+}
+
+Value gpukernel::remapIntoKernel(gpu::GPUFuncOp kernel, Value v) {
+  if (!v)
+    return v;
+  // The kernel's parameters are the function's arguments, in order.
+  Block &entry = kernel.getBody().front();
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return entry.getArgument(arg.getArgNumber());
+  // A constant (the q_offset): cloned into the kernel.
+  OpBuilder cb = OpBuilder::atBlockBegin(&entry);
+  return cb.clone(*v.getDefiningOp())->getResult(0);
+}
+
 void gpukernel::outlineKernel(
     ModuleOp module, func::FuncOp func, AttentionOp op,
     const KernelOperands &args, const KernelLaunch &launch,
@@ -116,24 +170,9 @@ void gpukernel::outlineKernel(
   OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
   auto gpuModule =
       gpu::GPUModuleOp::create(mb, loc, (func.getName() + "_kernels").str());
-  OpBuilder gb = OpBuilder::atBlockBegin(gpuModule.getBody());
-  auto kernel =
-      gpu::GPUFuncOp::create(gb, loc, func.getName(), func.getFunctionType());
-  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
-  kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
-      ctx, {static_cast<int32_t>(launch.numThreads), 1, 1}));
-
-  // The kernel's parameters are the function's arguments, in order.
-  Block &entry = kernel.getBody().front();
-  auto remap = [&](Value v) -> Value {
-    if (!v)
-      return v;
-    if (auto arg = dyn_cast<BlockArgument>(v))
-      return entry.getArgument(arg.getArgNumber());
-    // A constant (the q_offset): cloned into the kernel.
-    OpBuilder cb = OpBuilder::atBlockBegin(&entry);
-    return cb.clone(*v.getDefiningOp())->getResult(0);
-  };
+  gpu::GPUFuncOp kernel =
+      createKernelFunc(gpuModule, func, func.getName(), launch.numThreads);
+  auto remap = [&](Value v) { return remapIntoKernel(kernel, v); };
   KernelOperands kargs{remap(args.q),         remap(args.k),
                        remap(args.v),         remap(args.kvLens),
                        remap(args.mask),      remap(args.o),
@@ -149,30 +188,7 @@ void gpukernel::outlineKernel(
   kargs.partialO = remap(args.partialO);
   kargs.partialLse = remap(args.partialLse);
   buildBody(kernel, kargs);
-  // The softcap's tanh: a rational approximation (a few ulp), as on the
-  // CPU; NVVM has no tanh without libdevice. Its math.fma and math.absf
-  // become the LLVM intrinsics (fma.rn.f32, abs.f32): the NVVM lowering
-  // would call libdevice's __nv_fmaf and __nv_fabsf, which nothing links.
-  SmallVector<Operation *> tanhs;
-  kernel.walk([&](math::TanhOp t) { tanhs.push_back(t); });
-  if (!tanhs.empty()) {
-    (void)lowering::approximateTanh(tanhs);
-    SmallVector<Operation *> mathOps;
-    kernel.walk([&](Operation *o) {
-      if (isa<math::FmaOp, math::AbsFOp>(o) &&
-          !lowering::getNVVMIntrinsicName(o).empty())
-        mathOps.push_back(o);
-    });
-    for (Operation *o : mathOps) {
-      OpBuilder ob(o);
-      StringRef name = lowering::getNVVMIntrinsicName(o);
-      auto call = LLVM::CallIntrinsicOp::create(
-          ob, o->getLoc(), Type(ob.getF32Type()), ob.getStringAttr(name),
-          ValueRange(o->getOperands()));
-      o->replaceAllUsesWith(call->getResults());
-      o->erase();
-    }
-  }
+  approximateTanhForNVVM(kernel);
 
   int64_t numHeads =
       cast<RankedTensorType>(op.getQuery().getType()).getDimSize(1);

@@ -89,6 +89,21 @@ LogicalResult checkSharedMemoryFits(AttentionOp op, StringRef pass,
 LogicalResult addSplitWorkspace(AttentionOp op, StringRef pass,
                                 func::FuncOp func, KernelOperands &args);
 
+/// Replaces each math.tanh in `kernel` by a rational approximation, then
+/// the f32 math.fma, math.absf, math.exp2 and math.log2 by LLVM / NVVM
+/// intrinsics (no libdevice is linked).
+void approximateTanhForNVVM(Operation *kernel);
+
+/// A `gpu.func` kernel named `name` at the end of `gpuModule` with the
+/// signature of `func` and the known block size (numThreads, 1, 1).
+gpu::GPUFuncOp createKernelFunc(gpu::GPUModuleOp gpuModule, func::FuncOp func,
+                                StringRef name, int64_t numThreads);
+
+/// `v`, a value of the kernel function `kernel` was created from, inside
+/// `kernel`: an argument becomes the kernel's parameter of the same
+/// position, a constant (the q_offset) is cloned in; null stays null.
+Value remapIntoKernel(gpu::GPUFuncOp kernel, Value v);
+
 /// Moves `func` into a gpu.module kernel: creates the gpu.func (same
 /// signature, the known block size), lets `buildBody` emit its body from its
 /// remapped memrefs, replaces the body of `func` by the launch (with
