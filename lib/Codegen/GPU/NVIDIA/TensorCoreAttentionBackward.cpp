@@ -141,7 +141,8 @@ public:
     accType = VectorType::get({2, 2}, b.getF32Type());
     fragA = VectorType::get({4, 2}, elt);
     // Keys below the key length are removed for some rows only by these;
-    // without them every key below it is attended by every row.
+    // without them every key below it is attended by every row. (Any
+    // mask, not only a boolean one: an additive -inf removes its key.)
     removesKeys = op.getCausal() != CausalKind::none ||
                   static_cast<bool>(op.getMask()) || op.getWindow() ||
                   op.getChunk() || static_cast<bool>(op.getQSegments());
@@ -582,7 +583,8 @@ void BackwardMmaBuilder::storeRows(ArrayRef<Value> acc, float factor,
 
 void BackwardMmaBuilder::buildQueryKernel(gpu::GPUFuncOp kernel,
                                           const BackwardKernelOperands &a) {
-  b.setInsertionPointToStart(&kernel.getBody().front());
+  // After a constant q_offset remapIntoKernel may have cloned there.
+  b.setInsertionPointToEnd(&kernel.getBody().front());
   int64_t dK = cfg.headDim, dV = cfg.valueDim, kt = cfg.inner;
   Value qs = workgroupBuffer("q", {cfg.blockQ, cfg.stride(dK)}, elt);
   Value dos = workgroupBuffer("do", {cfg.blockQ, cfg.stride(dV)}, elt);
@@ -665,7 +667,8 @@ void BackwardMmaBuilder::buildQueryKernel(gpu::GPUFuncOp kernel,
 
 void BackwardMmaBuilder::buildKeyKernel(gpu::GPUFuncOp kernel,
                                         const BackwardKernelOperands &a) {
-  b.setInsertionPointToStart(&kernel.getBody().front());
+  // After a constant q_offset remapIntoKernel may have cloned there.
+  b.setInsertionPointToEnd(&kernel.getBody().front());
   int64_t dK = cfg.headDim, dV = cfg.valueDim, qt = cfg.inner;
   Value ks = workgroupBuffer("k", {cfg.blockKV, cfg.stride(dK)}, elt);
   Value vs = workgroupBuffer("v", {cfg.blockKV, cfg.stride(dV)}, elt);

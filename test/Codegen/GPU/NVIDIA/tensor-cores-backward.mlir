@@ -150,3 +150,35 @@ func.func @f16_d144_left(%q: memref<?x4x?x144xf16>, %k: memref<?x2x?x144xf16>, %
   bufferization.materialize_in_destination %r#2 in restrict writable %dv : (tensor<?x2x?x144xf16>, memref<?x2x?x144xf16>) -> ()
   return
 }
+
+// -----
+
+// A constant q_offset is cloned into both kernels before their code (the
+// diagonal offset adds it).
+// CHECK-LABEL: func.func @f16_q_offset
+//  CHECK-SAME:   tensor_cores
+//       CHECK:   gpu.func @f16_q_offset(
+//  CHECK-NEXT:     %[[OFF:.*]] = arith.constant 3 : index
+//       CHECK:     arith.addi %{{.*}}, %[[OFF]] : index
+//       CHECK:     gpu.return
+//       CHECK:   gpu.func @f16_q_offset_dkdv(
+//  CHECK-NEXT:     %[[OFF2:.*]] = arith.constant 3 : index
+//       CHECK:     arith.addi %{{.*}}, %[[OFF2]] : index
+//       CHECK:     gpu.return
+func.func @f16_q_offset(%q: memref<?x4x?x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>, %o: memref<?x4x?x64xf16>, %lse: memref<?x4x?xf32>, %do: memref<?x4x?x64xf16>, %dq: memref<?x4x?x64xf16>, %dk: memref<?x2x?x64xf16>, %dv: memref<?x2x?x64xf16>) {
+  %off = arith.constant 3 : index
+  %tq = bufferization.to_tensor %q restrict : memref<?x4x?x64xf16> to tensor<?x4x?x64xf16>
+  %tk = bufferization.to_tensor %k restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %tv = bufferization.to_tensor %v restrict : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %to = bufferization.to_tensor %o restrict : memref<?x4x?x64xf16> to tensor<?x4x?x64xf16>
+  %tl = bufferization.to_tensor %lse restrict : memref<?x4x?xf32> to tensor<?x4x?xf32>
+  %tdo = bufferization.to_tensor %do restrict : memref<?x4x?x64xf16> to tensor<?x4x?x64xf16>
+  %tdq = bufferization.to_tensor %dq restrict writable : memref<?x4x?x64xf16> to tensor<?x4x?x64xf16>
+  %tdk = bufferization.to_tensor %dk restrict writable : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %tdv = bufferization.to_tensor %dv restrict writable : memref<?x2x?x64xf16> to tensor<?x2x?x64xf16>
+  %r:3 = fa.attention_backward ins(%tq, %tk, %tv : tensor<?x4x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>) forward(%to, %tl : tensor<?x4x?x64xf16>, tensor<?x4x?xf32>) grad_output(%tdo : tensor<?x4x?x64xf16>) q_offset(%off) outs(%tdq, %tdk, %tdv : tensor<?x4x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>) causal(bottom_right) -> tensor<?x4x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>
+  bufferization.materialize_in_destination %r#0 in restrict writable %dq : (tensor<?x4x?x64xf16>, memref<?x4x?x64xf16>) -> ()
+  bufferization.materialize_in_destination %r#1 in restrict writable %dk : (tensor<?x2x?x64xf16>, memref<?x2x?x64xf16>) -> ()
+  bufferization.materialize_in_destination %r#2 in restrict writable %dv : (tensor<?x2x?x64xf16>, memref<?x2x?x64xf16>) -> ()
+  return
+}
