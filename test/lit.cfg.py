@@ -38,6 +38,19 @@ config.substitutions.append(("%fa_obj_root", config.fa_obj_root))
 import platform
 if platform.machine() in ("x86_64", "AMD64"):
     config.available_features.add("x86_64-host")
+# avx512bf16: the host runs vdpbf16ps (fa-run's bf16 dot-product kernel is
+# then the default for bf16 inputs). Tests of that kernel's numerics need
+# it; its IR and objects are checked everywhere.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                if {"avx512f", "avx512_bf16"} <= flags:
+                    config.available_features.add("avx512bf16")
+                break
+except OSError:
+    pass
 
 # %python_runtime: the Python that loads the build's libFARuntime.so through
 # ctypes. In a sanitizer build (FA_ENABLE_SANITIZERS, .ci/sanitize) that

@@ -26,8 +26,12 @@ Usage:
       [--configs f32:128:4096:none ...] [--repeats 3] [--runs 3] [--out F]
 
 A config is dtype:D:N:causal[:bqN] (causal: none or bottom-right; bqN:
-fa-run --block-q N instead of the automatic query tile). Benchmarks are
-not tests: check-fa does not run this.
+fa-run --block-q N instead of the automatic query tile). dtype is f32, f16,
+bf16 (bfloat16 inputs; the AVX512_BF16 dot-product kernel where the host
+has it, whose figures are fractions of the bf16 dot peak and whose bound
+uses it) or bf16f32 (the same inputs with `--cpu-bf16 f32`: the f32 FMA
+kernel, P in f32). torch runs bf16 as torch.bfloat16. Benchmarks are not
+tests: check-fa does not run this.
 """
 
 import argparse
@@ -48,7 +52,18 @@ from bench_common import fa_run_ms, limits_line, machine, probe  # noqa: E402
 DEFAULT_CONFIGS = (
     ["f32:128:%d:none" % n for n in (512, 1024, 4096, 16384)]
     + ["f32:%d:4096:none" % d for d in (64, 96, 256)]
-    + ["f32:128:16384:none:bq128", "f32:128:4096:bottom-right", "f16:128:4096:none"])
+    + ["f32:128:16384:none:bq128", "f32:128:4096:bottom-right", "f16:128:4096:none",
+       "bf16:128:4096:none", "bf16f32:128:4096:none", "bf16:128:4096:bottom-right"])
+
+
+def bf16_bits(x):
+    """float32 -> bfloat16 bit patterns (nearest even), as fa-run reads them."""
+    u = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def from_bf16_bits(u):
+    return (u.astype(np.uint32) << 16).view(np.float32)
 
 
 def flop_count(h, n, d, causal):
@@ -88,12 +103,14 @@ def try_torch():
         return None
 
 
-def torch_ms(torch, q, k, v, causal, threads, repeats):
+def torch_ms(torch, q, k, v, causal, threads, repeats, bf16=False):
     import torch.nn.functional as F
     torch.set_num_threads(threads)
     tq, tk, tv = (torch.from_numpy(x.astype(np.float32)) for x in (q, k, v))
     if q.dtype == np.float16:
         tq, tk, tv = (x.half() for x in (tq, tk, tv))
+    if bf16:
+        tq, tk, tv = (x.bfloat16() for x in (tq, tk, tv))
     best = float("inf")
     with torch.no_grad():
         for _ in range(repeats + 1):
@@ -130,17 +147,27 @@ def main():
             # An optional fifth field, bqN: fa-run --block-q N.
             tile_flags = ["--block-q", tiles[0][2:]] if tiles else []
             np_type = np.float16 if dtype == "f16" else np.float32
+            bf16 = dtype.startswith("bf16")
             rng = np.random.default_rng(n + d)
             q, k, v = (rng.standard_normal((1, h, n, d), dtype=np.float32).astype(np_type)
                        for _ in range(3))
+            if bf16:
+                # The values the bf16 files hold, for torch and the reference.
+                q, k, v = (from_bf16_bits(bf16_bits(x)) for x in (q, k, v))
             paths = {x: os.path.join(tmp, x + ".npy") for x in "qkvo"}
             for x, a in zip("qkv", (q, k, v)):
-                np.save(paths[x], a)
+                np.save(paths[x], bf16_bits(a) if bf16 else a)
             fa_args = ["--q", paths["q"], "--k", paths["k"], "--v", paths["v"],
                        "-o", paths["o"], "--causal", causal] + tile_flags
+            if bf16:
+                fa_args += ["--dtype", "bf16",
+                            "--cpu-bf16", "f32" if dtype == "bf16f32" else "dot"]
+            # bf16 through the dot products: fractions of the bf16 dot peak.
+            peak_kind = "bf16dot" if dtype == "bf16" and probe("bf16dot", 1) else "fma"
             flops = flop_count(h, n, d, causal)
-            nbytes = byte_count(h, n, d, np.dtype(np_type).itemsize)
-            cost = report_cost(args.fa_compile, tmp, dtype, h, n, d, causal)
+            nbytes = byte_count(h, n, d, 2 if bf16 else np.dtype(np_type).itemsize)
+            cost = report_cost(args.fa_compile, tmp, "bf16" if bf16 else dtype, h, n, d,
+                               causal)
             for what, ours, theirs in (("flops", cost["flops"], flops),
                                        ("bytes", cost["bytes_read"] + cost["bytes_written"],
                                         nbytes)):
@@ -149,26 +176,28 @@ def main():
             for threads in sorted({1, args.threads}):
                 ms = fa_run_ms(args.fa_run, fa_args, threads, args.repeats, args.runs)
                 o = np.load(paths["o"])
+                if bf16:
+                    o = from_bf16_bits(o)
                 sel = np.linspace(0, n - 1, 64).astype(int)
                 ref = reference_rows(q, k, v, causal, sel)
                 err = np.linalg.norm(o[0][:, sel] - ref) / np.linalg.norm(ref)
                 if err > (1e-4 if dtype == "f32" else 1e-2):
                     problems.append(f"{config}: relative error {err:.2e}")
-                peak, bw = probe("fma", threads), probe("read", threads)
+                peak, bw = probe(peak_kind, threads), probe("read", threads)
                 bound = max(cost["flops"] / (peak * 1e9), (cost["bytes_read"] +
                                                         cost["bytes_written"]) / (bw * 1e9)) * 1e3
                 if bound > ms:
                     problems.append(f"{config} {threads} threads: bound {bound:.2f} ms "
                                     f"above the measured {ms:.2f} ms")
-                t_ms = (torch_ms(torch, q, k, v, causal, threads, args.repeats)
+                t_ms = (torch_ms(torch, q, k, v, causal, threads, args.repeats, bf16)
                         if torch else None)
                 gf = flops / ms / 1e6
                 row = dict(dtype=dtype, d=d, n=n, causal=causal + (f" {tiles[0]}" if tiles else ""),
-                           threads=threads, ms=ms,
+                           threads=threads, ms=ms, peak=peak_kind,
                            gf=gf, frac=gf / peak, bound=bound, torch=t_ms)
                 rows.append(row)
                 log(f"{config} {threads}T: {ms:9.2f} ms {gf:7.1f} GFLOP/s "
-                    f"{100 * gf / peak:5.1f}% of FMA peak, bound {bound:8.2f} ms"
+                    f"{100 * gf / peak:5.1f}% of {peak_kind} peak, bound {bound:8.2f} ms"
                     + (f", torch {t_ms:9.2f} ms" if t_ms else ""))
 
     def find(dtype, d, n, causal, threads):
@@ -188,12 +217,14 @@ def main():
            f"{args.runs} runs); GFLOP/s = 4 H N² D (halved for causal) / time; bound = the "
            "roofline lower bound from the cost report and the measured limits of the same "
            "thread count.", "",
-           "| dtype | D | N | causal | threads | ms | GFLOP/s | of FMA peak | bound ms | "
+           "| dtype | D | N | causal | threads | ms | GFLOP/s | of peak | bound ms | "
            "time / bound | torch ms | ours vs torch |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        peak_name = "bf16 dot" if r["peak"] == "bf16dot" else "FMA"
         out.append(f"| {r['dtype']} | {r['d']} | {r['n']} | {r['causal']} | {r['threads']} | "
-                   f"{r['ms']:.2f} | {r['gf']:.1f} | {100 * r['frac']:.1f}% | {r['bound']:.2f} | "
+                   f"{r['ms']:.2f} | {r['gf']:.1f} | {100 * r['frac']:.1f}% {peak_name} | "
+                   f"{r['bound']:.2f} | "
                    f"{r['ms'] / r['bound']:.2f} | "
                    + (f"{r['torch']:.2f} | {r['torch'] / r['ms']:.2f}× |" if r["torch"]
                       else "— | — |"))
@@ -224,6 +255,17 @@ def main():
     c1, c2 = find("f32", 128, 4096, "bottom-right", 1), find("f32", 128, 4096, "bottom-right", t)
     if c1 and c2 and t > 1:
         out.append(f"- causal N=4096: {t} threads {c1['ms'] / c2['ms']:.2f}× faster than 1")
+    for threads in sorted({1, t}):
+        bf, f32, bff = (find(x, 128, 4096, "none", threads) for x in ("bf16", "f32", "bf16f32"))
+        if bf and f32:
+            line = (f"- bf16 D=128 N=4096, {threads} thread(s): {bf['gf']:.1f} GFLOP/s, "
+                    f"**{bf['gf'] / f32['gf']:.2f}×** the f32 rate (target ≥ 1.6×)")
+            if bff:
+                line += f", {bf['gf'] / bff['gf']:.2f}× the bf16 inputs on the f32 kernel"
+            if bf["torch"]:
+                line += (f"; **{bf['torch'] / bf['ms']:.2f}×** torch's bf16 SDPA "
+                         "(target ≥ 3×)")
+            out.append(line)
     f16 = find("f16", 128, 4096, "none", 1)
     if f16 and base1:
         out.append(f"- f16 inputs, 1 thread: {f16['gf'] / base1['gf']:.2f}× the f32 rate (no "

@@ -273,6 +273,9 @@ Error mlir::fa::compile::emitCpuArtifacts(KernelJob &job,
                 sti->checkFeatures("+avx512f");
   lowering.vectorWidth = avx512 ? 16 : 8;
   lowering.cpuBlockQ = avx512 ? 64 : 32;
+  // bf16 inputs through vdpbf16ps where the target has it.
+  lowering.cpuBf16Dot = avx512 && sti->checkFeatures("+avx512bf16") &&
+                        options.cpuBf16 != "f32";
   lowering.cpuL2CacheSize = getHostL2CacheSize();
   buildLowerToCPUPipeline(pm, lowering);
   if (failed(pm.run(module)))

@@ -65,3 +65,8 @@ int64_t mlir::fa::compile::getHostVectorWidth() {
   auto it = features.find("avx512f");
   return it != features.end() && it->second ? 16 : 8;
 }
+
+bool mlir::fa::compile::hostHasBf16Dot() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  return features.lookup("avx512f") && features.lookup("avx512bf16");
+}

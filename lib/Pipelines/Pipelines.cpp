@@ -94,6 +94,7 @@ void mlir::fa::buildLowerToCPUPipeline(OpPassManager &pm,
       cpuOpts.pvRows = options.cpuPvRows;
     if (options.cpuPvVectors > 0)
       cpuOpts.pvVectors = options.cpuPvVectors;
+    cpuOpts.bf16Dot = options.cpuBf16Dot;
     pm.addPass(createFACpuAttentionPass(cpuOpts));
     FACpuAttentionBackwardPassOptions bwdOpts;
     bwdOpts.vectorWidth = options.vectorWidth;
@@ -147,7 +148,10 @@ void mlir::fa::buildLowerToCPUPipeline(OpPassManager &pm,
     pm.addPass(createConvertSCFToOpenMPPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertVectorToLLVMPass());
+  // x86vector: the bf16 dot products of fa-cpu-attention's bf16-dot.
+  ConvertVectorToLLVMPassOptions vectorOpts;
+  vectorOpts.x86Vector = true;
+  pm.addPass(createConvertVectorToLLVMPass(vectorOpts));
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertMathToLLVMPass());

@@ -87,6 +87,12 @@ cl::opt<std::string> cpuName(
     "cpu",
     cl::desc("CPU target: host (default), generic, or an LLVM CPU name"),
     cl::value_desc("cpu"), cl::init("host"), cl::cat(compileCategory));
+cl::opt<std::string> cpuBf16(
+    "cpu-bf16",
+    cl::desc("CPU target, bf16 inputs: dot (default: AVX512_BF16 dot "
+             "products, P rounded to bf16, where the target CPU has "
+             "avx512bf16) or f32 (the f32 FMA kernel, P in f32)"),
+    cl::value_desc("dot|f32"), cl::init("dot"), cl::cat(compileCategory));
 cl::opt<std::string> ccName(
     "cc", cl::desc("C compiler that links the CPU shared library (default: "
                    "cc from PATH)"),
@@ -275,6 +281,10 @@ static Error checkCommonOptions(CompileOptions &options) {
     return makeError("--cpu applies to --target cpu only");
   if (!isCpu && ccName.getNumOccurrences())
     return makeError("--cc applies to --target cpu only");
+  if (!isCpu && cpuBf16.getNumOccurrences())
+    return makeError("--cpu-bf16 applies to --target cpu only");
+  if (cpuBf16 != "dot" && cpuBf16 != "f32")
+    return makeError("--cpu-bf16 must be dot or f32, got '" + cpuBf16 + "'");
   if (blockQ <= 0 || blockKV <= 0)
     return makeError(formatv("--block-q and --block-kv must be positive, got "
                              "{0} and {1}",
@@ -318,6 +328,7 @@ static Error checkCommonOptions(CompileOptions &options) {
     return err;
   options.target = targetName;
   options.cpu = cpuName;
+  options.cpuBf16 = cpuBf16;
   options.cc = ccName;
   options.blockQ = blockQ;
   options.blockKV = blockKV;

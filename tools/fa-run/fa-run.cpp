@@ -235,6 +235,13 @@ cl::opt<unsigned> kvSplitsOpt(
              "family) and its merge kernel with N parts"),
     cl::value_desc("N"), cl::init(0), cl::sub(attentionCmd),
     cl::cat(runCategory));
+cl::opt<std::string> cpuBf16(
+    "cpu-bf16",
+    cl::desc("CPU vector kernel, bf16 inputs: dot (default: AVX512_BF16 dot "
+             "products, P rounded to bf16, where the host has avx512bf16) "
+             "or f32 (the f32 FMA kernel, P in f32)"),
+    cl::value_desc("dot|f32"), cl::init("dot"), cl::sub(attentionCmd),
+    cl::cat(runCategory));
 cl::opt<std::string> cpuRegisterBlocks(
     "cpu-register-blocks",
     cl::desc("CPU vector kernel: the register blocks KR,PR,PV (keys per S "
@@ -812,7 +819,7 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
                        "gpu-double-buffer={7} parallel={8} "
                        "cpu-kernel={9} cpu-block-q={10} cpu-block-kv={11} "
                        "cpu-l2-cache-size={12} vector-width={13} "
-                       "cpu-kv-splits={14}{15}}",
+                       "cpu-kv-splits={14} cpu-bf16-dot={16}{15}}",
                        bq, bkv, tile, referenceLowering ? "true" : "false",
                        promotedLowering ? "true" : "false",
                        // The promoted form picks its own tile sizes unless
@@ -827,7 +834,11 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
                        compile::getHostL2CacheSize(),
                        // The host's widest f32 vectors (16 or 8 lanes).
                        compile::getHostVectorWidth(),
-                       static_cast<unsigned>(kvSplitsOpt), registerBlocksText())
+                       static_cast<unsigned>(kvSplitsOpt), registerBlocksText(),
+                       // bf16 dot products where the host has them.
+                       compile::hostHasBf16Dot() && cpuBf16 == "dot"
+                           ? "true"
+                           : "false")
       .str();
 }
 
@@ -1604,6 +1615,14 @@ static Error runAttention(MLIRContext &ctx) {
        cpuKernel != "vector"))
     return makeError("--cpu-register-blocks applies to the CPU vector kernel "
                      "(--device cpu, --cpu-kernel vector, no --reference or "
+                     "--promoted)");
+  if (cpuBf16 != "dot" && cpuBf16 != "f32")
+    return makeError("--cpu-bf16 must be dot or f32, got '" + cpuBf16 + "'");
+  if (cpuBf16.getNumOccurrences() &&
+      (*device != Device::Cpu || referenceLowering || promotedLowering ||
+       cpuKernel != "vector"))
+    return makeError("--cpu-bf16 applies to the CPU vector kernel (--device "
+                     "cpu, --cpu-kernel vector, no --reference or "
                      "--promoted)");
   if (kvSplitsOpt.getNumOccurrences() &&
       (*device == Device::Cuda || referenceLowering || promotedLowering ||

@@ -118,6 +118,24 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
     `omp_get_max_threads()`, at most one run per two key tiles of Nk, at
     least 1.
 
+    **bf16 dot products.** With `bf16-dot` (fa-compile and fa-run set it
+    where the target has AVX512_BF16), bf16 inputs with an even D in query
+    tiles of one head (not the decode kernels) with 16 lanes take
+    `x86vector.avx512.dot` (vdpbf16ps: per f32 lane, the sum of two bf16
+    products) for both products. Q is packed as bf16 pairs along d
+    (unscaled), each K pair (one 32-bit word) is broadcast from its row in
+    place, and the S^T register block runs D / 2 steps; S is then scaled
+    in f32. After the softmax P is rounded to bf16
+    (`x86vector.avx512.cvt.packed.f32_to_bf16`, round to nearest even)
+    and paired along the keys, as are the V rows of the tile (a key past
+    the tile is 0 in both), and P V dots a broadcast P pair with the V
+    pair vectors; the running sum l stays the f32 sum of the unrounded P.
+    The products cannot skip a removed key per row, and 0 * NaN is NaN: a
+    tile that needs the removed-key guard and whose V rows hold an inf or
+    a NaN (an exponent of all ones, found while pairing) takes the f32
+    P V with its select instead. Other element types and shapes keep the
+    f32 kernel; the target must have avx512bf16.
+
     Functions not in kernel form are left for `fa-tile-attention` unless
     `require-kernel-form` is set.
   }];
@@ -158,8 +176,14 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
            "kv head) in this many parts, combined by fa.merge (0: chosen "
            "at run time with parallel, from the OpenMP threads and the "
            "parallel work; 1: no split)">,
+    Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
+           "bf16 inputs: S and P V through AVX512_BF16 dot products "
+           "(x86vector.avx512.dot, vdpbf16ps) on bf16 pairs, P rounded to "
+           "bf16 (the target must have avx512bf16; needs vector-width 16, "
+           "an even D and query tiles of one head)">,
   ];
   let dependentDialects = [
+    "::mlir::x86vector::X86VectorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect", "::mlir::func::FuncDialect",

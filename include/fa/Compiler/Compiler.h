@@ -63,6 +63,10 @@ struct KernelJob {
 struct CompileOptions {
   std::string target;     ///< "cpu" or a chip such as "sm_90a"
   std::string cpu;        ///< CPU target: "host", "generic" or an LLVM name
+  /// CPU, bf16 inputs: "dot" (the default) takes the AVX512_BF16
+  /// dot-product kernel where the target has it (P rounded to bf16), "f32"
+  /// the f32 FMA kernel (inputs converted, P in f32) everywhere.
+  std::string cpuBf16 = "dot";
   std::string cc;         ///< C compiler for linking; empty: find `cc`
   int64_t blockQ = 64;    ///< query rows per tile
   int64_t blockKV = 64;   ///< keys per tile
@@ -215,6 +219,11 @@ parseModifierFlags(std::optional<llvm::StringRef> window,
 /// SSE halves). What fa-run passes as `vector-width`; fa-compile asks its
 /// target machine instead, so that it can build for another CPU.
 int64_t getHostVectorWidth();
+
+/// Whether the host has AVX512_BF16 (vdpbf16ps) with 512-bit vectors: then
+/// fa-run lowers bf16 attention through the bf16 dot-product kernel
+/// (`cpu-bf16-dot`); fa-compile asks its target machine instead.
+bool hostHasBf16Dot();
 
 /// Prints a diagnostic and its notes as "<tool>: error: <location>:
 /// <message>" (file:line:col for file locations) to stderr; for

@@ -96,6 +96,13 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
                      "register block of the P V micro-kernel (0: "
                      "automatic, from Dv)"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> cpuBf16Dot{
+      *this, "cpu-bf16-dot",
+      llvm::cl::desc("fa-cpu-attention bf16-dot: bf16 inputs through "
+                     "AVX512_BF16 dot products (vdpbf16ps), P rounded to "
+                     "bf16; the target must have avx512bf16 (fa-compile and "
+                     "fa-run set it from the target's features)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> promoted{
       *this, "promoted",
       llvm::cl::desc("Run the GPU path's promoted form (fa-promote-shared: "

@@ -34,6 +34,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/Iterators.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -106,6 +107,10 @@ struct CpuKernelConfig {
   bool allKvHeads = false;
   /// Independent partial sums over d per S^T accumulator.
   int64_t dSplit = 1;
+  /// bf16 inputs: S^T and P V as AVX512_BF16 dot products on pairs
+  /// (vdpbf16ps), P rounded to bf16 (CpuKernelBuilder::bf16Dot says where
+  /// it applies).
+  bool bf16Dot = false;
 };
 
 /// Split-KV: the workspace the splits of a decode kernel write their
@@ -183,10 +188,10 @@ private:
     return vector::FMAOp::create(b, loc, x, y, acc);
   }
   /// A 64-byte aligned f32 scratch buffer on the stack.
-  Value scratch(OpBuilder &b, ArrayRef<int64_t> shape) {
-    return memref::AllocaOp::create(b, loc,
-                                    MemRefType::get(shape, b.getF32Type()),
-                                    ValueRange{}, b.getI64IntegerAttr(64));
+  Value scratch(OpBuilder &b, ArrayRef<int64_t> shape, Type type = {}) {
+    return memref::AllocaOp::create(
+        b, loc, MemRefType::get(shape, type ? type : b.getF32Type()),
+        ValueRange{}, b.getI64IntegerAttr(64));
   }
   /// scf.for lb..ub step 1 without iter_args.
   void loop(OpBuilder &b, Value lb, Value ub,
@@ -309,6 +314,15 @@ private:
   SmallVector<Value> buildScoreModsAndMax(OpBuilder &b, Value k0, Value kCols,
                                           bool removeKeys);
   void buildPV(OpBuilder &b, Value k0, Value kCols, bool guardMasked);
+  void buildF32PV(OpBuilder &b, Value k0, Value kCols, bool guardMasked);
+  // The bf16 dot-product kernel (bf16Dot).
+  Value bf16PairBroadcast(OpBuilder &b, Value mem, ValueRange idx);
+  Value rawRow(OpBuilder &b, Value mem, ValueRange idx, int64_t col,
+               int64_t rowLen);
+  void buildBf16Scores(OpBuilder &b, Value k0, Value kCols);
+  void buildBf16ValuePairs(OpBuilder &b, Value k0, Value kCols);
+  void buildBf16ProbabilityPairs(OpBuilder &b, Value kCols);
+  void buildBf16PV(OpBuilder &b, Value kCols);
   void buildEpilogue(OpBuilder &b);
 
   AttentionOp op;
@@ -327,6 +341,20 @@ private:
   /// f32 K (and V with Dv a multiple of the vector width) are read in place
   /// instead of being packed per tile.
   bool directK = false, directV = false;
+  /// bf16 inputs through AVX512_BF16 dot products (cfg.bf16Dot, query
+  /// tiles of one head, 16 lanes, D even): Q is packed as bf16 pairs along
+  /// d (qPairs [D / 2, 2 bq]: row p holds Q[r][2p], Q[r][2p + 1] for every
+  /// row r), K pairs are broadcast from their rows in place, and each
+  /// vdpbf16ps adds two products per lane; P V pairs the keys instead:
+  /// the V tile as pairs of rows (vPairs [ceil(bkv / 2), 2 Dv]) and P
+  /// rounded to bf16, paired the same way (pPairs [ceil(bkv / 2), 2 bq]).
+  bool bf16Dot = false;
+  Value qPairs, vPairs, pPairs;
+  /// With bf16Dot, per key tile: whether its V rows hold an inf or a NaN
+  /// (null where no tile is guarded). The dot products cannot skip a
+  /// removed key per row, and 0 * NaN is NaN, so a guarded tile with such
+  /// a row takes the f32 P V with its per-key select instead.
+  Value vNonFinite;
   /// Decode tiles (packed heads, few rows): S as dot products of each K
   /// row, read once in place, with the rows' scaled Q (qR), instead of
   /// broadcasting K elements against Q^T vectors whose lanes are mostly
@@ -473,6 +501,10 @@ void CpuKernelBuilder::build(OpBuilder &b) {
   // rows at once along d.
   directK = elt.isF32() && !cfg.packGroup && !args.blockTable;
   dotScores = cfg.packGroup && headDim % cfg.vw == 0;
+  bf16Dot = cfg.bf16Dot && elt.isBF16() && !cfg.packGroup && cfg.vw == 16 &&
+            headDim % 2 == 0;
+  if (bf16Dot)
+    keyRowsPad = llvm::alignTo(keyRowsPad, 2);
   prefetchAhead =
       dotScores && args.blockTable && !cfg.allKvHeads ? cfg.blockKV : 0;
   kSrc = args.k;
@@ -562,13 +594,20 @@ void CpuKernelBuilder::allocScratch(OpBuilder &b) {
     vStage = scratch(b, {cfg.blockKV, hkv, valueDimPad});
     return;
   }
-  if (dotScores)
+  if (bf16Dot) {
+    Type bf16 = b.getBF16Type();
+    int64_t pairs = llvm::divideCeil(cfg.blockKV, 2);
+    qPairs = scratch(b, {headDim / 2, 2 * bq}, bf16);
+    vPairs = scratch(b, {pairs, 2 * valueDimPad}, bf16);
+    pPairs = scratch(b, {pairs, 2 * bq}, bf16);
+  } else if (dotScores) {
     qR = scratch(b, {bq, headDim});
-  else
+  } else {
     qT = scratch(b, {headDim, bq});
-  if (!directK && !dotScores)
+  }
+  if (!directK && !dotScores && !bf16Dot)
     kP = scratch(b, {keyRowsPad, headDimPad});
-  if (!directV)
+  if (!directV && !bf16Dot)
     vP = scratch(b, {cfg.blockKV, valueDimPad});
   sT = scratch(b, {keyRowsPad, bq});
   if (args.mask)
@@ -858,6 +897,28 @@ void CpuKernelBuilder::buildRowsPrologue(OpBuilder &b) {
   // rows may run past them), and S^T starts at 0.
   if (dotScores)
     fill(b, qR, 0.0f);
+  if (bf16Dot) {
+    // Q as bf16 pairs along d, unscaled (the scale multiplies S in f32);
+    // rows past the tile's are 0.
+    loop(b, zero, cIdx(b, bq), [&](OpBuilder &lb, Value r) {
+      Value inRows =
+          arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, r, rows);
+      Value q = minI(lb, rowQuery(lb, r), sub(lb, nq, cIdx(lb, 1)));
+      loop(lb, cIdx(lb, 0), cIdx(lb, headDim), [&](OpBuilder &ib, Value d) {
+        SmallVector<Value> at = qRow(ib, head, q);
+        at.push_back(d);
+        Value x = memref::LoadOp::create(ib, loc, args.q, at);
+        x = arith::SelectOp::create(
+            ib, loc, inRows, x,
+            arith::ConstantOp::create(ib, loc, ib.getZeroAttr(elt)));
+        Value two = cIdx(ib, 2);
+        Value p = arith::DivUIOp::create(ib, loc, d, two);
+        Value col = add(ib, mul(ib, r, two), arith::RemUIOp::create(ib, loc, d, two));
+        memref::StoreOp::create(ib, loc, x, qPairs, ValueRange{p, col});
+      });
+    });
+    return;
+  }
   Value scaleC = cF32(b, scale);
   loop(b, zero, rows, [&](OpBuilder &lb, Value r) {
     Value q = rowQuery(lb, r);
@@ -975,8 +1036,13 @@ void CpuKernelBuilder::buildKVTile(
     });
   }
 
+  if (bf16Dot)
+    buildBf16ValuePairs(b, k0, kCols);
+
   buildScores(b, k0, kCols);
   buildSoftmax(b, k0, kCols, needMask);
+  if (bf16Dot)
+    buildBf16ProbabilityPairs(b, kCols);
   // Keys with p == 0 that a mask, causality or a modifier excludes must not
   // let a NaN or inf in their V rows through 0 * NaN. With a mask every
   // tile is guarded; otherwise only the tiles that need element masks
@@ -1184,6 +1250,8 @@ void CpuKernelBuilder::buildDotScores(OpBuilder &b, Value k0, Value kCols) {
 void CpuKernelBuilder::buildScores(OpBuilder &b, Value k0, Value kCols) {
   if (dotScores)
     return buildDotScores(b, k0, kCols);
+  if (bf16Dot)
+    return buildBf16Scores(b, k0, kCols);
   // S^T[j][r] = sum_d K[j][d] * (scale Q)[r][d]: a register block of
   // keyRows keys x (at most kScoreQueryVectors) query vectors, accumulated
   // over d in vector iter_args (broadcast K[j][d], FMA with the Q^T row d).
@@ -1426,6 +1494,27 @@ SmallVector<Value> CpuKernelBuilder::buildScoreModsAndMax(OpBuilder &b,
 
 void CpuKernelBuilder::buildPV(OpBuilder &b, Value k0, Value kCols,
                                bool guardMasked) {
+  if (!bf16Dot)
+    return buildF32PV(b, k0, kCols, guardMasked);
+  if (!guardMasked || !vNonFinite)
+    return buildBf16PV(b, kCols);
+  // A removed key's inf or NaN V row must not reach the rows that removed
+  // it: such a tile takes the f32 micro-kernel with its per-key select
+  // (on P in f32, V converted from bf16).
+  scf::IfOp::create(
+      b, loc, vNonFinite,
+      [&](OpBuilder &tb, Location) {
+        buildF32PV(tb, k0, kCols, /*guardMasked=*/true);
+        scf::YieldOp::create(tb, loc);
+      },
+      [&](OpBuilder &eb, Location) {
+        buildBf16PV(eb, kCols);
+        scf::YieldOp::create(eb, loc);
+      });
+}
+
+void CpuKernelBuilder::buildF32PV(OpBuilder &b, Value k0, Value kCols,
+                                  bool guardMasked) {
   // acc[r] = alpha[r] * acc[r] + sum_j P^T[j][r] * V[j]: a register block of
   // pvRows query rows x pvVectors vectors of Dv, accumulated over the keys
   // (broadcast P^T[j][r], FMA with the V row j).
@@ -1466,6 +1555,11 @@ void CpuKernelBuilder::buildPV(OpBuilder &b, Value k0, Value kCols,
                 vv.push_back(vload(kb, vP, {jj, col}));
                 continue;
               }
+              if (!elt.isF32()) {
+                vv.push_back(
+                    readRow(kb, vSrc, vRow, (g0 + v) * cfg.vw, valueDim));
+                continue;
+              }
               SmallVector<Value> at(vRow);
               at.push_back(col);
               vv.push_back(vload(kb, vSrc, at));
@@ -1494,6 +1588,237 @@ void CpuKernelBuilder::buildPV(OpBuilder &b, Value k0, Value kCols,
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t v = 0; v < nv; ++v)
           vstore(lb, kLoop.getResult(i * nv + v), oAcc,
+                 {rowIdx[i], cIdx(lb, (g0 + v) * cfg.vw)});
+    }
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// bf16 through AVX512_BF16 dot products
+//===----------------------------------------------------------------------===//
+
+Value CpuKernelBuilder::bf16PairBroadcast(OpBuilder &b, Value mem,
+                                          ValueRange idx) {
+  // The two bf16 at idx (the innermost index even) as one 32-bit lane,
+  // broadcast to all 16 lanes of a vector<32xbf16>: a vpbroadcastd from
+  // memory.
+  Type bf16 = b.getBF16Type();
+  Value pair =
+      vector::LoadOp::create(b, loc, VectorType::get({2}, bf16), mem, idx);
+  Value word = vector::BitCastOp::create(
+      b, loc, VectorType::get({1}, b.getI32Type()), pair);
+  Value scalar = vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
+  Value splat = vector::BroadcastOp::create(
+      b, loc, VectorType::get({cfg.vw}, b.getI32Type()), scalar);
+  return vector::BitCastOp::create(b, loc, VectorType::get({2 * cfg.vw}, bf16),
+                                   splat);
+}
+
+Value CpuKernelBuilder::rawRow(OpBuilder &b, Value mem, ValueRange idx,
+                               int64_t col, int64_t rowLen) {
+  // vw elements of a row in its own element type, 0 past rowLen.
+  Type t = cast<MemRefType>(mem.getType()).getElementType();
+  SmallVector<Value> at(idx);
+  at.push_back(cIdx(b, col));
+  Value pad = arith::ConstantOp::create(b, loc, b.getZeroAttr(t));
+  return vector::TransferReadOp::create(
+      b, loc, VectorType::get({cfg.vw}, t), mem, at, pad,
+      ArrayRef<bool>{col + cfg.vw <= rowLen});
+}
+
+void CpuKernelBuilder::buildBf16Scores(OpBuilder &b, Value k0, Value kCols) {
+  // S^T[j][r] = scale * sum_p (K[j][2p] Q[r][2p] + K[j][2p+1] Q[r][2p+1]):
+  // the f32 micro-kernel's register block (key-rows keys x at most 4 query
+  // vectors), each step broadcasting a K pair and doing vdpbf16ps with
+  // the Q pair row p, half the steps of the f32 kernel.
+  int64_t qVecs = cfg.blockQ / cfg.vw;
+  int64_t groupVecs = std::min(qVecs, kScoreQueryVectors);
+  int64_t kr = cfg.keyRows;
+  auto pairType = VectorType::get({2 * cfg.vw}, b.getBF16Type());
+  Value numBlocks = arith::CeilDivUIOp::create(b, loc, kCols, cIdx(b, kr));
+  loop(b, cIdx(b, 0), numBlocks, [&](OpBuilder &lb, Value kb) {
+    Value j0 = mul(lb, kb, cIdx(lb, kr));
+    // The key rows of the block in place, clamped to the last key (rows
+    // past kCols are computed but never used).
+    Value last = sub(lb, kvEnd, cIdx(lb, 1));
+    SmallVector<SmallVector<Value>> keyIdx;
+    for (int64_t i = 0; i < kr; ++i)
+      keyIdx.push_back(
+          kvRow(lb, minI(lb, add(lb, add(lb, k0, j0), cIdx(lb, i)), last)));
+    Value scaleV = splatF32(lb, scale);
+    for (int64_t g0 = 0; g0 < qVecs; g0 += groupVecs) {
+      int64_t gv = std::min(groupVecs, qVecs - g0);
+      SmallVector<Value> inits(kr * gv, splatF32(lb, 0.0f));
+      auto pLoop = scf::ForOp::create(
+          lb, loc, cIdx(lb, 0), cIdx(lb, headDim / 2), cIdx(lb, 1), inits,
+          [&](OpBuilder &db, Location, Value p, ValueRange acc) {
+            SmallVector<Value> next(acc);
+            SmallVector<Value> qv;
+            for (int64_t v = 0; v < gv; ++v)
+              qv.push_back(vector::LoadOp::create(
+                  db, loc, pairType, qPairs,
+                  ValueRange{p, cIdx(db, 2 * (g0 + v) * cfg.vw)}));
+            Value d = mul(db, p, cIdx(db, 2));
+            for (int64_t i = 0; i < kr; ++i) {
+              Value kp = bf16PairBroadcast(db, kSrc, withLast(keyIdx[i], d));
+              for (int64_t v = 0; v < gv; ++v) {
+                int64_t a = i * gv + v;
+                next[a] = x86vector::DotBF16Op::create(db, loc, acc[a], kp,
+                                                       qv[v]);
+              }
+            }
+            scf::YieldOp::create(db, loc, next);
+          });
+      for (int64_t i = 0; i < kr; ++i)
+        for (int64_t v = 0; v < gv; ++v)
+          vstore(lb,
+                 arith::MulFOp::create(lb, loc, pLoop.getResult(i * gv + v),
+                                       scaleV),
+                 sT, {add(lb, j0, cIdx(lb, i)), cIdx(lb, (g0 + v) * cfg.vw)});
+    }
+  });
+}
+
+void CpuKernelBuilder::buildBf16ValuePairs(OpBuilder &b, Value k0,
+                                           Value kCols) {
+  // vPairs[p] = the V rows of keys 2p and 2p + 1 interleaved (a key past
+  // kCols is 0), so that P V's vdpbf16ps adds two keys per lane. Where a
+  // tile may be guarded, also whether a row holds an inf or a NaN (an
+  // exponent of all ones).
+  Type i16 = b.getI16Type();
+  auto i16Vec = VectorType::get({cfg.vw}, i16);
+  auto boolVec = VectorType::get({cfg.vw}, b.getI1Type());
+  bool track = args.mask || positionalMods || sem.isCausal();
+  Value numPairs = arith::CeilDivUIOp::create(b, loc, kCols, cIdx(b, 2));
+  Value last = sub(b, kvEnd, cIdx(b, 1));
+  Value zeros = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(VectorType::get({cfg.vw}, elt),
+                                     b.getZeroAttr(elt)));
+  Value expMask = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(i16Vec, b.getIntegerAttr(i16, 0x7f80)));
+  SmallVector<Value> inits;
+  if (track)
+    inits.push_back(arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(boolVec, false)));
+  auto pairLoop = scf::ForOp::create(
+      b, loc, cIdx(b, 0), numPairs, cIdx(b, 1), inits,
+      [&](OpBuilder &lb, Location, Value p, ValueRange flags) {
+        Value j = mul(lb, p, cIdx(lb, 2));
+        Value j1 = add(lb, j, cIdx(lb, 1));
+        Value has1 =
+            arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, j1, kCols);
+        SmallVector<Value> row0 = kvRow(lb, add(lb, k0, j));
+        SmallVector<Value> row1 = kvRow(lb, minI(lb, add(lb, k0, j1), last));
+        Value flag = track ? flags[0] : Value();
+        for (int64_t c = 0; c < valueDimPad; c += cfg.vw) {
+          Value a = rawRow(lb, vSrc, row0, c, valueDim);
+          Value second = arith::SelectOp::create(
+              lb, loc, has1, rawRow(lb, vSrc, row1, c, valueDim), zeros);
+          if (track)
+            for (Value x : {a, second}) {
+              Value e = arith::AndIOp::create(
+                  lb, loc, vector::BitCastOp::create(lb, loc, i16Vec, x),
+                  expMask);
+              flag = arith::OrIOp::create(
+                  lb, loc, flag,
+                  arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::eq, e,
+                                        expMask));
+            }
+          Value pair = vector::InterleaveOp::create(lb, loc, a, second);
+          vector::StoreOp::create(lb, loc, pair, vPairs,
+                                  ValueRange{p, cIdx(lb, 2 * c)});
+        }
+        SmallVector<Value> next;
+        if (track)
+          next.push_back(flag);
+        scf::YieldOp::create(lb, loc, next);
+      });
+  vNonFinite = track ? Value(vector::ReductionOp::create(
+                           b, loc, vector::CombiningKind::OR,
+                           pairLoop.getResult(0)))
+                     : Value();
+}
+
+void CpuKernelBuilder::buildBf16ProbabilityPairs(OpBuilder &b, Value kCols) {
+  // pPairs[p] = P^T rows 2p and 2p + 1 rounded to bf16 (vcvtneps2bf16,
+  // round to nearest even) and interleaved, so that (P[r][2p],
+  // P[r][2p + 1]) is one 32-bit word; a key past kCols is 0.
+  int64_t qVecs = cfg.blockQ / cfg.vw;
+  auto halfType = VectorType::get({cfg.vw}, b.getBF16Type());
+  Value numPairs = arith::CeilDivUIOp::create(b, loc, kCols, cIdx(b, 2));
+  loop(b, cIdx(b, 0), numPairs, [&](OpBuilder &lb, Value p) {
+    Value j = mul(lb, p, cIdx(lb, 2));
+    Value j1 = add(lb, j, cIdx(lb, 1));
+    Value has1 =
+        arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, j1, kCols);
+    for (int64_t v = 0; v < qVecs; ++v) {
+      Value col = cIdx(lb, v * cfg.vw);
+      Value first = vload(lb, sT, {j, col});
+      Value second = arith::SelectOp::create(lb, loc, has1,
+                                             vload(lb, sT, {j1, col}),
+                                             splatF32(lb, 0.0f));
+      Value pair = vector::InterleaveOp::create(
+          lb, loc,
+          x86vector::CvtPackedF32ToBF16Op::create(lb, loc, halfType, first),
+          x86vector::CvtPackedF32ToBF16Op::create(lb, loc, halfType, second));
+      vector::StoreOp::create(lb, loc, pair, pPairs,
+                              ValueRange{p, cIdx(lb, 2 * v * cfg.vw)});
+    }
+  });
+}
+
+void CpuKernelBuilder::buildBf16PV(OpBuilder &b, Value kCols) {
+  // acc[r] = alpha[r] * acc[r] + sum_p (P[r][2p] V[2p] + P[r][2p+1]
+  // V[2p+1]): the f32 micro-kernel's register block (pv-rows rows x
+  // pv-vectors vectors of Dv), each step broadcasting a P pair and doing
+  // vdpbf16ps with the V pair row p.
+  int64_t rows = cfg.pvRows;
+  Value numBlocks =
+      arith::CeilDivUIOp::create(b, loc, this->rows, cIdx(b, rows));
+  int64_t dvVecs = valueDimPad / cfg.vw;
+  int64_t pvVectors = cfg.pvVectors > 0
+                          ? cfg.pvVectors
+                          : cpu::balancedVectorBlock(dvVecs, rows, cfg.vw);
+  auto pairType = VectorType::get({2 * cfg.vw}, b.getBF16Type());
+  Value numPairs = arith::CeilDivUIOp::create(b, loc, kCols, cIdx(b, 2));
+  loop(b, cIdx(b, 0), numBlocks, [&](OpBuilder &lb, Value rb) {
+    Value r0 = mul(lb, rb, cIdx(lb, rows));
+    SmallVector<Value> rowIdx, alphas;
+    for (int64_t i = 0; i < rows; ++i) {
+      rowIdx.push_back(add(lb, r0, cIdx(lb, i)));
+      alphas.push_back(bcast(
+          lb, memref::LoadOp::create(lb, loc, aBuf, ValueRange{rowIdx[i]})));
+    }
+    for (int64_t g0 = 0; g0 < dvVecs; g0 += pvVectors) {
+      int64_t nv = std::min(pvVectors, dvVecs - g0);
+      SmallVector<Value> inits;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t v = 0; v < nv; ++v)
+          inits.push_back(arith::MulFOp::create(
+              lb, loc,
+              vload(lb, oAcc, {rowIdx[i], cIdx(lb, (g0 + v) * cfg.vw)}),
+              alphas[i]));
+      auto pLoop = scf::ForOp::create(
+          lb, loc, cIdx(lb, 0), numPairs, cIdx(lb, 1), inits,
+          [&](OpBuilder &kb, Location, Value p, ValueRange acc) {
+            SmallVector<Value> vv;
+            for (int64_t v = 0; v < nv; ++v)
+              vv.push_back(vector::LoadOp::create(
+                  kb, loc, pairType, vPairs,
+                  ValueRange{p, cIdx(kb, 2 * (g0 + v) * cfg.vw)}));
+            SmallVector<Value> next;
+            for (int64_t i = 0; i < rows; ++i) {
+              Value pb = bf16PairBroadcast(
+                  kb, pPairs, ValueRange{p, mul(kb, rowIdx[i], cIdx(kb, 2))});
+              for (int64_t v = 0; v < nv; ++v)
+                next.push_back(x86vector::DotBF16Op::create(
+                    kb, loc, acc[i * nv + v], pb, vv[v]));
+            }
+            scf::YieldOp::create(kb, loc, next);
+          });
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t v = 0; v < nv; ++v)
+          vstore(lb, pLoop.getResult(i * nv + v), oAcc,
                  {rowIdx[i], cIdx(lb, (g0 + v) * cfg.vw)});
     }
   });
@@ -1833,6 +2158,7 @@ void FACpuAttentionPass::runOnOperation() {
   cfg.pvRows = pvRows;
   cfg.pvVectors = pvVectors;
   cfg.parallel = parallel;
+  cfg.bf16Dot = bf16Dot;
   Location loc = getOperation()->getLoc();
   if (cfg.vw <= 0 || cfg.keyRows <= 0 || cfg.pvRows <= 0 || cfg.pvVectors < 0) {
     mlir::emitError(loc) << "fa-cpu-attention: vector-width, key-rows and "

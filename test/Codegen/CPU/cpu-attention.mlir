@@ -3,6 +3,7 @@
 // RUN: fa-opt %s -split-input-file -fa-cpu-attention="decode-tiles=false vector-width=8 block-q=32 block-kv=64 key-rows=3 pv-rows=4 pv-vectors=2" -verify-diagnostics | FileCheck %s --check-prefix=AVX2
 // RUN: fa-opt %s -split-input-file -fa-cpu-attention="block-q=64 block-kv=64" -verify-diagnostics | FileCheck %s --check-prefix=DECODE
 // RUN: fa-opt %s -split-input-file -fa-cpu-attention="block-q=64 block-kv=64 kv-splits=3" -verify-diagnostics | FileCheck %s --check-prefix=SPLIT
+// RUN: fa-opt %s -split-input-file -fa-cpu-attention="decode-tiles=false block-q=64 block-kv=64 bf16-dot=true" -verify-diagnostics | FileCheck %s --check-prefix=BF16
 
 // A kernel function with f16 inputs, GQA (Hq = 4, Hkv = 2), key lengths, a
 // boolean mask (i8 bytes, as fa-run passes it), bottom-right causality,
@@ -119,6 +120,13 @@
 //   PAR-NOT:   memref.alloca
 //       PAR:   scf.forall
 //       PAR:     memref.alloca() {alignment = 64 : i64} : memref<40x64xf32>
+
+// bf16-dot leaves f16 (and f32) inputs on the f32 kernel.
+// BF16-LABEL: func.func @kernel
+//   BF16-NOT:   x86vector
+//       BF16:   vector.fma
+//   BF16-NOT:   x86vector
+// BF16-LABEL: func.func @plain
 
 // AVX2 configuration: 8 lanes, 3 keys x 4 query vectors, P V with 4 rows x
 // 2 vectors (Dv = 24 is 3 vectors: a group of 2 and a group of 1).
@@ -588,5 +596,106 @@ func.func @pv_groups(%q: memref<1x1x?x32xf32>, %k: memref<1x1x?x32xf32>, %v: mem
   %r = fa.attention ins(%qt, %kt, %vt : tensor<1x1x?x32xf32>, tensor<1x1x?x32xf32>, tensor<1x1x?x96xf32>)
            outs(%ot : tensor<1x1x?x96xf32>) -> tensor<1x1x?x96xf32>
   bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x1x?x96xf32>, memref<1x1x?x96xf32>) -> ()
+  return
+}
+
+// -----
+
+// bf16-dot: bf16 inputs through AVX512_BF16 dot products. Scratch in bf16
+// pairs: Q pairs along d ([D / 2, 2 x block-q], unscaled), V rows paired
+// by key ([block-kv / 2, 2 x Dv padded]) and P paired by key ([block-kv /
+// 2, 2 x block-q]); no f32 K or V tile. S^T keeps the 6 x 4 register
+// block, one vdpbf16ps per key pair broadcast (a 32-bit word) and Q pair
+// vector, over D / 2 steps, then times the scale in f32. P is rounded to
+// bf16 (vcvtneps2bf16) and paired after the softmax; P V broadcasts a P
+// pair per row and dots it with the V pair vectors. On tiles that need the
+// removed-key guard, a V tile with an inf or NaN (exponent all ones) takes
+// the f32 P V with its select instead.
+// BF16-LABEL: func.func @bf16_dot
+//       BF16:   %[[QP:.*]] = memref.alloca() {alignment = 64 : i64} : memref<20x128xbf16>
+//       BF16:   %[[VP:.*]] = memref.alloca() {alignment = 64 : i64} : memref<32x64xbf16>
+//       BF16:   %[[PP:.*]] = memref.alloca() {alignment = 64 : i64} : memref<32x128xbf16>
+//       BF16:   %[[ST:.*]] = memref.alloca() {alignment = 64 : i64} : memref<66x64xf32>
+//       BF16:   memref.alloca() {alignment = 64 : i64} : memref<64x32xf32>
+//       BF16:   memref.alloca() {alignment = 64 : i64} : memref<64xf32>
+//       BF16:   memref.alloca() {alignment = 64 : i64} : memref<64xf32>
+//       BF16:   memref.alloca() {alignment = 64 : i64} : memref<64xf32>
+//   BF16-NOT:   memref.alloca
+//       BF16:   scf.forall
+// Q pairs: Q[r][d] at [d / 2][2 r + d % 2], rows past the tile 0.
+//       BF16:     arith.select %{{.*}}, %{{.*}}, %{{.*}} : bf16
+//       BF16:     arith.divui
+//       BF16:     arith.remui
+//       BF16:     memref.store %{{.*}}, %[[QP]][
+// V pairs: a key past the tile is 0; the exponent test; interleaved rows.
+//       BF16:     %[[FLAGS:.*]] = scf.for {{.*}} iter_args({{.*}}) -> (vector<16xi1>) {
+//       BF16:       %[[HAS1:.*]] = arith.cmpi ult
+//       BF16:       %[[V0:.*]] = vector.transfer_read %{{.*}} : memref<1x2x?x24xbf16>, vector<16xbf16>
+//       BF16:       %[[V1:.*]] = vector.transfer_read %{{.*}} : memref<1x2x?x24xbf16>, vector<16xbf16>
+//       BF16:       %[[V1Z:.*]] = arith.select %[[HAS1]], %[[V1]], %{{.*}} : vector<16xbf16>
+//       BF16:       arith.andi %{{.*}}, %[[EXP:.*]] : vector<16xi16>
+//       BF16:       arith.cmpi eq, %{{.*}}, %[[EXP]] : vector<16xi16>
+//       BF16:       vector.interleave %[[V0]], %[[V1Z]] : vector<16xbf16> -> vector<32xbf16>
+//       BF16:       vector.store %{{.*}}, %[[VP]][%{{.*}}, %c0{{.*}}] : memref<32x64xbf16>, vector<32xbf16>
+//       BF16:       vector.store %{{.*}}, %[[VP]][%{{.*}}, %c32{{.*}}] : memref<32x64xbf16>, vector<32xbf16>
+//       BF16:     %[[NONFINITE:.*]] = vector.reduction <or>, %[[FLAGS]] : vector<16xi1> into i1
+// S^T: 24 accumulators over D / 2 = 20 pair steps.
+//       BF16:     scf.for %[[P:.*]] = %{{.*}} to %c20{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+//       BF16:       %[[QV:.*]] = vector.load %[[QP]][%[[P]], %c0{{.*}}] : memref<20x128xbf16>, vector<32xbf16>
+//       BF16:       vector.load %{{.*}} : memref<1x2x?x40xbf16>, vector<2xbf16>
+//       BF16:       vector.bitcast %{{.*}} : vector<2xbf16> to vector<1xi32>
+//       BF16:       vector.broadcast %{{.*}} : i32 to vector<16xi32>
+//       BF16:       %[[KB:.*]] = vector.bitcast %{{.*}} : vector<16xi32> to vector<32xbf16>
+//       BF16:       x86vector.avx512.dot %{{.*}}, %[[KB]], %[[QV]] : vector<32xbf16> -> vector<16xf32>
+//  BF16-COUNT-23:   x86vector.avx512.dot
+//   BF16-NOT:       vector.fma
+//       BF16:       scf.yield
+//       BF16:     arith.mulf %{{.*}}, %[[SCALE:.*]] : vector<16xf32>
+//       BF16:     vector.store %{{.*}}, %[[ST]]
+// P pairs after the softmax: the second key past the tile is 0.
+//       BF16:     %[[P1Z:.*]] = arith.select %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %cst{{[_0-9]*}} : vector<16xf32>
+//  BF16-NEXT:     %[[R1:.*]] = x86vector.avx512.cvt.packed.f32_to_bf16 %[[P1Z]] : vector<16xf32> -> vector<16xbf16>
+//  BF16-NEXT:     %[[R0:.*]] = x86vector.avx512.cvt.packed.f32_to_bf16 %{{.*}} : vector<16xf32> -> vector<16xbf16>
+//  BF16-NEXT:     vector.interleave %[[R0]], %[[R1]] : vector<16xbf16> -> vector<32xbf16>
+//       BF16:     vector.store %{{.*}}, %[[PP]]
+// Tiles across the diagonal: the f32 guarded P V when V is not finite.
+//       BF16:     scf.if %{{.*}} {
+//       BF16:       scf.if %[[NONFINITE]] {
+//       BF16:         vector.fma
+//       BF16:         arith.select
+//       BF16:       } else {
+//       BF16:         vector.load %[[VP]]
+//       BF16:         vector.load %[[PP]]{{.*}} : memref<32x128xbf16>, vector<2xbf16>
+//       BF16:         x86vector.avx512.dot
+//       BF16:     } else {
+//       BF16:       x86vector.avx512.dot
+func.func @bf16_dot(%q: memref<1x4x?x40xbf16>, %k: memref<1x2x?x40xbf16>, %v: memref<1x2x?x24xbf16>, %o: memref<1x4x?x24xbf16>) {
+  %qt = bufferization.to_tensor %q restrict : memref<1x4x?x40xbf16> to tensor<1x4x?x40xbf16>
+  %kt = bufferization.to_tensor %k restrict : memref<1x2x?x40xbf16> to tensor<1x2x?x40xbf16>
+  %vt = bufferization.to_tensor %v restrict : memref<1x2x?x24xbf16> to tensor<1x2x?x24xbf16>
+  %ot = bufferization.to_tensor %o restrict writable : memref<1x4x?x24xbf16> to tensor<1x4x?x24xbf16>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<1x4x?x40xbf16>, tensor<1x2x?x40xbf16>, tensor<1x2x?x24xbf16>)
+           outs(%ot : tensor<1x4x?x24xbf16>) causal(bottom_right) -> tensor<1x4x?x24xbf16>
+  bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x4x?x24xbf16>, memref<1x4x?x24xbf16>) -> ()
+  return
+}
+
+// -----
+
+// bf16-dot applies to bf16 with an even D only: an odd D (and f16, f32,
+// @kernel above) keep the f32 kernel.
+// BF16-LABEL: func.func @bf16_odd_d
+//   BF16-NOT:   x86vector
+//       BF16:   vector.fma
+//   BF16-NOT:   x86vector
+//       BF16:   return
+func.func @bf16_odd_d(%q: memref<1x2x?x33xbf16>, %k: memref<1x2x?x33xbf16>, %v: memref<1x2x?x33xbf16>, %o: memref<1x2x?x33xbf16>) {
+  %qt = bufferization.to_tensor %q restrict : memref<1x2x?x33xbf16> to tensor<1x2x?x33xbf16>
+  %kt = bufferization.to_tensor %k restrict : memref<1x2x?x33xbf16> to tensor<1x2x?x33xbf16>
+  %vt = bufferization.to_tensor %v restrict : memref<1x2x?x33xbf16> to tensor<1x2x?x33xbf16>
+  %ot = bufferization.to_tensor %o restrict writable : memref<1x2x?x33xbf16> to tensor<1x2x?x33xbf16>
+  %r = fa.attention ins(%qt, %kt, %vt : tensor<1x2x?x33xbf16>, tensor<1x2x?x33xbf16>, tensor<1x2x?x33xbf16>)
+           outs(%ot : tensor<1x2x?x33xbf16>) -> tensor<1x2x?x33xbf16>
+  bufferization.materialize_in_destination %r in restrict writable %o : (tensor<1x2x?x33xbf16>, memref<1x2x?x33xbf16>) -> ()
   return
 }
