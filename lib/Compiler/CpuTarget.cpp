@@ -277,6 +277,7 @@ Error mlir::fa::compile::emitCpuArtifacts(KernelJob &job,
   lowering.cpuBf16Dot = avx512 && sti->checkFeatures("+avx512bf16") &&
                         options.cpuBf16 != "f32";
   lowering.cpuL2CacheSize = getHostL2CacheSize();
+  lowering.cpuL1CacheSize = getHostL1CacheSize();
   buildLowerToCPUPipeline(pm, lowering);
   if (failed(pm.run(module)))
     return llvm::createStringError("lowering kernel '" + md.name +

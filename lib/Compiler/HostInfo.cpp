@@ -40,24 +40,37 @@ static int64_t readSysfsCacheSize(const llvm::Twine &path) {
   return value * unit;
 }
 
-int64_t mlir::fa::compile::getHostL2CacheSize() {
-#ifdef _SC_LEVEL2_CACHE_SIZE
-  if (long size = sysconf(_SC_LEVEL2_CACHE_SIZE); size > 0)
-    return size;
-#endif
+/// The size of cpu0's data (or unified) cache of `level` from sysfs, or 0.
+static int64_t readSysfsDataCacheSize(StringRef level) {
   for (int index = 0; index < 8; ++index) {
     std::string dir =
         "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
-    auto level = llvm::MemoryBuffer::getFileAsStream(dir + "/level");
+    auto levelFile = llvm::MemoryBuffer::getFileAsStream(dir + "/level");
     auto type = llvm::MemoryBuffer::getFileAsStream(dir + "/type");
-    if (!level || !type)
+    if (!levelFile || !type)
       break;
-    if ((*level)->getBuffer().trim() == "2" &&
+    if ((*levelFile)->getBuffer().trim() == level &&
         (*type)->getBuffer().trim() != "Instruction")
       if (int64_t size = readSysfsCacheSize(dir + "/size"))
         return size;
   }
   return 0;
+}
+
+int64_t mlir::fa::compile::getHostL2CacheSize() {
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  if (long size = sysconf(_SC_LEVEL2_CACHE_SIZE); size > 0)
+    return size;
+#endif
+  return readSysfsDataCacheSize("2");
+}
+
+int64_t mlir::fa::compile::getHostL1CacheSize() {
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+  if (long size = sysconf(_SC_LEVEL1_DCACHE_SIZE); size > 0)
+    return size;
+#endif
+  return readSysfsDataCacheSize("1");
 }
 
 int64_t mlir::fa::compile::getHostVectorWidth() {

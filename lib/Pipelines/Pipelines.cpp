@@ -81,6 +81,7 @@ void mlir::fa::buildLowerToCPUPipeline(OpPassManager &pm,
     cpuOpts.blockKV = options.cpuBlockKV;
     cpuOpts.kvSplits = options.cpuKvSplits;
     cpuOpts.l2CacheSize = options.cpuL2CacheSize;
+    cpuOpts.l1CacheSize = options.cpuL1CacheSize;
     cpuOpts.parallel = options.parallel;
     // Register blocks sized for the register file: 32 vector registers with
     // AVX-512 (6 x 4 and 4 x 4 accumulators), 16 below (2 x 4 and 2 x 4).

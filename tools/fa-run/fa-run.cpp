@@ -819,7 +819,8 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
                        "gpu-double-buffer={7} parallel={8} "
                        "cpu-kernel={9} cpu-block-q={10} cpu-block-kv={11} "
                        "cpu-l2-cache-size={12} vector-width={13} "
-                       "cpu-kv-splits={14} cpu-bf16-dot={16}{15}}",
+                       "cpu-kv-splits={14} cpu-bf16-dot={16} "
+                       "cpu-l1-cache-size={17}{15}}",
                        bq, bkv, tile, referenceLowering ? "true" : "false",
                        promotedLowering ? "true" : "false",
                        // The promoted form picks its own tile sizes unless
@@ -838,7 +839,8 @@ static std::string pipelineText(int64_t bq, int64_t bkv, int64_t tile) {
                        // bf16 dot products where the host has them.
                        compile::hostHasBf16Dot() && cpuBf16 == "dot"
                            ? "true"
-                           : "false")
+                           : "false",
+                       compile::getHostL1CacheSize())
       .str();
 }
 

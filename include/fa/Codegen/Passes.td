@@ -83,7 +83,14 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
     O accumulator would take more than a quarter of L2; `block-kv` is the
     largest multiple of 16 in [16, 512] for which Q^T, the O accumulator,
     the K and V tiles, S^T and the mask tile fit in half the L2 (64 x 512
-    at D = 64, 64 x 352 at D = 128 with 1 MiB).
+    at D = 64, 64 x 352 at D = 128 with 1 MiB). Given the L1 data size
+    (`l1-cache-size`; the tools pass the host's), the query-tile kernel's
+    `block-kv` is at most the largest multiple of 16 whose V rows, S^T and
+    mask tile fit in L1, where that is at least 64 keys, since P V reads
+    them once per block of `pv-rows` rows (48 KiB: 96 keys at D = 64, 64
+    at D = 96 and 128; D = 256 keeps the L2 rule). On the Zen 5 host of
+    docs/performance.md, D = 128 with 64-key tiles ran 9-12% faster than
+    with 352.
 
     **Decode.** When the query length is small, a tile of `block-q` query
     rows of one head is mostly padding and every query head reads the K/V
@@ -147,6 +154,9 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
            "0: automatic, from the cache sizes)">,
     Option<"blockKV", "block-kv", "int64_t", /*default=*/"0",
            "Keys per key/value tile (0: automatic, from the cache sizes)">,
+    Option<"l1CacheSize", "l1-cache-size", "int64_t", /*default=*/"0",
+           "L1 data cache per core in bytes the automatic key tiles of the "
+           "prefill kernel assume (0: unknown, the L2 rule alone)">,
     Option<"l2CacheSize", "l2-cache-size", "int64_t", /*default=*/"0",
            "L2 cache per core in bytes the automatic tile sizes assume "
            "(0: 512 KiB)">,

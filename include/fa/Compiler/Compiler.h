@@ -193,6 +193,10 @@ void addBF16TruncationHelper(llvm::Module &module);
 /// `cpu-l2-cache-size`.
 int64_t getHostL2CacheSize();
 
+/// The host's L1 data cache per core in bytes (as getHostL2CacheSize), or
+/// 0 when unknown. What the tools pass as `cpu-l1-cache-size`.
+int64_t getHostL1CacheSize();
+
 /// The value of a string option, or nullopt when it was not given (the
 /// tools' modifier flags, for parseModifierFlags).
 inline std::optional<llvm::StringRef>

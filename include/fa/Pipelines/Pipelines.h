@@ -73,6 +73,12 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
                      "decode kernels (0: chosen at run time with parallel; "
                      "1: none)"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> cpuL1CacheSize{
+      *this, "cpu-l1-cache-size",
+      llvm::cl::desc("fa-cpu-attention l1-cache-size: L1 data bytes per "
+                     "core the automatic key tiles assume (0: unknown; "
+                     "fa-compile and fa-run pass the host's)"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> cpuL2CacheSize{
       *this, "cpu-l2-cache-size",
       llvm::cl::desc("fa-cpu-attention l2-cache-size: L2 bytes per core "

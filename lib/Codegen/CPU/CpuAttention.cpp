@@ -1909,7 +1909,7 @@ static constexpr int64_t kDefaultL2CacheSize = 512 * 1024;
 /// (bench/cpu/bench_tiles.py).
 static void chooseTileSizes(CpuKernelConfig &cfg, int64_t headDim,
                             int64_t valueDim, bool hasMask, int64_t l2CacheSize,
-                            int64_t kvHeads = 1) {
+                            int64_t kvHeads = 1, int64_t l1CacheSize = 0) {
   int64_t dPad = llvm::divideCeil(headDim, cfg.vw) * cfg.vw;
   int64_t dvPad = llvm::divideCeil(valueDim, cfg.vw) * cfg.vw;
   if (cfg.blockQ == 0) {
@@ -1928,6 +1928,17 @@ static void chooseTileSizes(CpuKernelConfig &cfg, int64_t headDim,
     int64_t fit = (l2CacheSize / 2 - queryState) / perKey;
     cfg.blockKV = std::clamp<int64_t>(fit / kMinBlockKV * kMinBlockKV,
                                       kMinBlockKV, kMaxBlockKV);
+    // P V passes over the tile's V rows once per block of pv-rows query
+    // rows, reading S^T (and the mask tile) beside them: where a tile of
+    // at least kMinL1BlockKV keys keeps those in L1, take the largest such
+    // tile (D = 64: 96 keys, D = 96 and 128: 64 with 48 KiB of L1; D = 256
+    // keeps the L2 rule).
+    constexpr int64_t kMinL1BlockKV = 64;
+    int64_t l1Fit =
+        l1CacheSize / (4 * (dvPad + bq * (hasMask ? 2 : 1))) / kMinBlockKV *
+        kMinBlockKV;
+    if (l1Fit >= kMinL1BlockKV)
+      cfg.blockKV = std::min(cfg.blockKV, l1Fit);
   }
 }
 
@@ -2188,6 +2199,12 @@ void FACpuAttentionPass::runOnOperation() {
                          << "), got " << cfg.blockQ;
     return signalPassFailure();
   }
+  if (l1CacheSize < 0) {
+    mlir::emitError(loc) << "fa-cpu-attention: l1-cache-size must not be "
+                            "negative (0: unknown), got "
+                         << static_cast<int64_t>(l1CacheSize);
+    return signalPassFailure();
+  }
   int64_t l2 = l2CacheSize == 0 ? kDefaultL2CacheSize : l2CacheSize;
 
   SmallVector<AttentionOp> ops;
@@ -2228,7 +2245,8 @@ void FACpuAttentionPass::runOnOperation() {
     }
     int64_t d = op.getHeadDim();
     int64_t dv = op.getValueHeadDim();
-    chooseTileSizes(opCfg, d, dv, static_cast<bool>(args->mask), l2);
+    chooseTileSizes(opCfg, d, dv, static_cast<bool>(args->mask), l2,
+                    /*kvHeads=*/1, l1CacheSize);
     // The decode kernel: one tile of lcm(W, pv-rows) packed rows, block-kv
     // as given or chosen for that tile. Its S^T micro-kernel has one query
     // vector: key-rows x 2 partial sums over d keep the FMA chains from

@@ -7,6 +7,7 @@
 // RUN: not fa-opt %s -split-input-file -fa-cpu-attention="l2-cache-size=-1" 2>&1 | FileCheck %s --check-prefix=L2
 // RUN: not fa-opt %s -split-input-file -fa-lower-to-cpu="cpu-block-q=24" 2>&1 | FileCheck %s --check-prefix=PIPE
 // RUN: not fa-opt %s -split-input-file -fa-cpu-attention="kv-splits=-2" 2>&1 | FileCheck %s --check-prefix=SPLITS
+// RUN: not fa-opt %s -split-input-file -fa-cpu-attention="l1-cache-size=-1" 2>&1 | FileCheck %s --check-prefix=L1
 
 // BQ: error: fa-cpu-attention: block-q must be 0 (automatic) or a positive multiple of vector-width (16) and of pv-rows (4), got 40
 // BQNEG: error: fa-cpu-attention: block-q must be 0 (automatic) or a positive multiple of vector-width (16) and of pv-rows (4), got -16
@@ -15,6 +16,7 @@
 // L2: error: fa-cpu-attention: block-kv and l2-cache-size must not be negative (0: automatic), got 0 and -1
 // PIPE: error: fa-cpu-attention: block-q must be 0 (automatic) or a positive multiple of vector-width (16) and of pv-rows (4), got 24
 // SPLITS: error: fa-cpu-attention: kv-splits must be 0 (automatic) or positive, got -2
+// L1: error: fa-cpu-attention: l1-cache-size must not be negative (0: unknown), got -1
 
 // Tensor arguments are not the kernel form.
 func.func @tensors(%q: tensor<1x1x8x16xf32>, %k: tensor<1x1x8x16xf32>, %v: tensor<1x1x8x16xf32>, %o: tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32> {

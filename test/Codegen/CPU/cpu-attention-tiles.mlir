@@ -5,6 +5,8 @@
 // RUN: fa-opt %s -split-input-file -fa-cpu-attention="block-q=32 l2-cache-size=262144" | FileCheck %s --check-prefix=EXPQ
 // RUN: fa-opt %s -split-input-file -fa-cpu-attention="block-kv=48 l2-cache-size=4096" | FileCheck %s --check-prefix=EXPKV
 // RUN: fa-opt %s -split-input-file -fa-cpu-attention | FileCheck %s --check-prefix=HOST
+// RUN: fa-opt %s -split-input-file -fa-cpu-attention="l2-cache-size=1048576 l1-cache-size=49152" | FileCheck %s --check-prefix=L1
+// RUN: fa-opt %s -split-input-file -fa-lower-to-cpu="cpu-l2-cache-size=1048576 cpu-l1-cache-size=49152" -mlir-print-ir-after=fa-cpu-attention -o /dev/null 2>&1 | FileCheck %s --check-prefix=L1
 // RUN: fa-opt %s -split-input-file -fa-lower-to-cpu="cpu-l2-cache-size=262144" -mlir-print-ir-after=fa-cpu-attention -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPE
 // RUN: fa-opt %s -split-input-file -fa-lower-to-cpu="cpu-block-q=32 cpu-block-kv=48" -mlir-print-ir-after=fa-cpu-attention -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPEX
 // RUN: fa-opt %s -split-input-file -fa-lower-to-cpu="cpu-l2-cache-size=262144 cpu-key-rows=5 cpu-pv-rows=6 cpu-pv-vectors=2" -mlir-print-ir-after=fa-cpu-attention -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPER
@@ -17,6 +19,10 @@
 //   block-kv = the largest multiple of 16 in [16, 512] with
 //              block-q (D + Dv) + block-kv (D + Dv) + block-kv block-q
 //              (+ block-kv block-q for the mask tile) <= L2 / 2.
+// With the L1 data size given, block-kv is at most the largest multiple
+// of 16 with block-kv (Dv + block-q (+ block-q for a mask)) <= L1, where
+// that is at least 64 keys (48 KiB: D = 64 96 keys, Dv = 96 and the mask
+// tile 64, D = 256 the L2 rule's 160).
 // The sizes show in the scratch buffers: Q^T is D x block-q, the K tile
 // (key rows rounded up to key-rows = 6) x D, the V tile block-kv x Dv, S^T
 // (key rows rounded up) x block-q, and the key loop runs
@@ -26,6 +32,8 @@
 // the minimum, 16 x 16. AVX2 (W = 8, pv-rows = 2): four vectors are 32
 // rows; 32 x 512. Explicit block-q = 32 with 256 KiB: block-kv = 176;
 // explicit block-kv = 48 with 4 KiB: block-q = 16.
+// L1-LABEL: func.func @d64
+//       L1:   arith.ceildivui %{{.*}}, %c96
 // L2M-LABEL: func.func @d64
 //       L2M:   memref.alloca() {alignment = 64 : i64} : memref<64x64xf32>
 //  L2M-NEXT:   memref.alloca() {alignment = 64 : i64} : memref<516x64xf32>
@@ -93,6 +101,9 @@ func.func @d64(%q: memref<?x2x?x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x
 
 // bf16, D = 128, Dv = 96 (Q^T + O acc: 56 KiB). 1 MiB: 64 x 400; 256 KiB:
 // 64 x 64.
+// L1-LABEL: func.func @d128_dv96
+//       L1:   memref.alloca() {alignment = 64 : i64} : memref<64x96xf32>
+//       L1:   arith.ceildivui %{{.*}}, %c64
 // L2M-LABEL: func.func @d128_dv96
 //       L2M:   memref.alloca() {alignment = 64 : i64} : memref<128x64xf32>
 //  L2M-NEXT:   memref.alloca() {alignment = 64 : i64} : memref<402x128xf32>
@@ -121,6 +132,10 @@ func.func @d128_dv96(%q: memref<?x2x?x128xbf16>, %k: memref<?x2x?x128xbf16>, %v:
 
 // An additive mask adds its tile (block-kv x block-q) to every key: f16, D = 64.
 // 1 MiB: 64 x 480; 256 KiB: 64 x 96.
+// L1-LABEL: func.func @mask
+//       L1:   memref.alloca() {alignment = 64 : i64} : memref<64x64xf32>
+//  L1-NEXT:   memref.alloca() {alignment = 64 : i64} : memref<66x64xf32>
+//  L1-NEXT:   memref.alloca() {alignment = 64 : i64} : memref<64x64xf32>
 // L2M-LABEL: func.func @mask
 //       L2M:   memref.alloca() {alignment = 64 : i64} : memref<64x64xf32>
 //  L2M-NEXT:   memref.alloca() {alignment = 64 : i64} : memref<480x64xf32>
@@ -150,6 +165,9 @@ func.func @mask(%q: memref<?x2x?x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?
 
 // f16, D = Dv = 256 (Q^T + O acc of 64 rows: 128 KiB). 1 MiB: 64 x 160;
 // 256 KiB: Q^T + O acc must shrink to 32 rows, then the minimum 16 keys.
+// L1-LABEL: func.func @d256
+//       L1:   memref.alloca() {alignment = 64 : i64} : memref<162x256xf32>
+//  L1-NEXT:   memref.alloca() {alignment = 64 : i64} : memref<160x256xf32>
 // L2M-LABEL: func.func @d256
 //       L2M:   memref.alloca() {alignment = 64 : i64} : memref<256x64xf32>
 //  L2M-NEXT:   memref.alloca() {alignment = 64 : i64} : memref<162x256xf32>
