@@ -315,6 +315,15 @@ private:
                                           bool removeKeys);
   void buildPV(OpBuilder &b, Value k0, Value kCols, bool guardMasked);
   void buildF32PV(OpBuilder &b, Value k0, Value kCols, bool guardMasked);
+  /// The register blocks of P V: for each block of pv-rows query rows and
+  /// each group of at most pv-vectors vectors of Dv, the accumulators start
+  /// as alpha * acc, `keys` carries them over the tile's keys (given the
+  /// rows, the group's first vector, its size and the start values) and
+  /// they are stored back.
+  using PVKeyLoop = llvm::function_ref<SmallVector<Value>(
+      OpBuilder &, ArrayRef<Value> rowIdx, int64_t g0, int64_t nv,
+      ValueRange inits)>;
+  void buildPVBlocks(OpBuilder &b, PVKeyLoop keys);
   // The bf16 dot-product kernel (bf16Dot).
   Value bf16PairBroadcast(OpBuilder &b, Value mem, ValueRange idx);
   Value rawRow(OpBuilder &b, Value mem, ValueRange idx, int64_t col,
@@ -1513,11 +1522,7 @@ void CpuKernelBuilder::buildPV(OpBuilder &b, Value k0, Value kCols,
       });
 }
 
-void CpuKernelBuilder::buildF32PV(OpBuilder &b, Value k0, Value kCols,
-                                  bool guardMasked) {
-  // acc[r] = alpha[r] * acc[r] + sum_j P^T[j][r] * V[j]: a register block of
-  // pvRows query rows x pvVectors vectors of Dv, accumulated over the keys
-  // (broadcast P^T[j][r], FMA with the V row j).
+void CpuKernelBuilder::buildPVBlocks(OpBuilder &b, PVKeyLoop keys) {
   int64_t rows = cfg.pvRows;
   Value numBlocks =
       arith::CeilDivUIOp::create(b, loc, this->rows, cIdx(b, rows));
@@ -1542,54 +1547,67 @@ void CpuKernelBuilder::buildF32PV(OpBuilder &b, Value k0, Value kCols,
               lb, loc,
               vload(lb, oAcc, {rowIdx[i], cIdx(lb, (g0 + v) * cfg.vw)}),
               alphas[i]));
-      auto kLoop = scf::ForOp::create(
-          lb, loc, cIdx(lb, 0), kCols, cIdx(lb, 1), inits,
-          [&](OpBuilder &kb, Location, Value jj, ValueRange acc) {
-            SmallVector<Value> vv;
-            SmallVector<Value> vRow;
-            if (!vP)
-              vRow = kvRow(kb, add(kb, k0, jj));
-            for (int64_t v = 0; v < nv; ++v) {
-              Value col = cIdx(kb, (g0 + v) * cfg.vw);
-              if (vP) {
-                vv.push_back(vload(kb, vP, {jj, col}));
-                continue;
-              }
-              if (!elt.isF32()) {
-                vv.push_back(
-                    readRow(kb, vSrc, vRow, (g0 + v) * cfg.vw, valueDim));
-                continue;
-              }
-              SmallVector<Value> at(vRow);
-              at.push_back(col);
-              vv.push_back(vload(kb, vSrc, at));
-            }
-            SmallVector<Value> next;
-            for (int64_t i = 0; i < rows; ++i) {
-              Value p = memref::LoadOp::create(kb, loc, sT,
-                                               ValueRange{jj, rowIdx[i]});
-              Value pb = bcast(kb, p);
-              Value isZero;
-              if (guardMasked)
-                isZero = arith::CmpFOp::create(
-                    kb, loc, arith::CmpFPredicate::OEQ, p, cF32(kb, 0.0f));
-              for (int64_t v = 0; v < nv; ++v) {
-                Value a = acc[i * nv + v];
-                Value n = fma(kb, pb, vv[v], a);
-                // A masked key (p == 0) must not let a NaN or inf in its V
-                // row through 0 * NaN.
-                if (guardMasked)
-                  n = arith::SelectOp::create(kb, loc, isZero, a, n);
-                next.push_back(n);
-              }
-            }
-            scf::YieldOp::create(kb, loc, next);
-          });
+      SmallVector<Value> acc = keys(lb, rowIdx, g0, nv, inits);
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t v = 0; v < nv; ++v)
-          vstore(lb, kLoop.getResult(i * nv + v), oAcc,
+          vstore(lb, acc[i * nv + v], oAcc,
                  {rowIdx[i], cIdx(lb, (g0 + v) * cfg.vw)});
     }
+  });
+}
+
+void CpuKernelBuilder::buildF32PV(OpBuilder &b, Value k0, Value kCols,
+                                  bool guardMasked) {
+  // acc[r] = alpha[r] * acc[r] + sum_j P^T[j][r] * V[j]: a register block of
+  // pvRows query rows x pvVectors vectors of Dv, accumulated over the keys
+  // (broadcast P^T[j][r], FMA with the V row j).
+  int64_t rows = cfg.pvRows;
+  buildPVBlocks(b, [&](OpBuilder &lb, ArrayRef<Value> rowIdx, int64_t g0,
+                       int64_t nv, ValueRange inits) {
+    auto kLoop = scf::ForOp::create(
+        lb, loc, cIdx(lb, 0), kCols, cIdx(lb, 1), inits,
+        [&](OpBuilder &kb, Location, Value jj, ValueRange acc) {
+          SmallVector<Value> vv;
+          SmallVector<Value> vRow;
+          if (!vP)
+            vRow = kvRow(kb, add(kb, k0, jj));
+          for (int64_t v = 0; v < nv; ++v) {
+            Value col = cIdx(kb, (g0 + v) * cfg.vw);
+            if (vP) {
+              vv.push_back(vload(kb, vP, {jj, col}));
+              continue;
+            }
+            if (!elt.isF32()) {
+              vv.push_back(
+                  readRow(kb, vSrc, vRow, (g0 + v) * cfg.vw, valueDim));
+              continue;
+            }
+            SmallVector<Value> at(vRow);
+            at.push_back(col);
+            vv.push_back(vload(kb, vSrc, at));
+          }
+          SmallVector<Value> next;
+          for (int64_t i = 0; i < rows; ++i) {
+            Value p =
+                memref::LoadOp::create(kb, loc, sT, ValueRange{jj, rowIdx[i]});
+            Value pb = bcast(kb, p);
+            Value isZero;
+            if (guardMasked)
+              isZero = arith::CmpFOp::create(kb, loc, arith::CmpFPredicate::OEQ,
+                                             p, cF32(kb, 0.0f));
+            for (int64_t v = 0; v < nv; ++v) {
+              Value a = acc[i * nv + v];
+              Value n = fma(kb, pb, vv[v], a);
+              // A masked key (p == 0) must not let a NaN or inf in its V
+              // row through 0 * NaN.
+              if (guardMasked)
+                n = arith::SelectOp::create(kb, loc, isZero, a, n);
+              next.push_back(n);
+            }
+          }
+          scf::YieldOp::create(kb, loc, next);
+        });
+    return SmallVector<Value>(kLoop.getResults());
   });
 }
 
@@ -1621,9 +1639,9 @@ Value CpuKernelBuilder::rawRow(OpBuilder &b, Value mem, ValueRange idx,
   SmallVector<Value> at(idx);
   at.push_back(cIdx(b, col));
   Value pad = arith::ConstantOp::create(b, loc, b.getZeroAttr(t));
-  return vector::TransferReadOp::create(
-      b, loc, VectorType::get({cfg.vw}, t), mem, at, pad,
-      ArrayRef<bool>{col + cfg.vw <= rowLen});
+  return vector::TransferReadOp::create(b, loc, VectorType::get({cfg.vw}, t),
+                                        mem, at, pad,
+                                        ArrayRef<bool>{col + cfg.vw <= rowLen});
 }
 
 void CpuKernelBuilder::buildBf16Scores(OpBuilder &b, Value k0, Value kCols) {
@@ -1663,8 +1681,8 @@ void CpuKernelBuilder::buildBf16Scores(OpBuilder &b, Value k0, Value kCols) {
               Value kp = bf16PairBroadcast(db, kSrc, withLast(keyIdx[i], d));
               for (int64_t v = 0; v < gv; ++v) {
                 int64_t a = i * gv + v;
-                next[a] = x86vector::DotBF16Op::create(db, loc, acc[a], kp,
-                                                       qv[v]);
+                next[a] =
+                    x86vector::DotBF16Op::create(db, loc, acc[a], kp, qv[v]);
               }
             }
             scf::YieldOp::create(db, loc, next);
@@ -1692,8 +1710,9 @@ void CpuKernelBuilder::buildBf16ValuePairs(OpBuilder &b, Value k0,
   Value numPairs = arith::CeilDivUIOp::create(b, loc, kCols, cIdx(b, 2));
   Value last = sub(b, kvEnd, cIdx(b, 1));
   Value zeros = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(VectorType::get({cfg.vw}, elt),
-                                     b.getZeroAttr(elt)));
+      b, loc,
+      DenseElementsAttr::get(VectorType::get({cfg.vw}, elt),
+                             b.getZeroAttr(elt)));
   Value expMask = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(i16Vec, b.getIntegerAttr(i16, 0x7f80)));
   SmallVector<Value> inits;
@@ -1705,8 +1724,8 @@ void CpuKernelBuilder::buildBf16ValuePairs(OpBuilder &b, Value k0,
       [&](OpBuilder &lb, Location, Value p, ValueRange flags) {
         Value j = mul(lb, p, cIdx(lb, 2));
         Value j1 = add(lb, j, cIdx(lb, 1));
-        Value has1 =
-            arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, j1, kCols);
+        Value has1 = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult,
+                                           j1, kCols);
         SmallVector<Value> row0 = kvRow(lb, add(lb, k0, j));
         SmallVector<Value> row1 = kvRow(lb, minI(lb, add(lb, k0, j1), last));
         Value flag = track ? flags[0] : Value();
@@ -1733,10 +1752,10 @@ void CpuKernelBuilder::buildBf16ValuePairs(OpBuilder &b, Value k0,
           next.push_back(flag);
         scf::YieldOp::create(lb, loc, next);
       });
-  vNonFinite = track ? Value(vector::ReductionOp::create(
-                           b, loc, vector::CombiningKind::OR,
-                           pairLoop.getResult(0)))
-                     : Value();
+  vNonFinite =
+      track ? Value(vector::ReductionOp::create(
+                  b, loc, vector::CombiningKind::OR, pairLoop.getResult(0)))
+            : Value();
 }
 
 void CpuKernelBuilder::buildBf16ProbabilityPairs(OpBuilder &b, Value kCols) {
@@ -1754,9 +1773,8 @@ void CpuKernelBuilder::buildBf16ProbabilityPairs(OpBuilder &b, Value kCols) {
     for (int64_t v = 0; v < qVecs; ++v) {
       Value col = cIdx(lb, v * cfg.vw);
       Value first = vload(lb, sT, {j, col});
-      Value second = arith::SelectOp::create(lb, loc, has1,
-                                             vload(lb, sT, {j1, col}),
-                                             splatF32(lb, 0.0f));
+      Value second = arith::SelectOp::create(
+          lb, loc, has1, vload(lb, sT, {j1, col}), splatF32(lb, 0.0f));
       Value pair = vector::InterleaveOp::create(
           lb, loc,
           x86vector::CvtPackedF32ToBF16Op::create(lb, loc, halfType, first),
@@ -1773,54 +1791,29 @@ void CpuKernelBuilder::buildBf16PV(OpBuilder &b, Value kCols) {
   // pv-vectors vectors of Dv), each step broadcasting a P pair and doing
   // vdpbf16ps with the V pair row p.
   int64_t rows = cfg.pvRows;
-  Value numBlocks =
-      arith::CeilDivUIOp::create(b, loc, this->rows, cIdx(b, rows));
-  int64_t dvVecs = valueDimPad / cfg.vw;
-  int64_t pvVectors = cfg.pvVectors > 0
-                          ? cfg.pvVectors
-                          : cpu::balancedVectorBlock(dvVecs, rows, cfg.vw);
   auto pairType = VectorType::get({2 * cfg.vw}, b.getBF16Type());
   Value numPairs = arith::CeilDivUIOp::create(b, loc, kCols, cIdx(b, 2));
-  loop(b, cIdx(b, 0), numBlocks, [&](OpBuilder &lb, Value rb) {
-    Value r0 = mul(lb, rb, cIdx(lb, rows));
-    SmallVector<Value> rowIdx, alphas;
-    for (int64_t i = 0; i < rows; ++i) {
-      rowIdx.push_back(add(lb, r0, cIdx(lb, i)));
-      alphas.push_back(bcast(
-          lb, memref::LoadOp::create(lb, loc, aBuf, ValueRange{rowIdx[i]})));
-    }
-    for (int64_t g0 = 0; g0 < dvVecs; g0 += pvVectors) {
-      int64_t nv = std::min(pvVectors, dvVecs - g0);
-      SmallVector<Value> inits;
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t v = 0; v < nv; ++v)
-          inits.push_back(arith::MulFOp::create(
-              lb, loc,
-              vload(lb, oAcc, {rowIdx[i], cIdx(lb, (g0 + v) * cfg.vw)}),
-              alphas[i]));
-      auto pLoop = scf::ForOp::create(
-          lb, loc, cIdx(lb, 0), numPairs, cIdx(lb, 1), inits,
-          [&](OpBuilder &kb, Location, Value p, ValueRange acc) {
-            SmallVector<Value> vv;
+  buildPVBlocks(b, [&](OpBuilder &lb, ArrayRef<Value> rowIdx, int64_t g0,
+                       int64_t nv, ValueRange inits) {
+    auto pLoop = scf::ForOp::create(
+        lb, loc, cIdx(lb, 0), numPairs, cIdx(lb, 1), inits,
+        [&](OpBuilder &kb, Location, Value p, ValueRange acc) {
+          SmallVector<Value> vv;
+          for (int64_t v = 0; v < nv; ++v)
+            vv.push_back(vector::LoadOp::create(
+                kb, loc, pairType, vPairs,
+                ValueRange{p, cIdx(kb, 2 * (g0 + v) * cfg.vw)}));
+          SmallVector<Value> next;
+          for (int64_t i = 0; i < rows; ++i) {
+            Value pb = bf16PairBroadcast(
+                kb, pPairs, ValueRange{p, mul(kb, rowIdx[i], cIdx(kb, 2))});
             for (int64_t v = 0; v < nv; ++v)
-              vv.push_back(vector::LoadOp::create(
-                  kb, loc, pairType, vPairs,
-                  ValueRange{p, cIdx(kb, 2 * (g0 + v) * cfg.vw)}));
-            SmallVector<Value> next;
-            for (int64_t i = 0; i < rows; ++i) {
-              Value pb = bf16PairBroadcast(
-                  kb, pPairs, ValueRange{p, mul(kb, rowIdx[i], cIdx(kb, 2))});
-              for (int64_t v = 0; v < nv; ++v)
-                next.push_back(x86vector::DotBF16Op::create(
-                    kb, loc, acc[i * nv + v], pb, vv[v]));
-            }
-            scf::YieldOp::create(kb, loc, next);
-          });
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t v = 0; v < nv; ++v)
-          vstore(lb, pLoop.getResult(i * nv + v), oAcc,
-                 {rowIdx[i], cIdx(lb, (g0 + v) * cfg.vw)});
-    }
+              next.push_back(x86vector::DotBF16Op::create(
+                  kb, loc, acc[i * nv + v], pb, vv[v]));
+          }
+          scf::YieldOp::create(kb, loc, next);
+        });
+    return SmallVector<Value>(pLoop.getResults());
   });
 }
 
