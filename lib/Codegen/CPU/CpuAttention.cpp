@@ -207,16 +207,7 @@ private:
   /// element type).
   Value readRow(OpBuilder &b, Value mem, ValueRange idx, int64_t col,
                 int64_t rowLen) {
-    auto memType = cast<MemRefType>(mem.getType());
-    Type elt = memType.getElementType();
-    auto vt = VectorType::get({cfg.vw}, elt);
-    SmallVector<Value> at(idx);
-    at.push_back(cIdx(b, col));
-    bool inBounds = col + cfg.vw <= rowLen;
-    Value pad = arith::ConstantOp::create(b, loc, b.getZeroAttr(elt));
-    Value v = vector::TransferReadOp::create(b, loc, vt, mem, at, pad,
-                                             ArrayRef<bool>{inBounds});
-    return toF32(b, v);
+    return toF32(b, rawRow(b, mem, idx, col, rowLen));
   }
   /// The range of the i32 segment ids `ids[batch, first + i]` for i in
   /// [0, count): vectors of vw lanes, masked past `count` (at most
