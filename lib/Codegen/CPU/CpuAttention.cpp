@@ -125,6 +125,12 @@ struct KVSplits {
 /// registers.
 constexpr int64_t kScoreQueryVectors = 4;
 
+/// How many keys ahead of the S^T register block its in-place K rows are
+/// prefetched (CpuKernelBuilder::keyPrefetchAhead): far enough that a row
+/// arrives from memory before the micro-kernel reaches it (16 to 256 keys
+/// measured alike), near enough to stay in L2.
+constexpr int64_t kScoreKeyPrefetch = 64;
+
 /// Builds the kernel for one fa.attention.
 class CpuKernelBuilder {
 public:
@@ -368,6 +374,15 @@ private:
   /// decode step took 2.4x the contiguous time without it, 1.3x with it.
   /// (A contiguous cache runs slower with it.)
   int64_t prefetchAhead = 0;
+  /// Query tiles whose S^T micro-kernel reads K in place (the f32 kernel's
+  /// broadcasts, the bf16 dot kernel's pairs): as each register block of
+  /// keys starts, the K rows this many keys ahead are prefetched into L2
+  /// (0: none). The micro-kernel walks key-rows rows at once along d, 4
+  /// bytes a step, a pattern the hardware prefetchers follow poorly once
+  /// K no longer fits the last-level cache: on the Zen 4 host of
+  /// docs/performance.md one thread at N = 16384, D = 128 ran 8-15%
+  /// faster with it, N = 4096 (K in L3) within the noise.
+  int64_t keyPrefetchAhead = 0;
   /// The token-major variable-length form (cu_seqlens): Q, O [Tq, Hq, D],
   /// K, V [Tk, Hkv, D], LSE [Hq, Tq]; per tile, the first query row and
   /// key of the tile's sequence.
@@ -423,19 +438,31 @@ private:
     return {at.page, at.row, kvHead};
   }
 
-  /// Prefetches (into L2) every cache line of the K and V rows of key
-  /// `key` + prefetchAhead, clamped to the last visited key.
-  void prefetchKeyRows(OpBuilder &b, Value key) {
-    Value ahead =
-        minI(b, add(b, key, cIdx(b, prefetchAhead)), sub(b, kvEnd, cIdx(b, 1)));
-    SmallVector<Value> row = kvRow(b, ahead);
+  /// Prefetches (into L2) every cache line of the K row, and with
+  /// `values` the V row, of key `key` + `ahead`, clamped to the last
+  /// visited key.
+  void prefetchKeyRows(OpBuilder &b, Value key, int64_t ahead, bool values) {
+    Value at = minI(b, add(b, key, cIdx(b, ahead)), sub(b, kvEnd, cIdx(b, 1)));
+    SmallVector<Value> row = kvRow(b, at);
     int64_t lineElements = 64 / (elt.getIntOrFloatBitWidth() / 8);
-    for (auto [mem, width] :
-         {std::pair{args.k, headDim}, std::pair{args.v, valueDim}})
+    SmallVector<std::pair<Value, int64_t>> rows = {{args.k, headDim}};
+    if (values)
+      rows.push_back({args.v, valueDim});
+    for (auto [mem, width] : rows)
       for (int64_t c = 0; c < width; c += lineElements)
         memref::PrefetchOp::create(b, loc, mem, withLast(row, cIdx(b, c)),
                                    /*isWrite=*/false, /*localityHint=*/2,
                                    /*isDataCache=*/true);
+  }
+
+  /// Prefetches the K rows keyPrefetchAhead keys past those of the
+  /// register block of `count` keys from key `first` (no-op when off).
+  void prefetchBlockKeys(OpBuilder &b, Value first, int64_t count) {
+    if (!keyPrefetchAhead)
+      return;
+    for (int64_t i = 0; i < count; ++i)
+      prefetchKeyRows(b, add(b, first, cIdx(b, i)), keyPrefetchAhead,
+                      /*values=*/false);
   }
 
   /// The leading indices of query `q` of head `h` in Q and O (the
@@ -507,6 +534,7 @@ void CpuKernelBuilder::build(OpBuilder &b) {
     keyRowsPad = llvm::alignTo(keyRowsPad, 2);
   prefetchAhead =
       dotScores && args.blockTable && !cfg.allKvHeads ? cfg.blockKV : 0;
+  keyPrefetchAhead = (directK || bf16Dot) ? kScoreKeyPrefetch : 0;
   kSrc = args.k;
   vSrc = args.v;
   // V rows are read in place, through the block table for a paged cache
@@ -1121,7 +1149,7 @@ CpuKernelBuilder::KeyBlock CpuKernelBuilder::keyBlock(OpBuilder &b, Value k0,
     Value key = add(b, k0, keys.cols.back());
     keys.rows.push_back(kvRow(b, key));
     if (prefetchAhead)
-      prefetchKeyRows(b, key);
+      prefetchKeyRows(b, key, prefetchAhead, /*values=*/true);
   }
   return keys;
 }
@@ -1267,6 +1295,7 @@ void CpuKernelBuilder::buildScores(OpBuilder &b, Value k0, Value kCols) {
     // past kCols are computed but never used).
     SmallVector<SmallVector<Value>> keyIdx;
     if (!kP) {
+      prefetchBlockKeys(lb, add(lb, k0, j0), kr);
       Value last = sub(lb, kvEnd, cIdx(lb, 1));
       for (int64_t i = 0; i < kr; ++i)
         keyIdx.push_back(
@@ -1649,6 +1678,7 @@ void CpuKernelBuilder::buildBf16Scores(OpBuilder &b, Value k0, Value kCols) {
     Value j0 = mul(lb, kb, cIdx(lb, kr));
     // The key rows of the block in place, clamped to the last key (rows
     // past kCols are computed but never used).
+    prefetchBlockKeys(lb, add(lb, k0, j0), kr);
     Value last = sub(lb, kvEnd, cIdx(lb, 1));
     SmallVector<SmallVector<Value>> keyIdx;
     for (int64_t i = 0; i < kr; ++i)

@@ -183,6 +183,16 @@ func.func @kernel(%q: memref<?x4x?x40xf16>, %k: memref<?x2x?x40xf16>, %v: memref
 //       CHECK:   scf.forall
 //   CHECK-NOT:   vector.step
 //   CHECK-NOT:   arith.truncf
+// Each register block of keys first prefetches into L2 every 64-byte line
+// of the K rows 64 keys ahead (clamped to the last key); V is not
+// prefetched.
+//       CHECK:       %[[AHEAD:.*]] = arith.addi %{{.*}}, %c64{{.*}} : index
+//  CHECK-NEXT:       %[[ROW:.*]] = arith.minsi %[[AHEAD]], %{{.*}} : index
+//  CHECK-NEXT:       arith.constant 0 : index
+//  CHECK-NEXT:       memref.prefetch %[[K]][%{{.*}}, %{{.*}}, %[[ROW]], %c0{{.*}}], read, locality<2>, data
+//  CHECK-NEXT:       arith.constant 16 : index
+//  CHECK-NEXT:       memref.prefetch %[[K]][%{{.*}}, %{{.*}}, %[[ROW]], %c16{{.*}}], read, locality<2>, data
+//   CHECK-NOT:       memref.prefetch %[[V]]
 //       CHECK:     arith.minsi
 //       CHECK:     scf.for {{.*}} -> (vector<16xf32>
 //       CHECK:       memref.load %[[K]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x2x?x32xf32>
@@ -639,7 +649,11 @@ func.func @pv_groups(%q: memref<1x1x?x32xf32>, %k: memref<1x1x?x32xf32>, %v: mem
 //       BF16:       vector.store %{{.*}}, %[[VP]][%{{.*}}, %c0{{.*}}] : memref<32x64xbf16>, vector<32xbf16>
 //       BF16:       vector.store %{{.*}}, %[[VP]][%{{.*}}, %c32{{.*}}] : memref<32x64xbf16>, vector<32xbf16>
 //       BF16:     %[[NONFINITE:.*]] = vector.reduction <or>, %[[FLAGS]] : vector<16xi1> into i1
-// S^T: 24 accumulators over D / 2 = 20 pair steps.
+// S^T: the K rows 64 keys ahead prefetched (lines of 32 bf16), then 24
+// accumulators over D / 2 = 20 pair steps.
+//       BF16:     memref.prefetch %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %c0{{.*}}], read, locality<2>, data : memref<1x2x?x40xbf16>
+//  BF16-NEXT:     arith.constant 32 : index
+//  BF16-NEXT:     memref.prefetch %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %c32{{.*}}], read, locality<2>, data : memref<1x2x?x40xbf16>
 //       BF16:     scf.for %[[P:.*]] = %{{.*}} to %c20{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
 //       BF16:       %[[QV:.*]] = vector.load %[[QP]][%[[P]], %c0{{.*}}] : memref<20x128xbf16>, vector<32xbf16>
 //       BF16:       vector.load %{{.*}} : memref<1x2x?x40xbf16>, vector<2xbf16>
