@@ -52,7 +52,10 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
       and doing `vector.fma` with the Q^T row d; a wider query tile runs
       its groups of 4 query vectors in turn on the same key rows (which
       stay in L1), so an explicit `block-q` of 8 W or more halves the
-      passes over K and V without spilling;
+      passes over K and V without spilling; where K is read in place
+      (and in the bf16 dot kernel), each register block of keys first
+      prefetches into L2 the K rows 64 keys ahead, which the hardware
+      prefetchers do not follow once K is streamed from memory;
     * the online softmax per lane, with no horizontal reductions: masks
       (boolean -> -inf, additive, causal per lane) and the running max in
       one sweep over the key rows, then P = exp(S - m) and its sum in a

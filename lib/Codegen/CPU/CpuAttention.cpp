@@ -380,7 +380,7 @@ private:
   /// (0: none). The micro-kernel walks key-rows rows at once along d, 4
   /// bytes a step, a pattern the hardware prefetchers follow poorly once
   /// K no longer fits the last-level cache: on the Zen 4 host of
-  /// docs/performance.md one thread at N = 16384, D = 128 ran 8-15%
+  /// docs/performance.md one thread at N = 16384, D = 128 ran 5-15%
   /// faster with it, N = 4096 (K in L3) within the noise.
   int64_t keyPrefetchAhead = 0;
   /// The token-major variable-length form (cu_seqlens): Q, O [Tq, Hq, D],
