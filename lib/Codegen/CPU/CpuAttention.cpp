@@ -1391,7 +1391,7 @@ void CpuKernelBuilder::buildSoftmax(OpBuilder &b, Value k0, Value kCols,
     Value isInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew,
                                         splatF32(b, -inf));
     Value use = arith::SelectOp::create(b, loc, isInf, splatF32(b, 0.0f), mNew);
-    Value alpha = lowering::buildFastExp(
+    Value alpha = lowering::buildSoftmaxExp(
         b, loc, arith::SubFOp::create(b, loc, mOld, use));
     vstore(b, mNew, mBuf, {col});
     vstore(b, alpha, aBuf, {col});
@@ -1407,7 +1407,7 @@ void CpuKernelBuilder::buildSoftmax(OpBuilder &b, Value k0, Value kCols,
         for (int64_t v = 0; v < qVecs; ++v) {
           Value col = cIdx(lb, v * cfg.vw);
           Value s = vload(lb, sT, {jj, col});
-          Value p = lowering::buildFastExp(
+          Value p = lowering::buildSoftmaxExp(
               lb, loc, arith::SubFOp::create(lb, loc, s, mUse[v]));
           vstore(lb, p, sT, {jj, col});
           next.push_back(arith::AddFOp::create(lb, loc, sum[v], p));
@@ -1514,7 +1514,15 @@ SmallVector<Value> CpuKernelBuilder::buildScoreModsAndMax(OpBuilder &b,
           }
           if (changed)
             vstore(lb, s, sT, {jj, col});
-          next.push_back(arith::MaximumFOp::create(lb, loc, vmax[v], s));
+          // The tile max per lane as s > max ? s : max, one vmaxps (where
+          // arith.maximumf's NaN propagation costs six instructions in the
+          // loop's critical path). A NaN score is left out of the max but
+          // not of the row: exp(NaN - m) makes P, the sum and O NaN, as the
+          // contract asks for a NaN in attended inputs.
+          Value greater = arith::CmpFOp::create(
+              lb, loc, arith::CmpFPredicate::OGT, s, vmax[v]);
+          next.push_back(
+              arith::SelectOp::create(lb, loc, greater, s, vmax[v]));
         }
         scf::YieldOp::create(lb, loc, next);
       });

@@ -68,7 +68,11 @@
 //       CHECK:         arith.cmpi sge
 //       CHECK:         arith.select
 //       CHECK:         vector.store %{{.*}}, %[[ST]]
-//       CHECK:         arith.maximumf
+// The running max as s > max ? s : max (one vmaxps; a NaN score reaches
+// the row through exp, not through the max).
+//   CHECK-NOT:         arith.maximumf
+//       CHECK:         %[[GT:.*]] = arith.cmpf ogt, %[[S:.*]], %[[MX:.*]] : vector<16xf32>
+//       CHECK:         arith.select %[[GT]], %[[S]], %[[MX]]
 // m_new, the -inf guard, alpha = exp(m_old - m_use) as a polynomial.
 //       CHECK:       vector.load %[[M]]
 //       CHECK:       arith.maximumf
@@ -316,7 +320,7 @@ func.func @causal(%q: memref<1x2x?x32xf32>, %k: memref<1x2x?x32xf32>, %v: memref
 //       CHECK:         arith.select
 //       CHECK:       } else {
 //   CHECK-NOT:         arith.cmpi sge
-//       CHECK:         arith.maximumf
+//       CHECK:         arith.cmpf ogt
 //       CHECK:       scf.if %[[NEED]] {
 //   CHECK-NOT:   math.tanh
 //       CHECK:   return

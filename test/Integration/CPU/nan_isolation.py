@@ -56,6 +56,12 @@ CASES = [
     ("key_lengths", 40, 96, "none", [50, 96], None, [95, 60]),
     ("causal_key_lengths", 50, 120, "bottom-right", [100, 70], None,
      [99, 75, 110]),
+    # NaN in K rows instead of V: the scores of those keys are NaN, which
+    # the kernels' running max may leave out (the CPU kernel does) but
+    # exp(NaN - m) must still carry into the sum and O of every row that
+    # attends the key.
+    ("k_nan_causal", 70, 90, "bottom-right", None, None, [89, 45], "k"),
+    ("k_nan_bool_mask", 64, 100, "none", None, "bool", [99, 50, 3], "k"),
 ]
 
 
@@ -88,6 +94,7 @@ def poison_inputs(rng, v, bad, mask_kind, mask_shape):
     the keys `bad` rarely attended (so rows of both kinds exist), and puts
     NaN/inf (alternating) into those keys' V rows. Returns (mask, V with the
     bad rows, V with those rows set to 0)."""
+    # (The K cases poison K apart, in main.)
     mask = None
     if mask_kind == "bool":
         mask = rng.random(mask_shape) < 0.6
@@ -122,7 +129,7 @@ def main(argv):
     B, Hq, Hkv, D = 2, 4, 2, 32
     failures = 0
     with tempfile.TemporaryDirectory(prefix="fa-nan-") as tmp:
-        for name, Nq, Nk, causal, lens, mask_kind, bad in CASES:
+        for name, Nq, Nk, causal, lens, mask_kind, bad, *where in CASES:
             rng = np.random.default_rng(seed_of(name))
             q = rng.standard_normal((B, Hq, Nq, D)).astype(np.float32)
             k = rng.standard_normal((B, Hkv, Nk, D)).astype(np.float32)
@@ -131,6 +138,14 @@ def main(argv):
             lens_a = None if lens is None else np.array(lens, np.int32)
             mask, v_bad, v_clean = poison_inputs(rng, v, bad, mask_kind,
                                                  (B, Hq, Nq, Nk))
+            k_bad = k
+            if where == ["k"]:
+                # NaN only: an inf K row could give -inf scores, which
+                # act as a mask rather than a NaN.
+                v_bad, v_clean = v, v.copy()
+                v_clean[:, :, bad, :] = 0
+                k_bad = k.copy()
+                k_bad[:, :, bad, :] = np.nan
             paths = {n: os.path.join(tmp, "%s.%s.npy" % (name, n))
                      for n in ("q", "k", "v", "lens", "mask", "o", "lse")}
             if emulate:
@@ -144,7 +159,7 @@ def main(argv):
             else:
                 cmd = [tool, "attention", "--causal", causal, "--quiet"]
                 cmd += flags
-            cmd += save_attention_inputs(paths, q, k, v_bad, lens_a, mask,
+            cmd += save_attention_inputs(paths, q, k_bad, v_bad, lens_a, mask,
                                          False)
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:

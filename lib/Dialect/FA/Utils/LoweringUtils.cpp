@@ -131,6 +131,59 @@ Value lowering::buildFastExp(OpBuilder &b, Location loc, Value x) {
   return arith::SelectOp::create(b, loc, nan, x, res);
 }
 
+Value lowering::buildSoftmaxExp(OpBuilder &b, Location loc, Value x) {
+  auto vt = dyn_cast<VectorType>(x.getType());
+  Type i32 = b.getI32Type();
+  Type intType = vt ? Type(VectorType::get(vt.getShape(), i32)) : i32;
+  auto cf = [&](float v) -> Value {
+    if (vt)
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(vt, b.getF32FloatAttr(v)));
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  };
+  auto ci = [&](int32_t v) -> Value {
+    if (vt)
+      return arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(cast<ShapedType>(intType),
+                                 b.getI32IntegerAttr(v)));
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+  };
+  auto contract = arith::FastMathFlagsAttr::get(b.getContext(),
+                                                arith::FastMathFlags::contract);
+  auto fma = [&](Value p, Value q, Value r) -> Value {
+    Value m = arith::MulFOp::create(b, loc, p, q, contract);
+    return arith::AddFOp::create(b, loc, m, r, contract);
+  };
+  // x = n ln2 + r as in buildFastExp: n from the low mantissa bits of
+  // x log2(e) + 1.5 * 2^23, r in two Cody-Waite parts.
+  const float lo = -87.3365447505531f;
+  const float magic = 12582912.0f; // 1.5 * 2^23
+  Value t = fma(x, cf(1.44269504088896341f), cf(magic));
+  Value fx = arith::SubFOp::create(b, loc, t, cf(magic));
+  Value r = fma(fx, cf(-0.693359375f), x);
+  r = fma(fx, cf(2.12194440e-4f), r);
+  // exp(r) = 1 + r (1 + r P(r)), P Cephes expf's, in one Horner chain.
+  Value p = cf(1.9875691500e-4f);
+  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                  1.6666665459e-1f, 5.0000001201e-1f, 1.0f, 1.0f})
+    p = fma(p, r, cf(c));
+  // 2^n: the bits of t minus those of 1.5 * 2^23 are n; plus the bias 127,
+  // shifted into the exponent field (n >= -126 on [lo, 0]).
+  Value bits = arith::ShLIOp::create(
+      b, loc,
+      arith::AddIOp::create(b, loc,
+                            arith::BitcastOp::create(b, loc, intType, t),
+                            ci(127 - 0x4B400000)),
+      ci(23));
+  Value res = arith::MulFOp::create(
+      b, loc, p, arith::BitcastOp::create(b, loc, x.getType(), bits));
+  // Below the range (incl. -inf): 0. A NaN x made every step NaN.
+  Value under =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, cf(lo));
+  return arith::SelectOp::create(b, loc, under, cf(0.0f), res);
+}
+
 LogicalResult mlir::fa::lowering::approximateTanhsIn(Operation *root) {
   SmallVector<Operation *> tanhs;
   root->walk([&](math::TanhOp t) { tanhs.push_back(t); });

@@ -48,6 +48,15 @@ Value negInf(OpBuilder &b, Location loc);
 /// math.exp on vectors it needs no libm call per lane.
 Value buildFastExp(OpBuilder &b, Location loc, Value x);
 
+/// exp(x) for the online softmax's arguments, x = s - m <= 0 (or NaN), as
+/// buildFastExp with the same range reduction and ~1 ulp, in fewer
+/// operations: no overflow branch (x > 88 gives garbage, never asked for),
+/// NaN carried by the arithmetic instead of a select, the polynomial in
+/// one Horner chain and the exponent bits in one integer add. Exactly 0
+/// below -87.3 (incl. -inf). Used where the exps are a visible share of a
+/// CPU kernel's time.
+Value buildSoftmaxExp(OpBuilder &b, Location loc, Value x);
+
 /// Rewrites each of `tanhs` (math.tanh ops, scalar or vector f32) into
 /// MLIR's rational approximation (a few ulp, plain arith plus math.fma and
 /// math.absf): what the CPU and GPU kernels use for the softcap, needing no
