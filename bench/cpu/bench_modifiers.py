@@ -25,7 +25,9 @@ additive bias for ALiBi (SDPA has no softcap). Where torch has FlexAttention
 (2.5+), every row also runs `torch.compile(flex_attention)` on the CPU with
 the same `mask_mod` (through `create_block_mask`, so its block sparsity
 applies) or `score_mod`; its compile is not timed. GFLOP/s counts 4 N^2 D
-per head for the keys a row keeps (the useful work), so rows compare.
+per head for the keys a row keeps (the useful work), so rows compare, and
+is given as a fraction of the f32 FMA peak of --threads threads measured
+in the same run (bench_common.probe, probes.c).
 
 Usage:
   bench_modifiers.py FA_RUN [--long-n 16384] [--short-n 4096] [--d 128]
@@ -47,7 +49,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import machine  # noqa: E402
+from bench_common import limits_line, machine, probe  # noqa: E402
 
 
 def run_fa(cmd, out_path, repeats, env):
@@ -171,12 +173,14 @@ def main():
             log(f"torch sgemm 2048^3 on {t} thread(s): "
                 f"{2 * 2048 ** 3 / best / 1e9:.1f} GFLOP/s (a peer, not the "
                 "limit)")
+    peak = probe("fma", args.threads)
+    log(limits_line(args.threads))
     log("")
     log("| N | case | keys kept / row | ours 1 thr ms | ours "
-        f"{args.threads} thr ms | GFLOP/s ({args.threads} thr) | vs base "
-        "(same threads) | torch ms | torch peer | ours vs torch | flex ms | "
-        "ours vs flex |")
-    log("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        f"{args.threads} thr ms | GFLOP/s ({args.threads} thr) | of FMA peak | "
+        "vs base (same threads) | torch ms | torch peer | ours vs torch | "
+        "flex ms | ours vs flex |")
+    log("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         def case_set(n, cases):
             if args.only and not any(args.only in c[0] for c in cases):
@@ -247,7 +251,8 @@ def main():
                 f_txt = f"{f_ms:.0f}" if f_ms else "-"
                 f_vs = f"{f_ms / msn:.2f}x" if f_ms else "-"
                 log(f"| {n} | {name} | {kept:.0f} | {ms1:.0f} | {msn:.0f} | "
-                    f"{gflop / msn * 1e3:.1f} | {ratio} | {t_txt} | "
+                    f"{gflop / msn * 1e3:.1f} | "
+                    f"{100 * gflop / msn * 1e3 / peak:.1f}% | {ratio} | {t_txt} | "
                     f"{peer if t_ms else '-'} | {vs} | {f_txt} | {f_vs} |")
 
         n = args.long_n

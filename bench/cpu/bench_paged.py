@@ -9,7 +9,9 @@ torch has no paged attention, so the peer is our own contiguous kernel
 
 Rows: f32, Nq = 1, B = --batch, Hq = --hq, Hkv = --hkv, D = --d, every
 sequence --nk keys, bottom-right causal, --threads threads, page sizes
---pages. GB/s count the K and V bytes read. Times: fa-run --repeat 10,
+--pages. GB/s count the K and V bytes read, also as a fraction of the
+read bandwidth of --threads threads measured in the same run
+(bench_common.probe, probes.c). Times: fa-run --repeat 10,
 best of --repeats processes. Outputs checked against each other (relative
 Frobenius error < 1e-5).
 
@@ -28,7 +30,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import fa_run_ms, machine  # noqa: E402
+from bench_common import fa_run_ms, limits_line, machine, probe  # noqa: E402
 
 
 def run_fa(fa_run, files, extra, threads, repeats):
@@ -96,13 +98,15 @@ def main():
             rows.append((f"paged, S = {s}, "
                          f"{'pages in order' if args.no_shuffle else 'shuffled pages'}",
                          ms, err))
+    bw = probe("read", args.threads)
     lines = [f"Paged decode, f32, B={B}, Hq={Hq}, Hkv={Hkv}, Nq=1, Nk={N}, "
              f"D={D}, bottom-right causal, {args.threads} threads; "
-             f"{machine()}.", "",
-             "| cache | ms | GB/s (K+V) | vs contiguous | rel. diff. |",
-             "|---|---:|---:|---:|---:|"]
+             f"{machine()}; {limits_line(args.threads)}.", "",
+             "| cache | ms | GB/s (K+V) | of read bandwidth | vs contiguous | rel. diff. |",
+             "|---|---:|---:|---:|---:|---:|"]
     for name, ms, err in rows:
-        lines.append(f"| {name} | {ms:.3f} | {kv_bytes / ms / 1e6:.1f} | "
+        gbs = kv_bytes / ms / 1e6
+        lines.append(f"| {name} | {ms:.3f} | {gbs:.1f} | {100 * gbs / bw:.0f}% | "
                      f"{dense / ms:.2f}x | {err:.1e} |")
     text = "\n".join(lines)
     print(text)

@@ -13,7 +13,8 @@ sequences, all through `fa-run` in the same run.
 16384). GFLOP/s count the useful work, 2 L (L + 1) D per head per sequence
 of length L (causal, Q K^T and P V), so the packed and dense rows compare;
 the dense equal-work row is B = 8 sequences of 2048 (the same total
-tokens). Times: fa-run --repeat, best of --repeats processes per round.
+tokens). Each rate is also a fraction of the f32 FMA peak of --threads
+threads that bench_common.probe measures in the same run (probes.c). Times: fa-run --repeat, best of --repeats processes per round.
 Every output is checked against a float64 reference on sampled rows.
 
 Usage:
@@ -36,7 +37,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import fa_run_ms  # noqa: E402
+from bench_common import fa_run_ms, limits_line, machine, probe  # noqa: E402
 
 
 def run(fa_run, files, extra, threads, repeats):
@@ -161,21 +162,23 @@ def main():
                     checker(np.load(f["o"]))
                     key = (fa_run, name)
                     best[key] = min(best.get(key, float("inf")), ms)
-    lines = [f"Varlen prefill, f32, H = {H}, D = {D}, lengths {L} (sum {T}), "
+    peak = probe("fma", args.threads)
+    lines = [f"Machine: {machine()}; {limits_line(args.threads)}.", "",
+             f"Varlen prefill, f32, H = {H}, D = {D}, lengths {L} (sum {T}), "
              f"{args.threads} threads; GFLOP/s of useful causal work; best "
              f"of {args.rounds} interleaved rounds.", "",
-             "| form | tokens | ms | GFLOP/s | vs dense equal lengths |",
-             "|---|---:|---:|---:|---:|"]
+             "| form | tokens | ms | GFLOP/s | of FMA peak | vs dense equal lengths |",
+             "|---|---:|---:|---:|---:|---:|"]
     for fa_run in args.fa_run:
         name, _, work, _, _, _ = forms[-1]
         dense = work / best[(fa_run, name)] / 1e6
         if len(args.fa_run) > 1:
-            lines.append(f"| **{fa_run}** | | | | |")
+            lines.append(f"| **{fa_run}** | | | | | |")
         for name, tok, work, _, _, _ in forms:
             ms = best[(fa_run, name)]
             g = work / ms / 1e6
             lines.append(f"| {name} | {tok} | {ms:.1f} | {g:.1f} | "
-                         f"{100 * g / dense:.0f}% |")
+                         f"{100 * g / peak:.1f}% | {100 * g / dense:.0f}% |")
     text = "\n".join(lines)
     print(text)
     if args.out:
