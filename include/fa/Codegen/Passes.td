@@ -135,11 +135,12 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
     products) for both products. Q is packed as bf16 pairs along d
     (unscaled), each K pair (one 32-bit word) is broadcast from its row in
     place, and the S^T register block runs D / 2 steps; S is then scaled
-    in f32. After the softmax P is rounded to bf16
-    (`x86vector.avx512.cvt.packed.f32_to_bf16`, round to nearest even)
-    and paired along the keys, as are the V rows of the tile (a key past
-    the tile is 0 in both), and P V dots a broadcast P pair with the V
-    pair vectors; the running sum l stays the f32 sum of the unrounded P.
+    in f32. The softmax's exp pass takes the keys in pairs: P is rounded to
+    bf16 (`x86vector.avx512.cvt.packed.f32_to_bf16`, round to nearest
+    even) and paired along the keys as it is computed, as are the V rows
+    of the tile (a key past the tile is 0 in both), and P V dots a
+    broadcast P pair with the V pair vectors; the running sum l stays the
+    f32 sum of the unrounded P.
     The products cannot skip a removed key per row, and 0 * NaN is NaN: a
     tile that needs the removed-key guard and whose V rows hold an inf or
     a NaN (an exponent of all ones, found while pairing) takes the f32

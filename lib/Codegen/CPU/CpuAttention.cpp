@@ -327,7 +327,14 @@ private:
                int64_t rowLen);
   void buildBf16Scores(OpBuilder &b, Value k0, Value kCols);
   void buildBf16ValuePairs(OpBuilder &b, Value k0, Value kCols);
-  void buildBf16ProbabilityPairs(OpBuilder &b, Value kCols);
+  /// Whether some tile may take the guarded P V (a mask, causality or a
+  /// positional modifier removes keys), which with bf16 dot products reads
+  /// P in f32 and needs vNonFinite.
+  bool mayGuardValues() const {
+    return args.mask || positionalMods || sem.isCausal();
+  }
+  SmallVector<Value> buildBf16Probabilities(OpBuilder &b, Value kCols,
+                                            ArrayRef<Value> mUse);
   void buildBf16PV(OpBuilder &b, Value kCols);
   void buildEpilogue(OpBuilder &b);
 
@@ -1069,8 +1076,6 @@ void CpuKernelBuilder::buildKVTile(
 
   buildScores(b, k0, kCols);
   buildSoftmax(b, k0, kCols, needMask);
-  if (bf16Dot)
-    buildBf16ProbabilityPairs(b, kCols);
   // Keys with p == 0 that a mask, causality or a modifier excludes must not
   // let a NaN or inf in their V rows through 0 * NaN. With a mask every
   // tile is guarded; otherwise only the tiles that need element masks
@@ -1398,8 +1403,19 @@ void CpuKernelBuilder::buildSoftmax(OpBuilder &b, Value k0, Value kCols,
     mUse.push_back(use);
   }
 
-  // Pass 2: P = exp(S - m_use) in place, and its sum per lane.
+  // Pass 2: P = exp(S - m_use) in place, and its sum per lane (with bf16
+  // dot products, P rounded to bf16 pairs in the same pass).
   SmallVector<Value> sumInit(qVecs, splatF32(b, 0.0f));
+  if (bf16Dot) {
+    SmallVector<Value> sums = buildBf16Probabilities(b, kCols, mUse);
+    for (int64_t v = 0; v < qVecs; ++v) {
+      Value col = cIdx(b, v * cfg.vw);
+      Value l = vload(b, lBuf, {col});
+      Value a = vload(b, aBuf, {col});
+      vstore(b, fma(b, a, l, sums[v]), lBuf, {col});
+    }
+    return;
+  }
   auto sumLoop = scf::ForOp::create(
       b, loc, zero, kCols, cIdx(b, 1), sumInit,
       [&](OpBuilder &lb, Location, Value jj, ValueRange sum) {
@@ -1735,7 +1751,7 @@ void CpuKernelBuilder::buildBf16ValuePairs(OpBuilder &b, Value k0,
   Type i16 = b.getI16Type();
   auto i16Vec = VectorType::get({cfg.vw}, i16);
   auto boolVec = VectorType::get({cfg.vw}, b.getI1Type());
-  bool track = args.mask || positionalMods || sem.isCausal();
+  bool track = mayGuardValues();
   Value numPairs = arith::CeilDivUIOp::create(b, loc, kCols, cIdx(b, 2));
   Value last = sub(b, kvEnd, cIdx(b, 1));
   Value zeros = arith::ConstantOp::create(
@@ -1787,31 +1803,59 @@ void CpuKernelBuilder::buildBf16ValuePairs(OpBuilder &b, Value k0,
             : Value();
 }
 
-void CpuKernelBuilder::buildBf16ProbabilityPairs(OpBuilder &b, Value kCols) {
-  // pPairs[p] = P^T rows 2p and 2p + 1 rounded to bf16 (vcvtneps2bf16,
-  // round to nearest even) and interleaved, so that (P[r][2p],
-  // P[r][2p + 1]) is one 32-bit word; a key past kCols is 0.
+SmallVector<Value>
+CpuKernelBuilder::buildBf16Probabilities(OpBuilder &b, Value kCols,
+                                         ArrayRef<Value> mUse) {
+  // Softmax pass 2 for the bf16 dot-product P V, over pairs of key rows of
+  // S^T: P = exp(S - m_use) and its sum per lane in f32; pPairs[p] = P^T
+  // rows 2p and 2p + 1 rounded to bf16 (vcvtneps2bf16, round to nearest
+  // even) and interleaved, so that (P[r][2p], P[r][2p + 1]) is one 32-bit
+  // word; a key past kCols is 0. The f32 P goes back to S^T only where a
+  // tile may take the guarded f32 P V (a removed key's inf or NaN V row).
+  // Row 2p + 1 of S^T exists even past kCols (S^T has an even number of
+  // rows, keyRowsPad); its exp is computed and dropped.
   int64_t qVecs = cfg.blockQ / cfg.vw;
+  bool keepF32 = mayGuardValues();
   auto halfType = VectorType::get({cfg.vw}, b.getBF16Type());
   Value numPairs = arith::CeilDivUIOp::create(b, loc, kCols, cIdx(b, 2));
-  loop(b, cIdx(b, 0), numPairs, [&](OpBuilder &lb, Value p) {
-    Value j = mul(lb, p, cIdx(lb, 2));
-    Value j1 = add(lb, j, cIdx(lb, 1));
-    Value has1 =
-        arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, j1, kCols);
-    for (int64_t v = 0; v < qVecs; ++v) {
-      Value col = cIdx(lb, v * cfg.vw);
-      Value first = vload(lb, sT, {j, col});
-      Value second = arith::SelectOp::create(
-          lb, loc, has1, vload(lb, sT, {j1, col}), splatF32(lb, 0.0f));
-      Value pair = vector::InterleaveOp::create(
-          lb, loc,
-          x86vector::CvtPackedF32ToBF16Op::create(lb, loc, halfType, first),
-          x86vector::CvtPackedF32ToBF16Op::create(lb, loc, halfType, second));
-      vector::StoreOp::create(lb, loc, pair, pPairs,
-                              ValueRange{p, cIdx(lb, 2 * v * cfg.vw)});
-    }
-  });
+  SmallVector<Value> sumInit(qVecs, splatF32(b, 0.0f));
+  auto pairLoop = scf::ForOp::create(
+      b, loc, cIdx(b, 0), numPairs, cIdx(b, 1), sumInit,
+      [&](OpBuilder &lb, Location, Value p, ValueRange sum) {
+        Value j = mul(lb, p, cIdx(lb, 2));
+        Value j1 = add(lb, j, cIdx(lb, 1));
+        Value has1 = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult,
+                                           j1, kCols);
+        SmallVector<Value> next;
+        for (int64_t v = 0; v < qVecs; ++v) {
+          Value col = cIdx(lb, v * cfg.vw);
+          Value first = lowering::buildSoftmaxExp(
+              lb, loc,
+              arith::SubFOp::create(lb, loc, vload(lb, sT, {j, col}), mUse[v]));
+          Value second = arith::SelectOp::create(
+              lb, loc, has1,
+              lowering::buildSoftmaxExp(
+                  lb, loc,
+                  arith::SubFOp::create(lb, loc, vload(lb, sT, {j1, col}),
+                                        mUse[v])),
+              splatF32(lb, 0.0f));
+          if (keepF32) {
+            vstore(lb, first, sT, {j, col});
+            vstore(lb, second, sT, {j1, col});
+          }
+          next.push_back(arith::AddFOp::create(
+              lb, loc, sum[v], arith::AddFOp::create(lb, loc, first, second)));
+          Value r0 =
+              x86vector::CvtPackedF32ToBF16Op::create(lb, loc, halfType, first);
+          Value r1 = x86vector::CvtPackedF32ToBF16Op::create(lb, loc, halfType,
+                                                             second);
+          Value pair = vector::InterleaveOp::create(lb, loc, r0, r1);
+          vector::StoreOp::create(lb, loc, pair, pPairs,
+                                  ValueRange{p, cIdx(lb, 2 * v * cfg.vw)});
+        }
+        scf::YieldOp::create(lb, loc, next);
+      });
+  return SmallVector<Value>(pairLoop.getResults());
 }
 
 void CpuKernelBuilder::buildBf16PV(OpBuilder &b, Value kCols) {

@@ -670,12 +670,21 @@ func.func @pv_groups(%q: memref<1x1x?x32xf32>, %k: memref<1x1x?x32xf32>, %v: mem
 //       BF16:       scf.yield
 //       BF16:     arith.mulf %{{.*}}, %[[SCALE:.*]] : vector<16xf32>
 //       BF16:     vector.store %{{.*}}, %[[ST]]
-// P pairs after the softmax: the second key past the tile is 0.
-//       BF16:     %[[P1Z:.*]] = arith.select %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %cst{{[_0-9]*}} : vector<16xf32>
-//  BF16-NEXT:     %[[R1:.*]] = x86vector.avx512.cvt.packed.f32_to_bf16 %[[P1Z]] : vector<16xf32> -> vector<16xbf16>
-//  BF16-NEXT:     %[[R0:.*]] = x86vector.avx512.cvt.packed.f32_to_bf16 %{{.*}} : vector<16xf32> -> vector<16xbf16>
-//  BF16-NEXT:     vector.interleave %[[R0]], %[[R1]] : vector<16xbf16> -> vector<32xbf16>
-//       BF16:     vector.store %{{.*}}, %[[PP]]
+// P = exp(S - m) over pairs of keys, in the pass that rounds it to bf16
+// pairs: the second key past the tile is 0; with causality the f32 P
+// goes back to S^T for the guarded P V; both keys enter the row sum.
+//       BF16:     scf.for %[[PI:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+//       BF16:       %[[HASP1:.*]] = arith.cmpi ult
+//       BF16:       %[[P0:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : vector<16xi1>, vector<16xf32>
+//       BF16:       %[[P1Z:.*]] = arith.select %[[HASP1]], %{{[a-z0-9_]+}}, %cst{{[_0-9]*}} : vector<16xf32>
+//  BF16-NEXT:       vector.store %[[P0]], %[[ST]]
+//  BF16-NEXT:       vector.store %[[P1Z]], %[[ST]]
+//  BF16-NEXT:       %[[PS:.*]] = arith.addf %[[P0]], %[[P1Z]] : vector<16xf32>
+//  BF16-NEXT:       arith.addf %{{.*}}, %[[PS]] : vector<16xf32>
+//  BF16-NEXT:       %[[R0:.*]] = x86vector.avx512.cvt.packed.f32_to_bf16 %[[P0]] : vector<16xf32> -> vector<16xbf16>
+//  BF16-NEXT:       %[[R1:.*]] = x86vector.avx512.cvt.packed.f32_to_bf16 %[[P1Z]] : vector<16xf32> -> vector<16xbf16>
+//  BF16-NEXT:       vector.interleave %[[R0]], %[[R1]] : vector<16xbf16> -> vector<32xbf16>
+//       BF16:       vector.store %{{.*}}, %[[PP]][%[[PI]], %c0{{.*}}]
 // Tiles across the diagonal: the f32 guarded P V when V is not finite.
 //       BF16:     scf.if %{{.*}} {
 //       BF16:       scf.if %[[NONFINITE]] {

@@ -37,7 +37,7 @@ causal with Nq = 16 < Nk = 40, NaN in the K and V rows of key 25, which
 row 0 removes) is lowered, run as is (it must match), then edited in its
 vector IR:
   p_pair_unzeroed    the P pair's second key past the tile is not zeroed
-                     (the clamped key's raw score, NaN, times 0 gives NaN)
+                     (a key the tile does not hold enters P V and the sum)
   v_pair_unzeroed    the V pair's second key past the tile is not zeroed
                      (P = 0 times the next tile's NaN V row)
   no_nonfinite_path  a guarded tile with a NaN V row keeps the dot
@@ -271,11 +271,12 @@ def one_sub(pattern, repl, text):
 
 def mutants_of(kernel):
     m = {}
-    # The P pair's second row: select(has1, row, 0) feeding the first
-    # conversion to bf16.
-    sel = re.search(r"(%\w+) = arith\.select (%\w+), (%\w+), (%\w+) : "
-                    r"vector<16xf32>\n\s*%\w+ = x86vector\.avx512\.cvt\.packed"
-                    r"\.f32_to_bf16 \1 ", kernel)
+    # The P pair's second row: select(has1, exp(...), 0), converted to
+    # bf16 (and added to the row sum).
+    sel = next((c for c in re.finditer(
+        r"(%\w+) = arith\.select (%\w+), (%\w+), (%\w+) : vector<16xf32>",
+        kernel) if re.search(r"x86vector\.avx512\.cvt\.packed\.f32_to_bf16 "
+                             + re.escape(c.group(1)) + r"\b", kernel)), None)
     m["p_pair_unzeroed"] = (kernel.replace(
         sel.group(0), sel.group(0).replace(
             f"select {sel.group(2)}, {sel.group(3)}, {sel.group(4)}",
