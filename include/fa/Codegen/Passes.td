@@ -77,7 +77,8 @@ def FACpuAttentionPass : Pass<"fa-cpu-attention"> {
     and ALiBi to every score, then, on tiles that `tileNeedsElementMask`
     says are not full, removes the keys the window, chunk, causality and
     segment ids exclude; full tiles skip the key masks and the guarded
-    P V.
+    P V. With causality and none of these, only the tiles that
+    `crossesDiagonal` compare each query lane with the key.
 
     `block-q` and `block-kv` of 0 (the default) are chosen per op from the
     L2 size per core (`l2-cache-size`, else 512 KiB; the pass does not probe

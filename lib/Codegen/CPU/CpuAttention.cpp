@@ -1027,14 +1027,18 @@ void CpuKernelBuilder::buildKVTile(
     OpBuilder &b, Value k0, Value kCols,
     const AttentionSemantics::SegmentRange *kSegRange, Value maskModPartial) {
   Value zero = cIdx(b, 0);
-  // With a window, a chunk or segments, whether some key of this tile is
-  // removed for some row (false: a full tile, no element mask and no NaN
-  // guard in P V).
+  // With a window, a chunk, segments or causality, whether some key of
+  // this tile is removed for some row (false: a full tile, no element mask
+  // and no NaN guard in P V).
   Value needMask;
   if (positionalMods)
     needMask = sem.tileNeedsElementMask(
         b, loc, k0, kCols, kvEnd, q0, diagOffset, qRows,
         kSegRange ? &qSegRange : nullptr, kSegRange, maskModPartial);
+  else if (sem.isCausal())
+    // Causality alone: only the tiles across the diagonal remove keys (the
+    // others skip the per-lane causal compare and select).
+    needMask = sem.crossesDiagonal(b, loc, k0, kCols, q0, diagOffset);
   bool alwaysMask = needMask && matchPattern(needMask, m_One());
   if (alwaysMask)
     needMask = Value();

@@ -670,6 +670,15 @@ func.func @pv_groups(%q: memref<1x1x?x32xf32>, %k: memref<1x1x?x32xf32>, %v: mem
 //       BF16:       scf.yield
 //       BF16:     arith.mulf %{{.*}}, %[[SCALE:.*]] : vector<16xf32>
 //       BF16:     vector.store %{{.*}}, %[[ST]]
+// Causality alone: only a tile across the diagonal compares each lane's
+// query with the key (the else branch, a full tile, takes the max alone).
+//       BF16:     %{{.*}}:4 = scf.if %{{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+//       BF16:       vector.step : vector<16xindex>
+//       BF16:       arith.cmpi sge
+//       BF16:     } else {
+//   BF16-NOT:       vector.step
+//       BF16:       arith.cmpf ogt
+//       BF16:     }
 // P = exp(S - m) over pairs of keys, in the pass that rounds it to bf16
 // pairs: the second key past the tile is 0; with causality the f32 P
 // goes back to S^T for the guarded P V; both keys enter the row sum.
