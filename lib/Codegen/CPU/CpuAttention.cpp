@@ -1372,7 +1372,11 @@ void CpuKernelBuilder::buildSoftmax(OpBuilder &b, Value k0, Value kCols,
   Value zero = cIdx(b, 0);
 
   // Pass 1: score modifiers, masks (-inf) and the tile max per lane. Tiles
-  // that a window, chunk or segments leave full skip the key masks.
+  // that a window, chunk, segments or causality leave full skip the key
+  // masks. Pass 1 writes every final score back to S^T and takes the max
+  // of exactly those values, so pass 2's arguments s - m_use are <= 0 (or
+  // -inf or NaN), the domain of buildSoftmaxExp: nothing may change a
+  // score between the two passes.
   SmallVector<Value> tileMax;
   if (needMask) {
     auto ifOp = scf::IfOp::create(
@@ -1447,9 +1451,9 @@ SmallVector<Value> CpuKernelBuilder::buildScoreModsAndMax(OpBuilder &b,
                                                           Value k0, Value kCols,
                                                           bool removeKeys) {
   // For each key row of S^T and vector of query lanes: the score modifiers
-  // (softcap, ALiBi), the additive mask, then (removeKeys) -inf for the
-  // keys causality, the window, the chunk, segments or a boolean mask
-  // remove; returns the max per lane.
+  // (softcap, ALiBi), the additive mask or a boolean mask's -inf, score_mod,
+  // then (removeKeys) -inf for the keys causality, the window, the chunk,
+  // segments or mask_mod remove; returns the max per lane.
   int64_t qVecs = cfg.blockQ / cfg.vw;
   float inf = std::numeric_limits<float>::infinity();
   auto idxVec = VectorType::get({cfg.vw}, b.getIndexType());
