@@ -326,6 +326,15 @@ private:
   Value rawRow(OpBuilder &b, Value mem, ValueRange idx, int64_t col,
                int64_t rowLen);
   void buildBf16Scores(OpBuilder &b, Value k0, Value kCols);
+  /// Pair p of a tile's keys: the rows 2p and 2p + 1 of the tile and
+  /// whether the second is inside it (2p + 1 < kCols).
+  std::tuple<Value, Value, Value> keyPair(OpBuilder &b, Value p, Value kCols) {
+    Value j = mul(b, p, cIdx(b, 2));
+    Value j1 = add(b, j, cIdx(b, 1));
+    return {j, j1,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j1,
+                                  kCols)};
+  }
   void buildBf16ValuePairs(OpBuilder &b, Value k0, Value kCols);
   /// Whether some tile may take the guarded P V (a mask, causality or a
   /// positional modifier removes keys), which with bf16 dot products reads
@@ -1775,10 +1784,7 @@ void CpuKernelBuilder::buildBf16ValuePairs(OpBuilder &b, Value k0,
   auto pairLoop = scf::ForOp::create(
       b, loc, cIdx(b, 0), numPairs, cIdx(b, 1), inits,
       [&](OpBuilder &lb, Location, Value p, ValueRange flags) {
-        Value j = mul(lb, p, cIdx(lb, 2));
-        Value j1 = add(lb, j, cIdx(lb, 1));
-        Value has1 = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult,
-                                           j1, kCols);
+        auto [j, j1, has1] = keyPair(lb, p, kCols);
         SmallVector<Value> row0 = kvRow(lb, add(lb, k0, j));
         SmallVector<Value> row1 = kvRow(lb, minI(lb, add(lb, k0, j1), last));
         Value flag = track ? flags[0] : Value();
@@ -1830,10 +1836,7 @@ CpuKernelBuilder::buildBf16Probabilities(OpBuilder &b, Value kCols,
   auto pairLoop = scf::ForOp::create(
       b, loc, cIdx(b, 0), numPairs, cIdx(b, 1), sumInit,
       [&](OpBuilder &lb, Location, Value p, ValueRange sum) {
-        Value j = mul(lb, p, cIdx(lb, 2));
-        Value j1 = add(lb, j, cIdx(lb, 1));
-        Value has1 = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult,
-                                           j1, kCols);
+        auto [j, j1, has1] = keyPair(lb, p, kCols);
         SmallVector<Value> next;
         for (int64_t v = 0; v < qVecs; ++v) {
           Value col = cIdx(lb, v * cfg.vw);

@@ -67,121 +67,121 @@ Value lowering::loopIndex(OpBuilder &b, Location loc, int64_t dim) {
   return linalg::IndexOp::create(b, loc, dim);
 }
 
-Value lowering::buildFastExp(OpBuilder &b, Location loc, Value x) {
-  auto vt = dyn_cast<VectorType>(x.getType());
-  Type i32 = b.getI32Type();
-  Type intType = vt ? Type(VectorType::get(vt.getShape(), i32)) : i32;
-  auto cf = [&](float v) -> Value {
+namespace {
+/// The arithmetic that buildFastExp and buildSoftmaxExp share: f32 and i32
+/// constants shaped like x, contractible multiply-adds, and the range
+/// reduction.
+struct ExpBuilder {
+  ExpBuilder(OpBuilder &b, Location loc, Value x)
+      : b(b), loc(loc), vt(dyn_cast<VectorType>(x.getType())),
+        intType(vt ? Type(VectorType::get(vt.getShape(), b.getI32Type()))
+                   : Type(b.getI32Type())) {}
+
+  Value cf(float v) {
     if (vt)
       return arith::ConstantOp::create(
           b, loc, DenseElementsAttr::get(vt, b.getF32FloatAttr(v)));
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  };
-  auto ci = [&](int32_t v) -> Value {
+  }
+  Value ci(int32_t v) {
     if (vt)
       return arith::ConstantOp::create(
           b, loc,
           DenseElementsAttr::get(cast<ShapedType>(intType),
                                  b.getI32IntegerAttr(v)));
     return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
-  };
-  // p * q + r, contractible: one FMA where the target has them, a multiply
-  // and an add (not a libm fmaf call, as math.fma would be) elsewhere.
-  auto contract = arith::FastMathFlagsAttr::get(b.getContext(),
-                                                arith::FastMathFlags::contract);
-  auto fma = [&](Value p, Value q, Value r) -> Value {
+  }
+  /// p * q + r, contractible: one FMA where the target has them, a
+  /// multiply and an add (not a libm fmaf call, as math.fma would be)
+  /// elsewhere.
+  Value fma(Value p, Value q, Value r) {
+    auto contract = arith::FastMathFlagsAttr::get(
+        b.getContext(), arith::FastMathFlags::contract);
     Value m = arith::MulFOp::create(b, loc, p, q, contract);
     return arith::AddFOp::create(b, loc, m, r, contract);
+  }
+
+  /// Range reduction: x = n ln2 + r, |r| <= ln2 / 2 (Cody-Waite, two
+  /// parts). n = round(x log2(e)) by adding 1.5 * 2^23 (t): the sum's low
+  /// mantissa bits are n (no rounding instruction, no float -> int
+  /// conversion); fx = n as a float.
+  struct Reduced {
+    Value t, fx, r;
   };
-  // Range reduction: x = n ln2 + r, |r| <= ln2 / 2 (Cody-Waite, two
-  // parts). n = round(x log2(e)) by adding 1.5 * 2^23: the sum's low
-  // mantissa bits are n (no rounding instruction, no float -> int
-  // conversion). Lanes outside [lo, hi] compute garbage that the selects
-  // at the end replace.
+  static constexpr float kMagic = 12582912.0f; // 1.5 * 2^23
+  static constexpr int32_t kMagicBits = 0x4B400000;
+  Reduced reduce(Value x) {
+    Value t = fma(x, cf(1.44269504088896341f), cf(kMagic));
+    Value fx = arith::SubFOp::create(b, loc, t, cf(kMagic));
+    Value r = fma(fx, cf(-0.693359375f), x);
+    r = fma(fx, cf(2.12194440e-4f), r);
+    return {t, fx, r};
+  }
+  Value bitsOf(Value f) { return arith::BitcastOp::create(b, loc, intType, f); }
+
+  OpBuilder &b;
+  Location loc;
+  VectorType vt;
+  Type intType;
+};
+} // namespace
+
+Value lowering::buildFastExp(OpBuilder &b, Location loc, Value x) {
+  ExpBuilder e(b, loc, x);
+  // Lanes outside [lo, hi] compute garbage that the selects at the end
+  // replace.
   const float lo = -87.3365447505531f, hi = 88.0f;
-  const float magic = 12582912.0f; // 1.5 * 2^23
-  Value t = fma(x, cf(1.44269504088896341f), cf(magic));
-  Value fx = arith::SubFOp::create(b, loc, t, cf(magic));
-  Value n = arith::SubIOp::create(
-      b, loc, arith::BitcastOp::create(b, loc, intType, t),
-      ci(0x4B400000)); // the bits of 1.5 * 2^23
-  Value r = fma(fx, cf(-0.693359375f), x);
-  r = fma(fx, cf(2.12194440e-4f), r);
+  ExpBuilder::Reduced red = e.reduce(x);
+  Value r = red.r;
   // exp(r) = 1 + r + r^2 P(r) (Cephes expf coefficients).
-  Value p = cf(1.9875691500e-4f);
+  Value p = e.cf(1.9875691500e-4f);
   for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
                   1.6666665459e-1f, 5.0000001201e-1f})
-    p = fma(p, r, cf(c));
+    p = e.fma(p, r, e.cf(c));
   Value r2 = arith::MulFOp::create(b, loc, r, r);
-  Value y = arith::AddFOp::create(b, loc, fma(p, r2, r), cf(1.0f));
-  // 2^n from the exponent bits.
+  Value y = arith::AddFOp::create(b, loc, e.fma(p, r2, r), e.cf(1.0f));
+  // 2^n from the exponent bits: n = the bits of t minus those of the
+  // magic number.
+  Value n = arith::SubIOp::create(b, loc, e.bitsOf(red.t),
+                                  e.ci(ExpBuilder::kMagicBits));
   Value bits = arith::ShLIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, n, ci(127)), ci(23));
+      b, loc, arith::AddIOp::create(b, loc, n, e.ci(127)), e.ci(23));
   Value pow2 = arith::BitcastOp::create(b, loc, x.getType(), bits);
   Value res = arith::MulFOp::create(b, loc, y, pow2);
   // Below the range (incl. -inf): 0. Above: +inf. NaN stays NaN.
   Value under =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, cf(lo));
-  res = arith::SelectOp::create(b, loc, under, cf(0.0f), res);
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, e.cf(lo));
+  res = arith::SelectOp::create(b, loc, under, e.cf(0.0f), res);
   Value over =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, cf(hi));
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, e.cf(hi));
   res = arith::SelectOp::create(
-      b, loc, over, cf(std::numeric_limits<float>::infinity()), res);
+      b, loc, over, e.cf(std::numeric_limits<float>::infinity()), res);
   Value nan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
   return arith::SelectOp::create(b, loc, nan, x, res);
 }
 
 Value lowering::buildSoftmaxExp(OpBuilder &b, Location loc, Value x) {
-  auto vt = dyn_cast<VectorType>(x.getType());
-  Type i32 = b.getI32Type();
-  Type intType = vt ? Type(VectorType::get(vt.getShape(), i32)) : i32;
-  auto cf = [&](float v) -> Value {
-    if (vt)
-      return arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(vt, b.getF32FloatAttr(v)));
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  };
-  auto ci = [&](int32_t v) -> Value {
-    if (vt)
-      return arith::ConstantOp::create(
-          b, loc,
-          DenseElementsAttr::get(cast<ShapedType>(intType),
-                                 b.getI32IntegerAttr(v)));
-    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
-  };
-  auto contract = arith::FastMathFlagsAttr::get(b.getContext(),
-                                                arith::FastMathFlags::contract);
-  auto fma = [&](Value p, Value q, Value r) -> Value {
-    Value m = arith::MulFOp::create(b, loc, p, q, contract);
-    return arith::AddFOp::create(b, loc, m, r, contract);
-  };
-  // x = n ln2 + r as in buildFastExp: n from the low mantissa bits of
-  // x log2(e) + 1.5 * 2^23, r in two Cody-Waite parts.
+  ExpBuilder e(b, loc, x);
   const float lo = -87.3365447505531f;
-  const float magic = 12582912.0f; // 1.5 * 2^23
-  Value t = fma(x, cf(1.44269504088896341f), cf(magic));
-  Value fx = arith::SubFOp::create(b, loc, t, cf(magic));
-  Value r = fma(fx, cf(-0.693359375f), x);
-  r = fma(fx, cf(2.12194440e-4f), r);
+  ExpBuilder::Reduced red = e.reduce(x);
   // exp(r) = 1 + r (1 + r P(r)), P Cephes expf's, in one Horner chain.
-  Value p = cf(1.9875691500e-4f);
+  Value p = e.cf(1.9875691500e-4f);
   for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
                   1.6666665459e-1f, 5.0000001201e-1f, 1.0f, 1.0f})
-    p = fma(p, r, cf(c));
-  // 2^n: the bits of t minus those of 1.5 * 2^23 are n; plus the bias 127,
-  // shifted into the exponent field (n >= -126 on [lo, 0]).
+    p = e.fma(p, red.r, e.cf(c));
+  // 2^n: the bits of t minus those of the magic number are n; plus the
+  // bias 127, shifted into the exponent field (n >= -126 on [lo, 0]).
   Value bits = arith::ShLIOp::create(
       b, loc,
-      arith::AddIOp::create(b, loc,
-                            arith::BitcastOp::create(b, loc, intType, t),
-                            ci(127 - 0x4B400000)),
-      ci(23));
+      arith::AddIOp::create(b, loc, e.bitsOf(red.t),
+                            e.ci(127 - ExpBuilder::kMagicBits)),
+      e.ci(23));
   Value res = arith::MulFOp::create(
       b, loc, p, arith::BitcastOp::create(b, loc, x.getType(), bits));
   // Below the range (incl. -inf): 0. A NaN x made every step NaN.
   Value under =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, cf(lo));
-  return arith::SelectOp::create(b, loc, under, cf(0.0f), res);
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, e.cf(lo));
+  return arith::SelectOp::create(b, loc, under, e.cf(0.0f), res);
 }
 
 LogicalResult mlir::fa::lowering::approximateTanhsIn(Operation *root) {
