@@ -10,8 +10,11 @@ torch.autograd.Function when torch is installed.
 
 The demo checks the gradients end to end against the forward kernel itself:
 for random directions U, the directional derivative of sum(O * dO) along U,
-by central differences of two forward runs, must match <dX, U>. With torch
-it also compares with torch's own SDPA gradients.
+by central differences of two forward runs, must match <dX, U> to 0.1% of
+the larger of |<dX, U>| and ||dX|| (the typical size of <dX, U> for a
+standard normal U: a direction almost orthogonal to dX leaves only the
+float32 noise of the forward runs, which a relative error alone would
+magnify). With torch it also compares with torch's own SDPA gradients.
 
 Usage: autograd_demo.py FA_RUN [--n N] [--d D]
 """
@@ -121,12 +124,14 @@ def main():
             plus[i] = (q, k, v)[i] + t * u
             minus[i] = (q, k, v)[i] - t * u
             numeric = (loss(plus) - loss(minus)) / (2 * t)
-            analytic = float((grads[i].astype(np.float64) * u).sum())
-            err = abs(numeric - analytic) / max(abs(numeric), 1e-6)
+            g = grads[i].astype(np.float64)
+            analytic = float((g * u).sum())
+            err = abs(numeric - analytic) / max(abs(numeric),
+                                                np.linalg.norm(g), 1e-6)
             worst = max(worst, err)
             print(f"{name}: directional derivative {analytic:.6g}, central "
                   f"difference {numeric:.6g}")
-    if not worst < 1e-2:
+    if not worst < 1e-3:
         raise SystemExit(f"FAILED: directional derivatives differ by "
                          f"{worst:.2e}")
     print(f"directional derivatives agree (worst relative difference "
